@@ -1,0 +1,63 @@
+# tinygpt: `make` builds ./tinygpt; `make test` builds and runs every test;
+# `make run` trains on the default corpus and prints a sample.
+#
+# Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
+# and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
+
+CC ?= cc
+OPT ?= -O3 -march=native
+WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
+# `=` (not `:=`) so pkg-config runs after the deps target has installed stb.
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -fopenmp -Isrc $(shell pkg-config --cflags stb)
+LDLIBS = -lm
+CHECK_LIBS = $(shell pkg-config --libs check)
+BUILD ?= build
+
+LIB_SRC = $(filter-out src/main.c, $(wildcard src/*.c))
+LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard tests/*.c)
+TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
+
+# Default corpus and the default run (about two minutes on 2 cores).
+CORPUS = data/moby-dick.txt
+RUN_DIR = runs/default
+RUN_FLAGS ?=
+
+.PHONY: all deps run test clean parity bench
+all: tinygpt
+
+deps:
+	@scripts/setup.sh --quiet
+
+$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c $(wildcard src/*.h tests/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -c $< -o $@
+
+tinygpt: $(BUILD)/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+$(CORPUS):
+	scripts/get_corpus.sh $@
+
+test: tinygpt $(BUILD)/run_tests
+	$(BUILD)/run_tests
+
+run: tinygpt $(CORPUS)
+	./tinygpt train $(CORPUS) --out $(RUN_DIR) $(RUN_FLAGS)
+	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400
+
+clean:
+	rm -rf $(BUILD) tinygpt
+
+# Train 50 steps with tinygpt and with the PyTorch reference on the same
+# batches and compare (needs python3-torch; setup.sh --python installs it).
+parity: tinygpt
+	scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# setup.sh: install the Debian packages tinygpt needs, if any are missing.
+#
+#   scripts/setup.sh [--quiet] [--python] [--npm]
+#
+# Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests).
+# --python  also python3-torch and python3-numpy (scripts/torch_reference.py).
+# --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
+# --quiet   print nothing when everything is already there.
+#
+# It checks first and runs apt-get (as root, or through sudo) only when
+# something is missing. The Makefile runs `scripts/setup.sh --quiet` before
+# every build, so the check must stay fast.
+set -euo pipefail
+
+quiet=0 python=0 npm=0
+for arg in "$@"; do
+    case "$arg" in
+        --quiet) quiet=1 ;;
+        --python) python=1 ;;
+        --npm) npm=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm]" >&2; exit 2 ;;
+    esac
+done
+
+# has_pc: true when pkg-config knows the library "$1".
+has_pc() { command -v pkg-config >/dev/null && pkg-config --exists "$1"; }
+
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v make >/dev/null || missing+=(make)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+has_pc stb || missing+=(libstb-dev)
+has_pc check || missing+=(check)
+if ((python)) && ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+    missing+=(python3-torch python3-numpy)
+fi
+if ((npm)) && ! command -v npm >/dev/null; then
+    missing+=(npm)
+fi
+
+if ((${#missing[@]} == 0)); then
+    ((quiet)) || echo "setup: all dependencies are installed"
+    exit 0
+fi
+
+# Root runs apt-get directly; anyone else needs sudo (non-interactive when
+# there is no terminal to type a password into, as in CI).
+if ((EUID == 0)); then
+    as_root=()
+elif command -v sudo >/dev/null; then
+    if [[ -t 0 ]]; then as_root=(sudo); else as_root=(sudo -n); fi
+else
+    echo "setup: error: not root and no sudo; as root, run: apt-get install ${missing[*]}" >&2
+    exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+    echo "setup: error: no apt-get; install these (Debian names): ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "setup: installing ${missing[*]}"
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

@@ -1,0 +1,52 @@
+// args.h: table-driven command-line flags for the subcommands.
+//
+// Reading order: file 13 (glue code; skip it on a first read). Each command
+// declares its flags once, in a table holding the variable that receives
+// the value (and holds the default beforehand), a one-line help, and the
+// allowed range. The same table parses argv and prints --help, so the help
+// text cannot drift from what is accepted.
+#ifndef TINYGPT_ARGS_H
+#define TINYGPT_ARGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef enum { FLAG_INT, FLAG_LONG, FLAG_FLOAT, FLAG_STRING, FLAG_SWITCH } FlagType;
+
+typedef struct {
+    const char *name;     // "--steps"
+    FlagType type;
+    void *value;          // int*, long*, float*, const char**, or bool* (FLAG_SWITCH)
+    const char *metavar;  // "N", "DIR", ...; unused for FLAG_SWITCH
+    const char *help;     // one line
+    double min, max;      // inclusive range for numbers (ignored when min == max == 0)
+    bool seen;            // set when the flag appears on the command line
+} Flag;
+
+typedef struct {
+    const char *name;         // "train"
+    const char *positional;   // "FILE", or NULL when the command takes none
+    const char *summary;      // one line: what the command does
+    const char *example;      // one example command line
+    Flag *flags;
+    int n_flags;
+} Command;
+
+// parse_flags: fill the table's variables from argv (argv[0] is the command
+// name). Accepts "--flag value" and "--flag=value". "--help" prints the help
+// and exits 0. Any problem (unknown flag, missing value, not a number, out of
+// range, wrong number of positional arguments) prints one line naming the
+// flag and exits 2. Returns the positional argument, or NULL if none.
+const char *parse_flags(Command *cmd, int argc, char **argv);
+
+// command_flag: the entry of "cmd" named "name" (which must exist).
+const Flag *command_flag(const Command *cmd, const char *name);
+
+// print_command_help: the usage line, the summary, one line per flag with its
+// default, and the example.
+void print_command_help(const Command *cmd, FILE *out);
+
+// usage_error: "tinygpt CMD: <message>; see 'tinygpt CMD --help'", exit 2.
+_Noreturn void usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,463 @@
+// checkpoint.c: save and load the model as .safetensors (see checkpoint.h).
+//
+// Reading order: file 12, after model.c (the parameter table) and json.c.
+//
+// The file, byte by byte:
+//
+//   [0, 8)          N, the header length, as a little-endian u64
+//   [8, 8+N)        the header: JSON, padded with spaces to make 8+N a multiple of 8
+//   [8+N, end)      the data section: each tensor's floats, little-endian F32
+//
+// The header maps each tensor name to {"dtype", "shape", "data_offsets"},
+// where data_offsets = [begin, end) in bytes from the start of the data
+// section, and holds "__metadata__", an object of strings (safetensors allows
+// only strings there) with what the weights alone cannot tell: the
+// vocabulary, the sizes, dropout, the step, and "format": "tinygpt-1".
+// A safetensors reader in any language (Python's safetensors.torch.load_file,
+// for one) opens the file as it is.
+//
+// Saving writes the tensors in parameter-table order (model.h). Loading
+// accepts them in any order, as long as they tile the data section with no
+// gap and no overlap (safetensors' own rule; Python's writer sorts by name).
+//
+// Loading trusts nothing: every size, name, shape and offset is checked
+// against the others and against the file's real size before anything is
+// allocated by size, so a damaged or hostile file gives a one-line message,
+// never a crash or a huge allocation. What it leaves out: dtypes other than
+// F32, big-endian machines, and memory-mapping the file.
+#include "checkpoint.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+
+// The data section is the parameter buffer's bytes as they sit in memory
+// (fwrite out, fread back in). safetensors stores little-endian IEEE-754
+// floats, so that is only right on a little-endian machine: refuse to
+// compile anywhere else rather than write files no one else can read.
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "checkpoint.c copies floats to and from the file as raw bytes, so it needs a little-endian machine");
+_Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
+
+// The value of "__metadata__"."format"; bump it if the meaning of the file changes.
+#define CHECKPOINT_FORMAT "tinygpt-1"
+// The largest header accepted, the limit the safetensors library itself uses.
+#define MAX_HEADER_BYTES (100u * 1000u * 1000u)
+// The bytes before the header: N as a little-endian u64.
+#define LENGTH_BYTES 8
+
+// ---- Saving -------------------------------------------------------------------
+
+// build_header: the JSON header for "cfg", "tok" and "step", with one entry
+// per tensor of "specs" at consecutive data offsets, padded with spaces so
+// that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
+// reader that memory-maps the file can use the floats in place.
+static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
+                         const TensorSpec specs[NUM_PARAM_TENSORS]) {
+    size_t vocab_len;
+    char *vocab = tokenizer_vocab_utf8(tok, &vocab_len);
+    json_buf_printf(b, "{\"__metadata__\":{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
+    json_buf_string(b, vocab, vocab_len);
+    json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
+                    cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
+    // %.9g prints any float so that strtod + (float) gives back the same bits.
+    json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"}", (double)cfg->dropout, step);
+    free(vocab);
+
+    size_t begin = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        const TensorSpec *spec = &specs[i];
+        size_t end = begin + spec->size * sizeof(float);
+        json_buf_append(b, ",", 1);
+        json_buf_string(b, spec->name, strlen(spec->name));
+        json_buf_printf(b, ":{\"dtype\":\"F32\",\"shape\":[%d", spec->shape[0]);
+        if (spec->ndim == 2) json_buf_printf(b, ",%d", spec->shape[1]);
+        json_buf_printf(b, "],\"data_offsets\":[%zu,%zu]}", begin, end);
+        begin = end;
+    }
+    json_buf_append(b, "}", 1);
+    while ((LENGTH_BYTES + b->len) % 8 != 0) json_buf_append(b, " ", 1);
+}
+
+// checkpoint_save: header, then the tensors, into "<path>.tmp"; then fflush
+// (our buffer to the kernel), fsync (the kernel's cache to the disk) and
+// fclose, each checked, since a full disk may only show up at any of them.
+// Only then rename over "path": rename is atomic, so "path" is always either
+// the old checkpoint or the complete new one. On any failure the .tmp file is
+// removed. (A crash right after rename may still lose the rename itself on
+// some file systems until the directory is synced; the old file survives.)
+bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err) {
+    assert(tok->vocab_size == m->config.vocab_size && step >= 0);
+    TensorSpec specs[NUM_PARAM_TENSORS];
+    param_table(&m->config, specs);
+    JsonBuf header = {0};
+    build_header(&header, &m->config, tok, step, specs);
+
+    unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
+    for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
+
+    size_t tmp_size = strlen(path) + sizeof ".tmp";
+    char *tmp = xmalloc(tmp_size);
+    snprintf(tmp, tmp_size, "%s.tmp", path);
+
+    FILE *f = fopen_checked(tmp, "wb", err);
+    bool ok = f != NULL;
+    ok = ok && write_exact(length, sizeof length, f, tmp, err);
+    ok = ok && write_exact(header.data, header.len, f, tmp, err);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
+        ok = ok && write_exact(m->params_memory + specs[i].offset, specs[i].size * sizeof(float), f, tmp, err);
+    if (ok && fflush(f) != 0)
+        ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
+    if (ok && fsync(fileno(f)) != 0)
+        ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
+    if (f && fclose(f) != 0 && ok)
+        ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
+    if (ok && rename(tmp, path) != 0)
+        ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, path,
+                       strerror(errno), path);
+    if (!ok && f) remove(tmp);  // only a .tmp we created: f is NULL if it could not be opened
+
+    free(tmp);
+    json_buf_free(&header);
+    return ok;
+}
+
+// ---- Loading --------------------------------------------------------------------
+
+// What checkpoint_load has learned about the file so far; each step below
+// fills in some of it, and checkpoint_load frees it at the end.
+typedef struct {
+    const char *path;                     // for messages
+    Error *err;
+    FILE *f;
+    uint64_t file_size;                   // bytes
+    uint64_t header_len;                  // N
+    uint64_t data_size;                   // bytes in the data section: file_size - 8 - N
+    char *header;                         // [N] the JSON text
+    JsonValue *root;                      // the parsed header
+    const JsonValue *vocab;               // the metadata's "vocab" string, inside "root"
+    ModelConfig cfg;
+    long step;
+    TensorSpec specs[NUM_PARAM_TENSORS];  // what the metadata says the tensors must be
+    uint64_t begin[NUM_PARAM_TENSORS];    // where each one starts in the data section, in bytes
+} Loader;
+
+// reject: fill "err" with "'<path>' is not a valid tinygpt checkpoint: ..."
+// (the rest from "fmt", which should end by saying what to do); returns false.
+__attribute__((format(printf, 2, 3)))
+static bool reject(const Loader *ld, const char *fmt, ...) {
+    char detail[400];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(detail, sizeof detail, fmt, args);
+    va_end(args);
+    return error_set(ld->err, "'%s' is not a valid tinygpt checkpoint: %s", ld->path, detail);
+}
+
+// printable: "s" ("len" bytes, from the file) cut to fit "buf", with control
+// characters (even NUL) shown as '?', so a message stays on one line.
+static const char *printable(const char *s, size_t len, char *buf, size_t size) {
+    size_t n = 0;
+    for (; n < len && n + 1 < size; n++) buf[n] = (unsigned char)s[n] < 0x20 ? '?' : s[n];
+    buf[n] = '\0';
+    return buf;
+}
+
+// read_header: the 8-byte length N, checked against the limits and the file
+// size before N bytes are allocated, then the header itself.
+static bool read_header(Loader *ld) {
+    struct stat st;
+    if (fstat(fileno(ld->f), &st) != 0)
+        return error_set(ld->err, "cannot read the size of '%s': %s", ld->path, strerror(errno));
+    ld->file_size = (uint64_t)st.st_size;
+    if (ld->file_size < LENGTH_BYTES)
+        return reject(ld, "it is only %llu bytes long, shorter than the 8-byte header length; it is truncated (copy it again) or not a checkpoint",
+                      (unsigned long long)ld->file_size);
+
+    unsigned char length[LENGTH_BYTES];
+    if (!read_exact(length, sizeof length, ld->f, ld->path, ld->err)) return false;
+    uint64_t n = 0;
+    for (int i = LENGTH_BYTES - 1; i >= 0; i--) n = (n << 8) | length[i];
+    uint64_t after = ld->file_size - LENGTH_BYTES;  // bytes after the length field
+    if (n < 2)
+        return reject(ld, "its header length is %llu bytes, too short for even \"{}\"; was it written by tinygpt train?",
+                      (unsigned long long)n);
+    if (n > MAX_HEADER_BYTES)
+        return reject(ld, "its header length is %llu bytes, more than the %u safetensors allows; it is damaged or not a safetensors file",
+                      (unsigned long long)n, MAX_HEADER_BYTES);
+    if (n > after)
+        return reject(ld, "its header length is %llu bytes but only %llu bytes follow; it is truncated (copy it again) or damaged",
+                      (unsigned long long)n, (unsigned long long)after);
+    ld->header_len = n;
+    ld->data_size = after - n;
+    ld->header = xmalloc((size_t)n);
+    return read_exact(ld->header, (size_t)n, ld->f, ld->path, ld->err);
+}
+
+// parse_header: the header as JSON. safetensors requires it to start with
+// '{' (no leading whitespace), which also catches most files of other kinds.
+static bool parse_header(Loader *ld) {
+    if (ld->header[0] != '{')
+        return reject(ld, "its header does not start with '{', so it is not a safetensors file; was it written by tinygpt train?");
+    Error json_err;
+    if (!json_parse(ld->header, (size_t)ld->header_len, &ld->root, &json_err))
+        return reject(ld, "its header is damaged (%s); save it again or retrain", json_err.msg);
+    return true;
+}
+
+// metadata_string: the metadata entry "key", which must be a string.
+static const JsonValue *metadata_string(Loader *ld, const JsonValue *meta, const char *key) {
+    const JsonValue *v = json_get(meta, key);
+    if (!v) reject(ld, "its __metadata__ has no \"%s\"; was it written by tinygpt train?", key);
+    else if (v->type != JSON_STRING)
+        reject(ld, "its __metadata__ \"%s\" is %s, not a string; was it written by tinygpt train?", key,
+               json_type_name(v->type));
+    return v && v->type == JSON_STRING ? v : NULL;
+}
+
+// metadata_long: the metadata entry "key", a string of decimal digits, as a
+// number in [0, "max"]. Strict on purpose: no sign, no spaces, no "12abc".
+static bool metadata_long(Loader *ld, const JsonValue *meta, const char *key, long max, long *out) {
+    const JsonValue *v = metadata_string(ld, meta, key);
+    if (!v) return false;
+    // 18 digits always fit in a long (whose max is 9.2e18), so strtol cannot overflow.
+    bool digits = v->string_len >= 1 && v->string_len <= 18 && strspn(v->string, "0123456789") == v->string_len;
+    long value = digits ? strtol(v->string, NULL, 10) : -1;
+    char shown[48];
+    if (value < 0 || value > max)
+        return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number in [0, %ld]; the file is damaged, retrain",
+                      key, printable(v->string, v->string_len, shown, sizeof shown), max);
+    *out = value;
+    return true;
+}
+
+// read_metadata: the format marker, the config, the step and the vocabulary
+// string. The config must pass model_check_config: it bounds every size, so
+// the shape arithmetic that follows cannot overflow.
+static bool read_metadata(Loader *ld) {
+    const JsonValue *meta = json_get(ld->root, "__metadata__");
+    if (!meta || meta->type != JSON_OBJECT)
+        return reject(ld, "its header has no \"__metadata__\" object with the vocabulary and sizes; was it written by tinygpt train?");
+    const JsonValue *format = metadata_string(ld, meta, "format");
+    if (!format) return false;
+    char shown[48];
+    if (format->string_len != strlen(CHECKPOINT_FORMAT) || strcmp(format->string, CHECKPOINT_FORMAT) != 0)
+        return reject(ld, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
+                      printable(format->string, format->string_len, shown, sizeof shown), CHECKPOINT_FORMAT);
+
+    long vocab_size, n_embd, n_head, block_size;
+    if (!metadata_long(ld, meta, "vocab_size", INT_MAX, &vocab_size) ||
+        !metadata_long(ld, meta, "n_embd", INT_MAX, &n_embd) ||
+        !metadata_long(ld, meta, "n_head", INT_MAX, &n_head) ||
+        !metadata_long(ld, meta, "block_size", INT_MAX, &block_size) ||
+        !metadata_long(ld, meta, "step", LONG_MAX, &ld->step))
+        return false;
+    const JsonValue *dropout = metadata_string(ld, meta, "dropout");
+    if (!dropout) return false;
+    // strtod alone would also skip leading spaces and read "nan": ask for a digit first.
+    char *end;
+    double p = strtod(dropout->string, &end);
+    if (!(dropout->string[0] >= '0' && dropout->string[0] <= '9') || end != dropout->string + dropout->string_len)
+        return reject(ld, "its __metadata__ \"dropout\" is \"%s\", not a number in [0, 1); the file is damaged, retrain",
+                      printable(dropout->string, dropout->string_len, shown, sizeof shown));
+    ld->vocab = metadata_string(ld, meta, "vocab");
+    if (!ld->vocab) return false;
+
+    ld->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
+                            .block_size = (int)block_size,
+                            .n_embd = (int)n_embd,
+                            .n_head = (int)n_head,
+                            .dropout = (float)p};
+    Error cfg_err;
+    if (!model_check_config(&ld->cfg, &cfg_err))
+        return reject(ld, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
+                      cfg_err.msg);
+    param_table(&ld->cfg, ld->specs);
+    return true;
+}
+
+// key_is: whether the header entry "entry" is named "name" (keys may hold NULs).
+static bool key_is(const JsonValue *entry, const char *name) {
+    return entry->key_len == strlen(name) && memcmp(entry->key, name, entry->key_len) == 0;
+}
+
+// check_names: every tensor in the header must be one of the model's, and
+// every one of the model's must be there.
+static bool check_names(Loader *ld) {
+    for (size_t i = 0; i < ld->root->count; i++) {
+        const JsonValue *entry = &ld->root->items[i];
+        if (key_is(entry, "__metadata__")) continue;
+        bool known = false;
+        for (int t = 0; t < NUM_PARAM_TENSORS && !known; t++) known = key_is(entry, ld->specs[t].name);
+        char shown[64];
+        if (!known)
+            return reject(ld, "it has a tensor '%s' that tinygpt does not use; was it written by tinygpt train?",
+                          printable(entry->key, entry->key_len, shown, sizeof shown));
+    }
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++)
+        if (!json_get(ld->root, ld->specs[t].name))
+            return reject(ld, "tensor '%s' is missing; was it written by tinygpt train?", ld->specs[t].name);
+    return true;
+}
+
+// format_dims: "[a,b]" from "n" dimensions, for messages.
+static void format_dims(char *buf, size_t size, const uint64_t *dims, int n) {
+    if (n == 1) snprintf(buf, size, "[%llu]", (unsigned long long)dims[0]);
+    else snprintf(buf, size, "[%llu,%llu]", (unsigned long long)dims[0], (unsigned long long)dims[1]);
+}
+
+// check_tensor: tensor "t" of the table: an object with dtype "F32", the
+// shape the metadata implies, and data_offsets [begin, end) inside the data
+// section holding exactly 4 bytes per element. Saves begin in ld->begin[t].
+static bool check_tensor(Loader *ld, int t) {
+    const TensorSpec *spec = &ld->specs[t];
+    const JsonValue *entry = json_get(ld->root, spec->name);
+    if (entry->type != JSON_OBJECT)
+        return reject(ld, "tensor '%s' is %s, not an object with dtype, shape and data_offsets; was it written by tinygpt train?",
+                      spec->name, json_type_name(entry->type));
+
+    const JsonValue *dtype = json_get(entry, "dtype");
+    if (!dtype || dtype->type != JSON_STRING)
+        return reject(ld, "tensor '%s' has no dtype string; was it written by tinygpt train?", spec->name);
+    char shown[24];
+    if (dtype->string_len != 3 || strcmp(dtype->string, "F32") != 0)
+        return reject(ld, "tensor '%s' has dtype \"%s\" but tinygpt reads only F32; convert the weights to float32",
+                      spec->name, printable(dtype->string, dtype->string_len, shown, sizeof shown));
+
+    // The shape: compare each dimension with the table's, as numbers.
+    uint64_t want[2] = {(uint64_t)spec->shape[0], (uint64_t)spec->shape[1]}, got[2] = {0, 0};
+    const JsonValue *shape = json_get(entry, "shape");
+    bool same = shape && shape->type == JSON_ARRAY && shape->count == (size_t)spec->ndim;
+    for (int d = 0; same && d < spec->ndim; d++)
+        same = json_as_uint(&shape->items[d], &got[d]) && got[d] == want[d];
+    if (!same) {
+        char wanted[48], found[48] = "something else";
+        format_dims(wanted, sizeof wanted, want, spec->ndim);
+        bool readable = shape && shape->type == JSON_ARRAY && (shape->count == 1 || shape->count == 2) &&
+                        json_as_uint(&shape->items[0], &got[0]) &&
+                        (shape->count == 1 || json_as_uint(&shape->items[1], &got[1]));
+        if (readable) format_dims(found, sizeof found, got, (int)shape->count);
+        return reject(ld, "tensor '%s' has shape %s but the metadata (vocab_size %d, n_embd %d, block_size %d) needs %s; the file is damaged, retrain",
+                      spec->name, found, ld->cfg.vocab_size, ld->cfg.n_embd, ld->cfg.block_size, wanted);
+    }
+
+    // The offsets: inside the data section, and exactly the right length.
+    const JsonValue *offsets = json_get(entry, "data_offsets");
+    uint64_t begin, end;
+    if (!offsets || offsets->type != JSON_ARRAY || offsets->count != 2 || !json_as_uint(&offsets->items[0], &begin) ||
+        !json_as_uint(&offsets->items[1], &end) || begin > end)
+        return reject(ld, "tensor '%s' has no data_offsets [begin, end] with begin <= end; was it written by tinygpt train?",
+                      spec->name);
+    if (end > ld->data_size)
+        return reject(ld, "tensor '%s' has data_offsets [%llu, %llu] but the data section is only %llu bytes; the file is truncated (copy it again) or damaged",
+                      spec->name, (unsigned long long)begin, (unsigned long long)end,
+                      (unsigned long long)ld->data_size);
+    if (end - begin != (uint64_t)spec->size * sizeof(float))
+        return reject(ld, "tensor '%s' spans %llu bytes but its %zu F32 values need %zu; the file is damaged, retrain",
+                      spec->name, (unsigned long long)(end - begin), spec->size, spec->size * sizeof(float));
+    ld->begin[t] = begin;
+    return true;
+}
+
+// check_layout: the tensors must tile the data section: sorted by begin,
+// each starts where the previous one ended, the first at 0, the last ending
+// at the end of the file. (Their lengths are already checked, so comparing
+// begins is enough.) Without this, two tensors could share bytes, or junk
+// could hide between them.
+static bool check_layout(Loader *ld) {
+    int order[NUM_PARAM_TENSORS];
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        // Insertion sort by begin: nine entries.
+        int i = t;
+        for (; i > 0 && ld->begin[order[i - 1]] > ld->begin[t]; i--) order[i] = order[i - 1];
+        order[i] = t;
+    }
+    uint64_t expected = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        int t = order[i];
+        if (ld->begin[t] != expected)
+            return reject(ld, "tensor '%s' starts at byte %llu of the data section, but %s; the file is damaged, retrain",
+                          ld->specs[t].name, (unsigned long long)ld->begin[t],
+                          ld->begin[t] < expected ? "that overlaps the tensor before it" : "that leaves a gap before it");
+        expected += ld->specs[t].size * sizeof(float);
+    }
+    if (expected != ld->data_size)
+        return reject(ld, "its tensors take %llu bytes but its data section has %llu; it has extra bytes at the end, so it is damaged",
+                      (unsigned long long)expected, (unsigned long long)ld->data_size);
+    return true;
+}
+
+// build_vocab: the tokenizer from the metadata's vocabulary string, which
+// must have one character per row of tok_emb (vocab_size of them).
+static bool build_vocab(Loader *ld, Tokenizer *tok) {
+    Error vocab_err;
+    if (!tokenizer_from_vocab(tok, ld->vocab->string, ld->vocab->string_len, &vocab_err))
+        return reject(ld, "its %s", vocab_err.msg);
+    if (tok->vocab_size != ld->cfg.vocab_size) {
+        int found = tok->vocab_size;
+        tokenizer_free(tok);
+        return reject(ld, "its vocabulary has %d characters but vocab_size says %d; the file is damaged, retrain",
+                      found, ld->cfg.vocab_size);
+    }
+    return true;
+}
+
+// read_tensors: each tensor's floats into its place in m->params_memory,
+// then a check that every one is finite: a NaN or infinity means the run
+// that saved it diverged, and training or sampling from it would only spread
+// the NaN.
+static bool read_tensors(Loader *ld, Model *m) {
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        const TensorSpec *spec = &ld->specs[t];
+        float *w = m->params_memory + spec->offset;
+        off_t at = (off_t)(LENGTH_BYTES + ld->header_len + ld->begin[t]);
+        if (fseeko(ld->f, at, SEEK_SET) != 0)
+            return error_set(ld->err, "cannot seek in '%s': %s", ld->path, strerror(errno));
+        if (!read_exact(w, spec->size * sizeof(float), ld->f, ld->path, ld->err)) return false;
+        for (size_t i = 0; i < spec->size; i++)
+            if (!isfinite(w[i]))
+                return reject(ld, "tensor '%s' holds %s at element %zu; the run that saved it diverged (retrain with a lower --lr)",
+                              spec->name, isnan(w[i]) ? "NaN" : "an infinity", i);
+    }
+    return true;
+}
+
+// checkpoint_load: the steps above in order; the model is allocated only
+// once the header has passed every check, and freed again if the data fails.
+bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
+                     Error *err) {
+    Loader ld = {.path = path, .err = err};
+    ld.f = fopen_checked(path, "rb", err);
+    if (!ld.f) return false;
+
+    Tokenizer vocab = {0};
+    bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && check_names(&ld);
+    for (int t = 0; ok && t < NUM_PARAM_TENSORS; t++) ok = check_tensor(&ld, t);
+    ok = ok && check_layout(&ld) && build_vocab(&ld, &vocab);
+    if (ok) {
+        model_init(m, &ld.cfg, max_batch, with_grads);
+        ok = read_tensors(&ld, m);
+        if (!ok) {
+            model_free(m);
+            tokenizer_free(&vocab);
+        }
+    }
+    if (ok) {
+        *tok = vocab;
+        if (step) *step = ld.step;
+    }
+
+    json_free(ld.root);
+    free(ld.header);
+    fclose(ld.f);
+    return ok;
+}

@@ -1,0 +1,108 @@
+// common.c: checked allocation, checked file I/O, and error reporting.
+// See common.h for why there are two failure mechanisms.
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+bool error_set(Error *err, const char *fmt, ...) {
+    if (err) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, args);
+        va_end(args);
+    }
+    return false;
+}
+
+void die(int status, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fputs("tinygpt: ", stderr);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+    exit(status);
+}
+
+void *xmalloc_at(size_t size, const char *file, int line) {
+    void *ptr = malloc(size ? size : 1);
+    if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu bytes (%s:%d); try smaller --batch/--context/--embd", size, file, line);
+    return ptr;
+}
+
+void *xcalloc_at(size_t count, size_t size, const char *file, int line) {
+    void *ptr = calloc(count ? count : 1, size ? size : 1);
+    if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
+    return ptr;
+}
+
+void *xrealloc_at(void *old, size_t size, const char *file, int line) {
+    void *ptr = realloc(old, size ? size : 1);
+    if (!ptr) die(EXIT_RUNTIME, "out of memory growing a buffer to %zu bytes (%s:%d)", size, file, line);
+    return ptr;
+}
+
+FILE *fopen_checked(const char *path, const char *mode, Error *err) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        error_set(err, "'%s' is a directory; give the path of a file", path);
+        return NULL;
+    }
+    FILE *f = fopen(path, mode);
+    if (!f) {
+        const char *what = mode[0] == 'r' ? "reading" : "writing";
+        error_set(err, "cannot open '%s' for %s: %s", path, what, strerror(errno));
+    }
+    return f;
+}
+
+bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err) {
+    if (size == 0) return true;
+    size_t got = fread(buf, 1, size, f);
+    if (got == size) return true;
+    if (ferror(f)) return error_set(err, "error reading '%s': %s", path, strerror(errno));
+    return error_set(err, "'%s' is truncated: wanted %zu more bytes, found %zu", path, size, got);
+}
+
+bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err) {
+    if (size == 0) return true;
+    if (fwrite(buf, 1, size, f) == size) return true;
+    return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
+}
+
+bool read_file(const char *path, char **out, size_t *len, Error *err) {
+    FILE *f = fopen_checked(path, "rb", err);
+    if (!f) return false;
+    // Grow geometrically rather than trusting ftell: works for pipes too.
+    size_t cap = 1 << 16, n = 0;
+    char *buf = xmalloc(cap + 1);
+    for (;;) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        cap *= 2;
+        buf = xrealloc(buf, cap + 1);
+    }
+    bool ok = !ferror(f);
+    if (!ok) error_set(err, "error reading '%s': %s", path, strerror(errno));
+    fclose(f);
+    if (!ok) {
+        free(buf);
+        return false;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return true;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

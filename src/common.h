@@ -1,0 +1,62 @@
+// common.h: the checked helpers every other file uses.
+//
+// Reading order: this is file 1 of src/ (see README, "How to read the code").
+// It implements: error reporting that names the file or flag, allocation and
+// file I/O that never fail silently. It leaves out: everything model-specific.
+//
+// Two kinds of failure, two mechanisms:
+// - Running out of memory or an I/O error on an already-open file cannot be
+//   recovered from, so the x* helpers print one line naming the file, size and
+//   source location, and exit(1).
+// - Bad input (a malformed checkpoint, invalid UTF-8, a bad flag) is reported
+//   through an Error filled in by the function that found it, so tests can
+//   check the message and the command line can decide the exit status.
+#ifndef TINYGPT_COMMON_H
+#define TINYGPT_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+// Exit statuses: 2 for a usage error (bad flag), 1 for anything at run time.
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+// An error message, filled in by the function that detected the problem.
+// The message is one line, names the file or flag, and says what to do.
+typedef struct {
+    char msg[512];
+} Error;
+
+// error_set: printf into "err" (if not NULL); always returns false so callers
+// can write `return error_set(err, "...")`.
+bool error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// die: print "tinygpt: <message>" to stderr and exit with "status".
+_Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Checked allocation. On failure: one line naming size and call site, exit(1).
+// Memory from xmalloc/xcalloc is released with plain free().
+void *xmalloc_at(size_t size, const char *file, int line);
+void *xcalloc_at(size_t count, size_t size, const char *file, int line);
+void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
+#define xmalloc(size) xmalloc_at((size), __FILE__, __LINE__)
+#define xcalloc(count, size) xcalloc_at((count), (size), __FILE__, __LINE__)
+#define xrealloc(ptr, size) xrealloc_at((ptr), (size), __FILE__, __LINE__)
+
+// fopen_checked: like fopen, but on failure fills "err" with the path and the
+// reason (strerror) and returns NULL. Directories are refused too.
+FILE *fopen_checked(const char *path, const char *mode, Error *err);
+
+// read_exact / write_exact: transfer exactly "size" bytes or fill "err"
+// naming "path" (a short read is reported as a truncated file).
+bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
+bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
+
+// read_file: the whole file in a new buffer ("*out", NUL-terminated for
+// convenience, "*len" bytes without the NUL). The caller frees "*out".
+bool read_file(const char *path, char **out, size_t *len, Error *err);
+
+// now_seconds: monotonic wall-clock time, for ms/step and tokens/s.
+double now_seconds(void);
+
+#endif

@@ -1,0 +1,52 @@
+// crossentropy.c: softmax + cross-entropy, forward and backward.
+#include "crossentropy.h"
+
+#include <math.h>
+#include <stddef.h>
+
+// One row: probs = softmax(logits); returns log(sum exp(logits)).
+static float softmax_row(float *probs, const float *logits, int V) {
+    float max_logit = -INFINITY;
+    for (int v = 0; v < V; v++)
+        if (logits[v] > max_logit) max_logit = logits[v];
+    // Subtracting the max makes the largest exp() exactly 1: no overflow.
+    float sum = 0.0f;
+    for (int v = 0; v < V; v++) {
+        probs[v] = expf(logits[v] - max_logit);
+        sum += probs[v];
+    }
+    float inv_sum = 1.0f / sum;
+    for (int v = 0; v < V; v++) probs[v] *= inv_sum;
+    return max_logit + logf(sum);
+}
+
+void softmax_forward(float *probs, const float *logits, int N, int V) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V);
+}
+
+float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *logits_n = logits + (size_t)n * V;
+        float log_sum_exp = softmax_row(probs + (size_t)n * V, logits_n, V);
+        losses[n] = log_sum_exp - logits_n[targets[n]];
+    }
+    // The mean in double and in a fixed order: the same for any thread count.
+    double total = 0.0;
+    for (int n = 0; n < N; n++) total += losses[n];
+    return (float)(total / N);
+}
+
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V) {
+    const float inv_n = 1.0f / (float)N;  // d(mean)/d(losses[n])
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *probs_n = probs + (size_t)n * V;
+        float *dlogits_n = dlogits + (size_t)n * V;
+        for (int v = 0; v < V; v++) {
+            float indicator = v == targets[n] ? 1.0f : 0.0f;
+            dlogits_n[v] += (probs_n[v] - indicator) * inv_n;
+        }
+    }
+}

@@ -1,0 +1,25 @@
+// crossentropy.h: softmax over the vocabulary + cross-entropy loss.
+//
+// Reading order: file 8, the model's last layer. For each of the N = B*T
+// positions, logits[n,:] scores every possible next token:
+//   probs[n,v]  = exp(logits[n,v]) / sum_u exp(logits[n,u])
+//   losses[n]   = -log probs[n, target[n]]
+//               = logsumexp(logits[n,:]) - logits[n, target[n]]
+//   loss        = mean of losses over the N positions
+// The second form of losses stays finite even when probs[n,target] would
+// underflow to 0 in float32 (logits of +-1e4, say).
+#ifndef TINYGPT_CROSSENTROPY_H
+#define TINYGPT_CROSSENTROPY_H
+
+// probs[N,V], losses[N], logits[N,V], targets[N]; returns the mean loss.
+float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
+
+// Softmax and cross-entropy together have a famously simple gradient:
+//   dlogits[n,v] += (probs[n,v] - [v == target[n]]) / N
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
+
+// softmax_forward: probs[N,V] = softmax(logits[N,V]) row by row, without a
+// loss (sampling uses it).
+void softmax_forward(float *probs, const float *logits, int N, int V);
+
+#endif

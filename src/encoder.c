@@ -1,0 +1,34 @@
+// encoder.c: token + position embedding, forward and backward (see encoder.h).
+#include "encoder.h"
+
+#include <stddef.h>
+
+void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, const float *pos_emb, int B,
+                     int T, int C) {
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            float *out_bt = encoded + ((size_t)b * T + t) * C;
+            const float *tok_row = tok_emb + (size_t)inputs[b * T + t] * C;
+            const float *pos_row = pos_emb + (size_t)t * C;
+            for (int c = 0; c < C; c++) out_bt[c] = tok_row[c] + pos_row[c];
+        }
+    }
+}
+
+// Serial on purpose: two positions holding the same token write the same
+// dtok_emb row, so splitting positions across threads would race, and the
+// whole pass is only B*T*C additions.
+void encoder_backward(float *dtok_emb, float *dpos_emb, const float *dencoded, const int *inputs, int B, int T,
+                      int C) {
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *dout_bt = dencoded + ((size_t)b * T + t) * C;
+            float *dtok_row = dtok_emb + (size_t)inputs[b * T + t] * C;
+            float *dpos_row = dpos_emb + (size_t)t * C;
+            for (int c = 0; c < C; c++) {
+                dtok_row[c] += dout_bt[c];
+                dpos_row[c] += dout_bt[c];
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+// main.c: `tinygpt COMMAND [flags]`: finds the command and runs it.
+//
+// Reading order: the last file. Each command lives in its own file and
+// parses its own flags (args.h), so this one is only the table of commands.
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "eval.h"
+#include "sample.h"
+#include "train.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} CommandEntry;
+
+static const CommandEntry COMMANDS[] = {
+    {"train", cmd_train, "train the attention model on a UTF-8 text file"},
+    {"sample", cmd_sample, "generate text from a trained model"},
+    {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
+};
+#define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void print_help(FILE *out) {
+    fprintf(out, "usage: tinygpt COMMAND [flags]   (tinygpt COMMAND --help for its flags)\n\n"
+                 "A GPT-style attention model with every forward and backward pass written by hand.\n\n"
+                 "commands:\n");
+    for (int i = 0; i < NUM_COMMANDS; i++) fprintf(out, "  %-12s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(out, "\nexample:\n  tinygpt train data/moby-dick.txt --out runs/moby && "
+                 "tinygpt sample --model runs/moby/model.safetensors --prompt \"Call me\"\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        print_help(stdout);
+        return 0;
+    }
+    for (int i = 0; i < NUM_COMMANDS; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tinygpt: unknown command '%s'; run 'tinygpt --help' for the list\n", argv[1]);
+    return EXIT_USAGE;
+}

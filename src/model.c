@@ -1,0 +1,206 @@
+// model.c: the parameter and activation tables, and the passes that chain
+// the layers (see model.h for the model in six lines).
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "crossentropy.h"
+#include "encoder.h"
+#include "linear.h"
+
+// Upper bound on any one size, so products of three sizes cannot overflow
+// size_t and absurd flags are refused before anything is allocated.
+#define MAX_DIM (1 << 20)
+
+bool model_check_config(const ModelConfig *cfg, Error *err) {
+    if (cfg->vocab_size < 1 || cfg->vocab_size > MAX_DIM)
+        return error_set(err, "vocabulary size %d is out of range [1, %d]", cfg->vocab_size, MAX_DIM);
+    if (cfg->block_size < 1 || cfg->block_size > 1 << 16)
+        return error_set(err, "--context %d is out of range [1, 65536]", cfg->block_size);
+    if (cfg->n_embd < 1 || cfg->n_embd > 1 << 16)
+        return error_set(err, "--embd %d is out of range [1, 65536]", cfg->n_embd);
+    if (cfg->n_head < 1 || cfg->n_head > cfg->n_embd)
+        return error_set(err, "--heads %d must be between 1 and --embd %d", cfg->n_head, cfg->n_embd);
+    if (cfg->n_embd % cfg->n_head != 0)
+        return error_set(err, "--heads %d does not divide --embd %d; pick heads that divide it (e.g. %d)",
+                         cfg->n_head, cfg->n_embd, cfg->n_embd % 4 == 0 ? 4 : 1);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
+        return error_set(err, "--dropout %g is outside [0, 1); use e.g. 0.1, or 0 to turn it off",
+                         (double)cfg->dropout);
+    return true;
+}
+
+// Fill one table entry and advance the running offset.
+static size_t add_tensor(TensorSpec *spec, const char *name, int rows, int cols, size_t offset) {
+    spec->name = name;
+    spec->ndim = cols > 0 ? 2 : 1;
+    spec->shape[0] = rows;
+    spec->shape[1] = cols;
+    spec->offset = offset;
+    spec->size = (size_t)rows * (size_t)(cols > 0 ? cols : 1);
+    return offset + spec->size;
+}
+
+size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]) {
+    int V = cfg->vocab_size, T = cfg->block_size, C = cfg->n_embd;
+    size_t at = 0;
+    at = add_tensor(&specs[PARAM_TOK_EMB], "tok_emb.weight", V, C, at);
+    at = add_tensor(&specs[PARAM_POS_EMB], "pos_emb.weight", T, C, at);
+    at = add_tensor(&specs[PARAM_Q_WEIGHT], "blocks.0.attn.q.weight", C, C, at);
+    at = add_tensor(&specs[PARAM_K_WEIGHT], "blocks.0.attn.k.weight", C, C, at);
+    at = add_tensor(&specs[PARAM_V_WEIGHT], "blocks.0.attn.v.weight", C, C, at);
+    at = add_tensor(&specs[PARAM_PROJ_WEIGHT], "blocks.0.attn.proj.weight", C, C, at);
+    at = add_tensor(&specs[PARAM_PROJ_BIAS], "blocks.0.attn.proj.bias", C, 0, at);
+    at = add_tensor(&specs[PARAM_HEAD_WEIGHT], "head.weight", V, C, at);
+    at = add_tensor(&specs[PARAM_HEAD_BIAS], "head.bias", V, 0, at);
+    return at;
+}
+
+// Activations are [B,T,...] with T = block_size: the largest forward pass.
+// probs and losses come last because they have no gradient: the gradient
+// buffer is the prefix of this layout that ends where probs begins.
+size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]) {
+    int T = cfg->block_size, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
+    int BT = B * T;
+    size_t at = 0;
+    at = add_tensor(&specs[ACT_ENCODED], "encoded", BT, C, at);
+    at = add_tensor(&specs[ACT_QKV], "qkv", BT, 3 * C, at);
+    at = add_tensor(&specs[ACT_ATTN_WEIGHTS], "attn_weights", B * NH, T * T, at);
+    at = add_tensor(&specs[ACT_ATTN_OUT], "attn_out", BT, C, at);
+    at = add_tensor(&specs[ACT_PROJ_OUT], "proj_out", BT, C, at);
+    at = add_tensor(&specs[ACT_LOGITS], "logits", BT, V, at);
+    at = add_tensor(&specs[ACT_PROBS], "probs", BT, V, at);
+    at = add_tensor(&specs[ACT_LOSSES], "losses", BT, 0, at);
+    return at;
+}
+
+static ParamTensors param_views(float *memory, const TensorSpec specs[NUM_PARAM_TENSORS]) {
+    ParamTensors p;
+    p.tok_emb = memory + specs[PARAM_TOK_EMB].offset;
+    p.pos_emb = memory + specs[PARAM_POS_EMB].offset;
+    p.qkv_weight = memory + specs[PARAM_Q_WEIGHT].offset;  // q, then k and v right after it
+    p.proj_weight = memory + specs[PARAM_PROJ_WEIGHT].offset;
+    p.proj_bias = memory + specs[PARAM_PROJ_BIAS].offset;
+    p.head_weight = memory + specs[PARAM_HEAD_WEIGHT].offset;
+    p.head_bias = memory + specs[PARAM_HEAD_BIAS].offset;
+    return p;
+}
+
+static ActTensors act_views(float *memory, const TensorSpec specs[NUM_ACT_TENSORS], bool is_gradient) {
+    ActTensors a;
+    a.encoded = memory + specs[ACT_ENCODED].offset;
+    a.qkv = memory + specs[ACT_QKV].offset;
+    a.attn_weights = memory + specs[ACT_ATTN_WEIGHTS].offset;
+    a.attn_out = memory + specs[ACT_ATTN_OUT].offset;
+    a.proj_out = memory + specs[ACT_PROJ_OUT].offset;
+    a.logits = memory + specs[ACT_LOGITS].offset;
+    a.probs = is_gradient ? NULL : memory + specs[ACT_PROBS].offset;
+    a.losses = is_gradient ? NULL : memory + specs[ACT_LOSSES].offset;
+    return a;
+}
+
+void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads) {
+    memset(m, 0, sizeof *m);
+    m->config = *cfg;
+    m->max_batch = max_batch;
+    m->num_params = param_table(cfg, m->param_specs);
+    m->params_memory = xcalloc(m->num_params, sizeof(float));
+    m->params = param_views(m->params_memory, m->param_specs);
+    m->num_acts = act_table(cfg, max_batch, m->act_specs);
+    m->acts_memory = xcalloc(m->num_acts, sizeof(float));
+    m->acts = act_views(m->acts_memory, m->act_specs, false);
+    if (with_grads) {
+        m->grads_memory = xcalloc(m->num_params, sizeof(float));
+        m->grads = param_views(m->grads_memory, m->param_specs);
+        m->grad_acts_memory = xcalloc(m->act_specs[ACT_PROBS].offset, sizeof(float));
+        m->grad_acts = act_views(m->grad_acts_memory, m->act_specs, true);
+    }
+    int widest = 3 * cfg->n_embd > cfg->vocab_size ? 3 * cfg->n_embd : cfg->vocab_size;
+    m->weight_scratch_size = (size_t)widest * cfg->n_embd;
+    m->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
+    size_t positions = (size_t)max_batch * cfg->block_size;
+    m->inputs = xcalloc(positions, sizeof(int));
+    m->targets = xcalloc(positions, sizeof(int));
+}
+
+void model_free(Model *m) {
+    free(m->targets);
+    free(m->inputs);
+    free(m->weight_scratch);
+    free(m->grad_acts_memory);
+    free(m->grads_memory);
+    free(m->acts_memory);
+    free(m->params_memory);
+    memset(m, 0, sizeof *m);
+}
+
+void model_init_weights(Model *m, Rng *rng) {
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        const TensorSpec *spec = &m->param_specs[i];
+        float *w = m->params_memory + spec->offset;
+        bool embedding = i == PARAM_TOK_EMB || i == PARAM_POS_EMB;
+        // nn.Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
+        // which keeps each layer's output variance close to its input's.
+        float bound = 1.0f / sqrtf((float)m->config.n_embd);
+        for (size_t j = 0; j < spec->size; j++)
+            w[j] = embedding ? rng_normal(rng) : bound * (2.0f * rng_uniform(rng) - 1.0f);
+    }
+}
+
+float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
+                    uint64_t dropout_key) {
+    const ModelConfig *cfg = &m->config;
+    int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size, BT = B * T;
+    ParamTensors p = m->params;
+    ActTensors a = m->acts;
+    float dropout_p = training ? cfg->dropout : 0.0f;
+
+    memcpy(m->inputs, inputs, (size_t)BT * sizeof(int));
+    if (targets) memcpy(m->targets, targets, (size_t)BT * sizeof(int));
+    m->last_B = B;
+    m->last_T = T;
+    m->last_training = training;
+    m->dropout_key = dropout_key;
+
+    encoder_forward(a.encoded, inputs, p.tok_emb, p.pos_emb, B, T, C);
+    linear_forward(a.qkv, a.encoded, p.qkv_weight, NULL, m->weight_scratch, BT, C, 3 * C);
+    attention_forward(a.attn_out, a.attn_weights, a.qkv, B, T, C, NH, dropout_p, dropout_key);
+    linear_forward(a.proj_out, a.attn_out, p.proj_weight, p.proj_bias, m->weight_scratch, BT, C, C);
+    linear_forward(a.logits, a.proj_out, p.head_weight, p.head_bias, m->weight_scratch, BT, C, V);
+    if (!targets) return 0.0f;
+    return crossentropy_forward(a.losses, a.probs, a.logits, targets, BT, V);
+}
+
+void model_zero_grad(Model *m) {
+    memset(m->grads_memory, 0, m->num_params * sizeof(float));
+    memset(m->grad_acts_memory, 0, m->act_specs[ACT_PROBS].offset * sizeof(float));
+}
+
+// The forward pass read backwards: each layer turns the gradient of its
+// output into gradients of its inputs and parameters.
+void model_backward(Model *m) {
+    const ModelConfig *cfg = &m->config;
+    int B = m->last_B, T = m->last_T, BT = B * T;
+    int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
+    float dropout_p = m->last_training ? cfg->dropout : 0.0f;
+    ParamTensors p = m->params, g = m->grads;
+    ActTensors a = m->acts, da = m->grad_acts;
+
+    crossentropy_backward(da.logits, a.probs, m->targets, BT, V);
+    linear_backward(da.proj_out, g.head_weight, g.head_bias, da.logits, a.proj_out, p.head_weight, BT, C, V);
+    linear_backward(da.attn_out, g.proj_weight, g.proj_bias, da.proj_out, a.attn_out, p.proj_weight, BT, C, C);
+    attention_backward(da.qkv, da.attn_weights, da.attn_out, a.qkv, a.attn_weights, B, T, C, NH, dropout_p,
+                       m->dropout_key);
+    linear_backward(da.encoded, g.qkv_weight, NULL, da.qkv, a.encoded, p.qkv_weight, BT, C, 3 * C);
+    encoder_backward(g.tok_emb, g.pos_emb, da.encoded, m->inputs, B, T, C);
+}
+
+void model_sgd_step(Model *m, float lr) {
+    float *w = m->params_memory;
+    const float *grad = m->grads_memory;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < m->num_params; i++) w[i] -= lr * grad[i];
+}

@@ -1,0 +1,158 @@
+// model.h: the whole model: its sizes, its parameter and activation tables,
+// and forward, backward and the SGD update that tie the layers together.
+//
+// Reading order: file 9, after the four layers (encoder, linear, attention,
+// crossentropy) it calls.
+//
+// Shape alphabet, used in every comment in src/:
+//   B  batch size            T  context length (positions, "time")
+//   C  channels (n_embd)     NH number of attention heads
+//   HS head size = C / NH    V  vocabulary size
+//
+// The model, one line per layer (PyTorch names in quotes):
+//   encoded[B,T,C]   = tok_emb[inputs] + pos_emb[0..T)          "tok_emb", "pos_emb"
+//   qkv[B,T,3C]      = encoded @ [Wq;Wk;Wv]^T                   "blocks.0.attn.{q,k,v}"
+//   attn_out[B,T,C]  = causal multi-head attention(q, k, v) with dropout
+//   proj_out[B,T,C]  = attn_out @ Wproj^T + bproj               "blocks.0.attn.proj"
+//   logits[B,T,V]    = proj_out @ Whead^T + bhead               "head"
+//   loss             = mean cross-entropy(logits, targets)
+#ifndef TINYGPT_MODEL_H
+#define TINYGPT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "rng.h"
+
+typedef struct {
+    int vocab_size;  // V
+    int block_size;  // the longest context the model can see; pos_emb has this many rows
+    int n_embd;      // C
+    int n_head;      // NH; must divide C
+    float dropout;   // p: probability of zeroing each attention weight while training
+} ModelConfig;
+
+// One named tensor inside a contiguous buffer.
+typedef struct {
+    const char *name;  // the PyTorch / safetensors name
+    int ndim;          // 1 or 2
+    int shape[2];      // shape[1] unused when ndim == 1
+    size_t offset;     // in floats, from the start of the buffer
+    size_t size;       // number of floats
+} TensorSpec;
+
+// ---- Parameters: the table, in buffer order -------------------------------
+// q, k and v are adjacent, so together they are one [3C,C] matrix, and a
+// single matmul computes all three projections.
+enum {
+    PARAM_TOK_EMB,    // tok_emb.weight            [V,C]
+    PARAM_POS_EMB,    // pos_emb.weight            [T,C]  (T = block_size)
+    PARAM_Q_WEIGHT,   // blocks.0.attn.q.weight    [C,C]
+    PARAM_K_WEIGHT,   // blocks.0.attn.k.weight    [C,C]
+    PARAM_V_WEIGHT,   // blocks.0.attn.v.weight    [C,C]
+    PARAM_PROJ_WEIGHT,// blocks.0.attn.proj.weight [C,C]
+    PARAM_PROJ_BIAS,  // blocks.0.attn.proj.bias   [C]
+    PARAM_HEAD_WEIGHT,// head.weight               [V,C]
+    PARAM_HEAD_BIAS,  // head.bias                 [V]
+    NUM_PARAM_TENSORS
+};
+
+// Named views into the parameter buffer (and, with the same layout, into the
+// gradient buffer).
+typedef struct {
+    float *tok_emb;      // [V,C]
+    float *pos_emb;      // [T,C]
+    float *qkv_weight;   // [3C,C] rows [0,C) are q, [C,2C) k, [2C,3C) v
+    float *proj_weight;  // [C,C]
+    float *proj_bias;    // [C]
+    float *head_weight;  // [V,C]
+    float *head_bias;    // [V]
+} ParamTensors;
+
+// ---- Activations: the table, in buffer order ------------------------------
+// Sized for (max_batch, block_size); a forward pass with smaller B or T uses
+// a prefix of each tensor.
+enum {
+    ACT_ENCODED,       // [B,T,C]     token + position embedding
+    ACT_QKV,           // [B,T,3C]    queries, keys, values
+    ACT_ATTN_WEIGHTS,  // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
+    ACT_ATTN_OUT,      // [B,T,C]     attention output, heads concatenated
+    ACT_PROJ_OUT,      // [B,T,C]     output projection
+    ACT_LOGITS,        // [B,T,V]     classification head
+    ACT_PROBS,         // [B,T,V]     softmax(logits), kept for the backward pass
+    ACT_LOSSES,        // [B,T]       per-position cross-entropy
+    NUM_ACT_TENSORS
+};
+
+typedef struct {
+    float *encoded;       // [B,T,C]
+    float *qkv;           // [B,T,3C]
+    float *attn_weights;  // [B,NH,T,T]
+    float *attn_out;      // [B,T,C]
+    float *proj_out;      // [B,T,C]
+    float *logits;        // [B,T,V]
+    float *probs;         // [B,T,V]
+    float *losses;        // [B,T]
+} ActTensors;
+
+typedef struct {
+    ModelConfig config;
+    int max_batch;                                // activations are sized for this many rows
+
+    TensorSpec param_specs[NUM_PARAM_TENSORS];
+    size_t num_params;
+    float *params_memory;                         // [num_params]
+    ParamTensors params;
+    float *grads_memory;                          // [num_params]; NULL when built without grads
+    ParamTensors grads;
+
+    TensorSpec act_specs[NUM_ACT_TENSORS];
+    size_t num_acts;
+    float *acts_memory;                           // [num_acts]
+    ActTensors acts;
+    float *grad_acts_memory;                      // [num_acts]; NULL without grads
+    ActTensors grad_acts;                         // probs and losses have no gradient (NULL)
+    float *weight_scratch;                        // [weight_scratch_size] for the fast matmul
+    size_t weight_scratch_size;                   // max(3C, V) * C
+
+    // What the last forward pass saw, for the backward pass.
+    int *inputs;                                  // [max_batch, block_size]
+    int *targets;                                 // [max_batch, block_size]
+    int last_B, last_T;
+    bool last_training;
+    uint64_t dropout_key;
+} Model;
+
+// model_check_config: false (with a message naming the flag) when the sizes
+// are invalid: non-positive, heads not dividing embd, dropout outside [0,1).
+bool model_check_config(const ModelConfig *cfg, Error *err);
+
+// param_table / act_table: fill in the tables above; return the total floats.
+size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]);
+size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]);
+
+// model_init: allocate parameters (zeroed) and activations for batches of up
+// to "max_batch" rows; gradients too when "with_grads". model_free releases.
+void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads);
+void model_free(Model *m);
+
+// model_init_weights: PyTorch's default initialisation: embeddings N(0,1);
+// Linear weights and biases U(-1/sqrt(C), 1/sqrt(C)).
+void model_init_weights(Model *m, Rng *rng);
+
+// model_forward: run the model on inputs[B,T] (B <= max_batch, T <= block_size).
+// With targets[B,T] it returns the mean cross-entropy loss; with targets NULL
+// it only computes logits and returns 0. "training" turns dropout on, with
+// its mask a function of "dropout_key".
+float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
+                    uint64_t dropout_key);
+// model_zero_grad: zero the parameter and activation gradients (backward adds).
+void model_zero_grad(Model *m);
+// model_backward: gradients of the last forward's loss into m->grads.
+void model_backward(Model *m);
+// model_sgd_step: params -= lr * grads.
+void model_sgd_step(Model *m, float lr);
+
+#endif

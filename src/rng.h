@@ -1,0 +1,42 @@
+// rng.h: explicit, seedable random numbers.
+//
+// Reading order: file 2. Every random choice in tinygpt (weight init, batch
+// positions, sampling, dropout) draws from state passed by pointer, never from
+// rand() or a hidden global, so a run is reproducible from its --seed.
+//
+// Two generators:
+// - Rng, a sequential stream (xorshift64*), for things done in a fixed order.
+// - dropout_uniform(key, index), a counter-based hash: the random number for
+//   element "index" depends only on (key, index), not on which thread asks or
+//   in what order. Attention dropout uses it so that the mask is the same for
+//   any thread count, and so backward can recompute the mask instead of
+//   storing it.
+#ifndef TINYGPT_RNG_H
+#define TINYGPT_RNG_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint64_t state;  // never 0 (xorshift's one fixed point)
+} Rng;
+
+// rng_init: seed the stream; any seed, including 0, is fine.
+void rng_init(Rng *rng, uint64_t seed);
+// rng_u64: next 64 random bits.
+uint64_t rng_u64(Rng *rng);
+// rng_uniform: a float in [0, 1) with 24 random bits.
+float rng_uniform(Rng *rng);
+// rng_normal: a standard normal sample (Box-Muller).
+float rng_normal(Rng *rng);
+// rng_below: an integer in [0, n), n > 0.
+uint64_t rng_below(Rng *rng, uint64_t n);
+
+// mix64: the splitmix64 finaliser, a strong 64-bit -> 64-bit hash.
+uint64_t mix64(uint64_t x);
+
+// dropout_uniform: a float in [0, 1) that is a pure function of (key, index).
+static inline float dropout_uniform(uint64_t key, uint64_t index) {
+    return (float)(mix64(key ^ mix64(index)) >> 40) * (1.0f / 16777216.0f);
+}
+
+#endif

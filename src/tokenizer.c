@@ -1,0 +1,268 @@
+// tokenizer.c: character-level tokenizer over UTF-8 code points (see tokenizer.h).
+//
+// Reading order: file 3, after common.c and rng.c.
+//
+// What it does: checks that a text is strict UTF-8, finds every distinct code
+// point in it, numbers them in increasing code point order, and converts text
+// to token ids and back. What it leaves out: any normalisation (NFC/NFD), any
+// merging of characters into larger tokens (no BPE), and the unused ids a
+// larger tokenizer would reserve for "unknown" or "end of text".
+//
+// Two structures hold the vocabulary:
+// - codepoints[id], an stb_ds array, answers "which character is this id?"
+//   (decoding, and the checkpoint's vocab string).
+// - to_id, an stb_ds hash map, answers "which id is this character?" (encoding).
+//
+// This is the one file that compiles stb_ds's implementation. Its allocations
+// go through our checked xrealloc, so running out of memory inside a hash map
+// is reported like every other allocation instead of crashing on NULL.
+#include "tokenizer.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STB_DS_IMPLEMENTATION
+#define STBDS_REALLOC(context, ptr, size) xrealloc(ptr, size)
+#define STBDS_FREE(context, ptr) free(ptr)
+#include <stb_ds.h>
+
+// The largest Unicode code point; code points run from 0 to this inclusive.
+#define MAX_CODEPOINT 0x10FFFFu
+
+// ---- UTF-8 ------------------------------------------------------------------
+// A code point is stored in 1 to 4 bytes. The first byte says how many:
+//
+//   bytes  code points        byte 1    byte 2    byte 3    byte 4
+//   1      U+0000..U+007F     0xxxxxxx
+//   2      U+0080..U+07FF     110xxxxx  10xxxxxx
+//   3      U+0800..U+FFFF     1110xxxx  10xxxxxx  10xxxxxx
+//   4      U+10000..U+10FFFF  11110xxx  10xxxxxx  10xxxxxx  10xxxxxx
+//
+// "Strict" means every code point has exactly one spelling. We reject:
+// - a continuation byte (10xxxxxx) where a first byte belongs ("stray"),
+// - a sequence cut short by the end of the text or by a non-continuation byte,
+// - an overlong form (e.g. "/" spelled as 0xC0 0xAF in 2 bytes instead of 1),
+// - the UTF-16 surrogates U+D800..U+DFFF, which are not characters,
+// - anything above U+10FFFF.
+
+// utf8_decode: read the first byte to learn the length, gather the payload
+// bits from the continuation bytes, then reject the forms listed above.
+int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
+    if (len == 0) return 0;
+    unsigned char b0 = s[0];
+    int n;            // sequence length in bytes
+    uint32_t value;   // payload bits gathered so far
+    uint32_t min;     // the smallest code point that needs n bytes (below it: overlong)
+    if (b0 < 0x80) {
+        *cp = b0;
+        return 1;
+    } else if ((b0 & 0xE0) == 0xC0) {
+        n = 2, value = b0 & 0x1F, min = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+        n = 3, value = b0 & 0x0F, min = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+        n = 4, value = b0 & 0x07, min = 0x10000;
+    } else {
+        return 0;  // a stray continuation byte 10xxxxxx, or 0xF8..0xFF (never valid)
+    }
+    if (len < (size_t)n) return 0;  // truncated by the end of the text
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;  // truncated by a byte that does not continue it
+        value = (value << 6) | (s[i] & 0x3F);
+    }
+    if (value < min) return 0;                        // overlong
+    if (value >= 0xD800 && value <= 0xDFFF) return 0; // surrogate
+    if (value > MAX_CODEPOINT) return 0;              // beyond Unicode
+    *cp = value;
+    return n;
+}
+
+// utf8_encode: the table above, read from left to right. "cp" must be a valid
+// code point (not a surrogate, at most U+10FFFF); the vocabulary only ever
+// holds code points that came out of utf8_decode.
+int utf8_encode(uint32_t cp, char out[4]) {
+    assert(cp <= MAX_CODEPOINT && !(cp >= 0xD800 && cp <= 0xDFFF));
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+// next_char: decode the character at byte "pos" of "text" (a file or a prompt)
+// into "*cp" and return its length in bytes. Returns 0 and fills "err"
+// (naming "source" and the byte offset) if the bytes there are not valid
+// UTF-8, or are a NUL byte: UTF-8 allows NUL, but a text file never needs
+// one, and NULs are the usual sign of a binary file given by mistake.
+static int next_char(const char *text, size_t len, size_t pos, uint32_t *cp, const char *source,
+                     Error *err) {
+    int n = utf8_decode((const unsigned char *)text + pos, len - pos, cp);
+    if (n == 0) {
+        error_set(err, "'%s' is not valid UTF-8 at byte %zu (0x%02X); convert it to UTF-8 (iconv -t UTF-8)",
+                  source, pos, (unsigned char)text[pos]);
+        return 0;
+    }
+    if (*cp == 0) {
+        error_set(err, "'%s' has a NUL byte at byte %zu, so it looks like binary data; give a plain text file",
+                  source, pos);
+        return 0;
+    }
+    return n;
+}
+
+// ---- Building the vocabulary ------------------------------------------------
+
+// index_codepoints: fill the hash map "tok->to_id" from "tok->codepoints",
+// so that to_id[codepoints[id]] == id for every id.
+static void index_codepoints(Tokenizer *tok) {
+    for (int id = 0; id < tok->vocab_size; id++) hmput(tok->to_id, tok->codepoints[id], id);
+}
+
+// tokenizer_build: one pass over the text marks each code point seen in a
+// bitmap with one bit per possible code point (0x110000 bits = 136 KiB).
+// Reading the bitmap from bit 0 upwards then lists the distinct code points
+// already sorted, which is exactly the id order we want: no sort needed.
+bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    if (len == 0) return error_set(err, "'%s' is empty; give a text file with some text in it", source);
+
+    enum { WORD_BITS = 64 };
+    size_t n_words = (MAX_CODEPOINT + 1) / WORD_BITS;
+    uint64_t *seen = xcalloc(n_words, sizeof *seen);
+    for (size_t pos = 0; pos < len;) {
+        uint32_t cp;
+        int n = next_char(text, len, pos, &cp, source, err);
+        if (n == 0) {
+            free(seen);
+            return false;
+        }
+        seen[cp / WORD_BITS] |= (uint64_t)1 << (cp % WORD_BITS);
+        pos += (size_t)n;
+    }
+
+    for (uint32_t cp = 0; cp <= MAX_CODEPOINT; cp++) {
+        if ((seen[cp / WORD_BITS] >> (cp % WORD_BITS)) & 1) arrput(tok->codepoints, cp);
+    }
+    free(seen);
+    tok->vocab_size = (int)arrlen(tok->codepoints);
+    index_codepoints(tok);
+    return true;
+}
+
+// tokenizer_from_vocab: the checkpoint stores the vocabulary as its
+// characters concatenated in id order, so decoding the string character by
+// character gives codepoints[] directly. The messages do not know the
+// checkpoint's path; they start with "vocabulary" so the caller can prefix it.
+bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    if (len == 0) return error_set(err, "vocabulary is empty; the checkpoint is damaged, train a new one");
+    for (size_t pos = 0; pos < len;) {
+        uint32_t cp;
+        int n = utf8_decode((const unsigned char *)vocab + pos, len - pos, &cp);
+        if (n == 0 || cp == 0) {
+            tokenizer_free(tok);
+            return error_set(err, "vocabulary has invalid UTF-8 or a NUL at byte %zu; the checkpoint is damaged, train a new one",
+                             pos);
+        }
+        if (hmgeti(tok->to_id, cp) >= 0) {
+            tokenizer_free(tok);
+            return error_set(err, "vocabulary lists the character U+%04X twice (at byte %zu); the checkpoint is damaged, train a new one",
+                             (unsigned)cp, pos);
+        }
+        hmput(tok->to_id, cp, tok->vocab_size);
+        arrput(tok->codepoints, cp);
+        tok->vocab_size++;
+        pos += (size_t)n;
+    }
+    return true;
+}
+
+// tokenizer_vocab_utf8: the inverse of tokenizer_from_vocab. Each code point
+// takes at most 4 bytes, so 4 * V + 1 bytes always suffice.
+char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len) {
+    char *out = xmalloc(4 * (size_t)tok->vocab_size + 1);
+    size_t n = 0;
+    for (int id = 0; id < tok->vocab_size; id++) n += (size_t)utf8_encode(tok->codepoints[id], out + n);
+    out[n] = '\0';
+    *len = n;
+    return out;
+}
+
+// ---- Encoding and decoding --------------------------------------------------
+
+// tokenizer_id: a hash map lookup. The plain hmgeti macro stores its result
+// inside the map's header, so even a lookup writes to the map; hmgeti_ts
+// writes to our local "index" instead, which keeps this function read-only
+// (and so safe to call from several threads at once).
+int tokenizer_id(const Tokenizer *tok, uint32_t cp) {
+    assert(tok->to_id != NULL);  // stb_ds would allocate on a lookup in a NULL map
+    CodepointToId *map = tok->to_id;
+    ptrdiff_t index;
+    (void)hmgeti_ts(map, cp, index);  // sets "index": a slot in "map", or -1
+    return index < 0 ? -1 : map[index].value;
+}
+
+// tokenizer_encode: decode one character at a time and look up its id. A
+// text has at most one character per byte, so "len" ids always fit; the
+// buffer is shrunk to the real count at the end.
+bool tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
+                      const char *source, Error *err) {
+    int *out = xmalloc(len * sizeof *out);
+    size_t count = 0;
+    for (size_t pos = 0; pos < len;) {
+        uint32_t cp;
+        int bytes = next_char(text, len, pos, &cp, source, err);
+        if (bytes == 0) {
+            free(out);
+            return false;
+        }
+        int id = tokenizer_id(tok, cp);
+        if (id < 0) {
+            // Show the character itself unless it is a control character,
+            // which would garble the one-line message (a tab, a carriage return).
+            char shown[16] = "";
+            if (cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0)) {
+                char utf8[4];
+                int k = utf8_encode(cp, utf8);
+                snprintf(shown, sizeof shown, "'%.*s' ", k, utf8);
+            }
+            free(out);
+            return error_set(err, "'%s' has the character %s(U+%04X) at byte %zu, which is not in the model's vocabulary; remove it, or train a new model on this text",
+                             source, shown, (unsigned)cp, pos);
+        }
+        out[count++] = id;
+        pos += (size_t)bytes;
+    }
+    *ids = xrealloc(out, count * sizeof *out);
+    *n = count;
+    return true;
+}
+
+// tokenizer_decode: the UTF-8 bytes of one token; "id" must be in [0, V).
+int tokenizer_decode(const Tokenizer *tok, int id, char out[4]) {
+    assert(id >= 0 && id < tok->vocab_size);
+    return utf8_encode(tok->codepoints[id], out);
+}
+
+// tokenizer_free: release both structures; safe on a zeroed or freed tokenizer.
+void tokenizer_free(Tokenizer *tok) {
+    arrfree(tok->codepoints);
+    hmfree(tok->to_id);
+    tok->vocab_size = 0;
+}

@@ -1,0 +1,833 @@
+// test_checkpoint.c: tests for src/checkpoint.c (saving and loading .safetensors).
+//
+// Every test starts from the same fixture: a small model whose weights are
+// all set (including -0, a denormal and FLT_MAX, which a lossy round trip
+// would change), a vocabulary with a quote, a backslash, a newline and
+// multi-byte characters, saved to a fresh directory. The rejection tests then
+// damage that file in one specific way, by editing its JSON header as text
+// (and rewriting the 8-byte length to match), or its data bytes, and check
+// that loading fails with a one-line message naming the file and the problem.
+#include <dirent.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "json.h"
+#include "tests.h"
+
+// The training "text" the vocabulary is built from: a quote, a backslash and
+// a newline (which the JSON header must escape) and 2-, 3- and 4-byte UTF-8.
+static const char TEXT[] = "ab \"quoted\"\nline\\ caf\xC3\xA9 \xE2\x80\x94 \xF0\x9F\x98\x80";
+static const long STEP = 1234;
+
+// ---- Fixture --------------------------------------------------------------------
+
+static char dir[64];    // a fresh directory for each test
+static char path[128];  // dir/m.safetensors, the fixture's saved checkpoint
+static Model model;
+static Tokenizer tok;
+
+// setup: build and save the fixture model.
+static void setup(void) {
+    snprintf(dir, sizeof dir, "/tmp/tinygpt_ckpt_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.safetensors", dir);
+
+    Error err = {{0}};
+    ck_assert_msg(tokenizer_build(&tok, TEXT, sizeof TEXT - 1, "TEXT", &err), "%s", err.msg);
+    ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.1f};
+    model_init(&model, &cfg, 1, false);
+    Rng rng;
+    rng_init(&rng, 7);
+    model_init_weights(&model, &rng);
+    model.params_memory[0] = -0.0f;
+    model.params_memory[1] = 1e-45f;  // the smallest denormal
+    model.params_memory[2] = FLT_MAX;
+    model.params.head_bias[0] = -FLT_MAX;
+    ck_assert_msg(checkpoint_save(&model, &tok, STEP, path, &err), "%s", err.msg);
+}
+
+// teardown: free the fixture and delete the directory with whatever the test left in it.
+static void teardown(void) {
+    model_free(&model);
+    tokenizer_free(&tok);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char file[512];
+            snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+            if (remove(file) != 0) rmdir(file);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+// start_over: a fresh fixture, for a test that damages the file once per case.
+static void start_over(void) {
+    teardown();
+    setup();
+}
+
+// ---- Helpers: reading and rewriting the file ----------------------------------
+
+// A checkpoint cut into its two parts.
+typedef struct {
+    char *header;  // [header_len + 1] the JSON text, NUL-terminated
+    size_t header_len;
+    char *data;    // [data_len] the data section
+    size_t data_len;
+} Parts;
+
+// slurp: the bytes of "file" (the caller frees).
+static char *slurp(const char *file, size_t *len) {
+    char *bytes;
+    Error err = {{0}};
+    ck_assert_msg(read_file(file, &bytes, len, &err), "%s", err.msg);
+    return bytes;
+}
+
+// spit: replace "file" with "len" bytes of "bytes".
+static void spit(const char *file, const void *bytes, size_t len) {
+    Error err = {{0}};
+    FILE *f = fopen_checked(file, "wb", &err);
+    ck_assert_msg(f != NULL, "%s", err.msg);
+    ck_assert_msg(write_exact(bytes, len, f, file, &err), "%s", err.msg);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+// length_at: the little-endian u64 at "bytes".
+static uint64_t length_at(const char *bytes) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | (unsigned char)bytes[i];
+    return n;
+}
+
+// split: the fixture file's header and data section.
+static Parts split(void) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    Parts p;
+    p.header_len = (size_t)length_at(bytes);
+    ck_assert(8 + p.header_len <= len);
+    p.header = xmalloc(p.header_len + 1);
+    memcpy(p.header, bytes + 8, p.header_len);
+    p.header[p.header_len] = '\0';
+    p.data_len = len - 8 - p.header_len;
+    p.data = xmalloc(p.data_len + 1);
+    memcpy(p.data, bytes + 8 + p.header_len, p.data_len);
+    free(bytes);
+    return p;
+}
+
+// join: write "p" back to the fixture file, with the length of its (maybe edited) header.
+static void join(const Parts *p) {
+    size_t len = 8 + p->header_len + p->data_len;
+    char *bytes = xmalloc(len);
+    for (int i = 0; i < 8; i++) bytes[i] = (char)((uint64_t)p->header_len >> (8 * i));
+    memcpy(bytes + 8, p->header, p->header_len);
+    memcpy(bytes + 8 + p->header_len, p->data, p->data_len);
+    spit(path, bytes, len);
+    free(bytes);
+}
+
+// free_parts: release what split allocated.
+static void free_parts(Parts *p) {
+    free(p->header);
+    free(p->data);
+}
+
+// set_header: replace the header with "json" (a new, correct length).
+static void set_header(Parts *p, const char *json) {
+    free(p->header);
+    p->header_len = strlen(json);
+    p->header = xmalloc(p->header_len + 1);
+    memcpy(p->header, json, p->header_len + 1);
+}
+
+// replace_span: the header with bytes [begin, end) replaced by "to".
+static void replace_span(Parts *p, size_t begin, size_t end, const char *to) {
+    size_t to_len = strlen(to);
+    char *s = xmalloc(p->header_len - (end - begin) + to_len + 1);
+    memcpy(s, p->header, begin);
+    memcpy(s + begin, to, to_len);
+    memcpy(s + begin + to_len, p->header + end, p->header_len - end + 1);
+    free(p->header);
+    p->header = s;
+    p->header_len = p->header_len - (end - begin) + to_len;
+}
+
+// find: the offset of "what" in the header at or after "from"; it must be there.
+static size_t find(const Parts *p, const char *what, size_t from) {
+    const char *at = strstr(p->header + from, what);
+    ck_assert_msg(at != NULL, "the header has no %s:\n%s", what, p->header);
+    return (size_t)(at - p->header);
+}
+
+// edit_header: in the fixture file, replace the first "from" in the header by "to".
+static void edit_header(const char *from, const char *to) {
+    Parts p = split();
+    size_t at = find(&p, from, 0);
+    replace_span(&p, at, at + strlen(from), to);
+    join(&p);
+    free_parts(&p);
+}
+
+// set_metadata: in the fixture file, give metadata "key" the string "value"
+// ("len" bytes), escaped for JSON.
+static void set_metadata(const char *key, const char *value, size_t len) {
+    Parts p = split();
+    char quoted_key[64];
+    snprintf(quoted_key, sizeof quoted_key, "\"%s\":\"", key);
+    size_t begin = find(&p, quoted_key, 0) + strlen(quoted_key) - 1;  // the value's opening quote
+    size_t end = begin + 1;
+    while (p.header[end] != '"') end += p.header[end] == '\\' ? 2 : 1;
+    JsonBuf quoted = {0};
+    json_buf_string(&quoted, value, len);
+    replace_span(&p, begin, end + 1, quoted.data);
+    json_buf_free(&quoted);
+    join(&p);
+    free_parts(&p);
+}
+
+// set_offsets_in: give tensor "name" the data_offsets [begin, end] in "p".
+static void set_offsets_in(Parts *p, const char *name, size_t begin, size_t end) {
+    char key[64], value[64];
+    snprintf(key, sizeof key, "\"%s\":{", name);
+    size_t from = find(p, "\"data_offsets\":[", find(p, key, 0)) + strlen("\"data_offsets\":[");
+    size_t to = find(p, "]", from);
+    snprintf(value, sizeof value, "%zu,%zu", begin, end);
+    replace_span(p, from, to, value);
+}
+
+// set_offsets: the same, in the fixture file.
+static void set_offsets(const char *name, size_t begin, size_t end) {
+    Parts p = split();
+    set_offsets_in(&p, name, begin, end);
+    join(&p);
+    free_parts(&p);
+}
+
+// remove_tensor: delete tensor "name"'s entry, from its leading comma to its '}'.
+static void remove_tensor(const char *name) {
+    Parts p = split();
+    char key[64];
+    snprintf(key, sizeof key, ",\"%s\":{", name);
+    size_t begin = find(&p, key, 0);
+    replace_span(&p, begin, find(&p, "}", begin) + 1, "");
+    join(&p);
+    free_parts(&p);
+}
+
+// set_float: overwrite element "index" of tensor "t" in the data section.
+static void set_float(int t, size_t index, float value) {
+    Parts p = split();
+    memcpy(p.data + (model.param_specs[t].offset + index) * sizeof(float), &value, sizeof value);
+    join(&p);
+    free_parts(&p);
+}
+
+// begin_of / end_of: where the saver put tensor "t" in the data section, in bytes.
+static size_t begin_of(int t) { return model.param_specs[t].offset * sizeof(float); }
+static size_t end_of(int t) { return begin_of(t) + model.param_specs[t].size * sizeof(float); }
+
+// ---- Helpers: loading ---------------------------------------------------------
+
+// expect_file_rejected: loading "file" must fail with one line that names
+// the file and contains "needle".
+static void expect_file_rejected(const char *file, const char *needle) {
+    Model m;
+    Tokenizer t;
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(!checkpoint_load(file, &m, &t, 1, false, &step, &err), "a damaged file loaded (wanted '%s')",
+                  needle);
+    ck_assert_msg(strstr(err.msg, file) != NULL, "the message must name the file: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "the message must mention '%s': %s", needle, err.msg);
+    ck_assert_msg(strchr(err.msg, '\n') == NULL, "the message must be one line: %s", err.msg);
+    ck_assert_int_eq(step, -1);  // untouched on failure
+}
+
+// expect_rejected: the same for the fixture file.
+static void expect_rejected(const char *needle) { expect_file_rejected(path, needle); }
+
+// load_ok: load the fixture file (which must succeed) into "m" and "t".
+static long load_ok(Model *m, Tokenizer *t, int max_batch, bool with_grads) {
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(path, m, t, max_batch, with_grads, &step, &err), "%s", err.msg);
+    return step;
+}
+
+// ---- Round trip -----------------------------------------------------------------
+
+START_TEST(save_then_load_restores_every_weight_bit_exactly) {
+    Model m;
+    Tokenizer t;
+    load_ok(&m, &t, 1, false);
+    ck_assert_uint_eq(m.num_params, model.num_params);
+    ck_assert_mem_eq(m.params_memory, model.params_memory, model.num_params * sizeof(float));
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(save_then_load_restores_config_vocabulary_and_step) {
+    Model m;
+    Tokenizer t;
+    long step = load_ok(&m, &t, 3, true);
+    ck_assert_int_eq(step, STEP);
+    ck_assert_int_eq(m.config.vocab_size, model.config.vocab_size);
+    ck_assert_int_eq(m.config.block_size, model.config.block_size);
+    ck_assert_int_eq(m.config.n_embd, model.config.n_embd);
+    ck_assert_int_eq(m.config.n_head, model.config.n_head);
+    ck_assert_mem_eq(&m.config.dropout, &model.config.dropout, sizeof(float));  // bit-exact
+    ck_assert_int_eq(m.max_batch, 3);
+    ck_assert_ptr_nonnull(m.grads_memory);
+    ck_assert_int_eq(t.vocab_size, tok.vocab_size);
+    ck_assert_mem_eq(t.codepoints, tok.codepoints, (size_t)tok.vocab_size * sizeof(uint32_t));
+    ck_assert_int_eq(tokenizer_id(&t, '"'), tokenizer_id(&tok, '"'));
+    ck_assert_int_eq(tokenizer_id(&t, 0x1F600), tokenizer_id(&tok, 0x1F600));
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(load_accepts_a_null_step_pointer) {
+    Model m;
+    Tokenizer t;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(path, &m, &t, 1, false, NULL, &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(saving_a_loaded_checkpoint_gives_identical_bytes) {
+    Model m;
+    Tokenizer t;
+    long step = load_ok(&m, &t, 1, false);
+    char again[160];
+    snprintf(again, sizeof again, "%s/again.safetensors", dir);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(&m, &t, step, again, &err), "%s", err.msg);
+    size_t len1, len2;
+    char *first = slurp(path, &len1), *second = slurp(again, &len2);
+    ck_assert_uint_eq(len1, len2);
+    ck_assert_mem_eq(first, second, len1);
+    free(first);
+    free(second);
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(save_leaves_no_tmp_file_behind) {
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_ne(stat(tmp, &st), 0);
+}
+END_TEST
+
+START_TEST(save_replaces_an_existing_checkpoint) {
+    model.params.head_bias[1] = 42.0f;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(&model, &tok, STEP + 1, path, &err), "%s", err.msg);
+    Model m;
+    Tokenizer t;
+    ck_assert_int_eq(load_ok(&m, &t, 1, false), STEP + 1);
+    ck_assert(m.params.head_bias[1] == 42.0f);
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(save_over_a_directory_fails_and_removes_its_tmp_file) {
+    char sub[160], tmp[170];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", sub);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    Error err = {{0}};
+    ck_assert(!checkpoint_save(&model, &tok, STEP, sub, &err));
+    ck_assert_msg(strstr(err.msg, sub) != NULL, "%s", err.msg);
+    struct stat st;
+    ck_assert_int_ne(stat(tmp, &st), 0);
+}
+END_TEST
+
+START_TEST(save_into_a_missing_directory_fails_naming_the_file) {
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/m.safetensors", dir);
+    Error err = {{0}};
+    ck_assert(!checkpoint_save(&model, &tok, STEP, missing, &err));
+    ck_assert_msg(strstr(err.msg, missing) != NULL, "%s", err.msg);
+}
+END_TEST
+
+// ---- The file itself ------------------------------------------------------------
+
+START_TEST(saved_file_has_the_safetensors_byte_layout) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    uint64_t n = length_at(bytes);  // [0, 8): N, little-endian
+    ck_assert_uint_eq(bytes[8], '{');                                  // [8, 8+N): the JSON header
+    ck_assert_uint_eq((8 + n) % 8, 0);                                 // data starts 8-byte aligned
+    ck_assert_uint_eq(len, 8 + n + model.num_params * sizeof(float));  // [8+N, end): the floats
+    ck_assert_mem_eq(bytes + 8 + n, model.params_memory, model.num_params * sizeof(float));
+    size_t end = 8 + (size_t)n;  // any padding after the closing '}' is spaces
+    while (bytes[end - 1] == ' ') end--;
+    ck_assert_uint_eq(bytes[end - 1], '}');
+    ck_assert_uint_lt(8 + n - end, 8);
+    free(bytes);
+}
+END_TEST
+
+START_TEST(saved_header_lists_each_tensor_with_its_shape_and_offsets) {
+    Parts p = split();
+    JsonValue *root = NULL;
+    Error err = {{0}};
+    ck_assert_msg(json_parse(p.header, p.header_len, &root, &err), "%s", err.msg);
+    ck_assert_uint_eq(root->count, 1 + NUM_PARAM_TENSORS);
+    ck_assert_str_eq(root->items[0].key, "__metadata__");
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        const TensorSpec *spec = &model.param_specs[t];
+        const JsonValue *entry = &root->items[1 + t];  // in parameter-table order
+        ck_assert_str_eq(entry->key, spec->name);
+        ck_assert_str_eq(json_get(entry, "dtype")->string, "F32");
+        const JsonValue *shape = json_get(entry, "shape");
+        ck_assert_uint_eq(shape->count, (size_t)spec->ndim);
+        for (int d = 0; d < spec->ndim; d++) ck_assert(shape->items[d].number == spec->shape[d]);
+        const JsonValue *offsets = json_get(entry, "data_offsets");
+        uint64_t begin, end;
+        ck_assert(json_as_uint(&offsets->items[0], &begin) && json_as_uint(&offsets->items[1], &end));
+        ck_assert_uint_eq(begin, begin_of(t));
+        ck_assert_uint_eq(end, end_of(t));
+        ck_assert_mem_eq(p.data + begin, model.params_memory + spec->offset, end - begin);
+    }
+    ck_assert_str_eq(model.param_specs[PARAM_HEAD_BIAS].name, "head.bias");
+    json_free(root);
+    free_parts(&p);
+}
+END_TEST
+
+START_TEST(saved_metadata_holds_strings_for_vocab_sizes_dropout_and_step) {
+    Parts p = split();
+    JsonValue *root = NULL;
+    Error err = {{0}};
+    ck_assert_msg(json_parse(p.header, p.header_len, &root, &err), "%s", err.msg);
+    const JsonValue *meta = json_get(root, "__metadata__");
+    size_t vocab_len;
+    char *vocab = tokenizer_vocab_utf8(&tok, &vocab_len);
+    const JsonValue *saved_vocab = json_get(meta, "vocab");
+    ck_assert_uint_eq(saved_vocab->string_len, vocab_len);
+    ck_assert_mem_eq(saved_vocab->string, vocab, vocab_len);
+    char want[32];
+    snprintf(want, sizeof want, "%d", tok.vocab_size);
+    ck_assert_str_eq(json_get(meta, "vocab_size")->string, want);
+    ck_assert_str_eq(json_get(meta, "n_embd")->string, "8");
+    ck_assert_str_eq(json_get(meta, "n_head")->string, "2");
+    ck_assert_str_eq(json_get(meta, "block_size")->string, "4");
+    ck_assert_str_eq(json_get(meta, "dropout")->string, "0.100000001");  // 0.1f to 9 digits
+    ck_assert_str_eq(json_get(meta, "step")->string, "1234");
+    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-1");
+    for (size_t i = 0; i < meta->count; i++) ck_assert_int_eq(meta->items[i].type, JSON_STRING);
+    free(vocab);
+    json_free(root);
+    free_parts(&p);
+}
+END_TEST
+
+START_TEST(load_accepts_tensors_stored_in_another_order) {
+    // Rewrite the data section with the tensors in reverse table order.
+    Parts p = split();
+    char *data = xmalloc(p.data_len);
+    size_t at = 0;
+    for (int t = NUM_PARAM_TENSORS - 1; t >= 0; t--) {
+        size_t bytes = end_of(t) - begin_of(t);
+        memcpy(data + at, p.data + begin_of(t), bytes);
+        set_offsets_in(&p, model.param_specs[t].name, at, at + bytes);
+        at += bytes;
+    }
+    free(p.data);
+    p.data = data;
+    join(&p);
+    free_parts(&p);
+
+    Model m;
+    Tokenizer t;
+    load_ok(&m, &t, 1, false);
+    ck_assert_mem_eq(m.params_memory, model.params_memory, model.num_params * sizeof(float));
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(load_accepts_an_edited_header_with_no_padding) {
+    // The rejection tests below edit the header with these same tools; this
+    // shows the tools alone do not break the file.
+    Parts p = split();
+    while (p.header[p.header_len - 1] == ' ') p.header[--p.header_len] = '\0';
+    join(&p);
+    free_parts(&p);
+    edit_header("\"dtype\":\"F32\"", "\"dtype\":\"F32\"");
+    set_offsets("head.bias", begin_of(PARAM_HEAD_BIAS), end_of(PARAM_HEAD_BIAS));
+    set_metadata("step", "99", 2);
+    Model m;
+    Tokenizer t;
+    ck_assert_int_eq(load_ok(&m, &t, 1, false), 99);
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+// ---- Rejecting damaged files: the container --------------------------------------
+
+START_TEST(load_of_a_missing_file_fails_naming_it) {
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/missing.safetensors", dir);
+    expect_file_rejected(missing, "No such file");
+}
+END_TEST
+
+START_TEST(load_rejects_the_file_truncated_at_every_length) {
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    size_t len = (size_t)st.st_size;
+    // Shorten the file one byte at a time, from one byte short down to empty.
+    for (size_t n = len; n-- > 0;) {
+        ck_assert_int_eq(truncate(path, (off_t)n), 0);
+        Model m;
+        Tokenizer t;
+        Error err = {{0}};
+        bool loaded = checkpoint_load(path, &m, &t, 1, false, NULL, &err);
+        ck_assert_msg(!loaded && strstr(err.msg, path) != NULL, "cut at %zu of %zu bytes: loaded=%d, '%s'", n,
+                      len, loaded, err.msg);
+    }
+}
+END_TEST
+
+START_TEST(load_rejects_a_wrong_header_length) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    uint64_t n = length_at(bytes);
+    const struct {
+        uint64_t value;
+        const char *needle;
+    } cases[] = {
+        {0, "too short"},
+        {1, "too short"},
+        {100000001, "more than"},
+        {UINT64_MAX, "more than"},
+        {len - 8 + 1, "only"},
+        {n - 1, ""},  // the header loses its last byte, the data gains one ("" = any message)
+        {n + 1, ""},  // the header gains the first data byte
+        {n + 8, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int b = 0; b < 8; b++) bytes[b] = (char)(cases[i].value >> (8 * b));
+        spit(path, bytes, len);
+        expect_rejected(cases[i].needle);
+    }
+    free(bytes);
+}
+END_TEST
+
+START_TEST(load_rejects_a_file_shorter_than_the_length_field) {
+    spit(path, "\x10\0\0", 3);
+    expect_rejected("only 3 bytes");
+}
+END_TEST
+
+START_TEST(load_rejects_a_header_that_is_not_json) {
+    const struct {
+        const char *header;
+        const char *needle;
+    } cases[] = {
+        {"{\"__metadata__\":", "invalid JSON"},
+        {"{\"a\":1} trailing", "invalid JSON"},
+        {"{\"__metadata__\":{}}}", "invalid JSON"},
+        {"[]", "does not start with '{'"},
+        {" {}", "does not start with '{'"},
+        {"PK\x03\x04 not a checkpoint at all", "does not start with '{'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Parts p = split();
+        set_header(&p, cases[i].header);
+        join(&p);
+        free_parts(&p);
+        expect_rejected(cases[i].needle);
+    }
+}
+END_TEST
+
+START_TEST(load_rejects_a_tensor_named_twice) {
+    edit_header("\"pos_emb.weight\"", "\"tok_emb.weight\"");
+    expect_rejected("\"tok_emb.weight\" twice");
+}
+END_TEST
+
+// ---- Rejecting damaged files: the tensors ----------------------------------------
+
+START_TEST(load_rejects_a_missing_tensor) {
+    remove_tensor("head.bias");
+    expect_rejected("tensor 'head.bias' is missing");
+}
+END_TEST
+
+START_TEST(load_rejects_an_extra_tensor) {
+    edit_header(",\"head.bias\"", ",\"extra.weight\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"head.bias\"");
+    expect_rejected("tensor 'extra.weight'");
+}
+END_TEST
+
+START_TEST(load_rejects_a_dtype_other_than_f32) {
+    edit_header("\"tok_emb.weight\":{\"dtype\":\"F32\"", "\"tok_emb.weight\":{\"dtype\":\"F16\"");
+    expect_rejected("dtype \"F16\"");
+}
+END_TEST
+
+START_TEST(load_rejects_a_wrong_shape) {
+    int V = model.config.vocab_size, C = model.config.n_embd;
+    char right[64], extra_dim[32];
+    snprintf(right, sizeof right, "\"head.bias\":{\"dtype\":\"F32\",\"shape\":[%d]", V);
+    snprintf(extra_dim, sizeof extra_dim, "[%d,1]", V);
+    const char *wrong[] = {extra_dim, "[1]", "[]", "[-1]", "[\"x\"]", "[1.0]", "{}"};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        char to[96];
+        snprintf(to, sizeof to, "\"head.bias\":{\"dtype\":\"F32\",\"shape\":%s", wrong[i]);
+        edit_header(right, to);
+        expect_rejected("tensor 'head.bias' has shape");
+        edit_header(to, right);  // undo, for the next case
+    }
+    // A 2-D tensor with its dimensions swapped.
+    char from[64], to[64];
+    snprintf(from, sizeof from, "\"shape\":[%d,%d]", V, C);
+    snprintf(to, sizeof to, "\"shape\":[%d,%d]", C, V);
+    edit_header(from, to);
+    expect_rejected("tensor 'tok_emb.weight' has shape");
+}
+END_TEST
+
+START_TEST(load_rejects_offsets_outside_the_data_section) {
+    size_t data_size = model.num_params * sizeof(float);
+    size_t bytes = end_of(PARAM_HEAD_BIAS) - begin_of(PARAM_HEAD_BIAS);
+    set_offsets("head.bias", data_size, data_size + bytes);
+    expect_rejected("data section is only");
+}
+END_TEST
+
+START_TEST(load_rejects_offsets_that_are_not_an_increasing_pair) {
+    set_offsets("head.bias", end_of(PARAM_HEAD_BIAS), begin_of(PARAM_HEAD_BIAS));
+    expect_rejected("no data_offsets");
+}
+END_TEST
+
+START_TEST(load_rejects_a_byte_length_that_does_not_match_the_shape) {
+    set_offsets("head.bias", begin_of(PARAM_HEAD_BIAS), end_of(PARAM_HEAD_BIAS) - 4);
+    expect_rejected("tensor 'head.bias' spans");
+}
+END_TEST
+
+START_TEST(load_rejects_overlapping_tensors) {
+    // head.bias moved onto the first bytes of tok_emb (same length, so only the overlap is wrong).
+    set_offsets("head.bias", 0, end_of(PARAM_HEAD_BIAS) - begin_of(PARAM_HEAD_BIAS));
+    expect_rejected("overlaps");
+}
+END_TEST
+
+START_TEST(load_rejects_extra_bytes_after_the_last_tensor) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    bytes = xrealloc(bytes, len + 4);
+    memset(bytes + len, 0, 4);
+    spit(path, bytes, len + 4);
+    free(bytes);
+    expect_rejected("extra bytes at the end");
+}
+END_TEST
+
+START_TEST(load_rejects_nan_or_infinite_weights_naming_the_tensor) {
+    set_float(PARAM_HEAD_BIAS, 2, NAN);
+    expect_rejected("tensor 'head.bias' holds NaN at element 2");
+    set_float(PARAM_HEAD_BIAS, 2, 0.0f);
+    set_float(PARAM_POS_EMB, 5, -INFINITY);
+    expect_rejected("tensor 'pos_emb.weight' holds an infinity at element 5");
+}
+END_TEST
+
+// ---- Rejecting damaged files: the metadata ---------------------------------------
+
+START_TEST(load_rejects_a_header_without_metadata) {
+    edit_header("\"__metadata__\"", "\"__meta__\"");
+    expect_rejected("no \"__metadata__\"");
+}
+END_TEST
+
+START_TEST(load_rejects_another_format) {
+    set_metadata("format", "tinygpt-2", 9);
+    expect_rejected("format is \"tinygpt-2\"");
+}
+END_TEST
+
+START_TEST(load_rejects_missing_or_non_string_metadata) {
+    edit_header(",\"step\":\"1234\"", "");
+    expect_rejected("no \"step\"");
+    start_over();
+    edit_header("\"n_head\":\"2\"", "\"n_head\":2");
+    expect_rejected("\"n_head\" is a number, not a string");
+}
+END_TEST
+
+START_TEST(load_rejects_metadata_that_is_not_a_number) {
+    const struct {
+        const char *key, *value, *needle;
+    } cases[] = {
+        {"n_embd", "8x", "\"n_embd\" is \"8x\""},
+        {"n_embd", "", "\"n_embd\" is \"\""},
+        {"n_embd", "-8", "\"n_embd\" is \"-8\""},
+        {"n_embd", " 8", "\"n_embd\" is \" 8\""},
+        {"block_size", "99999999999999999999", "\"block_size\""},
+        {"vocab_size", "4294967296", "\"vocab_size\""},
+        {"step", "1.5", "\"step\""},
+        {"dropout", "abc", "\"dropout\" is \"abc\""},
+        {"dropout", "nan", "\"dropout\""},
+        {"dropout", "", "\"dropout\""},
+        {"dropout", "0.1 ", "\"dropout\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set_metadata(cases[i].key, cases[i].value, strlen(cases[i].value));
+        expect_rejected(cases[i].needle);
+        start_over();
+    }
+}
+END_TEST
+
+START_TEST(load_rejects_metadata_that_contradicts_the_shapes) {
+    char v_plus_1[16];
+    snprintf(v_plus_1, sizeof v_plus_1, "%d", model.config.vocab_size + 1);
+    const struct {
+        const char *key, *value, *needle;
+    } cases[] = {
+        {"vocab_size", v_plus_1, "tensor 'tok_emb.weight' has shape"},
+        {"n_embd", "16", "tensor 'tok_emb.weight' has shape"},
+        {"block_size", "5", "tensor 'pos_emb.weight' has shape"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set_metadata(cases[i].key, cases[i].value, strlen(cases[i].value));
+        expect_rejected(cases[i].needle);
+        start_over();
+    }
+}
+END_TEST
+
+START_TEST(load_rejects_an_impossible_config) {
+    const struct {
+        const char *key, *value, *needle;
+    } cases[] = {
+        {"n_head", "3", "--heads 3 does not divide"},
+        {"n_head", "0", "impossible model"},
+        {"dropout", "1", "impossible model"},
+        {"n_embd", "0", "impossible model"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set_metadata(cases[i].key, cases[i].value, strlen(cases[i].value));
+        expect_rejected(cases[i].needle);
+        start_over();
+    }
+}
+END_TEST
+
+START_TEST(load_rejects_a_vocabulary_of_the_wrong_length) {
+    size_t len;
+    char *vocab = tokenizer_vocab_utf8(&tok, &len);
+    set_metadata("vocab", vocab, len - 4);  // without its last character, the 4-byte emoji
+    char needle[80];
+    snprintf(needle, sizeof needle, "vocabulary has %d characters but vocab_size says %d", tok.vocab_size - 1,
+             tok.vocab_size);
+    expect_rejected(needle);
+    set_metadata("vocab", "", 0);
+    expect_rejected("vocabulary is empty");
+    free(vocab);
+}
+END_TEST
+
+START_TEST(load_rejects_a_vocabulary_with_a_repeated_character) {
+    size_t len;
+    char *vocab = tokenizer_vocab_utf8(&tok, &len);
+    vocab[1] = vocab[0];  // the second character (' ') becomes another newline
+    set_metadata("vocab", vocab, len);
+    expect_rejected("twice");
+    free(vocab);
+}
+END_TEST
+
+Suite *checkpoint_suite(void) {
+    Suite *s = suite_create("checkpoint");
+    TCase *round_trip = tcase_create("round trip");
+    tcase_add_checked_fixture(round_trip, setup, teardown);
+    tcase_add_test(round_trip, save_then_load_restores_every_weight_bit_exactly);
+    tcase_add_test(round_trip, save_then_load_restores_config_vocabulary_and_step);
+    tcase_add_test(round_trip, load_accepts_a_null_step_pointer);
+    tcase_add_test(round_trip, saving_a_loaded_checkpoint_gives_identical_bytes);
+    tcase_add_test(round_trip, save_leaves_no_tmp_file_behind);
+    tcase_add_test(round_trip, save_replaces_an_existing_checkpoint);
+    tcase_add_test(round_trip, save_over_a_directory_fails_and_removes_its_tmp_file);
+    tcase_add_test(round_trip, save_into_a_missing_directory_fails_naming_the_file);
+    suite_add_tcase(s, round_trip);
+
+    TCase *layout = tcase_create("file layout");
+    tcase_add_checked_fixture(layout, setup, teardown);
+    tcase_add_test(layout, saved_file_has_the_safetensors_byte_layout);
+    tcase_add_test(layout, saved_header_lists_each_tensor_with_its_shape_and_offsets);
+    tcase_add_test(layout, saved_metadata_holds_strings_for_vocab_sizes_dropout_and_step);
+    tcase_add_test(layout, load_accepts_tensors_stored_in_another_order);
+    tcase_add_test(layout, load_accepts_an_edited_header_with_no_padding);
+    suite_add_tcase(s, layout);
+
+    TCase *container = tcase_create("damaged container");
+    tcase_add_checked_fixture(container, setup, teardown);
+    tcase_set_timeout(container, 30);  // the every-length truncation test loads the file ~3000 times
+    tcase_add_test(container, load_of_a_missing_file_fails_naming_it);
+    tcase_add_test(container, load_rejects_the_file_truncated_at_every_length);
+    tcase_add_test(container, load_rejects_a_wrong_header_length);
+    tcase_add_test(container, load_rejects_a_file_shorter_than_the_length_field);
+    tcase_add_test(container, load_rejects_a_header_that_is_not_json);
+    tcase_add_test(container, load_rejects_a_tensor_named_twice);
+    suite_add_tcase(s, container);
+
+    TCase *tensors = tcase_create("damaged tensors");
+    tcase_add_checked_fixture(tensors, setup, teardown);
+    tcase_add_test(tensors, load_rejects_a_missing_tensor);
+    tcase_add_test(tensors, load_rejects_an_extra_tensor);
+    tcase_add_test(tensors, load_rejects_a_dtype_other_than_f32);
+    tcase_add_test(tensors, load_rejects_a_wrong_shape);
+    tcase_add_test(tensors, load_rejects_offsets_outside_the_data_section);
+    tcase_add_test(tensors, load_rejects_offsets_that_are_not_an_increasing_pair);
+    tcase_add_test(tensors, load_rejects_a_byte_length_that_does_not_match_the_shape);
+    tcase_add_test(tensors, load_rejects_overlapping_tensors);
+    tcase_add_test(tensors, load_rejects_extra_bytes_after_the_last_tensor);
+    tcase_add_test(tensors, load_rejects_nan_or_infinite_weights_naming_the_tensor);
+    suite_add_tcase(s, tensors);
+
+    TCase *metadata = tcase_create("damaged metadata");
+    tcase_add_checked_fixture(metadata, setup, teardown);
+    tcase_add_test(metadata, load_rejects_a_header_without_metadata);
+    tcase_add_test(metadata, load_rejects_another_format);
+    tcase_add_test(metadata, load_rejects_missing_or_non_string_metadata);
+    tcase_add_test(metadata, load_rejects_metadata_that_is_not_a_number);
+    tcase_add_test(metadata, load_rejects_metadata_that_contradicts_the_shapes);
+    tcase_add_test(metadata, load_rejects_an_impossible_config);
+    tcase_add_test(metadata, load_rejects_a_vocabulary_of_the_wrong_length);
+    tcase_add_test(metadata, load_rejects_a_vocabulary_with_a_repeated_character);
+    suite_add_tcase(s, metadata);
+    return s;
+}

@@ -1,0 +1,358 @@
+// test_data.c: tests for src/data.c (loading, the train/validation split,
+// and the two ways of cutting batches).
+//
+// Files are written into a fresh mkdtemp directory under /tmp for each test
+// and removed afterwards (a checked fixture, so it runs inside each test's
+// forked process).
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "tests.h"
+
+// ---- Temporary files --------------------------------------------------------
+
+enum { MAX_TEMP_FILES = 8 };
+static char temp_dir[64];
+static char temp_files[MAX_TEMP_FILES][128];
+static int n_temp_files;
+
+// make_temp_dir: fixture setup; a new empty directory for this test.
+static void make_temp_dir(void) {
+    strcpy(temp_dir, "/tmp/tinygpt_test_data_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
+    n_temp_files = 0;
+}
+
+// remove_temp_dir: fixture teardown; delete the files written, then the directory.
+static void remove_temp_dir(void) {
+    for (int i = 0; i < n_temp_files; i++) unlink(temp_files[i]);
+    rmdir(temp_dir);
+}
+
+// write_temp_file: write "len" bytes of "bytes" to a file called "name" in
+// the test's directory; returns its path (valid until the test ends).
+static const char *write_temp_file(const char *name, const char *bytes, size_t len) {
+    ck_assert_int_lt(n_temp_files, MAX_TEMP_FILES);
+    char *path = temp_files[n_temp_files++];
+    snprintf(path, sizeof temp_files[0], "%s/%s", temp_dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+// write_text_file: a file of "n_chars" ASCII letters in a repeating,
+// non-trivial pattern (so n_chars tokens), for split-size tests.
+static const char *write_text_file(const char *name, size_t n_chars) {
+    char *text = malloc(n_chars + 1);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < n_chars; i++) text[i] = (char)('a' + (i * 7) % 26);
+    const char *path = write_temp_file(name, text, n_chars);
+    free(text);
+    return path;
+}
+
+// ---- dataset_load -------------------------------------------------------------
+
+START_TEST(load_splits_at_the_floor_of_n_tokens_times_val_fraction) {
+    const char *path = write_text_file("split.txt", 1000);
+    const struct {
+        double val_fraction;
+        size_t n_val;
+    } cases[] = {
+        {0.0, 0}, {0.1, 100}, {0.25, 250}, {0.3333, 333}, {0.0025, 2}, {0.5, 500}, {0.9985, 998},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Dataset ds;
+        Tokenizer tok;
+        Error err = {0};
+        ck_assert_msg(dataset_load(&ds, &tok, true, path, cases[i].val_fraction, 1, &err),
+                      "val_fraction %g: %s", cases[i].val_fraction, err.msg);
+        ck_assert_uint_eq(ds.n_tokens, 1000);
+        ck_assert_msg(ds.n_train == 1000 - cases[i].n_val, "val_fraction %g: n_train %zu, want %zu",
+                      cases[i].val_fraction, ds.n_train, 1000 - cases[i].n_val);
+        dataset_free(&ds);
+        tokenizer_free(&tok);
+    }
+}
+END_TEST
+
+START_TEST(load_encodes_the_whole_file_with_a_vocabulary_built_from_it) {
+    const char *text = "Call me Ishmael" "\xE2\x80\x94" "some years ago" "\xE2\x80\x99" "s\n";
+    const char *path = write_temp_file("moby.txt", text, strlen(text));
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 4, &err), "%s", err.msg);
+    char back[64];
+    size_t back_len = 0;
+    for (size_t i = 0; i < ds.n_tokens; i++) back_len += (size_t)tokenizer_decode(&tok, ds.tokens[i], back + back_len);
+    ck_assert_uint_eq(back_len, strlen(text));
+    ck_assert_mem_eq(back, text, back_len);
+    ck_assert_uint_eq(ds.n_tokens, strlen(text) - 4);  // two 3-byte characters, one token each
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_with_a_given_vocabulary_uses_it_and_keeps_it) {
+    const char *path = write_temp_file("abc.txt", "cabbage", 7);
+    Tokenizer tok;
+    ck_assert(tokenizer_from_vocab(&tok, "gecba", 5, NULL));
+    Dataset ds;
+    Error err = {0};
+    ck_assert_msg(dataset_load(&ds, &tok, false, path, 0.0, 2, &err), "%s", err.msg);
+    const int want[] = {2, 4, 3, 3, 4, 0, 1};  // ids in the given order: g=0 e=1 c=2 b=3 a=4
+    ck_assert_uint_eq(ds.n_tokens, 7);
+    ck_assert_mem_eq(ds.tokens, want, sizeof want);
+    ck_assert_int_eq(tok.vocab_size, 5);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_with_a_given_vocabulary_rejects_an_unknown_character) {
+    const char *path = write_temp_file("new.txt", "abcd", 4);
+    Tokenizer tok;
+    ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
+    Dataset ds;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, false, path, 0.0, 1, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "U+0064") && strstr(err.msg, "byte 3"),
+                  "message was: %s", err.msg);
+    ck_assert_int_eq(tok.vocab_size, 3);  // the caller's tokenizer is left alone
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_rejects_a_missing_file_naming_the_path) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/no_such_file.txt", temp_dir);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, path, 0.1, 8, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "No such file"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(load_rejects_a_directory) {
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, temp_dir, 0.1, 8, &err));
+    ck_assert_msg(strstr(err.msg, temp_dir) && strstr(err.msg, "directory"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(load_rejects_an_empty_file) {
+    const char *path = write_temp_file("empty.txt", "", 0);
+    Tokenizer given;
+    ck_assert(tokenizer_from_vocab(&given, "ab", 2, NULL));
+    const bool build_vocab[] = {true, false};
+    for (int i = 0; i < 2; i++) {
+        Dataset ds;
+        Tokenizer built;
+        Error err = {0};
+        ck_assert(!dataset_load(&ds, build_vocab[i] ? &built : &given, build_vocab[i], path, 0.1, 8, &err));
+        ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is empty"), "message was: %s", err.msg);
+    }
+    tokenizer_free(&given);
+}
+END_TEST
+
+START_TEST(load_rejects_invalid_utf8_naming_the_file_and_byte) {
+    const char *path = write_temp_file("latin1.txt", "na\xEFve text", 10);  // ï in Latin-1
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, path, 0.0, 2, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "not valid UTF-8 at byte 2"), "message was: %s",
+                  err.msg);
+}
+END_TEST
+
+START_TEST(load_rejects_a_training_split_shorter_than_one_window) {
+    // 64 tokens cannot hold a window of 64 + 1; 65 tokens can.
+    const char *short_path = write_text_file("short.txt", 64);
+    const char *exact_path = write_text_file("exact.txt", 65);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, short_path, 0.0, 64, &err));
+    ck_assert_msg(strstr(err.msg, short_path) && strstr(err.msg, "only 64 training tokens") &&
+                      strstr(err.msg, "--context 64 + 1") && strstr(err.msg, "smaller --context"),
+                  "message was: %s", err.msg);
+    ck_assert_ptr_null(tok.codepoints);  // the vocabulary built for it was freed
+    ck_assert_msg(dataset_load(&ds, &tok, true, exact_path, 0.0, 64, &err), "%s", err.msg);
+    ck_assert_uint_eq(ds.n_train, 65);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_rejects_a_short_validation_split_but_allows_none) {
+    // 1000 tokens at --val-fraction 0.01 leave 10 validation tokens: too few
+    // for --context 16, but fine with no validation split at all.
+    const char *path = write_text_file("val.txt", 1000);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, path, 0.01, 16, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "only 10 validation tokens") &&
+                      strstr(err.msg, "--val-fraction 0"),
+                  "message was: %s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 16, &err), "%s", err.msg);
+    ck_assert_uint_eq(ds.n_train, 1000);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_rejects_a_val_fraction_outside_zero_one) {
+    const char *path = write_text_file("f.txt", 100);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, path, 1.0, 4, &err));
+    ck_assert_msg(strstr(err.msg, "--val-fraction 1"), "message was: %s", err.msg);
+    ck_assert(!dataset_load(&ds, &tok, true, path, -0.1, 4, &err));
+    ck_assert_msg(strstr(err.msg, "--val-fraction -0.1"), "message was: %s", err.msg);
+}
+END_TEST
+
+// ---- Batches ----------------------------------------------------------------
+
+// Token i is the number i, so a batch entry shows where it came from.
+enum { N_COUNTING = 100 };
+static int counting[N_COUNTING];
+
+// fill_counting: fixture setup for the batch tests.
+static void fill_counting(void) {
+    for (int i = 0; i < N_COUNTING; i++) counting[i] = i;
+}
+
+// check_windows: every row of inputs/targets [B,T] is a run of consecutive
+// tokens inside [0, n), and targets are inputs shifted by one.
+static void check_windows(const int *inputs, const int *targets, int B, int T, int n) {
+    for (int b = 0; b < B; b++) {
+        const int *in_b = inputs + b * T, *tgt_b = targets + b * T;
+        ck_assert_int_ge(in_b[0], 0);
+        ck_assert_int_lt(in_b[0], n - T);
+        for (int t = 0; t < T; t++) {
+            ck_assert_int_eq(in_b[t], in_b[0] + t);
+            ck_assert_int_eq(tgt_b[t], in_b[t] + 1);
+        }
+    }
+}
+
+START_TEST(batch_targets_are_the_inputs_shifted_by_one) {
+    enum { B = 4, T = 8 };
+    int inputs[B * T], targets[B * T];
+    Rng rng;
+    rng_init(&rng, 1);
+    for (long step = 0; step < 50; step++) {
+        batch_random(counting, N_COUNTING, B, T, &rng, inputs, targets);
+        check_windows(inputs, targets, B, T, N_COUNTING);
+        batch_sequential(counting, N_COUNTING, step, B, T, inputs, targets);
+        check_windows(inputs, targets, B, T, N_COUNTING);
+    }
+}
+END_TEST
+
+START_TEST(sequential_batch_starts_follow_the_formula_exactly) {
+    enum { B = 3, T = 7 };
+    int inputs[B * T], targets[B * T];
+    // Small steps wrap around many times; the huge ones check 64-bit arithmetic
+    // (step * B * T overflows 32 bits, and would overflow a 32-bit long).
+    const long steps[] = {0, 1, 2, 3, 4, 5, 13, 14, 99, 1000003, 4000000000L, 123456789012L};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        batch_sequential(counting, N_COUNTING, steps[i], B, T, inputs, targets);
+        for (int b = 0; b < B; b++) {
+            uint64_t want = (((uint64_t)steps[i] * B + (uint64_t)b) * T) % (N_COUNTING - T);
+            ck_assert_msg((uint64_t)inputs[b * T] == want, "step %ld row %d starts at %d, want %llu", steps[i],
+                          b, inputs[b * T], (unsigned long long)want);
+        }
+    }
+}
+END_TEST
+
+START_TEST(random_batches_are_deterministic_for_a_seed) {
+    enum { B = 4, T = 8 };
+    int in_a[B * T], tgt_a[B * T], in_b[B * T], tgt_b[B * T];
+    Rng a, b, c;
+    rng_init(&a, 42);
+    rng_init(&b, 42);
+    rng_init(&c, 43);
+    int differs_from_other_seed = 0;
+    for (int step = 0; step < 20; step++) {
+        batch_random(counting, N_COUNTING, B, T, &a, in_a, tgt_a);
+        batch_random(counting, N_COUNTING, B, T, &b, in_b, tgt_b);
+        ck_assert_mem_eq(in_a, in_b, sizeof in_a);
+        ck_assert_mem_eq(tgt_a, tgt_b, sizeof tgt_a);
+        batch_random(counting, N_COUNTING, B, T, &c, in_b, tgt_b);
+        differs_from_other_seed += memcmp(in_a, in_b, sizeof in_a) != 0;
+    }
+    ck_assert_int_gt(differs_from_other_seed, 15);
+}
+END_TEST
+
+START_TEST(random_batch_starts_stay_in_range_and_reach_both_ends) {
+    // n = T + 3 leaves exactly three possible starts: 0, 1 and 2.
+    enum { B = 2, T = 5, N = T + 3 };
+    int inputs[B * T], targets[B * T];
+    int seen[N - T] = {0};
+    Rng rng;
+    rng_init(&rng, 3);
+    for (int step = 0; step < 200; step++) {
+        batch_random(counting, N, B, T, &rng, inputs, targets);
+        check_windows(inputs, targets, B, T, N);
+        for (int b = 0; b < B; b++) seen[inputs[b * T]]++;
+    }
+    for (int s = 0; s < N - T; s++) ck_assert_msg(seen[s] > 0, "start %d never drawn", s);
+}
+END_TEST
+
+START_TEST(a_stream_of_exactly_one_window_gives_that_window) {
+    enum { B = 2, T = 9 };
+    int inputs[B * T], targets[B * T];
+    Rng rng;
+    rng_init(&rng, 8);
+    batch_random(counting, T + 1, B, T, &rng, inputs, targets);
+    check_windows(inputs, targets, B, T, T + 1);
+    batch_sequential(counting, T + 1, 17, B, T, inputs, targets);
+    check_windows(inputs, targets, B, T, T + 1);
+}
+END_TEST
+
+Suite *data_suite(void) {
+    Suite *s = suite_create("data");
+    TCase *load = tcase_create("load");
+    tcase_add_checked_fixture(load, make_temp_dir, remove_temp_dir);
+    tcase_add_test(load, load_splits_at_the_floor_of_n_tokens_times_val_fraction);
+    tcase_add_test(load, load_encodes_the_whole_file_with_a_vocabulary_built_from_it);
+    tcase_add_test(load, load_with_a_given_vocabulary_uses_it_and_keeps_it);
+    tcase_add_test(load, load_with_a_given_vocabulary_rejects_an_unknown_character);
+    tcase_add_test(load, load_rejects_a_missing_file_naming_the_path);
+    tcase_add_test(load, load_rejects_a_directory);
+    tcase_add_test(load, load_rejects_an_empty_file);
+    tcase_add_test(load, load_rejects_invalid_utf8_naming_the_file_and_byte);
+    tcase_add_test(load, load_rejects_a_training_split_shorter_than_one_window);
+    tcase_add_test(load, load_rejects_a_short_validation_split_but_allows_none);
+    tcase_add_test(load, load_rejects_a_val_fraction_outside_zero_one);
+    suite_add_tcase(s, load);
+
+    TCase *batch = tcase_create("batch");
+    tcase_add_checked_fixture(batch, fill_counting, NULL);
+    tcase_add_test(batch, batch_targets_are_the_inputs_shifted_by_one);
+    tcase_add_test(batch, sequential_batch_starts_follow_the_formula_exactly);
+    tcase_add_test(batch, random_batches_are_deterministic_for_a_seed);
+    tcase_add_test(batch, random_batch_starts_stay_in_range_and_reach_both_ends);
+    tcase_add_test(batch, a_stream_of_exactly_one_window_gives_that_window);
+    suite_add_tcase(s, batch);
+    return s;
+}

@@ -1,0 +1,344 @@
+// test_linear.c: tests for src/linear.c (y = x W^T + b).
+//
+// Three layers of evidence, in the order a reader would want them:
+// 1. both forward versions give a hand-worked answer;
+// 2. the reference backward matches central finite differences of the loss
+//    L = sum(out * R) for a fixed random R (so dL/dout = R);
+// 3. the fast (tiled, OpenMP) versions agree with the reference ones on many
+//    shapes, most of them not multiples of linear.c's blocking (tiles of
+//    TILE_ROWS 4 x TILE_COLS 64, row chunks and k blocks of 64), so ragged
+//    edge tiles, several chunks and several k blocks all run.
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "common.h"
+#include "gradcheck.h"
+#include "linear.h"
+#include "rng.h"
+#include "tests.h"
+
+// Fast vs reference: both add the same terms in the same order, so they
+// differ at most by fused multiply-add contraction, a few float32 roundings
+// (6e-8 each) of the running sum. 1e-5, relative to max(1, |value|), leaves
+// a wide margin yet is far below any real indexing or tiling mistake, which
+// changes values by O(1).
+static const double FAST_MATCHES_REFERENCE_RTOL = 1e-5;
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;  // without OpenMP everything runs on one thread anyway
+#endif
+}
+
+static int get_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void fill_uniform(float *x, size_t n, Rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
+}
+
+// Assert that a[0..n) and b[0..n) agree within FAST_MATCHES_REFERENCE_RTOL.
+// (`if` + ck_abort_msg rather than ck_assert per element: every passing
+// ck_assert writes a message to Check's pipe, and here there are millions.)
+static void assert_close(const char *what, const float *a, const float *b, size_t n, int N, int C, int OC) {
+    for (size_t i = 0; i < n; i++) {
+        double scale = fmax(1.0, fmax(fabs(a[i]), fabs(b[i])));
+        if (!(fabs((double)a[i] - b[i]) <= FAST_MATCHES_REFERENCE_RTOL * scale))
+            ck_abort_msg("%s[%zu] differs: fast %.9g vs reference %.9g (N=%d C=%d OC=%d)", what, i, (double)a[i],
+                         (double)b[i], N, C, OC);
+    }
+}
+
+static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
+    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
+                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
+}
+
+// ---------------------------------------------------------------------------
+// 1. A hand-worked case: N=2 rows, C=3 inputs, OC=2 outputs. Every product
+// and sum is a small dyadic number, exact in float32, so we compare with ==.
+
+enum { HN = 2, HC = 3, HOC = 2 };
+static const float HAND_INP[HN * HC] = {
+    1, 2, 3,   // row 0
+    -1, 0, 2,  // row 1
+};
+static const float HAND_WEIGHT[HOC * HC] = {
+    1, 0, -1,           // output 0: x0 - x2
+    0.5f, 0.5f, 0.5f,   // output 1: half the sum
+};
+static const float HAND_BIAS[HOC] = {10, -1};
+// out[n,o] = bias[o] + sum_c inp[n,c] * weight[o,c]:
+//   out[0,0] = 10 + 1 - 3            = 8     out[0,1] = -1 + 0.5 * (1 + 2 + 3)  = 2
+//   out[1,0] = 10 + (-1) - 2         = 7     out[1,1] = -1 + 0.5 * (-1 + 0 + 2) = -0.5
+static const float HAND_OUT[HN * HOC] = {8, 2, 7, -0.5f};
+// Without the bias: subtract (10, -1) from each row.
+static const float HAND_OUT_NO_BIAS[HN * HOC] = {-2, 3, -3, 0.5f};
+
+START_TEST(reference_forward_matches_a_hand_worked_case) {
+    float out[HN * HOC];
+    linear_forward_reference(out, HAND_INP, HAND_WEIGHT, HAND_BIAS, HN, HC, HOC);
+    for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT[i]);
+    linear_forward_reference(out, HAND_INP, HAND_WEIGHT, NULL, HN, HC, HOC);
+    for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT_NO_BIAS[i]);
+}
+END_TEST
+
+START_TEST(fast_forward_matches_the_same_hand_worked_case) {
+    float out[HN * HOC], weight_t[HC * HOC];
+    linear_forward(out, HAND_INP, HAND_WEIGHT, HAND_BIAS, weight_t, HN, HC, HOC);
+    for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT[i]);
+    linear_forward(out, HAND_INP, HAND_WEIGHT, NULL, weight_t, HN, HC, HOC);
+    for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT_NO_BIAS[i]);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 2. Finite differences: N=3, C=4, OC=5, random values.
+
+enum { GN = 3, GC = 4, GOC = 5 };
+
+typedef struct {
+    float inp[GN * GC], weight[GOC * GC], bias[GOC];
+    float out[GN * GOC];
+    double R[GN * GOC];  // fixed random loss weights
+    bool use_fast;       // which forward the loss runs
+} LinearCase;
+
+static void linear_case_init(LinearCase *lc, uint64_t seed, bool use_fast) {
+    Rng rng;
+    rng_init(&rng, seed);
+    fill_uniform(lc->inp, GN * GC, &rng);
+    fill_uniform(lc->weight, GOC * GC, &rng);
+    fill_uniform(lc->bias, GOC, &rng);
+    for (int i = 0; i < GN * GOC; i++) lc->R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+    lc->use_fast = use_fast;
+}
+
+// L = sum(out * R) in double.
+static double linear_loss(void *ctx) {
+    LinearCase *lc = ctx;
+    float weight_t[GC * GOC];
+    if (lc->use_fast)
+        linear_forward(lc->out, lc->inp, lc->weight, lc->bias, weight_t, GN, GC, GOC);
+    else
+        linear_forward_reference(lc->out, lc->inp, lc->weight, lc->bias, GN, GC, GOC);
+    double loss = 0;
+    for (int i = 0; i < GN * GOC; i++) loss += lc->out[i] * lc->R[i];
+    return loss;
+}
+
+// Run one backward with dout = R from zeroed gradients, then gradcheck each
+// of inp, weight and bias.
+static void check_linear_gradients(bool use_fast) {
+    LinearCase lc;
+    linear_case_init(&lc, use_fast ? 22 : 21, use_fast);
+    float dout[GN * GOC];
+    for (int i = 0; i < GN * GOC; i++) dout[i] = (float)lc.R[i];
+    float dinp[GN * GC] = {0}, dweight[GOC * GC] = {0}, dbias[GOC] = {0};
+    if (use_fast)
+        linear_backward(dinp, dweight, dbias, dout, lc.inp, lc.weight, GN, GC, GOC);
+    else
+        linear_backward_reference(dinp, dweight, dbias, dout, lc.inp, lc.weight, GN, GC, GOC);
+    // The finite differences run on one thread: for this tiny layer a
+    // parallel region costs more than its arithmetic, and on a loaded
+    // machine one descheduled thread stalls every barrier.
+    int saved_threads = get_threads();
+    set_threads(1);
+    GradCheckResult r_inp = gradcheck(linear_loss, &lc, lc.inp, dinp, GN * GC, GRADCHECK_FLOAT32);
+    GradCheckResult r_weight = gradcheck(linear_loss, &lc, lc.weight, dweight, GOC * GC, GRADCHECK_FLOAT32);
+    GradCheckResult r_bias = gradcheck(linear_loss, &lc, lc.bias, dbias, GOC, GRADCHECK_FLOAT32);
+    set_threads(saved_threads);
+    assert_gradcheck_passes("inp", r_inp, GN * GC);
+    assert_gradcheck_passes("weight", r_weight, GOC * GC);
+    assert_gradcheck_passes("bias", r_bias, GOC);
+}
+
+START_TEST(reference_backward_matches_finite_differences) {
+    check_linear_gradients(false);
+}
+END_TEST
+
+START_TEST(fast_backward_matches_finite_differences) {
+    check_linear_gradients(true);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 3. Fast vs reference over a grid of shapes. One loop-test iteration per N,
+// so each runs (and is timed) in its own forked process.
+
+// N: one row, ragged row tiles, and 130 = three row chunks (the dweight k).
+static const int ROW_COUNTS[] = {1, 3, 5, 17, 130};
+// C: the forward k (65 = two k blocks) and the dinp column tiles.
+static const int IN_WIDTHS[] = {1, 7, 64, 65};
+// OC: column tiles around multiples of 64, and the dinp k.
+static const int OUT_WIDTHS[] = {1, 3, 63, 64, 65, 129, 200};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+// All the buffers one shape needs; "start" holds the gradients' starting
+// values, non-zero so the tests see that backward adds rather than assigns.
+typedef struct {
+    float *inp, *weight, *bias, *weight_t, *dout;
+    float *out_ref, *out_fast;
+    float *dinp_ref, *dweight_ref, *dbias_ref;
+    float *dinp_fast, *dweight_fast, *dbias_fast;
+    float *dinp_start, *dweight_start, *dbias_start;
+} Shape;
+
+static Shape shape_new(int N, int C, int OC, Rng *rng) {
+    Shape s;
+    size_t nc = (size_t)N * C, oc = (size_t)OC * C, no = (size_t)N * OC;
+    s.inp = xmalloc(nc * sizeof(float));
+    s.weight = xmalloc(oc * sizeof(float));
+    s.bias = xmalloc((size_t)OC * sizeof(float));
+    s.weight_t = xmalloc(oc * sizeof(float));
+    s.dout = xmalloc(no * sizeof(float));
+    s.out_ref = xmalloc(no * sizeof(float));
+    s.out_fast = xmalloc(no * sizeof(float));
+    s.dinp_ref = xmalloc(nc * sizeof(float));
+    s.dinp_fast = xmalloc(nc * sizeof(float));
+    s.dinp_start = xmalloc(nc * sizeof(float));
+    s.dweight_ref = xmalloc(oc * sizeof(float));
+    s.dweight_fast = xmalloc(oc * sizeof(float));
+    s.dweight_start = xmalloc(oc * sizeof(float));
+    s.dbias_ref = xmalloc((size_t)OC * sizeof(float));
+    s.dbias_fast = xmalloc((size_t)OC * sizeof(float));
+    s.dbias_start = xmalloc((size_t)OC * sizeof(float));
+    fill_uniform(s.inp, nc, rng);
+    fill_uniform(s.weight, oc, rng);
+    fill_uniform(s.bias, (size_t)OC, rng);
+    fill_uniform(s.dout, no, rng);
+    fill_uniform(s.dinp_start, nc, rng);
+    fill_uniform(s.dweight_start, oc, rng);
+    fill_uniform(s.dbias_start, (size_t)OC, rng);
+    return s;
+}
+
+static void shape_free(Shape *s) {
+    float *all[] = {s->inp,        s->weight,      s->bias,       s->weight_t,     s->dout,      s->out_ref,
+                    s->out_fast,   s->dinp_ref,    s->dinp_fast,  s->dinp_start,   s->dweight_ref,
+                    s->dweight_fast, s->dweight_start, s->dbias_ref, s->dbias_fast, s->dbias_start};
+    for (int i = 0; i < COUNT(all); i++) free(all[i]);
+}
+
+START_TEST(fast_forward_matches_reference_on_ragged_shapes) {
+    int N = ROW_COUNTS[_i];
+    Rng rng;
+    rng_init(&rng, 100 + (uint64_t)N);
+    for (int ci = 0; ci < COUNT(IN_WIDTHS); ci++) {
+        for (int oi = 0; oi < COUNT(OUT_WIDTHS); oi++) {
+            int C = IN_WIDTHS[ci], OC = OUT_WIDTHS[oi];
+            Shape s = shape_new(N, C, OC, &rng);
+            for (int with_bias = 0; with_bias <= 1; with_bias++) {
+                const float *bias = with_bias ? s.bias : NULL;
+                linear_forward_reference(s.out_ref, s.inp, s.weight, bias, N, C, OC);
+                linear_forward(s.out_fast, s.inp, s.weight, bias, s.weight_t, N, C, OC);
+                assert_close(with_bias ? "out (bias)" : "out (no bias)", s.out_fast, s.out_ref, (size_t)N * OC,
+                             N, C, OC);
+            }
+            shape_free(&s);
+        }
+    }
+}
+END_TEST
+
+START_TEST(fast_backward_matches_reference_on_ragged_shapes) {
+    int N = ROW_COUNTS[_i];
+    Rng rng;
+    rng_init(&rng, 200 + (uint64_t)N);
+    for (int ci = 0; ci < COUNT(IN_WIDTHS); ci++) {
+        for (int oi = 0; oi < COUNT(OUT_WIDTHS); oi++) {
+            int C = IN_WIDTHS[ci], OC = OUT_WIDTHS[oi];
+            size_t nc = (size_t)N * C, oc = (size_t)OC * C;
+            Shape s = shape_new(N, C, OC, &rng);
+            for (int with_bias = 0; with_bias <= 1; with_bias++) {
+                // Both start from the same non-zero gradients.
+                memcpy(s.dinp_ref, s.dinp_start, nc * sizeof(float));
+                memcpy(s.dinp_fast, s.dinp_start, nc * sizeof(float));
+                memcpy(s.dweight_ref, s.dweight_start, oc * sizeof(float));
+                memcpy(s.dweight_fast, s.dweight_start, oc * sizeof(float));
+                memcpy(s.dbias_ref, s.dbias_start, (size_t)OC * sizeof(float));
+                memcpy(s.dbias_fast, s.dbias_start, (size_t)OC * sizeof(float));
+                linear_backward_reference(s.dinp_ref, s.dweight_ref, with_bias ? s.dbias_ref : NULL, s.dout, s.inp,
+                                          s.weight, N, C, OC);
+                linear_backward(s.dinp_fast, s.dweight_fast, with_bias ? s.dbias_fast : NULL, s.dout, s.inp,
+                                s.weight, N, C, OC);
+                assert_close("dinp", s.dinp_fast, s.dinp_ref, nc, N, C, OC);
+                assert_close("dweight", s.dweight_fast, s.dweight_ref, oc, N, C, OC);
+                if (with_bias) {
+                    assert_close("dbias", s.dbias_fast, s.dbias_ref, (size_t)OC, N, C, OC);
+                } else {  // dbias NULL: nothing may write it
+                    ck_assert(memcmp(s.dbias_fast, s.dbias_start, (size_t)OC * sizeof(float)) == 0);
+                }
+            }
+            shape_free(&s);
+        }
+    }
+}
+END_TEST
+
+// backward(start) must equal start + backward(0), for both versions.
+START_TEST(backward_adds_to_the_gradients_already_there) {
+    enum { N = 5, C = 7, OC = 65 };  // ragged in every direction
+    Rng rng;
+    rng_init(&rng, 300);
+    Shape s = shape_new(N, C, OC, &rng);
+    float from_zero_inp[N * C], from_zero_weight[OC * C], from_zero_bias[OC];
+    for (int fast = 0; fast <= 1; fast++) {
+        // From zero...
+        memset(from_zero_inp, 0, sizeof from_zero_inp);
+        memset(from_zero_weight, 0, sizeof from_zero_weight);
+        memset(from_zero_bias, 0, sizeof from_zero_bias);
+        // ...and from the non-zero start.
+        memcpy(s.dinp_fast, s.dinp_start, sizeof from_zero_inp);
+        memcpy(s.dweight_fast, s.dweight_start, sizeof from_zero_weight);
+        memcpy(s.dbias_fast, s.dbias_start, sizeof from_zero_bias);
+        if (fast) {
+            linear_backward(from_zero_inp, from_zero_weight, from_zero_bias, s.dout, s.inp, s.weight, N, C, OC);
+            linear_backward(s.dinp_fast, s.dweight_fast, s.dbias_fast, s.dout, s.inp, s.weight, N, C, OC);
+        } else {
+            linear_backward_reference(from_zero_inp, from_zero_weight, from_zero_bias, s.dout, s.inp, s.weight, N,
+                                      C, OC);
+            linear_backward_reference(s.dinp_fast, s.dweight_fast, s.dbias_fast, s.dout, s.inp, s.weight, N, C,
+                                      OC);
+        }
+        // expected = start + from_zero, reusing the _ref buffers.
+        for (int i = 0; i < N * C; i++) s.dinp_ref[i] = s.dinp_start[i] + from_zero_inp[i];
+        for (int i = 0; i < OC * C; i++) s.dweight_ref[i] = s.dweight_start[i] + from_zero_weight[i];
+        for (int i = 0; i < OC; i++) s.dbias_ref[i] = s.dbias_start[i] + from_zero_bias[i];
+        assert_close(fast ? "dinp (fast)" : "dinp (reference)", s.dinp_fast, s.dinp_ref, N * C, N, C, OC);
+        assert_close(fast ? "dweight (fast)" : "dweight (reference)", s.dweight_fast, s.dweight_ref, OC * C, N,
+                     C, OC);
+        assert_close(fast ? "dbias (fast)" : "dbias (reference)", s.dbias_fast, s.dbias_ref, OC, N, C, OC);
+    }
+    shape_free(&s);
+}
+END_TEST
+
+Suite *linear_suite(void) {
+    Suite *s = suite_create("linear");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, reference_forward_matches_a_hand_worked_case);
+    tcase_add_test(tc, fast_forward_matches_the_same_hand_worked_case);
+    tcase_add_test(tc, reference_backward_matches_finite_differences);
+    tcase_add_test(tc, fast_backward_matches_finite_differences);
+    tcase_add_loop_test(tc, fast_forward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
+    tcase_add_loop_test(tc, fast_backward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
+    tcase_add_test(tc, backward_adds_to_the_gradients_already_there);
+    suite_add_tcase(s, tc);
+    return s;
+}

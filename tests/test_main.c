@@ -1,0 +1,22 @@
+// test_main.c: runs every suite; the exit status is the number of failures.
+//
+// This process must run no OpenMP code before srunner_run_all: Check forks
+// each test, and a child forked from a process whose OpenMP thread pool
+// exists hangs in its first parallel region (see ../shared/STYLE.md).
+#include <stdlib.h>
+
+#include "tests.h"
+
+int main(void) {
+    Suite *(*const suites[])(void) = {
+        rng_suite,  tokenizer_suite, data_suite,  encoder_suite,    linear_suite,
+        attention_suite, crossentropy_suite, model_suite, json_suite, checkpoint_suite,
+        sampler_suite, cli_suite,
+    };
+    SRunner *runner = srunner_create(NULL);
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) srunner_add_suite(runner, suites[i]());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : (failed < 255 ? failed : 255);
+}

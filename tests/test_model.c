@@ -1,0 +1,489 @@
+// test_model.c: tests for src/model.c (the tables, the whole forward and
+// backward pass, and SGD).
+//
+// In order: the parameter and activation tables are laid out as model.h
+// says; model_check_config refuses bad sizes with a message naming the flag;
+// every parameter's gradient matches central finite differences of the whole
+// model's loss, with and without dropout; a forward pass smaller than the
+// maximum (a prefix of every buffer) computes the same thing as a model
+// built for exactly that size; SGD learns a trivially predictable sequence;
+// and training is bit-for-bit reproducible, for a seed and across thread
+// counts (every sum runs in a fixed order).
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "common.h"
+#include "gradcheck.h"
+#include "model.h"
+#include "rng.h"
+#include "tests.h"
+
+// The small model of the gradient tests: V=7, T=5, C=8, NH=2, batches of 2.
+enum { SMALL_B = 2, SMALL_T = 5 };
+static const ModelConfig SMALL = {.vocab_size = 7, .block_size = SMALL_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;  // without OpenMP everything runs on one thread anyway
+#endif
+}
+
+static int get_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void random_tokens(int *tokens, int n, int V, Rng *rng) {
+    for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(rng, (uint64_t)V);
+}
+
+// ---------------------------------------------------------------------------
+// Tables
+
+START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
+    const int V = SMALL.vocab_size, T = SMALL.block_size, C = SMALL.n_embd;
+    const struct {
+        const char *name;
+        int ndim, rows, cols;
+    } expected[NUM_PARAM_TENSORS] = {
+        [PARAM_TOK_EMB] = {"tok_emb.weight", 2, V, C},
+        [PARAM_POS_EMB] = {"pos_emb.weight", 2, T, C},
+        [PARAM_Q_WEIGHT] = {"blocks.0.attn.q.weight", 2, C, C},
+        [PARAM_K_WEIGHT] = {"blocks.0.attn.k.weight", 2, C, C},
+        [PARAM_V_WEIGHT] = {"blocks.0.attn.v.weight", 2, C, C},
+        [PARAM_PROJ_WEIGHT] = {"blocks.0.attn.proj.weight", 2, C, C},
+        [PARAM_PROJ_BIAS] = {"blocks.0.attn.proj.bias", 1, C, 0},
+        [PARAM_HEAD_WEIGHT] = {"head.weight", 2, V, C},
+        [PARAM_HEAD_BIAS] = {"head.bias", 1, V, 0},
+    };
+    TensorSpec specs[NUM_PARAM_TENSORS];
+    size_t total = param_table(&SMALL, specs);
+    size_t offset = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        ck_assert_str_eq(specs[i].name, expected[i].name);
+        ck_assert_int_eq(specs[i].ndim, expected[i].ndim);
+        ck_assert_int_eq(specs[i].shape[0], expected[i].rows);
+        if (expected[i].ndim == 2) ck_assert_int_eq(specs[i].shape[1], expected[i].cols);
+        size_t size = (size_t)expected[i].rows * (expected[i].ndim == 2 ? (size_t)expected[i].cols : 1);
+        ck_assert_uint_eq(specs[i].size, size);
+        ck_assert_msg(specs[i].offset == offset, "%s starts at %zu, expected %zu (right after the previous one)",
+                      specs[i].name, specs[i].offset, offset);
+        offset += size;
+    }
+    ck_assert_uint_eq(total, offset);
+    // tok_emb, pos_emb, q/k/v/proj weights, proj bias, head weight, head bias
+    ck_assert_uint_eq(total, (size_t)(V * C + T * C + 4 * C * C + C + V * C + V));
+}
+END_TEST
+
+START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
+    const int B = 3, V = SMALL.vocab_size, T = SMALL.block_size, C = SMALL.n_embd, NH = SMALL.n_head;
+    const size_t expected[NUM_ACT_TENSORS] = {
+        [ACT_ENCODED] = (size_t)B * T * C,     [ACT_QKV] = (size_t)B * T * 3 * C,
+        [ACT_ATTN_WEIGHTS] = (size_t)B * NH * T * T, [ACT_ATTN_OUT] = (size_t)B * T * C,
+        [ACT_PROJ_OUT] = (size_t)B * T * C,    [ACT_LOGITS] = (size_t)B * T * V,
+        [ACT_PROBS] = (size_t)B * T * V,       [ACT_LOSSES] = (size_t)B * T,
+    };
+    TensorSpec specs[NUM_ACT_TENSORS];
+    size_t total = act_table(&SMALL, B, specs);
+    size_t offset = 0;
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) {
+        ck_assert_msg(specs[i].size == expected[i], "%s has %zu floats, expected %zu", specs[i].name,
+                      specs[i].size, expected[i]);
+        ck_assert_msg(specs[i].offset == offset, "%s starts at %zu, expected %zu", specs[i].name, specs[i].offset,
+                      offset);
+        offset += expected[i];
+    }
+    ck_assert_uint_eq(total, offset);
+}
+END_TEST
+
+START_TEST(model_init_points_each_view_at_its_table_entry) {
+    Model m;
+    model_init(&m, &SMALL, SMALL_B, true);
+    TensorSpec specs[NUM_PARAM_TENSORS];
+    ck_assert_uint_eq(m.num_params, param_table(&SMALL, specs));
+    const TensorSpec *ps = m.param_specs;
+    const size_t CC = (size_t)SMALL.n_embd * SMALL.n_embd;
+    for (int g = 0; g <= 1; g++) {  // parameters, then gradients: the same layout
+        float *base = g ? m.grads_memory : m.params_memory;
+        const ParamTensors *p = g ? &m.grads : &m.params;
+        ck_assert_ptr_eq(p->tok_emb, base + ps[PARAM_TOK_EMB].offset);
+        ck_assert_ptr_eq(p->pos_emb, base + ps[PARAM_POS_EMB].offset);
+        ck_assert_ptr_eq(p->qkv_weight, base + ps[PARAM_Q_WEIGHT].offset);
+        ck_assert_ptr_eq(p->proj_weight, base + ps[PARAM_PROJ_WEIGHT].offset);
+        ck_assert_ptr_eq(p->proj_bias, base + ps[PARAM_PROJ_BIAS].offset);
+        ck_assert_ptr_eq(p->head_weight, base + ps[PARAM_HEAD_WEIGHT].offset);
+        ck_assert_ptr_eq(p->head_bias, base + ps[PARAM_HEAD_BIAS].offset);
+    }
+    // q, k, v are one [3C,C] matrix only if they are adjacent.
+    ck_assert_uint_eq(ps[PARAM_K_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + CC);
+    ck_assert_uint_eq(ps[PARAM_V_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + 2 * CC);
+    // Activations: views at their offsets; probs and losses have no gradient.
+    ck_assert_ptr_eq(m.acts.logits, m.acts_memory + m.act_specs[ACT_LOGITS].offset);
+    ck_assert_ptr_eq(m.acts.losses, m.acts_memory + m.act_specs[ACT_LOSSES].offset);
+    ck_assert_ptr_eq(m.grad_acts.attn_weights, m.grad_acts_memory + m.act_specs[ACT_ATTN_WEIGHTS].offset);
+    ck_assert_ptr_null(m.grad_acts.probs);
+    ck_assert_ptr_null(m.grad_acts.losses);
+    model_free(&m);
+
+    model_init(&m, &SMALL, SMALL_B, false);  // inference only: no gradient buffers
+    ck_assert_ptr_null(m.grads_memory);
+    ck_assert_ptr_null(m.grad_acts_memory);
+    model_free(&m);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// model_check_config
+
+START_TEST(check_config_accepts_a_valid_config) {
+    Error err = {{0}};
+    ck_assert(model_check_config(&SMALL, &err));
+    ModelConfig with_dropout = SMALL;
+    with_dropout.dropout = 0.5f;
+    ck_assert(model_check_config(&with_dropout, &err));
+}
+END_TEST
+
+START_TEST(check_config_rejects_bad_sizes_naming_the_flag) {
+    enum { FIELD_VOCAB, FIELD_BLOCK, FIELD_EMBD, FIELD_HEAD, FIELD_DROPOUT };
+    const struct {
+        int field;
+        double value;
+        const char *must_mention;  // the flag to fix (the vocabulary comes from the data, not a flag)
+    } cases[] = {
+        {FIELD_HEAD, 3, "--heads"},       // 3 does not divide 8
+        {FIELD_HEAD, 16, "--heads"},      // more heads than channels
+        {FIELD_HEAD, 0, "--heads"},       {FIELD_HEAD, -2, "--heads"},
+        {FIELD_EMBD, 0, "--embd"},        {FIELD_EMBD, -8, "--embd"},
+        {FIELD_BLOCK, 0, "--context"},    {FIELD_BLOCK, -1, "--context"},
+        {FIELD_VOCAB, 0, "vocabulary"},   {FIELD_VOCAB, -5, "vocabulary"},
+        {FIELD_DROPOUT, 1.0, "--dropout"}, {FIELD_DROPOUT, -0.1, "--dropout"},
+        {FIELD_DROPOUT, NAN, "--dropout"}, {FIELD_DROPOUT, INFINITY, "--dropout"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ModelConfig cfg = SMALL;
+        switch (cases[i].field) {
+        case FIELD_VOCAB: cfg.vocab_size = (int)cases[i].value; break;
+        case FIELD_BLOCK: cfg.block_size = (int)cases[i].value; break;
+        case FIELD_EMBD: cfg.n_embd = (int)cases[i].value; break;
+        case FIELD_HEAD: cfg.n_head = (int)cases[i].value; break;
+        case FIELD_DROPOUT: cfg.dropout = (float)cases[i].value; break;
+        }
+        Error err = {{0}};
+        ck_assert_msg(!model_check_config(&cfg, &err), "case %zu (%s = %g) was accepted", i, cases[i].must_mention,
+                      cases[i].value);
+        ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "case %zu: message \"%s\" does not mention %s",
+                      i, err.msg, cases[i].must_mention);
+    }
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Whole-model gradient vs finite differences
+
+typedef struct {
+    Model m;
+    int *inputs, *targets;  // [B,T]
+    int B, T;
+    uint64_t key;           // the same dropout mask for every evaluation
+} ModelCase;
+
+static double model_loss(void *ctx) {
+    ModelCase *mc = ctx;
+    return model_forward(&mc->m, mc->inputs, mc->targets, mc->B, mc->T, true, mc->key);
+}
+
+// Build a random model sized for (max_batch, cfg->block_size), run one
+// forward and backward on a (B, T) batch, and gradcheck every parameter
+// tensor against the loss of the whole model.
+static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed) {
+    ModelCase mc = {.B = B, .T = T, .key = seed * 7 + 1};
+    Rng rng;
+    rng_init(&rng, seed);
+    model_init(&mc.m, cfg, max_batch, true);
+    model_init_weights(&mc.m, &rng);
+    mc.inputs = xmalloc((size_t)B * T * sizeof(int));
+    mc.targets = xmalloc((size_t)B * T * sizeof(int));
+    random_tokens(mc.inputs, B * T, cfg->vocab_size, &rng);
+    random_tokens(mc.targets, B * T, cfg->vocab_size, &rng);
+
+    model_zero_grad(&mc.m);
+    double loss = model_loss(&mc);
+    model_backward(&mc.m);
+    ck_assert_msg(isfinite(loss) && loss > 0, "initial loss %g", loss);
+    // gradcheck reruns only forward passes, which leave m.grads alone. Those
+    // ~850 tiny passes run on one thread: there a parallel region costs more
+    // than its arithmetic, and on a loaded machine one descheduled thread
+    // stalls every barrier. (The passes give the same bits on any thread
+    // count: see one_and_two_threads_give_bitwise_identical_losses.)
+    int saved_threads = get_threads();
+    set_threads(1);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        const TensorSpec *spec = &mc.m.param_specs[i];
+        GradCheckResult r = gradcheck(model_loss, &mc, mc.m.params_memory + spec->offset,
+                                      mc.m.grads_memory + spec->offset, spec->size, GRADCHECK_FLOAT32);
+        ck_assert_msg(r.failures == 0,
+                      "dropout %g, B=%d T=%d: %s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g",
+                      (double)cfg->dropout, B, T, spec->name, r.failures, spec->size, r.worst_index,
+                      r.worst_analytic, r.worst_numeric);
+    }
+    set_threads(saved_threads);
+    free(mc.targets);
+    free(mc.inputs);
+    model_free(&mc.m);
+}
+
+// Loop test: _i = 0 without dropout, _i = 1 with dropout 0.2 (training, fixed key).
+START_TEST(every_parameter_gradient_matches_finite_differences) {
+    ModelConfig cfg = SMALL;
+    cfg.dropout = _i == 0 ? 0.0f : 0.2f;
+    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, 1 + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(gradients_are_right_for_a_batch_smaller_than_the_maximum) {
+    ModelConfig cfg = SMALL;
+    cfg.dropout = 0.2f;
+    check_model_gradients(&cfg, 3, 2, 3, 5);  // built for B=3, T=5; run with B=2, T=3
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Forward
+
+START_TEST(first_loss_is_finite_and_positive) {
+    // A random init does not promise a loss near ln V (N(0,1) embeddings can
+    // make the first logits confident), only a finite, positive one.
+    Model m;
+    Rng rng;
+    rng_init(&rng, 3);
+    model_init(&m, &SMALL, SMALL_B, false);
+    model_init_weights(&m, &rng);
+    int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
+    random_tokens(inputs, SMALL_B * SMALL_T, SMALL.vocab_size, &rng);
+    random_tokens(targets, SMALL_B * SMALL_T, SMALL.vocab_size, &rng);
+    float loss = model_forward(&m, inputs, targets, SMALL_B, SMALL_T, false, 0);
+    ck_assert_msg(isfinite(loss) && loss > 0.0f, "first loss %g", (double)loss);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
+    // Big: built for B=3, T=6. Exact: built for B=2, T=4, with the same
+    // parameters (pos_emb's first 4 rows). Both run the same (N, C, OC)
+    // matmuls and the same attention loops, so the results are bitwise equal.
+    enum { B = 2, T = 4 };
+    ModelConfig big_cfg = SMALL, exact_cfg = SMALL;
+    big_cfg.block_size = 6;
+    exact_cfg.block_size = T;
+    big_cfg.dropout = exact_cfg.dropout = 0.2f;  // and the same dropout mask
+    Model big, exact;
+    Rng rng;
+    rng_init(&rng, 4);
+    model_init(&big, &big_cfg, 3, false);
+    model_init(&exact, &exact_cfg, B, false);
+    model_init_weights(&big, &rng);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++)  // pos_emb: a prefix; the others: whole
+        memcpy(exact.params_memory + exact.param_specs[i].offset, big.params_memory + big.param_specs[i].offset,
+               exact.param_specs[i].size * sizeof(float));
+    int inputs[B * T], targets[B * T];
+    random_tokens(inputs, B * T, SMALL.vocab_size, &rng);
+    random_tokens(targets, B * T, SMALL.vocab_size, &rng);
+    for (int training = 0; training <= 1; training++) {
+        float big_loss = model_forward(&big, inputs, targets, B, T, training, 42);
+        float exact_loss = model_forward(&exact, inputs, targets, B, T, training, 42);
+        ck_assert(memcmp(big.acts.logits, exact.acts.logits, (size_t)B * T * SMALL.vocab_size * sizeof(float)) ==
+                  0);
+        ck_assert_float_eq(big_loss, exact_loss);
+    }
+    model_free(&exact);
+    model_free(&big);
+}
+END_TEST
+
+START_TEST(dropout_changes_only_training_and_zero_dropout_changes_nothing) {
+    enum { B = SMALL_B, T = SMALL_T };
+    ModelConfig with_dropout = SMALL;
+    with_dropout.dropout = 0.3f;
+    Model plain, dropped;
+    Rng rng;
+    rng_init(&rng, 6);
+    model_init(&plain, &SMALL, B, false);
+    model_init(&dropped, &with_dropout, B, false);
+    model_init_weights(&plain, &rng);
+    memcpy(dropped.params_memory, plain.params_memory, plain.num_params * sizeof(float));
+    int inputs[B * T], targets[B * T];
+    random_tokens(inputs, B * T, SMALL.vocab_size, &rng);
+    random_tokens(targets, B * T, SMALL.vocab_size, &rng);
+    const size_t logits_bytes = (size_t)B * T * SMALL.vocab_size * sizeof(float);
+    float *reference = xmalloc(logits_bytes);
+
+    model_forward(&plain, inputs, targets, B, T, false, 0);  // evaluation, no dropout
+    memcpy(reference, plain.acts.logits, logits_bytes);
+    model_forward(&plain, inputs, targets, B, T, true, 7);  // training, but p = 0
+    ck_assert_msg(memcmp(reference, plain.acts.logits, logits_bytes) == 0, "training with p = 0 changed the logits");
+    model_forward(&dropped, inputs, targets, B, T, false, 7);  // p = 0.3, evaluation
+    ck_assert_msg(memcmp(reference, dropped.acts.logits, logits_bytes) == 0, "dropout acted outside training");
+    model_forward(&dropped, inputs, targets, B, T, true, 7);  // p = 0.3, training
+    ck_assert_msg(memcmp(reference, dropped.acts.logits, logits_bytes) != 0, "dropout did nothing while training");
+    free(reference);
+    model_free(&dropped);
+    model_free(&plain);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Training
+
+// "abcabc..." as token ids 0, 1, 2: the next token is a function of the
+// current one, so even a model that ignores position can learn it exactly.
+START_TEST(sgd_learns_a_repeating_sequence) {
+    enum { B = 2, T = 8, STEPS = 300 };
+    const float lr = 0.5f;
+    // A clear margin: the loss must fall below 20% of where it started.
+    const double required_fraction = 0.2;
+    const ModelConfig cfg = {.vocab_size = 3, .block_size = T, .n_embd = 16, .n_head = 2, .dropout = 0.0f};
+    int inputs[B * T], targets[B * T];
+    for (int b = 0; b < B; b++) {  // row b starts at offset b: "abcabcab", "bcabcabc"
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = (b + t) % 3;
+            targets[b * T + t] = (b + t + 1) % 3;
+        }
+    }
+    Model m;
+    Rng rng;
+    rng_init(&rng, 8);
+    model_init(&m, &cfg, B, true);
+    model_init_weights(&m, &rng);
+    // One thread: 300 steps of ~20 tiny parallel regions each would spend
+    // their time in barriers, which on a loaded machine can each wait a
+    // scheduler tick. Threads change no bits (see the last test).
+    int saved_threads = get_threads();
+    set_threads(1);
+    float first = 0, last = 0;
+    for (int step = 0; step < STEPS; step++) {
+        model_zero_grad(&m);
+        last = model_forward(&m, inputs, targets, B, T, true, (uint64_t)step);
+        if (step == 0) first = last;
+        model_backward(&m);
+        model_sgd_step(&m, lr);
+    }
+    set_threads(saved_threads);
+    ck_assert_msg(isfinite(last) && last < required_fraction * first, "loss went from %g to %g in %d steps",
+                  (double)first, (double)last, STEPS);
+    model_free(&m);
+}
+END_TEST
+
+// A short training run with dropout, where each step draws its batch
+// windows from a random corpus: losses[RUN_STEPS] receives every step's loss,
+// and the parameters at the end are returned (the caller frees them). A few
+// steps suffice: any difference in one step's sums changes every later step.
+// Sizes big enough that every layer splits its work between two threads:
+// B*T = 128 rows (two 64-row chunks in linear.c), 3C = 96 columns (two
+// 64-wide tiles), B*NH = 16 attention (batch, head) pairs.
+enum { RUN_B = 4, RUN_T = 32, RUN_STEPS = 8, RUN_CORPUS = 500 };
+static const ModelConfig RUN_CFG = {.vocab_size = 11, .block_size = RUN_T, .n_embd = 32, .n_head = 4,
+                                    .dropout = 0.2f};
+
+static float *train_run(float losses[RUN_STEPS], uint64_t seed) {
+    Model m;
+    Rng rng;
+    rng_init(&rng, seed);
+    model_init(&m, &RUN_CFG, RUN_B, true);
+    model_init_weights(&m, &rng);
+    int corpus[RUN_CORPUS], inputs[RUN_B * RUN_T], targets[RUN_B * RUN_T];
+    random_tokens(corpus, RUN_CORPUS, RUN_CFG.vocab_size, &rng);
+    for (int step = 0; step < RUN_STEPS; step++) {
+        for (int b = 0; b < RUN_B; b++) {
+            int start = (int)rng_below(&rng, RUN_CORPUS - RUN_T);
+            memcpy(inputs + b * RUN_T, corpus + start, RUN_T * sizeof(int));
+            memcpy(targets + b * RUN_T, corpus + start + 1, RUN_T * sizeof(int));
+        }
+        model_zero_grad(&m);
+        losses[step] = model_forward(&m, inputs, targets, RUN_B, RUN_T, true, rng_u64(&rng));
+        model_backward(&m);
+        model_sgd_step(&m, 0.1f);
+    }
+    float *params = xmalloc(m.num_params * sizeof(float));
+    memcpy(params, m.params_memory, m.num_params * sizeof(float));
+    model_free(&m);
+    return params;
+}
+
+static void assert_runs_identical(const float a[RUN_STEPS], const float b[RUN_STEPS], const float *params_a,
+                                  const float *params_b, const char *what) {
+    for (int step = 0; step < RUN_STEPS; step++)
+        ck_assert_msg(memcmp(&a[step], &b[step], sizeof(float)) == 0, "%s: step %d loss %.9g vs %.9g", what, step,
+                      (double)a[step], (double)b[step]);
+    TensorSpec specs[NUM_PARAM_TENSORS];
+    size_t n = param_table(&RUN_CFG, specs);
+    ck_assert_msg(memcmp(params_a, params_b, n * sizeof(float)) == 0, "%s: final parameters differ", what);
+}
+
+START_TEST(the_same_seed_gives_bitwise_identical_losses) {
+    float first[RUN_STEPS], second[RUN_STEPS];
+    float *params_first = train_run(first, 9);
+    float *params_second = train_run(second, 9);
+    assert_runs_identical(first, second, params_first, params_second, "same seed");
+    free(params_second);
+    free(params_first);
+}
+END_TEST
+
+START_TEST(one_and_two_threads_give_bitwise_identical_losses) {
+    float one[RUN_STEPS], two[RUN_STEPS];
+    int saved_threads = get_threads();
+    set_threads(1);
+    float *params_one = train_run(one, 10);
+    set_threads(2);
+    float *params_two = train_run(two, 10);
+    set_threads(saved_threads);
+    assert_runs_identical(one, two, params_one, params_two, "1 vs 2 threads");
+    free(params_two);
+    free(params_one);
+}
+END_TEST
+
+Suite *model_suite(void) {
+    Suite *s = suite_create("model");
+    TCase *tables = tcase_create("tables");
+    tcase_add_test(tables, param_table_lists_every_tensor_contiguously_in_model_h_order);
+    tcase_add_test(tables, act_table_sizes_every_activation_for_the_largest_batch);
+    tcase_add_test(tables, model_init_points_each_view_at_its_table_entry);
+    tcase_add_test(tables, check_config_accepts_a_valid_config);
+    tcase_add_test(tables, check_config_rejects_bad_sizes_naming_the_flag);
+    suite_add_tcase(s, tables);
+
+    TCase *passes = tcase_create("passes");
+    tcase_add_loop_test(passes, every_parameter_gradient_matches_finite_differences, 0, 2);
+    tcase_add_test(passes, gradients_are_right_for_a_batch_smaller_than_the_maximum);
+    tcase_add_test(passes, first_loss_is_finite_and_positive);
+    tcase_add_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
+    tcase_add_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing);
+    suite_add_tcase(s, passes);
+
+    TCase *training = tcase_create("training");
+    // These take about 0.1 s each, but run a few hundred two-thread parallel
+    // regions; under a sanitizer on a busy 2-core machine each barrier can
+    // wait a scheduler tick, which was seen to take them past Check's 4 s.
+    tcase_set_timeout(training, 30);
+    tcase_add_test(training, sgd_learns_a_repeating_sequence);
+    tcase_add_test(training, the_same_seed_gives_bitwise_identical_losses);
+    tcase_add_test(training, one_and_two_threads_give_bitwise_identical_losses);
+    suite_add_tcase(s, training);
+    return s;
+}

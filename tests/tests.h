@@ -1,0 +1,20 @@
+// tests.h: one Check suite per module of src/, collected by test_main.c.
+#ifndef TINYGPT_TESTS_H
+#define TINYGPT_TESTS_H
+
+#include <check.h>
+
+Suite *rng_suite(void);
+Suite *tokenizer_suite(void);
+Suite *data_suite(void);
+Suite *encoder_suite(void);
+Suite *linear_suite(void);
+Suite *attention_suite(void);
+Suite *crossentropy_suite(void);
+Suite *model_suite(void);
+Suite *json_suite(void);
+Suite *checkpoint_suite(void);
+Suite *sampler_suite(void);
+Suite *cli_suite(void);
+
+#endif
