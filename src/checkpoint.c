@@ -79,8 +79,8 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
         size_t end = begin + spec->size * sizeof(float);
         json_buf_append(b, ",", 1);
         json_buf_string(b, spec->name, strlen(spec->name));
-        json_buf_printf(b, ":{\"dtype\":\"F32\",\"shape\":[%d", spec->shape[0]);
-        if (spec->ndim == 2) json_buf_printf(b, ",%d", spec->shape[1]);
+        json_buf_printf(b, ":{\"dtype\":\"F32\",\"shape\":[%zu", spec->shape[0]);
+        if (spec->ndim == 2) json_buf_printf(b, ",%zu", spec->shape[1]);
         json_buf_printf(b, "],\"data_offsets\":[%zu,%zu]}", begin, end);
         begin = end;
     }

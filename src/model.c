@@ -33,19 +33,21 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     return true;
 }
 
-// Fill one table entry and advance the running offset.
-static size_t add_tensor(TensorSpec *spec, const char *name, int rows, int cols, size_t offset) {
+// Fill one table entry (a 1-d tensor when cols == 0) and advance the
+// running offset. Sizes are size_t: B*NH*T*T overflows an int long before
+// it overflows memory.
+static size_t add_tensor(TensorSpec *spec, const char *name, size_t rows, size_t cols, size_t offset) {
     spec->name = name;
     spec->ndim = cols > 0 ? 2 : 1;
     spec->shape[0] = rows;
     spec->shape[1] = cols;
     spec->offset = offset;
-    spec->size = (size_t)rows * (size_t)(cols > 0 ? cols : 1);
+    spec->size = rows * (cols > 0 ? cols : 1);
     return offset + spec->size;
 }
 
 size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]) {
-    int V = cfg->vocab_size, T = cfg->block_size, C = cfg->n_embd;
+    size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
     size_t at = 0;
     at = add_tensor(&specs[PARAM_TOK_EMB], "tok_emb.weight", V, C, at);
     at = add_tensor(&specs[PARAM_POS_EMB], "pos_emb.weight", T, C, at);
@@ -60,20 +62,23 @@ size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]) 
 }
 
 // Activations are [B,T,...] with T = block_size: the largest forward pass.
-// probs and losses come last because they have no gradient: the gradient
-// buffer is the prefix of this layout that ends where probs begins.
+// Everything from probs on has no gradient, so the gradient buffer is the
+// prefix of this layout that ends where probs begins.
 size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]) {
-    int T = cfg->block_size, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
-    int BT = B * T;
+    size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
+    size_t V = (size_t)cfg->vocab_size, BT = (size_t)B * T;
     size_t at = 0;
     at = add_tensor(&specs[ACT_ENCODED], "encoded", BT, C, at);
     at = add_tensor(&specs[ACT_QKV], "qkv", BT, 3 * C, at);
-    at = add_tensor(&specs[ACT_ATTN_WEIGHTS], "attn_weights", B * NH, T * T, at);
+    at = add_tensor(&specs[ACT_ATTN_WEIGHTS], "attn_weights", (size_t)B * NH, T * T, at);
     at = add_tensor(&specs[ACT_ATTN_OUT], "attn_out", BT, C, at);
     at = add_tensor(&specs[ACT_PROJ_OUT], "proj_out", BT, C, at);
     at = add_tensor(&specs[ACT_LOGITS], "logits", BT, V, at);
     at = add_tensor(&specs[ACT_PROBS], "probs", BT, V, at);
     at = add_tensor(&specs[ACT_LOSSES], "losses", BT, 0, at);
+    at = add_tensor(&specs[ACT_DROPOUT_SCALES], "dropout_scales", (size_t)B * NH, T * T, at);
+    at = add_tensor(&specs[ACT_KEYS_T], "keys_t", (size_t)B * NH, (C / NH) * T, at);
+    at = add_tensor(&specs[ACT_VALUES_T], "values_t", (size_t)B * NH, (C / NH) * T, at);
     return at;
 }
 
@@ -99,6 +104,9 @@ static ActTensors act_views(float *memory, const TensorSpec specs[NUM_ACT_TENSOR
     a.logits = memory + specs[ACT_LOGITS].offset;
     a.probs = is_gradient ? NULL : memory + specs[ACT_PROBS].offset;
     a.losses = is_gradient ? NULL : memory + specs[ACT_LOSSES].offset;
+    a.dropout_scales = is_gradient ? NULL : memory + specs[ACT_DROPOUT_SCALES].offset;
+    a.keys_t = is_gradient ? NULL : memory + specs[ACT_KEYS_T].offset;
+    a.values_t = is_gradient ? NULL : memory + specs[ACT_VALUES_T].offset;
     return a;
 }
 
@@ -163,15 +171,41 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     m->last_B = B;
     m->last_T = T;
     m->last_training = training;
-    m->dropout_key = dropout_key;
 
     encoder_forward(a.encoded, inputs, p.tok_emb, p.pos_emb, B, T, C);
     linear_forward(a.qkv, a.encoded, p.qkv_weight, NULL, m->weight_scratch, BT, C, 3 * C);
-    attention_forward(a.attn_out, a.attn_weights, a.qkv, B, T, C, NH, dropout_p, dropout_key);
+    attention_forward(a.attn_out, a.attn_weights, a.dropout_scales, a.keys_t, a.values_t, a.qkv, B, T, C, NH,
+                      dropout_p, dropout_key);
     linear_forward(a.proj_out, a.attn_out, p.proj_weight, p.proj_bias, m->weight_scratch, BT, C, C);
     linear_forward(a.logits, a.proj_out, p.head_weight, p.head_bias, m->weight_scratch, BT, C, V);
     if (!targets) return 0.0f;
     return crossentropy_forward(a.losses, a.probs, a.logits, targets, BT, V);
+}
+
+// The reference linear kernel is used for the single row because it needs no
+// transposed weight, and it adds the same terms in the same order as the
+// fast one (bias first, then input channels in increasing order).
+const float *model_forward_position(Model *m, int token, int t) {
+    const ModelConfig *cfg = &m->config;
+    const int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size, T = cfg->block_size, HS = C / NH;
+    ParamTensors p = m->params;
+    ActTensors a = m->acts;
+    float *encoded_t = a.encoded + (size_t)t * C;
+    float *qkv_t = a.qkv + (size_t)t * 3 * C;
+    float *attn_out_t = a.attn_out + (size_t)t * C;
+    float *proj_out_t = a.proj_out + (size_t)t * C;
+    float *logits_t = a.logits + (size_t)t * V;
+
+    encoder_forward(encoded_t, &token, p.tok_emb, p.pos_emb + (size_t)t * C, 1, 1, C);
+    linear_forward_reference(qkv_t, encoded_t, p.qkv_weight, NULL, 1, C, 3 * C);
+    for (int h = 0; h < NH; h++) {
+        // Add this position's key and value to the cache, then attend.
+        transpose_head(a.keys_t + (size_t)h * HS * T, a.values_t + (size_t)h * HS * T, a.qkv, t, t + 1, T, C, HS, h);
+        attention_forward_row(a.attn_out, a.attn_weights, NULL, a.keys_t, a.qkv, 0, h, t, T, C, NH, 0.0f, 0);
+    }
+    linear_forward_reference(proj_out_t, attn_out_t, p.proj_weight, p.proj_bias, 1, C, C);
+    linear_forward_reference(logits_t, proj_out_t, p.head_weight, p.head_bias, 1, C, V);
+    return logits_t;
 }
 
 void model_zero_grad(Model *m) {
@@ -192,8 +226,8 @@ void model_backward(Model *m) {
     crossentropy_backward(da.logits, a.probs, m->targets, BT, V);
     linear_backward(da.proj_out, g.head_weight, g.head_bias, da.logits, a.proj_out, p.head_weight, BT, C, V);
     linear_backward(da.attn_out, g.proj_weight, g.proj_bias, da.proj_out, a.attn_out, p.proj_weight, BT, C, C);
-    attention_backward(da.qkv, da.attn_weights, da.attn_out, a.qkv, a.attn_weights, B, T, C, NH, dropout_p,
-                       m->dropout_key);
+    attention_backward(da.qkv, da.attn_weights, da.attn_out, a.qkv, a.attn_weights, a.dropout_scales, a.values_t, B,
+                       T, C, NH, dropout_p);
     linear_backward(da.encoded, g.qkv_weight, NULL, da.qkv, a.encoded, p.qkv_weight, BT, C, 3 * C);
     encoder_backward(g.tok_emb, g.pos_emb, da.encoded, m->inputs, B, T, C);
 }

@@ -38,7 +38,7 @@ typedef struct {
 typedef struct {
     const char *name;  // the PyTorch / safetensors name
     int ndim;          // 1 or 2
-    int shape[2];      // shape[1] unused when ndim == 1
+    size_t shape[2];   // shape[1] unused when ndim == 1
     size_t offset;     // in floats, from the start of the buffer
     size_t size;       // number of floats
 } TensorSpec;
@@ -83,6 +83,9 @@ enum {
     ACT_LOGITS,        // [B,T,V]     classification head
     ACT_PROBS,         // [B,T,V]     softmax(logits), kept for the backward pass
     ACT_LOSSES,        // [B,T]       per-position cross-entropy
+    ACT_DROPOUT_SCALES,// [B,NH,T,T]  0 or 1/(1-p) for each attention weight (training only)
+    ACT_KEYS_T,        // [B,NH,HS,T] each head's keys, transposed (see attention.h)
+    ACT_VALUES_T,      // [B,NH,HS,T] each head's values, transposed
     NUM_ACT_TENSORS
 };
 
@@ -95,6 +98,9 @@ typedef struct {
     float *logits;        // [B,T,V]
     float *probs;         // [B,T,V]
     float *losses;        // [B,T]
+    float *dropout_scales;// [B,NH,T,T]
+    float *keys_t;        // [B,NH,HS,T]
+    float *values_t;      // [B,NH,HS,T]
 } ActTensors;
 
 typedef struct {
@@ -113,7 +119,7 @@ typedef struct {
     float *acts_memory;                           // [num_acts]
     ActTensors acts;
     float *grad_acts_memory;                      // [num_acts]; NULL without grads
-    ActTensors grad_acts;                         // probs and losses have no gradient (NULL)
+    ActTensors grad_acts;                         // only up to logits: the rest have no gradient (NULL)
     float *weight_scratch;                        // [weight_scratch_size] for the fast matmul
     size_t weight_scratch_size;                   // max(3C, V) * C
 
@@ -122,7 +128,6 @@ typedef struct {
     int *targets;                                 // [max_batch, block_size]
     int last_B, last_T;
     bool last_training;
-    uint64_t dropout_key;
 } Model;
 
 // model_check_config: false (with a message naming the flag) when the sizes
@@ -148,6 +153,15 @@ void model_init_weights(Model *m, Rng *rng);
 // its mask a function of "dropout_key".
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key);
+// model_forward_position: the forward pass for position t (< block_size) of a
+// single sequence (row 0 of the batch), dropout off, computing only row t of
+// every activation and reading rows 0..t-1 as an earlier call or forward
+// pass left them. Those rows are the key/value cache: generating a token
+// costs O(T*C + C*C) instead of a forward pass over the whole window.
+// Activations are laid out for T = block_size here, so do not mix it with
+// model_forward on the same rows. The arithmetic, and so every bit of the
+// result, is the same as model_forward's. Returns logits[V] for position t.
+const float *model_forward_position(Model *m, int token, int t);
 // model_zero_grad: zero the parameter and activation gradients (backward adds).
 void model_zero_grad(Model *m);
 // model_backward: gradients of the last forward's loss into m->grads.

@@ -1,14 +1,7 @@
-// rng.c: xorshift64* stream and the splitmix64 hash (see rng.h).
+// rng.c: the xorshift64* stream (see rng.h; the splitmix64 hash is inline there).
 #include "rng.h"
 
 #include <math.h>
-
-uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 void rng_init(Rng *rng, uint64_t seed) {
     // Hash the seed so nearby seeds (1, 2, 3) give unrelated streams.

@@ -31,8 +31,14 @@ float rng_normal(Rng *rng);
 // rng_below: an integer in [0, n), n > 0.
 uint64_t rng_below(Rng *rng, uint64_t n);
 
-// mix64: the splitmix64 finaliser, a strong 64-bit -> 64-bit hash.
-uint64_t mix64(uint64_t x);
+// mix64: the splitmix64 finaliser, a strong 64-bit -> 64-bit hash. Inline so
+// that loops calling it (dropout masks) can be vectorised.
+static inline uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
 
 // dropout_uniform: a float in [0, 1) that is a pure function of (key, index).
 static inline float dropout_uniform(uint64_t key, uint64_t index) {

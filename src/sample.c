@@ -1,6 +1,7 @@
 // sample.c: temperature / top-k sampling and the `sample` command.
 #include "sample.h"
 
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -44,10 +45,42 @@ int sample_token(const float *logits, int V, float temperature, int top_k, Rng *
     return best;  // only reached through rounding when target ~ total
 }
 
-const float *next_token_logits(Model *m, const int *context, int len) {
-    int T = len < m->config.block_size ? len : m->config.block_size;
-    model_forward(m, context + (len - T), NULL, 1, T, false, 0);
-    return m->acts.logits + (size_t)(T - 1) * m->config.vocab_size;
+void generator_init(Generator *g, Model *m, int capacity, bool use_cache) {
+    g->model = m;
+    g->tokens = xmalloc((size_t)capacity * sizeof(int));
+    g->len = 0;
+    g->capacity = capacity;
+    g->window_start = 0;
+    g->cached = 0;
+    g->use_cache = use_cache;
+}
+
+void generator_free(Generator *g) {
+    free(g->tokens);
+    g->tokens = NULL;
+}
+
+void generator_push(Generator *g, int token) {
+    assert(g->len < g->capacity);
+    g->tokens[g->len++] = token;
+}
+
+const float *generator_logits(Generator *g) {
+    const int T = g->model->config.block_size, V = g->model->config.vocab_size;
+    assert(g->len > 0);
+    if (g->len - g->window_start > T) {  // outgrown: keep the newest half
+        g->window_start = g->len - (T + 1) / 2;
+        g->cached = 0;
+    }
+    const int *window = g->tokens + g->window_start;
+    const int n = g->len - g->window_start;
+    if (!g->use_cache) {
+        model_forward(g->model, window, NULL, 1, n, false, 0);
+        return g->model->acts.logits + (size_t)(n - 1) * V;
+    }
+    const float *logits = NULL;
+    for (; g->cached < n; g->cached++) logits = model_forward_position(g->model, window[g->cached], g->cached);
+    return logits;
 }
 
 // Write token "id" to stdout at once, so text appears as it is generated.
@@ -66,6 +99,7 @@ int cmd_sample(int argc, char **argv) {
     int top_k = 0;                  // 0 = no top-k cut
     long seed = 1337;               // sampling seed
     int threads = 0;                // 0 = OpenMP's default
+    bool no_cache = false;          // recompute the whole window for every token
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to continue", 0, 0, false},
@@ -74,6 +108,7 @@ int cmd_sample(int argc, char **argv) {
         {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest characters, 0 = all", 0, 1e9, false},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
+        {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false},
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",
@@ -87,7 +122,7 @@ int cmd_sample(int argc, char **argv) {
     Error err;
     if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
 
-    // The context: the prompt's tokens, then each generated one.
+    // The text: the prompt's tokens, then each generated one.
     size_t prompt_len = strlen(prompt);
     int *prompt_ids = NULL;
     size_t n_prompt = 0;
@@ -96,14 +131,14 @@ int cmd_sample(int argc, char **argv) {
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
     }
-    int *context = xmalloc((n_prompt + (size_t)tokens + 1) * sizeof(int));
-    int len = 0;
+    Generator gen;
+    generator_init(&gen, &model, (int)n_prompt + tokens + 1, !no_cache);
     if (n_prompt == 0) {
         // Nothing to continue: start from a newline (or token 0), not printed.
         int newline = tokenizer_id(&tok, '\n');
-        context[len++] = newline >= 0 ? newline : 0;
+        generator_push(&gen, newline >= 0 ? newline : 0);
     }
-    for (size_t i = 0; i < n_prompt; i++) context[len++] = prompt_ids[i];
+    for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
     fwrite(prompt, 1, prompt_len, stdout);
     fflush(stdout);
 
@@ -112,9 +147,9 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = xmalloc((size_t)tok.vocab_size * sizeof(float));
     double start = now_seconds();
     for (int i = 0; i < tokens; i++) {
-        const float *logits = next_token_logits(&model, context, len);
+        const float *logits = generator_logits(&gen);
         int next = sample_token(logits, model.config.vocab_size, temperature, top_k, &rng, scratch);
-        context[len++] = next;
+        generator_push(&gen, next);
         emit_token(&tok, next);
     }
     double elapsed = now_seconds() - start;
@@ -125,7 +160,7 @@ int cmd_sample(int argc, char **argv) {
             elapsed > 0 ? tokens / elapsed : 0.0);
 
     free(scratch);
-    free(context);
+    generator_free(&gen);
     free(prompt_ids);
     tokenizer_free(&tok);
     model_free(&model);

@@ -1,15 +1,21 @@
 // test_attention.c: tests for src/attention.c (causal multi-head
 // self-attention with dropout on the weights).
 //
-// The forward pass is compared with a hand-worked case and with a plain
-// double-precision version written here from the five steps in attention.h.
-// Then its promises: rows of weights are distributions that never look
-// ahead; later positions cannot change earlier outputs; dropout zeroes about
-// p of the weights, scales the rest by 1/(1-p), and picks the same mask for
-// any thread count. Backward is checked against central finite differences
-// of L = sum(out * R) for a fixed random R (dL/dout = R), with and without
-// dropout: for a fixed dropout_key the mask is a pure function of the key,
-// so f(x+h) and f(x-h) see the same mask and L is a smooth function of qkv.
+// attention.c has two versions of each pass, a reference one and a fast one
+// (transposed keys and values, precomputed dropout factors), and every test
+// below runs on both. The forward pass is compared with a hand-worked case
+// and with a plain double-precision version written here from the five
+// steps in attention.h. Then its promises: rows of weights are distributions
+// that never look ahead; later positions cannot change earlier outputs;
+// dropout zeroes about p of the weights, scales the rest by 1/(1-p), and
+// picks the same mask in both versions and for any thread count. Backward is
+// checked against central finite differences of L = sum(out * R) for a fixed
+// random R (dL/dout = R), with and without dropout: for a fixed dropout_key
+// the mask is a pure function of the key, so f(x+h) and f(x-h) see the same
+// mask and L is a smooth function of qkv.
+//
+// Per-element checks in big loops use `if` + ck_abort_msg: every passing
+// ck_assert writes a message to Check's pipe, which adds up.
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -26,11 +32,17 @@
 #include "tests.h"
 
 // float32 forward vs the double version: values of order 1 after a softmax
-// and a few sums of a handful of terms, so float32 round-off (6e-8 per
-// operation) stays below 1e-6; 1e-5 leaves a margin.
+// and sums of a handful of terms, so float32 round-off (6e-8 per operation)
+// stays below 1e-6; 1e-5 leaves a margin.
 static const double MATCHES_DOUBLE_TOL = 1e-5;
+// Fast vs reference: the same terms summed in a different order (the fast
+// dot products run "sideways" and scale q before the sum), so they differ
+// by a few float32 roundings, relative to max(1, |value|).
+static const double FAST_MATCHES_REFERENCE_TOL = 1e-5;
 // A row of weights sums to 1 up to T float32 roundings.
 static const double ROW_SUM_TOL = 1e-5;
+
+static const char *const VERSION_NAME[2] = {"reference", "fast"};
 
 static void fill_uniform(float *x, size_t n, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
@@ -53,6 +65,53 @@ static int get_threads(void) {
 }
 
 // ---------------------------------------------------------------------------
+// One interface over both versions. The fast forward saves three tensors for
+// its backward; the reference recomputes what it needs.
+
+typedef struct {
+    int B, T, C, NH;
+    float p;
+    uint64_t key;
+    bool fast;
+    float *dropout_scales;  // [B,NH,T,T]   (fast version only)
+    float *keys_t;          // [B,NH,HS,T] (fast version only)
+    float *values_t;        // [B,NH,HS,T] (fast version only)
+} Attn;
+
+static Attn attn_new(bool fast, int B, int T, int C, int NH, float p, uint64_t key) {
+    Attn a = {B, T, C, NH, p, key, fast, NULL, NULL, NULL};
+    a.dropout_scales = xmalloc((size_t)B * NH * T * T * sizeof(float));
+    a.keys_t = xmalloc((size_t)B * T * C * sizeof(float));
+    a.values_t = xmalloc((size_t)B * T * C * sizeof(float));
+    return a;
+}
+
+static void attn_free(Attn *a) {
+    free(a->values_t);
+    free(a->keys_t);
+    free(a->dropout_scales);
+}
+
+static void attn_forward(Attn *a, float *out, float *weights, const float *qkv) {
+    if (a->fast)
+        attention_forward(out, weights, a->dropout_scales, a->keys_t, a->values_t, qkv, a->B, a->T, a->C, a->NH,
+                          a->p, a->key);
+    else
+        attention_forward_reference(out, weights, qkv, a->B, a->T, a->C, a->NH, a->p, a->key);
+}
+
+// Must follow attn_forward on the same "qkv" (the fast version reads what
+// that forward saved).
+static void attn_backward(Attn *a, float *dqkv, float *dweights, const float *dout, const float *qkv,
+                          const float *weights) {
+    if (a->fast)
+        attention_backward(dqkv, dweights, dout, qkv, weights, a->dropout_scales, a->values_t, a->B, a->T, a->C,
+                           a->NH, a->p);
+    else
+        attention_backward_reference(dqkv, dweights, dout, qkv, weights, a->B, a->T, a->C, a->NH, a->p, a->key);
+}
+
+// ---------------------------------------------------------------------------
 // The five steps of attention.h, in double, written for clarity: every score
 // is computed, the future ones are set to -inf, and exp(-inf) = 0 takes care
 // of the rest. out[B,T,C] and weights[B,NH,T,T] as in attention_forward,
@@ -60,7 +119,7 @@ static int get_threads(void) {
 
 enum { REF_MAX_T = 16 };
 
-static void reference_attention(double *out, double *weights, const float *qkv, int B, int T, int C, int NH) {
+static void double_attention(double *out, double *weights, const float *qkv, int B, int T, int C, int NH) {
     ck_assert_int_le(T, REF_MAX_T);
     int HS = C / NH;
     for (int b = 0; b < B; b++) {
@@ -90,7 +149,7 @@ static void reference_attention(double *out, double *weights, const float *qkv, 
 }
 
 // ---------------------------------------------------------------------------
-// Forward
+// Forward. Loop tests: _i = 0 runs the reference version, _i = 1 the fast one.
 
 START_TEST(forward_matches_a_hand_worked_case) {
     // B=1, T=2, C=2, NH=1, so HS=2 and the scale is 1/sqrt(2).
@@ -108,31 +167,35 @@ START_TEST(forward_matches_a_hand_worked_case) {
     const double expected_weights[T * T] = {1, 0, 0.25, 0.75};
     const double expected_out[T * C] = {4, 0, 1, 6};
     float out[T * C], weights[T * T];
-    attention_forward(out, weights, qkv, 1, T, C, 1, 0.0f, 0);
+    Attn a = attn_new(_i, 1, T, C, 1, 0.0f, 0);
+    attn_forward(&a, out, weights, qkv);
     for (int i = 0; i < T * T; i++) ck_assert_double_eq_tol(weights[i], expected_weights[i], MATCHES_DOUBLE_TOL);
     // out scales the weights' error by |v| <= 8.
     for (int i = 0; i < T * C; i++) ck_assert_double_eq_tol(out[i], expected_out[i], 8 * MATCHES_DOUBLE_TOL);
+    attn_free(&a);
 }
 END_TEST
 
 START_TEST(forward_matches_a_double_precision_version_for_every_head_count) {
-    enum { B = 2, T = 5, C = 8 };
+    enum { B = 2, T = 5, C = 8, MAX_NH = 8 };
     const int head_counts[] = {1, 2, 4, 8};  // HS = 8, 4, 2, 1
     Rng rng;
     rng_init(&rng, 1);
-    float qkv[B * T * 3 * C], out[B * T * C], weights[B * 8 * T * T];
-    double ref_out[B * T * C], ref_weights[B * 8 * T * T];
+    float qkv[B * T * 3 * C], out[B * T * C], weights[B * MAX_NH * T * T];
+    double ref_out[B * T * C], ref_weights[B * MAX_NH * T * T];
     fill_uniform(qkv, B * T * 3 * C, &rng);
     for (size_t k = 0; k < sizeof head_counts / sizeof head_counts[0]; k++) {
         int NH = head_counts[k];
-        attention_forward(out, weights, qkv, B, T, C, NH, 0.0f, 0);
-        reference_attention(ref_out, ref_weights, qkv, B, T, C, NH);
+        Attn a = attn_new(_i, B, T, C, NH, 0.0f, 0);
+        attn_forward(&a, out, weights, qkv);
+        attn_free(&a);
+        double_attention(ref_out, ref_weights, qkv, B, T, C, NH);
         for (int i = 0; i < B * NH * T * T; i++)
-            ck_assert_msg(fabs(weights[i] - ref_weights[i]) < MATCHES_DOUBLE_TOL,
-                          "NH=%d weights[%d]: %.9g vs %.9g", NH, i, (double)weights[i], ref_weights[i]);
+            ck_assert_msg(fabs(weights[i] - ref_weights[i]) < MATCHES_DOUBLE_TOL, "%s NH=%d weights[%d]: %.9g vs %.9g",
+                          VERSION_NAME[_i], NH, i, (double)weights[i], ref_weights[i]);
         for (int i = 0; i < B * T * C; i++)
-            ck_assert_msg(fabs(out[i] - ref_out[i]) < MATCHES_DOUBLE_TOL, "NH=%d out[%d]: %.9g vs %.9g", NH, i,
-                          (double)out[i], ref_out[i]);
+            ck_assert_msg(fabs(out[i] - ref_out[i]) < MATCHES_DOUBLE_TOL, "%s NH=%d out[%d]: %.9g vs %.9g",
+                          VERSION_NAME[_i], NH, i, (double)out[i], ref_out[i]);
     }
 }
 END_TEST
@@ -146,7 +209,9 @@ START_TEST(weight_rows_sum_to_one_and_are_exactly_zero_above_the_diagonal) {
     // Dropout acts after the stored weights, so they are distributions either way.
     for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
         for (int i = 0; i < B * NH * T * T; i++) weights[i] = NAN;  // forward must write every entry
-        attention_forward(out, weights, qkv, B, T, C, NH, with_dropout ? 0.5f : 0.0f, 77);
+        Attn a = attn_new(_i, B, T, C, NH, with_dropout ? 0.5f : 0.0f, 77);
+        attn_forward(&a, out, weights, qkv);
+        attn_free(&a);
         for (int row = 0; row < B * NH * T; row++) {
             int t = row % T;
             const float *w = weights + (size_t)row * T;
@@ -171,30 +236,33 @@ START_TEST(changing_a_later_position_does_not_change_earlier_outputs) {
     float out[B * T * C], weights[B * NH * T * T], out2[B * T * C], weights2[B * NH * T * T];
     fill_uniform(qkv, N_QKV, &rng);
     for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
-        float p = with_dropout ? 0.3f : 0.0f;
-        attention_forward(out, weights, qkv, B, T, C, NH, p, 5);
+        Attn a = attn_new(_i, B, T, C, NH, with_dropout ? 0.3f : 0.0f, 5);
+        attn_forward(&a, out, weights, qkv);
         for (int s = 1; s < T; s++) {
             // Replace q, k and v of position s (in every batch row) with new values.
             memcpy(changed, qkv, sizeof qkv);
             for (int b = 0; b < B; b++) fill_uniform(changed + ((size_t)b * T + s) * 3 * C, 3 * C, &rng);
-            attention_forward(out2, weights2, changed, B, T, C, NH, p, 5);
+            attn_forward(&a, out2, weights2, changed);
             for (int b = 0; b < B; b++) {
                 // Outputs and weight rows before s: bit for bit the same.
                 for (int t = 0; t < s; t++) {
-                    const float *a = out + ((size_t)b * T + t) * C, *c = out2 + ((size_t)b * T + t) * C;
-                    ck_assert_msg(memcmp(a, c, C * sizeof(float)) == 0, "out[%d,%d] changed with position %d", b,
-                                  t, s);
+                    const float *o1 = out + ((size_t)b * T + t) * C, *o2 = out2 + ((size_t)b * T + t) * C;
+                    ck_assert_msg(memcmp(o1, o2, C * sizeof(float)) == 0, "out[%d,%d] changed with position %d",
+                                  b, t, s);
                     for (int h = 0; h < NH; h++) {
                         size_t row = (((size_t)b * NH + h) * T + t) * T;
                         ck_assert_msg(memcmp(weights + row, weights2 + row, T * sizeof(float)) == 0,
                                       "weights[%d,%d,%d,:] changed with position %d", b, h, t, s);
                     }
                 }
-                // Position s itself does change: the test is not vacuous.
-                const float *a = out + ((size_t)b * T + s) * C, *c = out2 + ((size_t)b * T + s) * C;
-                ck_assert_msg(memcmp(a, c, C * sizeof(float)) != 0, "out[%d,%d] ignored its own q, k, v", b, s);
+                // Position s's own weights do change: the test is not vacuous.
+                // (Its output might not: dropout may zero its whole row.)
+                size_t row_s = ((size_t)b * NH * T + s) * T;  // weights[b,0,s,:]
+                ck_assert_msg(memcmp(weights + row_s, weights2 + row_s, T * sizeof(float)) != 0,
+                              "weights[%d,0,%d,:] ignored its own q, k", b, s);
             }
         }
+        attn_free(&a);
     }
 }
 END_TEST
@@ -202,72 +270,171 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Backward vs finite differences
 
-enum { GB = 2, GT = 5, GC = 8, N_GQKV = GB * GT * 3 * GC, N_GOUT = GB * GT * GC, MAX_NH = 4 };
+enum { GB = 2, GT = 5, GC = 8, N_GQKV = GB * GT * 3 * GC, N_GOUT = GB * GT * GC, G_MAX_NH = 4 };
 
 typedef struct {
-    int NH;
-    float p;
-    uint64_t key;
+    Attn attn;
     float qkv[N_GQKV];
     float out[N_GOUT];
-    float weights[GB * MAX_NH * GT * GT];
+    float weights[GB * G_MAX_NH * GT * GT];
     double R[N_GOUT];  // fixed random loss weights
 } AttentionCase;
 
 // L = sum(out * R) in double; the same key every call, so the same mask.
 static double attention_loss(void *ctx) {
     AttentionCase *ac = ctx;
-    attention_forward(ac->out, ac->weights, ac->qkv, GB, GT, GC, ac->NH, ac->p, ac->key);
+    attn_forward(&ac->attn, ac->out, ac->weights, ac->qkv);
     double loss = 0;
     for (int i = 0; i < N_GOUT; i++) loss += ac->out[i] * ac->R[i];
     return loss;
 }
 
-// Loop test: _i = 0..5 runs NH = 1, 2, 4 without dropout, then with p = 0.3.
+// Loop test over 12 cases: _i % 2 picks the version, (_i / 2) % 3 the head
+// count NH = 1, 2, 4, and _i / 6 the dropout p = 0 or 0.3.
 START_TEST(backward_matches_finite_differences_for_every_element_of_qkv) {
-    static const int head_counts[] = {1, 2, MAX_NH};
-    AttentionCase ac = {.NH = head_counts[_i % 3], .p = _i < 3 ? 0.0f : 0.3f, .key = 1234};
+    static const int head_counts[] = {1, 2, G_MAX_NH};
+    bool fast = _i % 2;
+    int NH = head_counts[(_i / 2) % 3];
+    float p = _i < 6 ? 0.0f : 0.3f;
+    AttentionCase ac;
+    ac.attn = attn_new(fast, GB, GT, GC, NH, p, 1234);
     Rng rng;
     rng_init(&rng, 40 + (uint64_t)_i);
     fill_uniform(ac.qkv, N_GQKV, &rng);
     for (int i = 0; i < N_GOUT; i++) ac.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
 
-    float dout[N_GOUT], dqkv[N_GQKV] = {0}, dweights[GB * MAX_NH * GT * GT] = {0};
+    float dout[N_GOUT], dqkv[N_GQKV] = {0}, dweights[GB * G_MAX_NH * GT * GT] = {0};
     for (int i = 0; i < N_GOUT; i++) dout[i] = (float)ac.R[i];
-    attention_loss(&ac);  // forward, to fill ac.weights
-    attention_backward(dqkv, dweights, dout, ac.qkv, ac.weights, GB, GT, GC, ac.NH, ac.p, ac.key);
+    attention_loss(&ac);  // forward, to fill ac.weights (and the fast version's saved tensors)
+    attn_backward(&ac.attn, dqkv, dweights, dout, ac.qkv, ac.weights);
 
     // The ~500 tiny forward passes run on one thread: there a parallel
     // region costs more than its arithmetic, and on a loaded machine one
-    // descheduled thread stalls every barrier. (The forward pass gives the
-    // same bits on any thread count; see the last test below.)
+    // descheduled thread stalls every barrier. (The passes give the same
+    // bits on any thread count; see the last test below.)
     int saved_threads = get_threads();
     set_threads(1);
     GradCheckResult r = gradcheck(attention_loss, &ac, ac.qkv, dqkv, N_GQKV, GRADCHECK_FLOAT32);
     set_threads(saved_threads);
-    ck_assert_msg(r.failures == 0, "NH=%d p=%g: %zu of %d elements off; worst [%zu] analytic %.6g numeric %.6g",
-                  ac.NH, (double)ac.p, r.failures, N_GQKV, r.worst_index, r.worst_analytic, r.worst_numeric);
+    ck_assert_msg(r.failures == 0, "%s NH=%d p=%g: %zu of %d elements off; worst [%zu] analytic %.6g numeric %.6g",
+                  VERSION_NAME[fast], NH, (double)p, r.failures, N_GQKV, r.worst_index, r.worst_analytic,
+                  r.worst_numeric);
+    attn_free(&ac.attn);
 }
 END_TEST
 
-START_TEST(backward_adds_to_the_gradient_already_in_dqkv) {
-    enum { B = 1, T = 4, C = 4, NH = 2 };
+START_TEST(backward_adds_to_dqkv_and_overwrites_dweights) {
+    // dqkv: backward(start) = start + backward(0). dweights: whatever it held
+    // before (here NaN) must not leak into any result.
+    enum { B = 2, T = 4, C = 4, NH = 2, N_QKV = B * T * 3 * C, N_W = B * NH * T * T };
     Rng rng;
     rng_init(&rng, 6);
-    float qkv[B * T * 3 * C], out[B * T * C], weights[B * NH * T * T], dout[B * T * C];
-    float start[B * T * 3 * C], from_start[B * T * 3 * C], from_zero[B * T * 3 * C] = {0};
-    float dweights[B * NH * T * T];
-    fill_uniform(qkv, sizeof qkv / sizeof qkv[0], &rng);
-    fill_uniform(dout, sizeof dout / sizeof dout[0], &rng);
-    fill_uniform(start, sizeof start / sizeof start[0], &rng);
+    float qkv[N_QKV], out[B * T * C], weights[N_W], dout[B * T * C];
+    float start[N_QKV], from_start[N_QKV], from_zero[N_QKV] = {0};
+    float dweights_clean[N_W] = {0}, dweights_dirty[N_W];
+    fill_uniform(qkv, N_QKV, &rng);
+    fill_uniform(dout, B * T * C, &rng);
+    fill_uniform(start, N_QKV, &rng);
     memcpy(from_start, start, sizeof start);
-    attention_forward(out, weights, qkv, B, T, C, NH, 0.2f, 9);
-    memset(dweights, 0, sizeof dweights);
-    attention_backward(from_zero, dweights, dout, qkv, weights, B, T, C, NH, 0.2f, 9);
-    memset(dweights, 0, sizeof dweights);
-    attention_backward(from_start, dweights, dout, qkv, weights, B, T, C, NH, 0.2f, 9);
-    for (int i = 0; i < B * T * 3 * C; i++)
+    for (int i = 0; i < N_W; i++) dweights_dirty[i] = NAN;
+    Attn a = attn_new(_i, B, T, C, NH, 0.2f, 9);
+    attn_forward(&a, out, weights, qkv);
+    attn_backward(&a, from_zero, dweights_clean, dout, qkv, weights);
+    attn_backward(&a, from_start, dweights_dirty, dout, qkv, weights);
+    attn_free(&a);
+    for (int i = 0; i < N_QKV; i++)
         ck_assert_double_eq_tol(from_start[i], (double)start[i] + from_zero[i], MATCHES_DOUBLE_TOL);
+    ck_assert_msg(memcmp(dweights_clean, dweights_dirty, sizeof dweights_clean) == 0,
+                  "dweights depends on what the buffer held before");
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Fast vs reference
+
+// Both versions on the same inputs: forward outputs and weights, then dqkv
+// and dweights, within FAST_MATCHES_REFERENCE_TOL. T = 1 (one position),
+// T = 17 (not a multiple of any vector width), with and without dropout.
+START_TEST(fast_version_matches_reference_version) {
+    enum { B = 2, C = 8, MAX_T = 17 };
+    static const int lengths[] = {1, 5, MAX_T};
+    static const int head_counts[] = {1, 2, 4};
+    enum { N_QKV = B * MAX_T * 3 * C, N_OUT = B * MAX_T * C, N_W = B * 4 * MAX_T * MAX_T };
+    Rng rng;
+    rng_init(&rng, 12);
+    float qkv[N_QKV], dout[N_OUT];
+    float out[2][N_OUT], weights[2][N_W], dqkv[2][N_QKV], dweights[2][N_W];
+    for (int li = 0; li < 3; li++) {
+        for (int hi = 0; hi < 3; hi++) {
+            for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
+                int T = lengths[li], NH = head_counts[hi];
+                float p = with_dropout ? 0.3f : 0.0f;
+                size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C, n_w = (size_t)B * NH * T * T;
+                fill_uniform(qkv, n_qkv, &rng);
+                fill_uniform(dout, n_out, &rng);
+                for (int fast = 0; fast <= 1; fast++) {
+                    Attn a = attn_new(fast, B, T, C, NH, p, 31);
+                    memset(dqkv[fast], 0, sizeof dqkv[fast]);
+                    attn_forward(&a, out[fast], weights[fast], qkv);
+                    attn_backward(&a, dqkv[fast], dweights[fast], dout, qkv, weights[fast]);
+                    attn_free(&a);
+                }
+                const struct {
+                    const char *name;
+                    const float *ref, *fast;
+                    size_t n;
+                } pairs[] = {
+                    {"out", out[0], out[1], n_out},
+                    {"weights", weights[0], weights[1], n_w},
+                    {"dqkv", dqkv[0], dqkv[1], n_qkv},
+                    {"dweights", dweights[0], dweights[1], n_w},
+                };
+                for (int k = 0; k < 4; k++) {
+                    for (size_t i = 0; i < pairs[k].n; i++) {
+                        double x = pairs[k].ref[i], y = pairs[k].fast[i];
+                        if (!(fabs(x - y) <= FAST_MATCHES_REFERENCE_TOL * fmax(1.0, fmax(fabs(x), fabs(y)))))
+                            ck_abort_msg("T=%d NH=%d p=%g: %s[%zu] reference %.9g vs fast %.9g", T, NH, (double)p,
+                                         pairs[k].name, i, x, y);
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+// The key/value cache of sampling (model_forward_position) runs the fast
+// forward pass in pieces: transpose one position's key and value, then
+// attend from that position. Pieces in that order must give attention_forward's
+// bits exactly.
+START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
+    enum { B = 2, T = 6, C = 8, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
+           N_W = B * NH * T * T };
+    Rng rng;
+    rng_init(&rng, 15);
+    float qkv[N_QKV], out[N_OUT], weights[N_W], row_out[N_OUT], row_weights[N_W];
+    fill_uniform(qkv, N_QKV, &rng);
+    for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
+        float p = with_dropout ? 0.3f : 0.0f;
+        Attn whole = attn_new(true, B, T, C, NH, p, 77), rows = attn_new(true, B, T, C, NH, p, 77);
+        attn_forward(&whole, out, weights, qkv);
+        for (int b = 0; b < B; b++) {
+            const float *qkv_b = qkv + (size_t)b * T * 3 * C;
+            for (int t = 0; t < T; t++) {
+                for (int h = 0; h < NH; h++) {
+                    size_t head = (size_t)b * NH + h;
+                    transpose_head(rows.keys_t + head * HS * T, rows.values_t + head * HS * T, qkv_b, t, t + 1, T,
+                                   C, HS, h);
+                    attention_forward_row(row_out, row_weights, rows.dropout_scales, rows.keys_t, qkv, b, h, t, T,
+                                          C, NH, p, 77);
+                }
+            }
+        }
+        attn_free(&rows);
+        attn_free(&whole);
+        ck_assert_msg(memcmp(out, row_out, sizeof out) == 0, "p=%g: outputs differ", (double)p);
+        ck_assert_msg(memcmp(weights, row_weights, sizeof weights) == 0, "p=%g: weights differ", (double)p);
+    }
 }
 END_TEST
 
@@ -278,8 +445,6 @@ START_TEST(dropout_zeroes_about_p_of_the_weights_and_scales_the_rest) {
     // With HS = T and v_j = the j-th unit vector, out_t[i] = dropped weight
     // (t,i): the output row shows the mask directly. Products with 0 and 1
     // and doubling are exact, so each kept entry is exactly 2 * weight.
-    // (Per-element checks use `if` + ck_abort_msg: a passing ck_assert costs
-    // a write to Check's pipe.)
     enum { T = 128, C = T, NH = 1 };
     const float p = 0.5f;
     const uint64_t key = 2024;
@@ -296,19 +461,16 @@ START_TEST(dropout_zeroes_about_p_of_the_weights_and_scales_the_rest) {
         fill_uniform(row, 2 * C, &rng);                       // q and k
         for (int i = 0; i < C; i++) row[2 * C + i] = i == t;  // v_t = e_t
     }
-    attention_forward(out, weights, qkv, 1, T, C, NH, p, key);
+    Attn a = attn_new(_i, 1, T, C, NH, p, key);
+    attn_forward(&a, out, weights, qkv);
+    attn_free(&a);
     int dropped = 0, total = 0;
     for (int t = 0; t < T; t++) {
         for (int j = 0; j <= t; j++) {
             float w = weights[(size_t)t * T + j], o = out[(size_t)t * C + j];
             if (!(o == 0.0f || o == 2.0f * w))
                 ck_abort_msg("out[%d][%d] = %.9g is neither 0 nor 2 * %.9g", t, j, (double)o, (double)w);
-            bool is_dropped = o == 0.0f;
-            // ...and the mask is the one attention.h documents.
-            bool documented = dropout_uniform(key, (size_t)t * T + j) < p;
-            if (is_dropped != documented)
-                ck_abort_msg("element (%d,%d): dropped %d, documented mask %d", t, j, is_dropped, documented);
-            dropped += is_dropped;
+            dropped += o == 0.0f;
             total++;
         }
         for (int j = t + 1; j < T; j++)
@@ -321,6 +483,30 @@ START_TEST(dropout_zeroes_about_p_of_the_weights_and_scales_the_rest) {
 }
 END_TEST
 
+START_TEST(both_versions_drop_the_same_weights) {
+    // The identity-values trick again (see above): out shows each version's
+    // mask, and attention.h promises that every version drops the same weights.
+    enum { B = 2, T = 24, C = T, NH = 1 };
+    Rng rng;
+    rng_init(&rng, 13);
+    float qkv[B * T * 3 * C], out[2][B * T * C], weights[B * NH * T * T];
+    for (int bt = 0; bt < B * T; bt++) {
+        float *row = qkv + (size_t)bt * 3 * C;
+        fill_uniform(row, 2 * C, &rng);
+        for (int i = 0; i < C; i++) row[2 * C + i] = i == bt % T;
+    }
+    for (int fast = 0; fast <= 1; fast++) {
+        Attn a = attn_new(fast, B, T, C, NH, 0.4f, 555);
+        attn_forward(&a, out[fast], weights, qkv);
+        attn_free(&a);
+    }
+    for (int i = 0; i < B * T * C; i++)
+        if ((out[0][i] == 0.0f) != (out[1][i] == 0.0f))
+            ck_abort_msg("element %d: reference %s it, fast %s it", i, out[0][i] == 0.0f ? "drops" : "keeps",
+                         out[1][i] == 0.0f ? "drops" : "keeps");
+}
+END_TEST
+
 START_TEST(zero_dropout_ignores_the_key_and_matches_no_dropout) {
     enum { B = 2, T = 5, C = 4, NH = 2 };
     Rng rng;
@@ -328,19 +514,21 @@ START_TEST(zero_dropout_ignores_the_key_and_matches_no_dropout) {
     float qkv[B * T * 3 * C], out1[B * T * C], out2[B * T * C], w1[B * NH * T * T], w2[B * NH * T * T];
     double ref_out[B * T * C], ref_weights[B * NH * T * T];
     fill_uniform(qkv, sizeof qkv / sizeof qkv[0], &rng);
-    attention_forward(out1, w1, qkv, B, T, C, NH, 0.0f, 1);
-    attention_forward(out2, w2, qkv, B, T, C, NH, 0.0f, 0xDEADBEEF);
+    Attn a1 = attn_new(_i, B, T, C, NH, 0.0f, 1), a2 = attn_new(_i, B, T, C, NH, 0.0f, 0xDEADBEEF);
+    attn_forward(&a1, out1, w1, qkv);
+    attn_forward(&a2, out2, w2, qkv);
+    attn_free(&a2);
+    attn_free(&a1);
     ck_assert(memcmp(out1, out2, sizeof out1) == 0);
     ck_assert(memcmp(w1, w2, sizeof w1) == 0);
-    reference_attention(ref_out, ref_weights, qkv, B, T, C, NH);
+    double_attention(ref_out, ref_weights, qkv, B, T, C, NH);
     for (int i = 0; i < B * T * C; i++) ck_assert_double_eq_tol(out1[i], ref_out[i], MATCHES_DOUBLE_TOL);
 }
 END_TEST
 
-START_TEST(dropout_mask_is_the_same_for_one_and_two_threads) {
+START_TEST(one_and_two_threads_give_the_same_bits) {
+    // B * NH = 6 (batch, head) pairs to share between threads, with dropout.
     enum { B = 3, T = 16, C = 8, NH = 2, N_QKV = B * T * 3 * C, N_OUT = B * T * C, N_W = B * NH * T * T };
-    const float p = 0.3f;
-    const uint64_t key = 99;
     Rng rng;
     rng_init(&rng, 11);
     float qkv[N_QKV], dout[N_OUT];
@@ -350,10 +538,11 @@ START_TEST(dropout_mask_is_the_same_for_one_and_two_threads) {
     int saved_threads = get_threads();
     for (int run = 0; run < 2; run++) {
         set_threads(run + 1);
+        Attn a = attn_new(_i, B, T, C, NH, 0.3f, 99);
         memset(dqkv[run], 0, sizeof dqkv[run]);
-        memset(dweights[run], 0, sizeof dweights[run]);
-        attention_forward(out[run], weights[run], qkv, B, T, C, NH, p, key);
-        attention_backward(dqkv[run], dweights[run], dout, qkv, weights[run], B, T, C, NH, p, key);
+        attn_forward(&a, out[run], weights[run], qkv);
+        attn_backward(&a, dqkv[run], dweights[run], dout, qkv, weights[run]);
+        attn_free(&a);
     }
     set_threads(saved_threads);
     ck_assert_msg(memcmp(out[0], out[1], sizeof out[0]) == 0, "forward output depends on the thread count");
@@ -364,15 +553,19 @@ END_TEST
 Suite *attention_suite(void) {
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, forward_matches_a_hand_worked_case);
-    tcase_add_test(tc, forward_matches_a_double_precision_version_for_every_head_count);
-    tcase_add_test(tc, weight_rows_sum_to_one_and_are_exactly_zero_above_the_diagonal);
-    tcase_add_test(tc, changing_a_later_position_does_not_change_earlier_outputs);
-    tcase_add_loop_test(tc, backward_matches_finite_differences_for_every_element_of_qkv, 0, 6);
-    tcase_add_test(tc, backward_adds_to_the_gradient_already_in_dqkv);
-    tcase_add_test(tc, dropout_zeroes_about_p_of_the_weights_and_scales_the_rest);
-    tcase_add_test(tc, zero_dropout_ignores_the_key_and_matches_no_dropout);
-    tcase_add_test(tc, dropout_mask_is_the_same_for_one_and_two_threads);
+    // Loop tests with _i in [0, 2) run the reference version, then the fast one.
+    tcase_add_loop_test(tc, forward_matches_a_hand_worked_case, 0, 2);
+    tcase_add_loop_test(tc, forward_matches_a_double_precision_version_for_every_head_count, 0, 2);
+    tcase_add_loop_test(tc, weight_rows_sum_to_one_and_are_exactly_zero_above_the_diagonal, 0, 2);
+    tcase_add_loop_test(tc, changing_a_later_position_does_not_change_earlier_outputs, 0, 2);
+    tcase_add_loop_test(tc, backward_matches_finite_differences_for_every_element_of_qkv, 0, 12);
+    tcase_add_loop_test(tc, backward_adds_to_dqkv_and_overwrites_dweights, 0, 2);
+    tcase_add_test(tc, fast_version_matches_reference_version);
+    tcase_add_test(tc, one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass);
+    tcase_add_loop_test(tc, dropout_zeroes_about_p_of_the_weights_and_scales_the_rest, 0, 2);
+    tcase_add_test(tc, both_versions_drop_the_same_weights);
+    tcase_add_loop_test(tc, zero_dropout_ignores_the_key_and_matches_no_dropout, 0, 2);
+    tcase_add_loop_test(tc, one_and_two_threads_give_the_same_bits, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

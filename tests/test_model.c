@@ -89,11 +89,19 @@ END_TEST
 
 START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
     const int B = 3, V = SMALL.vocab_size, T = SMALL.block_size, C = SMALL.n_embd, NH = SMALL.n_head;
+    const int HS = C / NH;
     const size_t expected[NUM_ACT_TENSORS] = {
-        [ACT_ENCODED] = (size_t)B * T * C,     [ACT_QKV] = (size_t)B * T * 3 * C,
-        [ACT_ATTN_WEIGHTS] = (size_t)B * NH * T * T, [ACT_ATTN_OUT] = (size_t)B * T * C,
-        [ACT_PROJ_OUT] = (size_t)B * T * C,    [ACT_LOGITS] = (size_t)B * T * V,
-        [ACT_PROBS] = (size_t)B * T * V,       [ACT_LOSSES] = (size_t)B * T,
+        [ACT_ENCODED] = (size_t)B * T * C,
+        [ACT_QKV] = (size_t)B * T * 3 * C,
+        [ACT_ATTN_WEIGHTS] = (size_t)B * NH * T * T,
+        [ACT_ATTN_OUT] = (size_t)B * T * C,
+        [ACT_PROJ_OUT] = (size_t)B * T * C,
+        [ACT_LOGITS] = (size_t)B * T * V,
+        [ACT_PROBS] = (size_t)B * T * V,
+        [ACT_LOSSES] = (size_t)B * T,
+        [ACT_DROPOUT_SCALES] = (size_t)B * NH * T * T,
+        [ACT_KEYS_T] = (size_t)B * NH * HS * T,
+        [ACT_VALUES_T] = (size_t)B * NH * HS * T,
     };
     TensorSpec specs[NUM_ACT_TENSORS];
     size_t total = act_table(&SMALL, B, specs);
@@ -106,6 +114,21 @@ START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
         offset += expected[i];
     }
     ck_assert_uint_eq(total, offset);
+}
+END_TEST
+
+START_TEST(act_table_does_not_overflow_for_the_longest_context_check_config_allows) {
+    // attn_weights holds B*NH*T*T floats. For a T that model_check_config
+    // accepts, that count must come out right (in size_t), or a model would
+    // be allocated too small and the forward pass would write past its end.
+    ModelConfig cfg = {.vocab_size = 65, .block_size = 50000, .n_embd = 8, .n_head = 1, .dropout = 0.0f};
+    Error err = {{0}};
+    if (!model_check_config(&cfg, &err)) return;  // refusing such a context is a fine fix too
+    TensorSpec specs[NUM_ACT_TENSORS];
+    act_table(&cfg, 1, specs);
+    size_t T = (size_t)cfg.block_size;
+    ck_assert_msg(specs[ACT_ATTN_WEIGHTS].size == T * T, "attn_weights has %zu floats for T=%zu, expected %zu",
+                  specs[ACT_ATTN_WEIGHTS].size, T, T * T);
 }
 END_TEST
 
@@ -130,12 +153,18 @@ START_TEST(model_init_points_each_view_at_its_table_entry) {
     // q, k, v are one [3C,C] matrix only if they are adjacent.
     ck_assert_uint_eq(ps[PARAM_K_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + CC);
     ck_assert_uint_eq(ps[PARAM_V_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + 2 * CC);
-    // Activations: views at their offsets; probs and losses have no gradient.
+    // Activations: views at their offsets; everything after the logits
+    // (probs, losses and what attention saves for backward) has no gradient.
     ck_assert_ptr_eq(m.acts.logits, m.acts_memory + m.act_specs[ACT_LOGITS].offset);
     ck_assert_ptr_eq(m.acts.losses, m.acts_memory + m.act_specs[ACT_LOSSES].offset);
+    ck_assert_ptr_eq(m.acts.values_t, m.acts_memory + m.act_specs[ACT_VALUES_T].offset);
     ck_assert_ptr_eq(m.grad_acts.attn_weights, m.grad_acts_memory + m.act_specs[ACT_ATTN_WEIGHTS].offset);
+    ck_assert_ptr_eq(m.grad_acts.logits, m.grad_acts_memory + m.act_specs[ACT_LOGITS].offset);
     ck_assert_ptr_null(m.grad_acts.probs);
     ck_assert_ptr_null(m.grad_acts.losses);
+    ck_assert_ptr_null(m.grad_acts.dropout_scales);
+    ck_assert_ptr_null(m.grad_acts.keys_t);
+    ck_assert_ptr_null(m.grad_acts.values_t);
     model_free(&m);
 
     model_init(&m, &SMALL, SMALL_B, false);  // inference only: no gradient buffers
@@ -345,6 +374,34 @@ START_TEST(dropout_changes_only_training_and_zero_dropout_changes_nothing) {
 }
 END_TEST
 
+START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
+    // model.h: model_forward_position "computes only row t ... The arithmetic,
+    // and so every bit of the result, is the same as model_forward's".
+    enum { T = 12 };
+    const ModelConfig cfg = {.vocab_size = 11, .block_size = T, .n_embd = 32, .n_head = 4, .dropout = 0.1f};
+    Model full, cached;
+    Rng rng;
+    rng_init(&rng, 14);
+    model_init(&full, &cfg, 1, false);
+    model_init(&cached, &cfg, 1, false);
+    model_init_weights(&full, &rng);
+    memcpy(cached.params_memory, full.params_memory, full.num_params * sizeof(float));
+    int inputs[T];
+    random_tokens(inputs, T, cfg.vocab_size, &rng);
+    model_forward(&full, inputs, NULL, 1, T, false, 0);
+    for (int t = 0; t < T; t++) {
+        const float *logits_t = model_forward_position(&cached, inputs[t], t);
+        const float *expected = full.acts.logits + (size_t)t * cfg.vocab_size;
+        for (int v = 0; v < cfg.vocab_size; v++)
+            if (logits_t[v] != expected[v])
+                ck_abort_msg("position %d, logit %d: %.9g one position at a time, %.9g in a full pass", t, v,
+                             (double)logits_t[v], (double)expected[v]);
+    }
+    model_free(&cached);
+    model_free(&full);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Training
 
@@ -463,6 +520,7 @@ Suite *model_suite(void) {
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, param_table_lists_every_tensor_contiguously_in_model_h_order);
     tcase_add_test(tables, act_table_sizes_every_activation_for_the_largest_batch);
+    tcase_add_test(tables, act_table_does_not_overflow_for_the_longest_context_check_config_allows);
     tcase_add_test(tables, model_init_points_each_view_at_its_table_entry);
     tcase_add_test(tables, check_config_accepts_a_valid_config);
     tcase_add_test(tables, check_config_rejects_bad_sizes_naming_the_flag);
@@ -474,6 +532,7 @@ Suite *model_suite(void) {
     tcase_add_test(passes, first_loss_is_finite_and_positive);
     tcase_add_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
     tcase_add_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing);
+    tcase_add_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass);
     suite_add_tcase(s, passes);
 
     TCase *training = tcase_create("training");

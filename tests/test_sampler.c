@@ -73,39 +73,105 @@ START_TEST(the_same_seed_draws_the_same_tokens_and_another_seed_does_not) {
 }
 END_TEST
 
-// A tiny random model for the context tests.
+// A tiny random model for the context tests: block size 4.
+enum { TINY_V = 6, TINY_T = 4 };
 static void tiny_model(Model *m) {
-    ModelConfig cfg = {.vocab_size = 6, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
+    ModelConfig cfg = {.vocab_size = TINY_V, .block_size = TINY_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
     model_init(m, &cfg, 1, false);
     Rng rng;
     rng_init(&rng, 5);
     model_init_weights(m, &rng);
 }
 
-START_TEST(a_context_longer_than_the_block_slides_to_its_last_block_size_tokens) {
-    Model m;
+// The logits a plain forward pass gives for the last of tokens[0..n).
+static void forward_last_logits(Model *m, const int *tokens, int n, float logits[TINY_V]) {
+    model_forward(m, tokens, NULL, 1, n, false, 0);
+    memcpy(logits, m->acts.logits + (size_t)(n - 1) * TINY_V, TINY_V * sizeof(float));
+}
+
+START_TEST(within_the_block_the_generator_sees_the_whole_text) {
+    Model m, reference;
     tiny_model(&m);
-    int context[7] = {1, 2, 3, 4, 5, 0, 2};
-    float slid[6], tail[6];
-    memcpy(slid, next_token_logits(&m, context, 7), sizeof slid);
-    memcpy(tail, next_token_logits(&m, context + 3, 4), sizeof tail);
-    ck_assert_mem_eq(slid, tail, sizeof slid);
-    // and the first tokens really are forgotten: changing them changes nothing
-    context[0] = 5;
-    ck_assert_mem_eq(next_token_logits(&m, context, 7), tail, sizeof tail);
+    tiny_model(&reference);
+    const int text[TINY_T] = {4, 0, 3, 1};
+    for (int cache = 0; cache < 2; cache++) {
+        Generator g;
+        generator_init(&g, &m, 16, cache);
+        for (int n = 1; n <= TINY_T; n++) {
+            generator_push(&g, text[n - 1]);
+            float expected[TINY_V];
+            forward_last_logits(&reference, text, n, expected);
+            ck_assert_mem_eq(generator_logits(&g), expected, sizeof expected);
+        }
+        generator_free(&g);
+    }
+    model_free(&reference);
     model_free(&m);
 }
 END_TEST
 
-START_TEST(next_token_logits_are_the_last_position_of_a_full_forward_pass) {
-    Model m;
+START_TEST(a_text_longer_than_the_block_keeps_the_newest_half_then_grows_again) {
+    Model m, reference;
     tiny_model(&m);
-    int context[3] = {4, 0, 3};
-    float logits[6];
-    memcpy(logits, next_token_logits(&m, context, 3), sizeof logits);
-    model_forward(&m, context, NULL, 1, 3, false, 0);
-    ck_assert_mem_eq(logits, m.acts.logits + 2 * 6, sizeof logits);
+    tiny_model(&reference);
+    const int text[7] = {1, 2, 3, 4, 5, 0, 2};
+    Generator g;
+    generator_init(&g, &m, 16, false);
+    for (int n = 0; n < 5; n++) generator_push(&g, text[n]);
+    // 5 tokens > block 4: the window jumps to the newest (4+1)/2 = 2 tokens.
+    float expected[TINY_V];
+    forward_last_logits(&reference, text + 3, 2, expected);
+    ck_assert_mem_eq(generator_logits(&g), expected, sizeof expected);
+    ck_assert_int_eq(g.window_start, 3);
+    // and then grows back to the full block before jumping again
+    generator_push(&g, text[5]);
+    generator_push(&g, text[6]);
+    forward_last_logits(&reference, text + 3, 4, expected);
+    ck_assert_mem_eq(generator_logits(&g), expected, sizeof expected);
+    generator_free(&g);
+    model_free(&reference);
     model_free(&m);
+}
+END_TEST
+
+// Generate with and without the key/value cache from the same prompt and
+// seed, far past several window jumps: every logit and so every token must
+// be identical, bit for bit.
+START_TEST(cached_and_uncached_generation_give_identical_logits_and_tokens) {
+    ModelConfig cfg = {.vocab_size = 11, .block_size = 9, .n_embd = 12, .n_head = 3, .dropout = 0.1f};
+    Model cached_model, plain_model;
+    Rng init;
+    rng_init(&init, 21);
+    model_init(&cached_model, &cfg, 1, false);
+    model_init_weights(&cached_model, &init);
+    model_init(&plain_model, &cfg, 1, false);
+    memcpy(plain_model.params_memory, cached_model.params_memory, cached_model.num_params * sizeof(float));
+
+    enum { STEPS = 60 };
+    Generator cached, plain;
+    generator_init(&cached, &cached_model, STEPS + 2, true);
+    generator_init(&plain, &plain_model, STEPS + 2, false);
+    generator_push(&cached, 3);
+    generator_push(&plain, 3);
+    Rng rng_cached, rng_plain;
+    rng_init(&rng_cached, 8);
+    rng_init(&rng_plain, 8);
+    float scratch[11];
+    for (int i = 0; i < STEPS; i++) {
+        const float *a = generator_logits(&cached);
+        const float *b = generator_logits(&plain);
+        ck_assert_mem_eq(a, b, 11 * sizeof(float));
+        int next_a = sample_token(a, 11, 1.0f, 0, &rng_cached, scratch);
+        int next_b = sample_token(b, 11, 1.0f, 0, &rng_plain, scratch);
+        ck_assert_int_eq(next_a, next_b);
+        generator_push(&cached, next_a);
+        generator_push(&plain, next_b);
+    }
+    ck_assert_mem_eq(cached.tokens, plain.tokens, (STEPS + 1) * sizeof(int));
+    generator_free(&plain);
+    generator_free(&cached);
+    model_free(&plain_model);
+    model_free(&cached_model);
 }
 END_TEST
 
@@ -116,8 +182,9 @@ Suite *sampler_suite(void) {
     tcase_add_test(tc, sampling_frequencies_match_the_softmax_of_logits_over_temperature);
     tcase_add_test(tc, top_k_never_draws_outside_the_k_likeliest_tokens);
     tcase_add_test(tc, the_same_seed_draws_the_same_tokens_and_another_seed_does_not);
-    tcase_add_test(tc, a_context_longer_than_the_block_slides_to_its_last_block_size_tokens);
-    tcase_add_test(tc, next_token_logits_are_the_last_position_of_a_full_forward_pass);
+    tcase_add_test(tc, within_the_block_the_generator_sees_the_whole_text);
+    tcase_add_test(tc, a_text_longer_than_the_block_keeps_the_newest_half_then_grows_again);
+    tcase_add_test(tc, cached_and_uncached_generation_give_identical_logits_and_tokens);
     suite_add_tcase(s, tc);
     return s;
 }
