@@ -5,7 +5,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
+#include "linear.h"
 #include "rng.h"
 
 // The factor dropout applies to the weight with flat index "index":
@@ -124,8 +126,60 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 }
 
 // ===========================================================================
-// Fast versions: the same steps, with every inner loop over contiguous
-// memory so that the compiler turns it into vector instructions.
+// Fast versions: the same steps, arranged so that no inner loop writes to
+// memory. Two building blocks do almost all the work:
+// - the matmul tile of linear.c (matmul_tile_rows) for the products with
+//   T x T results: scores = Q K^T and dweights = dOut V^T, reading each
+//   head's keys and values transposed ([HS,T], filled by transpose_head);
+// - weighted_row_sum, out += sum_n c_n row_n, for the products with
+//   T x HS results, its HS-wide accumulator held in vector registers.
+
+typedef float vec16 __attribute__((vector_size(64)));
+static inline vec16 load16(const float *p) {
+    vec16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
+
+// out[0,HS) += sum over n < count of c_n * rows[n * row_stride + 0..HS),
+// where c_n = weights[n * coeff_stride], times scales[n * coeff_stride]
+// when scales is not NULL (the dropout factors).
+// NV = HS / 16 vectors; always inlined with a constant NV so the
+// accumulator stays in registers.
+static inline __attribute__((always_inline)) void weighted_row_sum_vec(float *out, const float *weights,
+                                                                       const float *scales, size_t coeff_stride,
+                                                                       const float *rows, size_t row_stride,
+                                                                       int count, const int NV) {
+    vec16 acc[4] = {0};
+    for (int n = 0; n < count; n++) {
+        float c = weights[n * coeff_stride];
+        if (scales) c *= scales[n * coeff_stride];
+        const float *row = rows + n * row_stride;
+        for (int v = 0; v < NV; v++) acc[v] += c * load16(row + 16 * v);
+    }
+    for (int v = 0; v < NV; v++) store16(out + 16 * v, load16(out + 16 * v) + acc[v]);
+}
+
+static void weighted_row_sum(float *out, const float *weights, const float *scales, size_t coeff_stride,
+                             const float *rows, size_t row_stride, int count, int HS) {
+    switch (HS % 16 == 0 ? HS / 16 : 0) {
+    case 1: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 1); return;
+    case 2: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 2); return;
+    case 3: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 3); return;
+    case 4: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 4); return;
+    default:  // other head sizes: the same sums, one channel at a time
+        for (int i = 0; i < HS; i++) {
+            float sum = 0.0f;
+            for (int n = 0; n < count; n++) {
+                float c = weights[n * coeff_stride];
+                if (scales) c *= scales[n * coeff_stride];
+                sum += c * rows[n * row_stride + i];
+            }
+            out[i] += sum;
+        }
+    }
+}
 
 // keys_t[i,j] = k_j[i] and values_t[i,j] = v_j[i] for one (batch, head),
 // positions j in [first, last); T is the row length of keys_t and values_t.
@@ -149,19 +203,14 @@ static void dropout_scales_row(float *scales, int n, uint64_t key, size_t first_
     for (int j = 0; j < n; j++) scales[j] = dropout_uniform(key, first_index + j) < p ? 0.0f : keep;
 }
 
-// One row of steps 1-3: weights_t[j] = softmax_j(q_t . k_j * scale) for
-// j <= t, and 0 after. The dot products run "sideways": for each channel i,
-// add q_t[i] * keys_t[i, 0..t] to the whole row at once.
-static void softmax_scores_row(float *weights_t, const float *q_t, const float *keys_t, int t, int T, int HS,
-                               float scale) {
-    for (int j = 0; j <= t; j++) weights_t[j] = 0.0f;
-    for (int i = 0; i < HS; i++) {
-        const float q_scaled = q_t[i] * scale;
-        const float *keys_i = keys_t + (size_t)i * T;
-        for (int j = 0; j <= t; j++) weights_t[j] += q_scaled * keys_i[j];
-    }
+// Steps 2-3 for one row whose raw dot products q_t . k_j are already in
+// weights_t[0..t]: scale, softmax over j <= t, zero the masked j > t.
+static void softmax_row(float *weights_t, int t, int T, float scale) {
     float max_score = -INFINITY;
-    for (int j = 0; j <= t; j++) max_score = weights_t[j] > max_score ? weights_t[j] : max_score;
+    for (int j = 0; j <= t; j++) {
+        weights_t[j] *= scale;
+        max_score = weights_t[j] > max_score ? weights_t[j] : max_score;
+    }
     float sum = 0.0f;
     for (int j = 0; j <= t; j++) {
         weights_t[j] = expf(weights_t[j] - max_score);
@@ -172,29 +221,38 @@ static void softmax_scores_row(float *weights_t, const float *q_t, const float *
     for (int j = t + 1; j < T; j++) weights_t[j] = 0.0f;
 }
 
-void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
-                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
-                           uint64_t dropout_key) {
+// Steps 1-5 for the rows [t0, t0+rows) of one head, rows <= 4: the score
+// tiles at or left of the diagonal (a tile wholly right of it would be all
+// masked), then each row's softmax, dropout and weighted sum of values.
+static void attention_forward_rows(float *attn_out, float *attn_weights, float *dropout_scales,
+                                   const float *keys_t, const float *qkv, int b, int h, int t0, int rows, int T,
+                                   int C, int NH, float dropout_p, uint64_t dropout_key) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const size_t head = (size_t)b * NH + h;
-    const size_t row_index = (head * T + t) * T;
     const float *qkv_b = qkv + (size_t)b * T * C3;
-    const float *keys_t_bh = keys_t + head * HS * T;
-    float *weights_t = attn_weights + row_index;
-    const float *q_t = qkv_b + (size_t)t * C3 + h * HS;
-    softmax_scores_row(weights_t, q_t, keys_t_bh, t, T, HS, 1.0f / sqrtf((float)HS));  // steps 1-3
-
-    // steps 4-5: out_t = sum_j weights[t,j] * scales[t,j] * v_j
-    float *out_t = attn_out + ((size_t)b * T + t) * C + h * HS;
-    float *scales_t = dropout_p > 0.0f ? dropout_scales + row_index : NULL;
-    if (scales_t) dropout_scales_row(scales_t, t + 1, dropout_key, row_index, dropout_p);
-    for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
-    for (int j = 0; j <= t; j++) {
-        const float w = scales_t ? weights_t[j] * scales_t[j] : weights_t[j];
-        const float *v_j = qkv_b + (size_t)j * C3 + 2 * C + h * HS;
-        for (int i = 0; i < HS; i++) out_t[i] += w * v_j[i];
+    float *weights_bh = attn_weights + head * T * T;
+    const int last = t0 + rows - 1;  // the last row's keys reach furthest
+    for (int j0 = 0; j0 <= last; j0 += 64)  // step 1: raw scores q_t . k_j
+        matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, t0, rows, j0,
+                         last + 1 - j0 < 64 ? last + 1 - j0 : 64);
+    for (int t = t0; t <= last; t++) {
+        const size_t row_index = (head * T + t) * T;
+        float *weights_t = attn_weights + row_index;
+        softmax_row(weights_t, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
+        float *scales_t = dropout_p > 0.0f ? dropout_scales + row_index : NULL;
+        if (scales_t) dropout_scales_row(scales_t, t + 1, dropout_key, row_index, dropout_p);  // step 4
+        float *out_t = attn_out + ((size_t)b * T + t) * C + h * HS;  // step 5
+        for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
+        weighted_row_sum(out_t, weights_t, scales_t, 1, qkv_b + 2 * C + h * HS, C3, t + 1, HS);
     }
+}
+
+void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
+                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
+                           uint64_t dropout_key) {
+    attention_forward_rows(attn_out, attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p,
+                           dropout_key);
 }
 
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
@@ -207,16 +265,18 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
             const size_t head = (size_t)b * NH + h;
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
             transpose_head(keys_t + head * HS * T, values_t + head * HS * T, qkv_b, 0, T, T, C, HS, h);
-            for (int t = 0; t < T; t++)
-                attention_forward_row(attn_out, attn_weights, dropout_scales, keys_t, qkv, b, h, t, T, C, NH,
-                                      dropout_p, dropout_key);
+            for (int t0 = 0; t0 < T; t0 += 4)
+                attention_forward_rows(attn_out, attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
+                                       T - t0 < 4 ? T - t0 : 4, T, C, NH, dropout_p, dropout_key);
         }
     }
 }
 
-// The reference backward's three steps for one row t, each loop contiguous:
-// dweights_t[j] = m_j (dout_t . v_j) runs sideways over values_t, like the
-// scores in the forward pass.
+// Backward for one (batch, head), as four products (P = dropped weights,
+// dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
+//   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
+//   dS       = softmax backward of dweights, times scale     (row by row, in place)
+//   dV      += P^T dOut;  dQ += dS K;  dK += dS^T Q          (weighted_row_sum)
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                         const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
                         int T, int C, int NH, float dropout_p) {
@@ -229,45 +289,42 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             const size_t head = (size_t)b * NH + h;
             const float *qkv_b = qkv + (size_t)b * T * C3;
             float *dqkv_b = dqkv + (size_t)b * T * C3;
-            const float *values_t_bh = values_t + head * HS * T;
-            for (int t = 0; t < T; t++) {
-                const size_t row_index = (head * T + t) * T;
-                const float *weights_t = attn_weights + row_index;
-                const float *scales_t = dropout_p > 0.0f ? dropout_scales + row_index : NULL;
-                float *dweights_t = dweights + row_index;
-                const float *dout_t = dattn_out + ((size_t)b * T + t) * C + h * HS;
+            const float *dout_bh = dattn_out + (size_t)b * T * C + h * HS;
+            const float *weights_bh = attn_weights + head * T * T;
+            const float *scales_bh = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+            float *dscores_bh = dweights + head * T * T;
 
-                // step 5 backward, into the weights: dweights_t[j] = m_j (dout_t . v_j)
-                for (int j = 0; j < T; j++) dweights_t[j] = 0.0f;
-                for (int i = 0; i < HS; i++) {
-                    const float dout_i = dout_t[i];
-                    const float *values_i = values_t_bh + (size_t)i * T;
-                    for (int j = 0; j <= t; j++) dweights_t[j] += dout_i * values_i[j];
-                }
-                if (scales_t)
-                    for (int j = 0; j <= t; j++) dweights_t[j] *= scales_t[j];
-                // step 5 backward, into the values: dv_j += w_j m_j dout_t
-                for (int j = 0; j <= t; j++) {
-                    const float w = scales_t ? weights_t[j] * scales_t[j] : weights_t[j];
-                    float *dv_j = dqkv_b + (size_t)j * C3 + 2 * C + h * HS;
-                    for (int i = 0; i < HS; i++) dv_j[i] += w * dout_t[i];
-                }
-                // step 3 backward
-                float weighted_sum = 0.0f;
-                for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dweights_t[j];
-                // step 1 backward
-                const float *q_t = qkv_b + (size_t)t * C3 + h * HS;
-                float *dq_t = dqkv_b + (size_t)t * C3 + h * HS;
-                for (int j = 0; j <= t; j++) {
-                    const float dscore = weights_t[j] * (dweights_t[j] - weighted_sum) * scale;
-                    const float *k_j = qkv_b + (size_t)j * C3 + C + h * HS;
-                    float *dk_j = dqkv_b + (size_t)j * C3 + C + h * HS;
-                    for (int i = 0; i < HS; i++) {
-                        dq_t[i] += dscore * k_j[i];
-                        dk_j[i] += dscore * q_t[i];
-                    }
-                }
+            // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
+            for (int t0 = 0; t0 < T; t0 += 4) {
+                const int rows = T - t0 < 4 ? T - t0 : 4, last = t0 + rows - 1;
+                for (int j0 = 0; j0 <= last; j0 += 64)
+                    matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t + head * HS * T, T, HS, t0, rows,
+                                     j0, last + 1 - j0 < 64 ? last + 1 - j0 : 64);
             }
+            // row by row: through dropout (x m_j), then the softmax:
+            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
+            for (int t = 0; t < T; t++) {
+                const float *weights_t = weights_bh + (size_t)t * T;
+                float *dscores_t = dscores_bh + (size_t)t * T;
+                if (scales_bh)
+                    for (int j = 0; j <= t; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
+                float weighted_sum = 0.0f;
+                for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dscores_t[j];
+                for (int j = 0; j <= t; j++) dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum) * scale;
+                for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
+            }
+            for (int j = 0; j < T; j++) {
+                // dv_j += sum over t >= j of P[t,j] dout_t;  dk_j += sum over t >= j of dS[t,j] q_t
+                const size_t tj = (size_t)j * T + j;  // element [t=j, j]
+                weighted_row_sum(dqkv_b + (size_t)j * C3 + 2 * C + h * HS, weights_bh + tj,
+                                 scales_bh ? scales_bh + tj : NULL, (size_t)T, dout_bh + (size_t)j * C, (size_t)C,
+                                 T - j, HS);
+                weighted_row_sum(dqkv_b + (size_t)j * C3 + C + h * HS, dscores_bh + tj, NULL, (size_t)T,
+                                 qkv_b + (size_t)j * C3 + h * HS, C3, T - j, HS);
+            }
+            for (int t = 0; t < T; t++)  // dq_t += sum over j <= t of dS[t,j] k_j
+                weighted_row_sum(dqkv_b + (size_t)t * C3 + h * HS, dscores_bh + (size_t)t * T, NULL, 1,
+                                 qkv_b + C + h * HS, C3, t + 1, HS);
         }
     }
 }

@@ -34,9 +34,10 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
                                  int NH, float dropout_p, uint64_t dropout_key);
 
 // Backward, the five steps in reverse (see attention.c):
-// dqkv[B,T,3C] += gradients of q, k, v; dweights[B,NH,T,T] is overwritten
-// with dloss/dweights (before dropout); dattn_out[B,T,C] is the incoming
-// gradient.
+// dqkv[B,T,3C] += gradients of q, k, v; dattn_out[B,T,C] is the incoming
+// gradient; dweights[B,NH,T,T] is scratch for the gradient of the weights:
+// the reference leaves dloss/dweights (before dropout) in it, the fast
+// version dloss/dscores (before the softmax).
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
                                   uint64_t dropout_key);

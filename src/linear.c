@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 // ---------------------------------------------------------------------------
 // Reference versions: the math, nothing else.
@@ -59,9 +60,10 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 // Speed comes from three levels of reuse:
 // - registers: a TILE_ROWS x TILE_COLS block of out (16 AVX-512 vectors) is
 //   held in registers while k runs, so each Bmat load feeds TILE_ROWS FMAs;
-// - L1 cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of
-//   Bmat for one block (K_BLOCK * TILE_COLS floats, 16 KB) stays in L1 while
-//   all the row tiles of a chunk use it;
+// - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
+//   for one block (K_BLOCK * TILE_COLS floats, 64 KB) stays in L2 while all
+//   the row tiles of a chunk use it (block sizes measured best on the
+//   S, M and L shapes of `make bench`);
 // - threads: a work item is one column tile of one CHUNK_ROWS-row chunk.
 // Each out element still adds its k terms in increasing order (the block
 // boundaries only store and reload the partial sum), so the result does not
@@ -70,7 +72,7 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 #define TILE_ROWS 4
 #define TILE_COLS 64
 #define CHUNK_ROWS 64
-#define K_BLOCK 64
+#define K_BLOCK 256
 
 typedef struct {
     const float *data;
@@ -79,10 +81,8 @@ typedef struct {
 
 // One tile: out[n0.., m0..] for "rows" x "cols" entries, adding the terms
 // k in [k0, k1). The partial sums start from "out" itself (when "from_out"),
-// or from "init_row" (a bias; zeros when NULL). With rows == TILE_ROWS and
-// cols == TILE_COLS the bounds are compile-time constants after inlining,
-// the accumulator lives in vector registers, and the j loop becomes a few
-// fused multiply-adds.
+// or from "init_row" (a bias; zeros when NULL). This plain version serves
+// the ragged edge tiles; full tiles take matmul_tile_full below.
 static inline void matmul_tile(float *out, StridedMatrix A, const float *Bmat, size_t M, int k0, int k1, int n0,
                                int m0, int rows, int cols, bool from_out, const float *init_row) {
     float acc[TILE_ROWS][TILE_COLS];
@@ -98,6 +98,51 @@ static inline void matmul_tile(float *out, StridedMatrix A, const float *Bmat, s
     }
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++) out[(size_t)(n0 + r) * M + m0 + j] = acc[r][j];
+}
+
+// The full tile, written with GCC/clang vector types so the inner loop is
+// exactly 4 loads of Bmat, TILE_ROWS broadcasts of A and 16 fused
+// multiply-adds into 16 accumulator registers. The arithmetic is the same
+// as matmul_tile's; only the instructions are chosen by hand.
+typedef float vec16 __attribute__((vector_size(64)));
+static inline vec16 load16(const float *p) {
+    vec16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
+// KEEP_IN_REGISTER: an empty asm statement that the compiler must assume
+// reads and changes "v". It stops gcc from folding the load of each Bmat
+// vector into every one of the TILE_ROWS multiply-adds that use it, which
+// quadruples the loads and halves the speed.
+#if defined(__AVX512F__)
+#define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define KEEP_IN_REGISTER(v) ((void)0)
+#endif
+
+static void matmul_tile_full(float *out, StridedMatrix A, const float *Bmat, size_t M, int k0, int k1, int n0,
+                             int m0, bool from_out, const float *init_row) {
+    vec16 acc[TILE_ROWS][TILE_COLS / 16];
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int v = 0; v < TILE_COLS / 16; v++)
+            acc[r][v] = from_out   ? load16(out + (size_t)(n0 + r) * M + m0 + 16 * v)
+                        : init_row ? load16(init_row + m0 + 16 * v)
+                                   : (vec16){0};
+    for (int k = k0; k < k1; k++) {
+        const float *b_row = Bmat + (size_t)k * M + m0;
+        vec16 b[TILE_COLS / 16];
+        for (int v = 0; v < TILE_COLS / 16; v++) {
+            b[v] = load16(b_row + 16 * v);
+            KEEP_IN_REGISTER(b[v]);
+        }
+        for (int r = 0; r < TILE_ROWS; r++) {
+            const float a = A.data[(size_t)(n0 + r) * A.row_stride + (size_t)k * A.col_stride];
+            for (int v = 0; v < TILE_COLS / 16; v++) acc[r][v] += a * b[v];  // fused: -ffp-contract=fast
+        }
+    }
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int v = 0; v < TILE_COLS / 16; v++) store16(out + (size_t)(n0 + r) * M + m0 + 16 * v, acc[r][v]);
 }
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -119,13 +164,20 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
                 for (int n0 = rc * CHUNK_ROWS; n0 < chunk_end; n0 += TILE_ROWS) {
                     int rows = min_int(TILE_ROWS, chunk_end - n0);
                     if (rows == TILE_ROWS && cols == TILE_COLS)
-                        matmul_tile(out, A, Bmat, M, k0, k1, n0, m0, TILE_ROWS, TILE_COLS, from_out, init_row);
+                        matmul_tile_full(out, A, Bmat, M, k0, k1, n0, m0, from_out, init_row);
                     else  // a ragged edge tile: same arithmetic, runtime bounds
                         matmul_tile(out, A, Bmat, M, k0, k1, n0, m0, rows, cols, from_out, init_row);
                 }
             }
         }
     }
+}
+
+void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
+                      int m0, int cols) {
+    StridedMatrix a = {A, lda, 1};
+    if (rows == TILE_ROWS && cols == TILE_COLS) matmul_tile_full(out, a, Bmat, (size_t)M, 0, K, n0, m0, false, NULL);
+    else matmul_tile(out, a, Bmat, (size_t)M, 0, K, n0, m0, rows, cols, false, NULL);
 }
 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,

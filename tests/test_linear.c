@@ -2,8 +2,9 @@
 //
 // Three layers of evidence, in the order a reader would want them:
 // 1. both forward versions give a hand-worked answer;
-// 2. the reference backward matches central finite differences of the loss
-//    L = sum(out * R) for a fixed random R (so dL/dout = R);
+// 2. both backward versions match central finite differences of the loss
+//    L = sum(out * R) for a fixed random R (so dL/dout = R), and add to the
+//    gradients already there rather than overwrite them;
 // 3. the fast (tiled, OpenMP) versions agree with the reference ones on many
 //    shapes, most of them not multiples of linear.c's blocking (tiles of
 //    TILE_ROWS 4 x TILE_COLS 64, row chunks and k blocks of 64), so ragged

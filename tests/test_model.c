@@ -6,7 +6,8 @@
 // every parameter's gradient matches central finite differences of the whole
 // model's loss, with and without dropout; a forward pass smaller than the
 // maximum (a prefix of every buffer) computes the same thing as a model
-// built for exactly that size; SGD learns a trivially predictable sequence;
+// built for exactly that size, and so does sampling's one-position-at-a-time
+// forward pass; SGD learns a trivially predictable sequence;
 // and training is bit-for-bit reproducible, for a seed and across thread
 // counts (every sum runs in a fixed order).
 #include <math.h>
@@ -73,8 +74,8 @@ START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         ck_assert_str_eq(specs[i].name, expected[i].name);
         ck_assert_int_eq(specs[i].ndim, expected[i].ndim);
-        ck_assert_int_eq(specs[i].shape[0], expected[i].rows);
-        if (expected[i].ndim == 2) ck_assert_int_eq(specs[i].shape[1], expected[i].cols);
+        ck_assert_uint_eq(specs[i].shape[0], (size_t)expected[i].rows);
+        if (expected[i].ndim == 2) ck_assert_uint_eq(specs[i].shape[1], (size_t)expected[i].cols);
         size_t size = (size_t)expected[i].rows * (expected[i].ndim == 2 ? (size_t)expected[i].cols : 1);
         ck_assert_uint_eq(specs[i].size, size);
         ck_assert_msg(specs[i].offset == offset, "%s starts at %zu, expected %zu (right after the previous one)",
@@ -118,17 +119,21 @@ START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
 END_TEST
 
 START_TEST(act_table_does_not_overflow_for_the_longest_context_check_config_allows) {
-    // attn_weights holds B*NH*T*T floats. For a T that model_check_config
-    // accepts, that count must come out right (in size_t), or a model would
-    // be allocated too small and the forward pass would write past its end.
-    ModelConfig cfg = {.vocab_size = 65, .block_size = 50000, .n_embd = 8, .n_head = 1, .dropout = 0.0f};
+    // attn_weights holds B*NH*T*T floats: 2^35 here, far past INT_MAX. For
+    // sizes model_check_config accepts, the count must come out right (in
+    // size_t), or a model would be allocated too small (instead of failing
+    // with "out of memory") and the forward pass would write past its end.
+    // Only the table is computed; nothing is allocated.
+    enum { B = 4 };
+    ModelConfig cfg = {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
     Error err = {{0}};
-    if (!model_check_config(&cfg, &err)) return;  // refusing such a context is a fine fix too
+    if (!model_check_config(&cfg, &err)) return;  // refusing such a context would be a fine fix too
     TensorSpec specs[NUM_ACT_TENSORS];
-    act_table(&cfg, 1, specs);
-    size_t T = (size_t)cfg.block_size;
-    ck_assert_msg(specs[ACT_ATTN_WEIGHTS].size == T * T, "attn_weights has %zu floats for T=%zu, expected %zu",
-                  specs[ACT_ATTN_WEIGHTS].size, T, T * T);
+    act_table(&cfg, B, specs);
+    const size_t T = (size_t)cfg.block_size, expected = (size_t)B * cfg.n_head * T * T;
+    ck_assert_msg(specs[ACT_ATTN_WEIGHTS].size == expected, "attn_weights has %zu floats for T=%zu, expected %zu",
+                  specs[ACT_ATTN_WEIGHTS].size, T, expected);
+    ck_assert_uint_eq(specs[ACT_DROPOUT_SCALES].size, expected);
 }
 END_TEST
 
