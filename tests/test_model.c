@@ -240,15 +240,15 @@ static double model_loss(void *ctx) {
     return model_forward(&mc->m, mc->inputs, mc->targets, mc->B, mc->T, true, mc->key);
 }
 
-// Build a random model sized for (max_batch, cfg->block_size), run one
-// forward and backward on a (B, T) batch, and gradcheck every parameter
-// tensor against the loss of the whole model.
 // Whole-model gradients are small (0.02 to 0.3 here: the loss is a mean over
 // B*T positions), so GRADCHECK_FLOAT32's atol of 2e-3 would let a 5% error
 // through. The finite differences measure about 1e-5 off, so 1e-4 is tight
 // and still safe.
 static const GradCheckTolerance WHOLE_MODEL_TOLERANCE = {.h = 1e-2, .atol = 1e-4, .rtol = 1e-2};
 
+// Build a random model sized for (max_batch, cfg->block_size), run one
+// forward and backward on a (B, T) batch, and gradcheck every parameter
+// tensor against the loss of the whole model.
 static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed) {
     ModelCase mc = {.B = B, .T = T, .key = seed * 7 + 1};
     Rng rng;
