@@ -64,7 +64,8 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 //   for one block (K_BLOCK * TILE_COLS floats, 64 KB) stays in L2 while all
 //   the row tiles of a chunk use it (block sizes measured best on the
 //   S, M and L shapes of `make bench`);
-// - threads: a work item is one column tile of one CHUNK_ROWS-row chunk.
+// - threads: a work item is one column tile of one CHUNK_ROWS-row chunk,
+//   handed out dynamically.
 // Each out element still adds its k terms in increasing order (the block
 // boundaries only store and reload the partial sum), so the result does not
 // depend on the number of threads, and matches the reference loops.
@@ -153,7 +154,11 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
                    const float *init_row) {
     int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
-#pragma omp parallel for collapse(2) schedule(static)
+    // Dynamic scheduling: work items differ in cost (a ragged edge tile of
+    // the head, V = 65 columns, is one column wide), and a static split can
+    // hand one thread all the full tiles. Which thread computes a tile does
+    // not change its bits.
+#pragma omp parallel for collapse(2) schedule(dynamic)
     for (int ct = 0; ct < col_tiles; ct++) {
         for (int rc = 0; rc < row_chunks; rc++) {
             int m0 = ct * TILE_COLS, cols = min_int(TILE_COLS, M - m0);
