@@ -5,10 +5,10 @@
 
 #include <math.h>
 #include <stddef.h>
-#include <string.h>
 
 #include "linear.h"
 #include "rng.h"
+#include "simd.h"
 
 // The factor dropout applies to the weight with flat index "index":
 // 0 if dropped, 1/(1-p) if kept ("inverted" dropout keeps the expected
@@ -133,14 +133,6 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 //   head's keys and values transposed ([HS,T], filled by transpose_head);
 // - weighted_row_sum, out += sum_n c_n row_n, for the products with
 //   T x HS results, its HS-wide accumulator held in vector registers.
-
-typedef float vec16 __attribute__((vector_size(64)));
-static inline vec16 load16(const float *p) {
-    vec16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
 
 // out[0,HS) += sum over n < count of c_n * rows[n * row_stride + 0..HS),
 // where c_n = weights[n * coeff_stride], times scales[n * coeff_stride]

@@ -4,7 +4,8 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <string.h>
+
+#include "simd.h"
 
 // ---------------------------------------------------------------------------
 // Reference versions: the math, nothing else.
@@ -105,23 +106,6 @@ static inline void matmul_tile(float *out, StridedMatrix A, const float *Bmat, s
 // exactly 4 loads of Bmat, TILE_ROWS broadcasts of A and 16 fused
 // multiply-adds into 16 accumulator registers. The arithmetic is the same
 // as matmul_tile's; only the instructions are chosen by hand.
-typedef float vec16 __attribute__((vector_size(64)));
-static inline vec16 load16(const float *p) {
-    vec16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
-// KEEP_IN_REGISTER: an empty asm statement that the compiler must assume
-// reads and changes "v". It stops gcc from folding the load of each Bmat
-// vector into every one of the TILE_ROWS multiply-adds that use it, which
-// quadruples the loads and halves the speed.
-#if defined(__AVX512F__)
-#define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
-#else
-#define KEEP_IN_REGISTER(v) ((void)0)
-#endif
-
 static void matmul_tile_full(float *out, StridedMatrix A, const float *Bmat, size_t M, int k0, int k1, int n0,
                              int m0, bool from_out, const float *init_row) {
     vec16 acc[TILE_ROWS][TILE_COLS / 16];

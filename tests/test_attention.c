@@ -22,7 +22,6 @@
 #include <string.h>
 
 #ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "attention.h"
@@ -43,26 +42,6 @@ static const double FAST_MATCHES_REFERENCE_TOL = 1e-5;
 static const double ROW_SUM_TOL = 1e-5;
 
 static const char *const VERSION_NAME[2] = {"reference", "fast"};
-
-static void fill_uniform(float *x, size_t n, Rng *rng) {
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
-}
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;  // without OpenMP everything runs on one thread anyway
-#endif
-}
-
-static int get_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 // ---------------------------------------------------------------------------
 // One interface over both versions. The fast forward saves three tensors for

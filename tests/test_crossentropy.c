@@ -9,7 +9,6 @@
 #include <string.h>
 
 #ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "crossentropy.h"
@@ -22,22 +21,6 @@
 static const double HAND_TOL = 1e-6;
 // A row of V probabilities sums to 1 up to V float32 roundings (V <= 100 here).
 static const double ROW_SUM_TOL = 1e-5;
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;  // without OpenMP everything runs on one thread anyway
-#endif
-}
-
-static int get_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 // ---------------------------------------------------------------------------
 // Hand-worked: N=2, V=3. exp(0, ln 2, ln 3) = (1, 2, 3), sum 6.

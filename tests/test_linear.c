@@ -15,7 +15,6 @@
 #include <string.h>
 
 #ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "common.h"
@@ -31,26 +30,6 @@
 // roundings (6e-8 each) of a running sum, yet is far below any indexing or
 // tiling mistake, which changes values by O(1).
 static const double FAST_MATCHES_REFERENCE_RTOL = 1e-5;
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;  // without OpenMP everything runs on one thread anyway
-#endif
-}
-
-static int get_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void fill_uniform(float *x, size_t n, Rng *rng) {
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
-}
 
 // Assert that a[0..n) and b[0..n) agree within FAST_MATCHES_REFERENCE_RTOL.
 // (`if` + ck_abort_msg rather than ck_assert per element: every passing

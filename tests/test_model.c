@@ -16,7 +16,6 @@
 #include <string.h>
 
 #ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "common.h"
@@ -28,22 +27,6 @@
 // The small model of the gradient tests: V=7, T=5, C=8, NH=2, batches of 2.
 enum { SMALL_B = 2, SMALL_T = 5 };
 static const ModelConfig SMALL = {.vocab_size = 7, .block_size = SMALL_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;  // without OpenMP everything runs on one thread anyway
-#endif
-}
-
-static int get_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 static void random_tokens(int *tokens, int n, int V, Rng *rng) {
     for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(rng, (uint64_t)V);
