@@ -4,8 +4,10 @@
 #include "attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "fastexp.h"
 #include "linear.h"
 #include "rng.h"
 #include "simd.h"
@@ -134,32 +136,47 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 // - weighted_row_sum, out += sum_n c_n row_n, for the products with
 //   T x HS results, its HS-wide accumulator held in vector registers.
 
-// out[0,HS) += sum over n < count of c_n * rows[n * row_stride + 0..HS),
+// out[0,HS) (+)= sum over n < count of c_n * rows[n * row_stride + 0..HS),
 // where c_n = weights[n * coeff_stride], times scales[n * coeff_stride]
-// when scales is not NULL (the dropout factors).
+// when scales is not NULL (the dropout factors); "+=" when "accumulate",
+// "=" otherwise.
 // NV = HS / 16 vectors; always inlined with a constant NV so the
-// accumulator stays in registers.
+// accumulators stay in registers. Terms go round-robin into LANES separate
+// accumulators, summed at the end: with one, every multiply-add would wait
+// for the previous one's result (4 cycles) instead of overlapping.
+#define LANES 4
 static inline __attribute__((always_inline)) void weighted_row_sum_vec(float *out, const float *weights,
                                                                        const float *scales, size_t coeff_stride,
                                                                        const float *rows, size_t row_stride,
-                                                                       int count, const int NV) {
-    vec16 acc[4] = {0};
-    for (int n = 0; n < count; n++) {
+                                                                       int count, bool accumulate, const int NV) {
+    vec16 acc[LANES][4] = {{{0}}};
+    int n = 0;
+    for (; n + LANES <= count; n += LANES) {
+        for (int lane = 0; lane < LANES; lane++) {
+            float c = weights[(n + lane) * coeff_stride];
+            if (scales) c *= scales[(n + lane) * coeff_stride];
+            const float *row = rows + (n + lane) * row_stride;
+            for (int v = 0; v < NV; v++) acc[lane][v] += c * load16(row + 16 * v);
+        }
+    }
+    for (; n < count; n++) {  // the last count % LANES terms
         float c = weights[n * coeff_stride];
         if (scales) c *= scales[n * coeff_stride];
-        const float *row = rows + n * row_stride;
-        for (int v = 0; v < NV; v++) acc[v] += c * load16(row + 16 * v);
+        for (int v = 0; v < NV; v++) acc[0][v] += c * load16(rows + n * row_stride + 16 * v);
     }
-    for (int v = 0; v < NV; v++) store16(out + 16 * v, load16(out + 16 * v) + acc[v]);
+    for (int v = 0; v < NV; v++) {
+        vec16 sum = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+        store16(out + 16 * v, accumulate ? load16(out + 16 * v) + sum : sum);
+    }
 }
 
 static void weighted_row_sum(float *out, const float *weights, const float *scales, size_t coeff_stride,
-                             const float *rows, size_t row_stride, int count, int HS) {
+                             const float *rows, size_t row_stride, int count, bool accumulate, int HS) {
     switch (HS % 16 == 0 ? HS / 16 : 0) {
-    case 1: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 1); return;
-    case 2: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 2); return;
-    case 3: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 3); return;
-    case 4: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, 4); return;
+    case 1: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 1); return;
+    case 2: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 2); return;
+    case 3: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 3); return;
+    case 4: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 4); return;
     default:  // other head sizes: the same sums, one channel at a time
         for (int i = 0; i < HS; i++) {
             float sum = 0.0f;
@@ -168,7 +185,7 @@ static void weighted_row_sum(float *out, const float *weights, const float *scal
                 if (scales) c *= scales[n * coeff_stride];
                 sum += c * rows[n * row_stride + i];
             }
-            out[i] += sum;
+            out[i] = accumulate ? out[i] + sum : sum;
         }
     }
 }
@@ -197,20 +214,21 @@ static void dropout_scales_row(float *scales, int n, uint64_t key, size_t first_
 
 // Steps 2-3 for one row whose raw dot products q_t . k_j are already in
 // weights_t[0..t]: scale, softmax over j <= t, zero the masked j > t.
+// The exponentials get a loop of their own: with the running sum in the
+// same loop, the compiler would not vectorise fast_expf.
 static void softmax_row(float *weights_t, int t, int T, float scale) {
+    const int n = t + 1;
     float max_score = -INFINITY;
-    for (int j = 0; j <= t; j++) {
+    for (int j = 0; j < n; j++) {
         weights_t[j] *= scale;
         max_score = weights_t[j] > max_score ? weights_t[j] : max_score;
     }
+    for (int j = 0; j < n; j++) weights_t[j] = fast_expf(weights_t[j] - max_score);
     float sum = 0.0f;
-    for (int j = 0; j <= t; j++) {
-        weights_t[j] = expf(weights_t[j] - max_score);
-        sum += weights_t[j];
-    }
+    for (int j = 0; j < n; j++) sum += weights_t[j];
     const float inv_sum = 1.0f / sum;
-    for (int j = 0; j <= t; j++) weights_t[j] *= inv_sum;
-    for (int j = t + 1; j < T; j++) weights_t[j] = 0.0f;
+    for (int j = 0; j < n; j++) weights_t[j] *= inv_sum;
+    for (int j = n; j < T; j++) weights_t[j] = 0.0f;
 }
 
 // Steps 1-5 for the rows [t0, t0+rows) of one head, rows <= 4: the score
@@ -225,9 +243,13 @@ static void attention_forward_rows(float *attn_out, float *attn_weights, float *
     const float *qkv_b = qkv + (size_t)b * T * C3;
     float *weights_bh = attn_weights + head * T * T;
     const int last = t0 + rows - 1;  // the last row's keys reach furthest
-    for (int j0 = 0; j0 <= last; j0 += 64)  // step 1: raw scores q_t . k_j
+    // Step 1: raw scores q_t . k_j, in tiles 64 keys wide. A tile that
+    // straddles the diagonal is computed whole (as long as it fits in T),
+    // because a full tile is many times faster than a ragged one; the
+    // softmax overwrites its masked entries with zeros.
+    for (int j0 = 0; j0 <= last; j0 += 64)
         matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, t0, rows, j0,
-                         last + 1 - j0 < 64 ? last + 1 - j0 : 64);
+                         T - j0 < 64 ? T - j0 : 64);
     for (int t = t0; t <= last; t++) {
         const size_t row_index = (head * T + t) * T;
         float *weights_t = attn_weights + row_index;
@@ -235,8 +257,7 @@ static void attention_forward_rows(float *attn_out, float *attn_weights, float *
         float *scales_t = dropout_p > 0.0f ? dropout_scales + row_index : NULL;
         if (scales_t) dropout_scales_row(scales_t, t + 1, dropout_key, row_index, dropout_p);  // step 4
         float *out_t = attn_out + ((size_t)b * T + t) * C + h * HS;  // step 5
-        for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
-        weighted_row_sum(out_t, weights_t, scales_t, 1, qkv_b + 2 * C + h * HS, C3, t + 1, HS);
+        weighted_row_sum(out_t, weights_t, scales_t, 1, qkv_b + 2 * C + h * HS, C3, t + 1, false, HS);
     }
 }
 
@@ -289,9 +310,9 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
             for (int t0 = 0; t0 < T; t0 += 4) {
                 const int rows = T - t0 < 4 ? T - t0 : 4, last = t0 + rows - 1;
-                for (int j0 = 0; j0 <= last; j0 += 64)
+                for (int j0 = 0; j0 <= last; j0 += 64)  // whole tiles, as for the scores
                     matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t + head * HS * T, T, HS, t0, rows,
-                                     j0, last + 1 - j0 < 64 ? last + 1 - j0 : 64);
+                                     j0, T - j0 < 64 ? T - j0 : 64);
             }
             // row by row: through dropout (x m_j), then the softmax:
             // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
@@ -310,13 +331,13 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 const size_t tj = (size_t)j * T + j;  // element [t=j, j]
                 weighted_row_sum(dqkv_b + (size_t)j * C3 + 2 * C + h * HS, weights_bh + tj,
                                  scales_bh ? scales_bh + tj : NULL, (size_t)T, dout_bh + (size_t)j * C, (size_t)C,
-                                 T - j, HS);
+                                 T - j, true, HS);
                 weighted_row_sum(dqkv_b + (size_t)j * C3 + C + h * HS, dscores_bh + tj, NULL, (size_t)T,
-                                 qkv_b + (size_t)j * C3 + h * HS, C3, T - j, HS);
+                                 qkv_b + (size_t)j * C3 + h * HS, C3, T - j, true, HS);
             }
             for (int t = 0; t < T; t++)  // dq_t += sum over j <= t of dS[t,j] k_j
                 weighted_row_sum(dqkv_b + (size_t)t * C3 + h * HS, dscores_bh + (size_t)t * T, NULL, 1,
-                                 qkv_b + C + h * HS, C3, t + 1, HS);
+                                 qkv_b + C + h * HS, C3, t + 1, true, HS);
         }
     }
 }
