@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "eval.h"
+#include "plot.h"
 #include "sample.h"
 #include "train.h"
 
@@ -20,6 +21,7 @@ static const CommandEntry COMMANDS[] = {
     {"train", cmd_train, "train the attention model on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
+    {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -17,5 +17,6 @@ Suite *checkpoint_suite(void);
 Suite *sampler_suite(void);
 Suite *cli_suite(void);
 Suite *canvas_suite(void);
+Suite *plot_suite(void);
 
 #endif
