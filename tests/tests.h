@@ -18,5 +18,6 @@ Suite *sampler_suite(void);
 Suite *cli_suite(void);
 Suite *canvas_suite(void);
 Suite *plot_suite(void);
+Suite *watch_suite(void);
 
 #endif
