@@ -10,6 +10,7 @@
 #include "plot.h"
 #include "sample.h"
 #include "train.h"
+#include "walkthrough.h"
 
 typedef struct {
     const char *name;
@@ -21,6 +22,7 @@ static const CommandEntry COMMANDS[] = {
     {"train", cmd_train, "train the attention model on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
+    {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
     {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])

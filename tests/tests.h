@@ -19,5 +19,6 @@ Suite *cli_suite(void);
 Suite *canvas_suite(void);
 Suite *plot_suite(void);
 Suite *watch_suite(void);
+Suite *walkthrough_suite(void);
 
 #endif
