@@ -255,6 +255,12 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 // step 3 backward
                 float weighted_sum = 0.0f;
                 for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dweights_t[j];
+#ifdef TINYGPT_BREAK_SOFTMAX_BACKWARD
+                // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
+                // a classic slip, softmax's backward without its "- weighted_sum"
+                // term, so tests can watch `tinygpt gradcheck` catch a wrong backward.
+                weighted_sum = 0.0f;
+#endif
                 // step 1 backward
                 const float *q_t = qkv_b + (size_t)t * C3 + h * HS;
                 float *dq_t = dqkv_b + (size_t)t * C3 + h * HS;

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "eval.h"
+#include "gradcheck_model.h"
 #include "plot.h"
 #include "sample.h"
 #include "train.h"
@@ -23,6 +24,7 @@ static const CommandEntry COMMANDS[] = {
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
     {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
+    {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small model"},
     {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])

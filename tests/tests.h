@@ -20,5 +20,6 @@ Suite *canvas_suite(void);
 Suite *plot_suite(void);
 Suite *watch_suite(void);
 Suite *walkthrough_suite(void);
+Suite *gradcheck_model_suite(void);
 
 #endif
