@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attention_map.h"
 #include "common.h"
 #include "eval.h"
 #include "gradcheck_model.h"
@@ -24,6 +25,7 @@ static const CommandEntry COMMANDS[] = {
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
     {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
+    {"attention", cmd_attention, "print and draw what each attention head of a model reads in a prompt"},
     {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small model"},
     {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };

@@ -20,6 +20,7 @@ Suite *canvas_suite(void);
 Suite *plot_suite(void);
 Suite *watch_suite(void);
 Suite *walkthrough_suite(void);
+Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
 
 #endif
