@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "checkpoint.h"
@@ -190,6 +191,9 @@ int cmd_attention(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - model_path) : 1, slash ? model_path : ".");
         out_dir = dir;
     }
+    struct stat st;  // checked now, not after the first head has been printed
+    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        die(EXIT_RUNTIME, "--out '%s' is not a directory; create it or pick another", out_dir);
 
     Model model;
     Tokenizer tok;

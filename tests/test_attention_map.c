@@ -196,6 +196,11 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_int_eq(r->status, 1);
     ck_assert_msg(strstr(r->err, "absent.safetensors") != NULL && stderr_is_one_line(r), "%s", r->err);
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_int_eq(r->status, 1);
+    ck_assert_msg(strstr(r->err, "--out") != NULL && stderr_is_one_line(r), "%s", r->err);
+    ck_assert_msg(r->out[0] == '\0', "printed before failing: %s", r->out);
 }
 END_TEST
 
@@ -207,8 +212,8 @@ START_TEST(heatmaps_of_any_length_fit_their_canvas) {
         attention_map_size(T, &width, &height);
         ck_assert_int_ge(width, T * HEATMAP_CELL_MIN);
         ck_assert_int_ge(height, T * HEATMAP_CELL_MIN);
-        float *weights = calloc((size_t)T * T, sizeof(float));
-        uint32_t *cps = calloc((size_t)T, sizeof(uint32_t));
+        float *weights = xcalloc((size_t)T * T, sizeof(float));
+        uint32_t *cps = xcalloc((size_t)T, sizeof(uint32_t));
         for (int t = 0; t < T; t++) {
             weights[t * T + t] = 1.0f;
             cps[t] = "a \n\xe9"[t % 4] & 0xff;
