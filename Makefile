@@ -51,6 +51,24 @@ $(CORPUS):
 test: tinygpt $(BUILD)/run_tests
 	$(BUILD)/run_tests
 
+# A deliberately wrong tinygpt, for the tests only: attention.c compiled with
+# -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
+# backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
+# exactly the tensors upstream of that softmax to fail: proof that the check
+# can fail, and on the right tensors. A separate binary, rather than a hook
+# in the real one, keeps every line of the shipped backward honest.
+BROKEN_BIN = $(BUILD)/tinygpt-broken
+
+$(BUILD)/broken/attention.o: src/attention.c $(wildcard src/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
+
+$(BROKEN_BIN): $(BUILD)/main.o $(filter-out $(BUILD)/attention.o, $(LIB_OBJ)) $(BUILD)/broken/attention.o
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+test: $(BROKEN_BIN)
+test: export TINYGPT_BROKEN_BIN = $(BROKEN_BIN)
+
 run: tinygpt $(CORPUS)
 	./tinygpt train $(CORPUS) --out $(RUN_DIR) $(RUN_FLAGS)
 	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400

@@ -323,6 +323,12 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                     for (int j = 0; j <= t; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
                 float weighted_sum = 0.0f;
                 for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dscores_t[j];
+#ifdef TINYGPT_BREAK_SOFTMAX_BACKWARD
+                // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
+                // a classic slip, softmax's backward without its "- weighted_sum"
+                // term, so tests can watch `tinygpt gradcheck` catch a wrong backward.
+                weighted_sum = 0.0f;
+#endif
                 for (int j = 0; j <= t; j++) dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum) * scale;
                 for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
             }

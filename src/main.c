@@ -7,10 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention_map.h"
 #include "common.h"
 #include "eval.h"
+#include "gradcheck_model.h"
+#include "plot.h"
 #include "sample.h"
 #include "train.h"
+#include "walkthrough.h"
 
 typedef struct {
     const char *name;
@@ -22,6 +26,10 @@ static const CommandEntry COMMANDS[] = {
     {"train", cmd_train, "train the attention model on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
+    {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
+    {"attention", cmd_attention, "print and draw what each attention head of a model reads in a prompt"},
+    {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small model"},
+    {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -12,6 +12,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "model.h"
+#include "watch.h"
 
 typedef struct {
     const char *data_path;
@@ -139,6 +140,8 @@ static void train_loop(TrainRun *run, const TrainOptions *opt) {
             (2.0 * m->num_params + m->num_acts + grad_acts + scratch) * mb);
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
+    Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
+    watch_init(&watch, opt->steps, (double)B * T, opt->out_dir);
     for (long step = 0; step < opt->steps; step++) {
         bool evaluate = has_val && (step % opt->eval_interval == 0 || step == opt->steps - 1);
         float val_loss = evaluate ? validation_loss(run, B, T, opt->eval_batches) : NAN;
@@ -158,21 +161,25 @@ static void train_loop(TrainRun *run, const TrainOptions *opt) {
         fprintf(run->log, "%ld,%.6f,", step, (double)loss);
         if (evaluate) fprintf(run->log, "%.6f", (double)val_loss);
         fprintf(run->log, ",%g,%.3f,%.0f\n", (double)opt->lr, 1e3 * seconds, tokens_per_s);
+        watch_step(&watch, step, loss, val_loss, seconds);
 
         interval_loss += loss;
         interval_seconds += seconds;
         interval_steps++;
         if (evaluate || step == opt->steps - 1) {
+            watch_clear_line(&watch);
             printf("step %6ld/%ld | train loss %.4f", step, opt->steps, interval_loss / interval_steps);
             if (evaluate) printf(" | val loss %.4f", (double)val_loss);
             printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
                    (double)B * T * interval_steps / interval_seconds);
             fflush(stdout);
             fflush(run->log);
+            watch_plot(&watch);
             interval_loss = interval_seconds = 0.0;
             interval_steps = 0;
         }
     }
+    watch_free(&watch);
 }
 
 int cmd_train(int argc, char **argv) {
@@ -210,7 +217,7 @@ int cmd_train(int argc, char **argv) {
         {"--seed", FLAG_LONG, &opt.seed, "S", "random seed (weights, batches, dropout)", 0, 9.2e18, false},
         {"--threads", FLAG_INT, &opt.threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
     };
-    Command cmd = {"train", "FILE", "Train the attention model on a UTF-8 text file; writes DIR/model.safetensors and DIR/log.csv.",
+    Command cmd = {"train", "FILE", "Train the attention model on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
                    "tinygpt train data/moby-dick.txt --out runs/moby --steps 2000",
                    flags, (int)(sizeof flags / sizeof flags[0])};
     opt.data_path = parse_flags(&cmd, argc, argv);

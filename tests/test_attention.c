@@ -28,6 +28,7 @@
 #include "common.h"
 #include "gradcheck.h"
 #include "rng.h"
+#include "helpers.h"
 #include "tests.h"
 
 // float32 forward vs the double version: values of order 1 after a softmax

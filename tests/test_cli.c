@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "tests.h"
 
 // The integration test trains for real: give it time on a busy 2-core machine.
@@ -17,38 +18,8 @@
 
 static char work_dir[256];
 
-typedef struct {
-    int status;        // exit status
-    char out[65536];   // stdout
-    char err[8192];    // stderr
-} RunResult;
-
-static const char *binary(void) {
-    const char *bin = getenv("TINYGPT_BIN");
-    return bin ? bin : "./tinygpt";
-}
-
-static void slurp(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
 // run: tinygpt with "args" (a shell fragment), capturing stdout and stderr.
-static RunResult *run(const char *args) {
-    static RunResult r;
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out.txt 2>%s/err.txt </dev/null", binary(), args, work_dir, work_dir);
-    int raw = system(cmd);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.txt", work_dir);
-    slurp(path, r.out, sizeof r.out);
-    snprintf(path, sizeof path, "%s/err.txt", work_dir);
-    slurp(path, r.err, sizeof r.err);
-    return &r;
-}
+static RunResult *run(const char *args) { return run_binary(tinygpt_binary(), work_dir, args); }
 
 // The error line must be one line, say which flag or file, and exit as told.
 static void assert_fails(const char *args, int status, const char *must_mention) {
@@ -173,7 +144,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
 
     char log[65536];
-    slurp(in_work("run/log.csv"), log, sizeof log);
+    read_text_file(in_work("run/log.csv"), log, sizeof log);
     ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s\n"));
     double first = log_value(log, 0, 1), last_val = log_value(log, 299, 2);
     double mean_last = 0;
@@ -238,8 +209,8 @@ START_TEST(the_same_seed_gives_the_same_losses_bit_for_bit) {
                  corpus, in_work(i == 0 ? "s1" : "s2"));
         ck_assert_int_eq(run(args)->status, 0);
     }
-    slurp(in_work("s1/log.csv"), log_a, sizeof log_a);
-    slurp(in_work("s2/log.csv"), log_b, sizeof log_b);
+    read_text_file(in_work("s1/log.csv"), log_a, sizeof log_a);
+    read_text_file(in_work("s2/log.csv"), log_b, sizeof log_b);
     for (int row = 0; row < 40; row++) ck_assert(log_value(log_a, row, 1) == log_value(log_b, row, 1));
 }
 END_TEST

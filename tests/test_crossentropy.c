@@ -14,6 +14,7 @@
 #include "crossentropy.h"
 #include "gradcheck.h"
 #include "rng.h"
+#include "helpers.h"
 #include "tests.h"
 
 // float32 exp/log of numbers of order 1: a few roundings of 6e-8 each, so

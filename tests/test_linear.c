@@ -21,6 +21,7 @@
 #include "gradcheck.h"
 #include "linear.h"
 #include "rng.h"
+#include "helpers.h"
 #include "tests.h"
 
 // Fast vs reference: both add the same terms in the same order with fmaf,

@@ -22,6 +22,7 @@
 #include "gradcheck.h"
 #include "model.h"
 #include "rng.h"
+#include "helpers.h"
 #include "tests.h"
 
 // The small model of the gradient tests: V=7, T=5, C=8, NH=2, batches of 2.

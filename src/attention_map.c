@@ -1,0 +1,241 @@
+// attention_map.c: the attention weights of a prompt, printed and drawn
+// (see attention_map.h).
+#include "attention_map.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "model.h"
+#include "tokenizer.h"
+
+static const Rgb INK = {40, 40, 40}, SOFT_INK = {150, 150, 150};
+static const char SUBTITLE_1[] = "row: the character reading; column: the character it reads";
+static const char SUBTITLE_2[] = "each row sums to 1; hatched: the future, masked";
+
+// Where everything goes, in pixels, for a T-character prompt.
+typedef struct {
+    int cell;           // side of one weight's square
+    int left, top;      // the grid's top-left corner
+    int bar_x, bar_h;   // the colour bar: left edge and height
+    int width, height;  // the picture
+} Layout;
+
+static Layout layout_for(int T) {
+    Layout l;
+    l.cell = 640 / T;
+    if (l.cell < HEATMAP_CELL_MIN) l.cell = HEATMAP_CELL_MIN;
+    if (l.cell > HEATMAP_CELL_MAX) l.cell = HEATMAP_CELL_MAX;
+    const int grid = T * l.cell;
+    l.left = 12 + 2 * 6 + 10;  // margin, one label character at scale 2, gap
+    // title (scale 2), two subtitle lines (scale 1), column labels (scale 2)
+    l.top = 10 + 2 * TEXT_HEIGHT + 8 + 2 * (TEXT_HEIGHT + 5) + 10 + 2 * TEXT_HEIGHT + 8;
+    l.bar_x = l.left + grid + 20;
+    l.bar_h = grid > 80 ? grid : 80;
+    l.width = l.bar_x + 16 + 8 + canvas_text_width("0.5", 2) + 12;
+    int text_w = 12 + canvas_text_width(SUBTITLE_1, 1) + 12;
+    if (l.width < text_w) l.width = text_w;
+    l.height = l.top + l.bar_h + 16;
+    return l;
+}
+
+void attention_map_size(int T, int *width, int *height) {
+    Layout l = layout_for(T);
+    *width = l.width;
+    *height = l.height;
+}
+
+// White (0) to dark blue (1), through ColorBrewer's "Blues": equal steps in
+// weight look like roughly equal steps in darkness.
+static Rgb weight_color(float w) {
+    static const Rgb stops[] = {{255, 255, 255}, {198, 219, 239}, {107, 174, 214}, {33, 113, 181}, {8, 48, 107}};
+    const int n = (int)(sizeof stops / sizeof stops[0]) - 1;
+    float x = fminf(fmaxf(w, 0.0f), 1.0f) * (float)n;
+    int i = x >= (float)n ? n - 1 : (int)x;
+    float f = x - (float)i;
+    return (Rgb){(unsigned char)lrintf(stops[i].r + f * (stops[i + 1].r - stops[i].r)),
+                 (unsigned char)lrintf(stops[i].g + f * (stops[i + 1].g - stops[i].g)),
+                 (unsigned char)lrintf(stops[i].b + f * (stops[i + 1].b - stops[i].b))};
+}
+
+// The masked future: light grey with diagonal hatching.
+static void hatch(Canvas *c, int x, int y, int size) {
+    for (int py = y; py < y + size; py++)
+        for (int px = x; px < x + size; px++) {
+            unsigned char v = (px + py) % 6 == 0 ? 200 : 242;
+            canvas_fill_rect(c, px, py, 1, 1, (Rgb){v, v, v});
+        }
+}
+
+// One character's label, centred on cx, its top at "top", at text scale 2.
+// The font is ASCII: a few invisible characters get a drawn symbol, and
+// anything else outside printable ASCII is a grey '?'.
+static void draw_label(Canvas *c, int cx, int top, uint32_t cp) {
+    if (cp > ' ' && cp < 127) {
+        char s[2] = {(char)cp, '\0'};
+        canvas_text(c, cx - canvas_text_width(s, 2) / 2, top, s, 2, INK);
+    } else if (cp == ' ') {  // an open box, like the "␣" sign
+        canvas_fill_rect(c, cx - 5, top + 12, 10, 2, SOFT_INK);
+        canvas_fill_rect(c, cx - 5, top + 8, 2, 6, SOFT_INK);
+        canvas_fill_rect(c, cx + 3, top + 8, 2, 6, SOFT_INK);
+    } else if (cp == '\n') {  // a return arrow, "↵"
+        float x0 = (float)cx - 5, x1 = (float)cx + 4, y0 = (float)top + 1, y1 = (float)top + 10;
+        canvas_line(c, x1, y0, x1, y1, 2, SOFT_INK);
+        canvas_line(c, x1, y1, x0, y1, 2, SOFT_INK);
+        canvas_line(c, x0, y1, x0 + 4, y1 - 4, 2, SOFT_INK);
+        canvas_line(c, x0, y1, x0 + 4, y1 + 4, 2, SOFT_INK);
+    } else {
+        canvas_text(c, cx - canvas_text_width("?", 2) / 2, top, "?", 2, SOFT_INK);
+    }
+}
+
+void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, int head, int n_head) {
+    Layout l = layout_for(T);
+    canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
+    char title[64];
+    snprintf(title, sizeof title, "head %d of %d", head + 1, n_head);
+    canvas_text(c, 12, 10, title, 2, INK);
+    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
+    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8 + TEXT_HEIGHT + 5, SUBTITLE_2, 1, INK);
+
+    for (int t = 0; t < T; t++) {
+        // labels: column t above the grid, row t to its left
+        draw_label(c, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, codepoints[t]);
+        draw_label(c, 12 + 6, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, codepoints[t]);
+        for (int j = 0; j < T; j++) {
+            // each cell one pixel smaller than its pitch: white lines between cells
+            int x = l.left + j * l.cell, y = l.top + t * l.cell, size = l.cell - 1;
+            if (j > t) {
+                hatch(c, x, y, size);
+                continue;
+            }
+            float w = weights[(size_t)t * T + j];
+            canvas_fill_rect(c, x, y, size, size, weight_color(w));
+            if (l.cell >= 32) {  // room for the number: ".42", or "1.0"
+                char num[8];
+                if (w >= 0.995f) snprintf(num, sizeof num, "1.0");
+                else snprintf(num, sizeof num, ".%02d", (int)lrintf(w * 100.0f));
+                Rgb ink = w > 0.45f ? (Rgb){255, 255, 255} : INK;
+                canvas_text(c, x + (size - canvas_text_width(num, 1)) / 2, y + (size - TEXT_HEIGHT) / 2, num, 1, ink);
+            }
+        }
+    }
+    // the colour bar, 1 at the top
+    for (int y = 0; y < l.bar_h; y++)
+        canvas_fill_rect(c, l.bar_x, l.top + y, 16, 1, weight_color(1.0f - (float)y / (float)(l.bar_h - 1)));
+    const char *ticks[3] = {"1", "0.5", "0"};
+    for (int i = 0; i < 3; i++) {
+        int y = l.top + i * (l.bar_h - 1) / 2;  // each label centred on its value's height
+        canvas_text(c, l.bar_x + 16 + 8, y - TEXT_HEIGHT, ticks[i], 2, INK);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The command
+
+// A character as the text table shows it: itself, with a visible sign for
+// the invisible ones.
+static const char *printable(uint32_t cp, char buf[8]) {
+    if (cp == ' ') return "␣";
+    if (cp == '\n') return "↵";
+    if (cp == '\t') return "→";
+    if (cp < ' ' || cp == 127) return "?";
+    buf[utf8_encode(cp, buf)] = '\0';
+    return buf;
+}
+
+// One head's weights: a header of the characters read, then one row per
+// character reading. Every label is one column wide on the terminal.
+static void print_head(const float *weights, int T, const uint32_t *codepoints, int head, int n_head) {
+    char buf[8];
+    printf("head %d of %d: row = the character reading, column = the character it reads; rows sum to 1\n ",
+           head + 1, n_head);
+    for (int j = 0; j < T; j++) printf("      %s", printable(codepoints[j], buf));
+    printf("\n");
+    for (int t = 0; t < T; t++) {
+        printf("%s", printable(codepoints[t], buf));
+        for (int j = 0; j < T; j++) printf(" %6.3f", (double)weights[(size_t)t * T + j]);
+        printf("\n");
+    }
+    printf("\n");
+}
+
+int cmd_attention(int argc, char **argv) {
+    const char *model_path = NULL;  // checkpoint (required)
+    const char *prompt = NULL;      // text whose attention to show (required)
+    const char *out_dir = NULL;     // default: the checkpoint's directory
+    int threads = 0;                // 0 = OpenMP's default
+    Flag flags[] = {
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false},
+        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for attention_head1.png, ... (default: the checkpoint's directory)", 0, 0, false},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
+    };
+    Command cmd = {"attention", NULL,
+                   "Print each head's attention weights for a prompt (row t: how position t spreads its attention "
+                   "over positions 0..t) and draw one heatmap PNG per head.",
+                   "tinygpt attention --model runs/default/model.safetensors --prompt \"Call me Ishmael.\"", flags,
+                   (int)(sizeof flags / sizeof flags[0])};
+    parse_flags(&cmd, argc, argv);
+    if (!model_path) usage_error(&cmd, "missing --model FILE");
+    if (!prompt || !prompt[0]) usage_error(&cmd, "missing --prompt TEXT (at least one character)");
+    if (threads > 0) omp_set_num_threads(threads);
+    char dir[4096];
+    if (!out_dir) {
+        const char *slash = strrchr(model_path, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - model_path) : 1, slash ? model_path : ".");
+        out_dir = dir;
+    }
+    struct stat st;  // checked now, not after the first head has been printed
+    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        die(EXIT_RUNTIME, "--out '%s' is not a directory; create it or pick another", out_dir);
+
+    Model model;
+    Tokenizer tok;
+    Error err;
+    if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    int *ids;
+    size_t n;
+    if (!tokenizer_encode(&tok, prompt, strlen(prompt), &ids, &n, "--prompt", &err)) {
+        tokenizer_free(&tok);
+        model_free(&model);
+        usage_error(&cmd, "%s", err.msg);
+    }
+    const int block = model.config.block_size, NH = model.config.n_head;
+    int T = (int)n, first = 0;
+    if (n > (size_t)block) {
+        first = (int)n - block;
+        T = block;
+        fprintf(stderr, "note: the prompt has %zu characters, more than the model's block size %d; showing its last %d\n",
+                n, block, block);
+    }
+    uint32_t *codepoints = xmalloc((size_t)T * sizeof *codepoints);
+    for (int t = 0; t < T; t++) codepoints[t] = tok.codepoints[ids[first + t]];
+
+    model_forward(&model, ids + first, NULL, 1, T, false, 0);
+    int width, height;
+    attention_map_size(T, &width, &height);
+    Canvas canvas;
+    canvas_init(&canvas, width, height);
+    for (int h = 0; h < NH; h++) {
+        const float *weights = model.acts.attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]: head h's [T,T]
+        print_head(weights, T, codepoints, h, NH);
+        attention_map_draw(&canvas, weights, T, codepoints, h, NH);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/attention_head%d.png", out_dir, h + 1);
+        if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+        fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
+    }
+
+    canvas_free(&canvas);
+    free(codepoints);
+    free(ids);
+    tokenizer_free(&tok);
+    model_free(&model);
+    return 0;
+}

@@ -1,0 +1,37 @@
+// attention_map.h: `tinygpt attention`: which earlier characters each
+// position of a prompt reads, head by head, as numbers and as heatmaps.
+//
+// Reading order: after plot.h (glue code). It runs model_forward on the
+// prompt with dropout off and shows m->acts.attn_weights, [B,NH,T,T] with
+// B = 1: for head h, row t is the softmax that position t spreads over
+// positions 0..t (it sums to 1; the entries above the diagonal are the
+// masked future, 0).
+//
+// The heatmap of head h: one square cell per weight, white for 0 to dark
+// blue for 1, hatched grey above the diagonal (the masked future), each row
+// labelled with the character at that position (the one reading) and each
+// column with the character read; a colour bar on the right. When cells
+// are large enough, each holds its weight to two decimals. The font is
+// ASCII: a space is drawn as an open box, a newline as a return arrow, and
+// any other character outside printable ASCII as a grey '?'.
+#ifndef TINYGPT_ATTENTION_MAP_H
+#define TINYGPT_ATTENTION_MAP_H
+
+#include <stdint.h>
+
+#include "canvas.h"
+
+// attention_map_size: the heatmap's size in pixels for a T-character prompt
+// (cells of HEATMAP_CELL_MIN..HEATMAP_CELL_MAX pixels: big for short prompts).
+enum { HEATMAP_CELL_MIN = 16, HEATMAP_CELL_MAX = 40 };
+void attention_map_size(int T, int *width, int *height);
+
+// attention_map_draw: draw head "head" (0-based) of "n_head" onto "c" (of
+// attention_map_size(T)): weights[T,T] is that head's slice of
+// attn_weights, codepoints[T] the prompt's characters.
+void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, int head, int n_head);
+
+// cmd_attention: the `tinygpt attention` command.
+int cmd_attention(int argc, char **argv);
+
+#endif

@@ -1,0 +1,154 @@
+// canvas.c: pixels, rectangles, anti-aliased lines, bitmap text and PNG
+// output (see canvas.h).
+//
+// This is the one file that compiles stb_image_write's implementation. Its
+// allocations go through our checked helpers, and its own file functions
+// are left out (STBI_WRITE_NO_STDIO): we open the file ourselves, so errors
+// name it the way every other error in tinygpt does.
+#include "canvas.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STBI_WRITE_NO_STDIO
+#define STBIW_MALLOC(size) xmalloc(size)
+#define STBIW_REALLOC(ptr, size) xrealloc(ptr, size)
+#define STBIW_FREE(ptr) free(ptr)
+#include <stb_image_write.h>
+
+// stb_easy_font.h defines every function static, so the ones we do not call
+// would warn, and one initialiser lacks inner braces; both are harmless.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-braces"
+#include <stb_easy_font.h>
+#pragma GCC diagnostic pop
+
+void canvas_init(Canvas *c, int width, int height) {
+    c->width = width;
+    c->height = height;
+    c->pixels = xmalloc((size_t)width * height * 3);
+    memset(c->pixels, 255, (size_t)width * height * 3);
+}
+
+void canvas_free(Canvas *c) {
+    free(c->pixels);
+    c->pixels = NULL;
+}
+
+void canvas_fill_rect(Canvas *c, int x, int y, int w, int h, Rgb color) {
+    int x0 = x < 0 ? 0 : x, y0 = y < 0 ? 0 : y;
+    int x1 = x + w > c->width ? c->width : x + w, y1 = y + h > c->height ? c->height : y + h;
+    for (int py = y0; py < y1; py++) {
+        unsigned char *p = c->pixels + ((size_t)py * c->width + x0) * 3;
+        for (int px = x0; px < x1; px++, p += 3) {
+            p[0] = color.r;
+            p[1] = color.g;
+            p[2] = color.b;
+        }
+    }
+}
+
+// Mix "color" into pixel (x, y) with weight "alpha" in [0, 1].
+static void blend(Canvas *c, int x, int y, Rgb color, float alpha) {
+    if (x < 0 || y < 0 || x >= c->width || y >= c->height) return;
+    unsigned char *p = c->pixels + ((size_t)y * c->width + x) * 3;
+    const unsigned char rgb[3] = {color.r, color.g, color.b};
+    for (int i = 0; i < 3; i++) p[i] = (unsigned char)lrintf((float)p[i] + alpha * ((float)rgb[i] - (float)p[i]));
+}
+
+// Each pixel near the segment is covered in proportion to how far its centre
+// is inside the band of half-width w/2 around it: a one-pixel ramp at the
+// edge is all the anti-aliasing a plot needs.
+void canvas_line(Canvas *c, float x0, float y0, float x1, float y1, float width, Rgb color) {
+    const float half = 0.5f * width;
+    const float dx = x1 - x0, dy = y1 - y0, len2 = dx * dx + dy * dy;
+    int left = (int)floorf(fminf(x0, x1) - half - 1), right = (int)ceilf(fmaxf(x0, x1) + half + 1);
+    int top = (int)floorf(fminf(y0, y1) - half - 1), bottom = (int)ceilf(fmaxf(y0, y1) + half + 1);
+    if (left < 0) left = 0;
+    if (top < 0) top = 0;
+    if (right > c->width) right = c->width;
+    if (bottom > c->height) bottom = c->height;
+    for (int py = top; py < bottom; py++) {
+        for (int px = left; px < right; px++) {
+            // distance from the pixel centre to the closest point of the segment
+            float cx = (float)px + 0.5f, cy = (float)py + 0.5f;
+            float s = len2 > 0 ? ((cx - x0) * dx + (cy - y0) * dy) / len2 : 0.0f;
+            s = fminf(fmaxf(s, 0.0f), 1.0f);
+            float ex = cx - (x0 + s * dx), ey = cy - (y0 + s * dy);
+            float coverage = half + 0.5f - sqrtf(ex * ex + ey * ey);
+            if (coverage > 0) blend(c, px, py, color, fminf(coverage, 1.0f));
+        }
+    }
+}
+
+// stb_easy_font reads characters 32..126 only; copy "text" with anything
+// else replaced by '?', at most "cap - 1" characters.
+static void font_safe(char *out, size_t cap, const char *text) {
+    size_t n = 0;
+    for (; text[n] && n + 1 < cap; n++) out[n] = (text[n] >= 32 && text[n] <= 126) ? text[n] : '?';
+    out[n] = '\0';
+}
+
+enum { MAX_TEXT = 160 };  // characters drawn per call; longer text is cut
+
+int canvas_text_width(const char *text, int scale) {
+    char safe[MAX_TEXT];
+    font_safe(safe, sizeof safe, text);
+    // The font's advance includes one pixel of space after the last glyph.
+    int w = stb_easy_font_width(safe);
+    return w > 0 ? (w - 1) * scale : 0;
+}
+
+// stb_easy_font builds each glyph from axis-aligned one-pixel-thick
+// segments, returned as quads (4 vertices of x, y, z floats + 4 colour
+// bytes). A quad is a rectangle: fill it, scaled.
+void canvas_text(Canvas *c, int x, int y, const char *text, int scale, Rgb color) {
+    char safe[MAX_TEXT];
+    font_safe(safe, sizeof safe, text);
+    _Static_assert(sizeof(float) == 4, "stb_easy_font's vertex layout assumes 4-byte floats");
+    char vertices[MAX_TEXT * 300];  // the header promises ~270 bytes per character
+    int quads = stb_easy_font_print(0, 0, safe, NULL, vertices, (int)sizeof vertices);
+    for (int q = 0; q < quads; q++) {
+        float corner0[2], corner2[2];  // vertices 0 (top-left) and 2 (bottom-right)
+        memcpy(corner0, vertices + q * 64, sizeof corner0);
+        memcpy(corner2, vertices + q * 64 + 32, sizeof corner2);
+        int qx = (int)lrintf(corner0[0]), qy = (int)lrintf(corner0[1]);
+        int qw = (int)lrintf(corner2[0] - corner0[0]), qh = (int)lrintf(corner2[1] - corner0[1]);
+        canvas_fill_rect(c, x + qx * scale, y + qy * scale, qw * scale, qh * scale, color);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// PNG output
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    Error *err;
+    bool ok;
+} PngSink;
+
+// stb_image_write hands over the encoded bytes in pieces.
+static void png_sink_write(void *context, void *data, int size) {
+    PngSink *sink = context;
+    if (sink->ok) sink->ok = write_exact(data, (size_t)size, sink->f, sink->path, sink->err);
+}
+
+bool canvas_write_png(const Canvas *c, const char *path, Error *err) {
+    char tmp_path[4096];
+    if ((size_t)snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= sizeof tmp_path)
+        return error_set(err, "path '%s' is too long; use a shorter --out", path);
+    PngSink sink = {fopen_checked(tmp_path, "wb", err), tmp_path, err, true};
+    if (!sink.f) return false;
+    if (!stbi_write_png_to_func(png_sink_write, &sink, c->width, c->height, 3, c->pixels, c->width * 3) && sink.ok)
+        sink.ok = error_set(err, "could not encode '%s' as PNG (%d x %d)", path, c->width, c->height);
+    if (fclose(sink.f) != 0 && sink.ok) sink.ok = error_set(err, "error writing '%s' (is the disk full?)", tmp_path);
+    if (sink.ok && rename(tmp_path, path) != 0)
+        sink.ok = error_set(err, "cannot rename '%s' to '%s'; check the directory's permissions", tmp_path, path);
+    if (!sink.ok) remove(tmp_path);
+    return sink.ok;
+}

@@ -1,0 +1,120 @@
+// watch.c: the live status line and loss.png while training (see watch.h).
+#include "watch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+enum { BAR_WIDTH = 30 };  // the most columns the progress bar takes
+static const double REDRAW_SECONDS = 0.1;  // a redraw costs a write(2): ten a second is plenty for the eye
+
+// "1:05:09" or "5:09"
+static void format_duration(char *buf, size_t cap, double seconds) {
+    long s = seconds > 0 && isfinite(seconds) ? lrint(seconds) : 0;
+    if (s >= 3600) snprintf(buf, cap, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else snprintf(buf, cap, "%ld:%02ld", s / 60, s % 60);
+}
+
+int watch_format_status(char *buf, size_t cap, int columns, long step, long total, float train_loss,
+                        float val_loss, double tokens_per_s, double elapsed) {
+    long done = step + 1;
+    char val[32], spent[32], left[32], numbers[256];
+    if (isnan(val_loss)) snprintf(val, sizeof val, "-");
+    else snprintf(val, sizeof val, "%.4f", (double)val_loss);
+    format_duration(spent, sizeof spent, elapsed);
+    format_duration(left, sizeof left, done > 0 ? elapsed / (double)done * (double)(total - done) : 0.0);
+    int n = snprintf(numbers, sizeof numbers, "%*ld/%ld train %.4f val %s %.0f tok/s %s elapsed ETA %s",
+                     snprintf(NULL, 0, "%ld", total), done, total, (double)train_loss, val, tokens_per_s, spent, left);
+    // The numbers come first; the bar gets the columns left over (none on a
+    // very narrow terminal), up to BAR_WIDTH.
+    int bar_width = columns - 1 - n - 3;
+    if (bar_width > BAR_WIDTH) bar_width = BAR_WIDTH;
+    char bar[BAR_WIDTH + 4] = "";
+    if (bar_width >= 5) {
+        int filled = total > 0 ? (int)((double)done / (double)total * bar_width) : bar_width;
+        bar[0] = '[';
+        for (int i = 0; i < bar_width; i++) bar[1 + i] = i < filled ? '#' : '-';
+        memcpy(bar + 1 + bar_width, "] ", 3);
+    }
+    n = snprintf(buf, cap, "%s%s", bar, numbers);
+    if (n < 0) n = 0;
+    if ((size_t)n >= cap) n = (int)cap - 1;
+    if (columns > 1 && n > columns - 1) n = columns - 1;  // still too wide: cut, never wrap
+    buf[n] = '\0';
+    return n;
+}
+
+// The terminal's width, so the line can be cut before it wraps (a wrapped
+// line cannot be redrawn with "\r").
+static int terminal_columns(void) {
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    return 80;
+}
+
+void watch_init(Watch *w, long total_steps, double tokens_per_step, const char *out_dir) {
+    memset(w, 0, sizeof *w);
+    w->live = isatty(STDERR_FILENO);
+    w->total_steps = total_steps;
+    w->tokens_per_step = tokens_per_step;
+    w->start = w->last_draw = now_seconds();
+    w->last_val = NAN;
+    loss_history_init(&w->history);
+    canvas_init(&w->canvas, PLOT_WIDTH, PLOT_HEIGHT);
+    snprintf(w->plot_path, sizeof w->plot_path, "%s/loss.png", out_dir);
+    snprintf(w->source, sizeof w->source, "%s", out_dir);
+}
+
+static void draw_status(Watch *w, long step) {
+    long n = w->steps_done < WATCH_RECENT ? w->steps_done : WATCH_RECENT;
+    double recent = 0.0;
+    for (long i = 0; i < n; i++) recent += w->recent[i];
+    char line[512];
+    double tokens_per_s = w->compute_seconds > 0 ? w->tokens_per_step * (double)w->steps_done / w->compute_seconds : 0;
+    int len = watch_format_status(line + 1, sizeof line - 8, terminal_columns(), step, w->total_steps,
+                                  (float)(recent / (double)n), w->last_val, tokens_per_s, now_seconds() - w->start);
+    // "\r" back to column 0, the line, then "erase to the end of the line"
+    // in case the previous one was longer: one write, so it never flickers.
+    line[0] = '\r';
+    memcpy(line + 1 + len, "\033[K", 4);
+    fputs(line, stderr);
+    w->line_shown = true;
+}
+
+void watch_step(Watch *w, long step, float train_loss, float val_loss, double seconds) {
+    loss_history_add(&w->history, step, train_loss, val_loss);
+    w->recent[w->steps_done % WATCH_RECENT] = train_loss;
+    w->steps_done++;
+    w->compute_seconds += seconds;
+    if (!isnan(val_loss)) w->last_val = val_loss;
+    if (!w->live) return;
+    double now = now_seconds();
+    if (!w->line_shown || now - w->last_draw >= REDRAW_SECONDS || step == w->total_steps - 1) {
+        w->last_draw = now;
+        draw_status(w, step);
+    }
+}
+
+void watch_clear_line(Watch *w) {
+    if (!w->line_shown) return;
+    fputs("\r\033[K", stderr);
+    w->line_shown = false;
+}
+
+void watch_plot(Watch *w) {
+    if (w->plot_failed) return;
+    plot_losses(&w->canvas, &w->history, w->source);
+    Error err;
+    if (!canvas_write_png(&w->canvas, w->plot_path, &err)) {
+        fprintf(stderr, "tinygpt: warning: %s; training goes on without loss.png\n", err.msg);
+        w->plot_failed = true;
+    }
+}
+
+void watch_free(Watch *w) {
+    watch_clear_line(w);
+    canvas_free(&w->canvas);
+    loss_history_free(&w->history);
+}

@@ -1,0 +1,75 @@
+// watch.h: what a person watching `tinygpt train` sees besides the plain
+// progress lines: a live status line on the terminal and DIR/loss.png.
+//
+// Reading order: after plot.h (glue code). train.c calls it in four places:
+// watch_init before the first step, watch_step after every step,
+// watch_clear_line before printing a plain line, watch_plot after it.
+//
+// - The status line (only when stderr is a terminal) is redrawn in place
+//   with "\r", at most ten times a second:
+//     [##########--------------------] 1234/3000 train 1.8734 val 1.9102 52140 tok/s 0:41 elapsed ETA 0:59
+//   train is the mean loss of the last WATCH_RECENT steps, val the latest
+//   validation loss, tok/s the average over the steps so far (compute time
+//   only, like the plain lines), the ETA assumes the remaining steps take as
+//   long as the past ones (evaluations included). It goes to stderr, so the
+//   plain lines on stdout are exactly what they are without a terminal.
+// - loss.png (plot.h) is redrawn whenever train prints a plain line, that is
+//   at every evaluation and at the last step.
+//
+// Everything is allocated in watch_init: a training step allocates nothing.
+// Drawing loss.png does (stb_image_write's compression buffers), but only at
+// evaluations.
+#ifndef TINYGPT_WATCH_H
+#define TINYGPT_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "canvas.h"
+#include "plot.h"
+
+enum { WATCH_RECENT = 100 };  // steps averaged into the status line's train loss
+
+typedef struct {
+    bool live;               // stderr is a terminal: draw the status line
+    long total_steps;
+    double tokens_per_step;  // B * T
+    double start;            // now_seconds() at watch_init
+    double last_draw;        // now_seconds() at the last redraw
+    bool line_shown;         // the status line is on screen now
+    double compute_seconds;  // sum of the steps' times
+    long steps_done;
+    float recent[WATCH_RECENT];  // ring of the latest training losses
+    float last_val;          // latest validation loss; NAN before the first
+    LossHistory history;
+    Canvas canvas;           // PLOT_WIDTH x PLOT_HEIGHT, reused for every redraw
+    char plot_path[4096];    // DIR/loss.png
+    char source[256];        // the run's name in the plot's title
+    bool plot_failed;        // a write failed once: warned, no more tries
+} Watch;
+
+// watch_init: for a run of "total_steps" steps of B*T = "tokens_per_step"
+// tokens writing into "out_dir". The status line is on when stderr is a
+// terminal.
+void watch_init(Watch *w, long total_steps, double tokens_per_step, const char *out_dir);
+// watch_step: record step "step" (its loss, its validation loss or NAN, and
+// the seconds its forward, backward and update took) and redraw the status
+// line if it is due.
+void watch_step(Watch *w, long step, float train_loss, float val_loss, double seconds);
+// watch_clear_line: erase the status line, so a plain line can be printed.
+void watch_clear_line(Watch *w);
+// watch_plot: redraw DIR/loss.png from everything recorded so far. A failed
+// write prints one warning naming the file and is not retried; training
+// goes on.
+void watch_plot(Watch *w);
+// watch_free: erase the status line and release everything.
+void watch_free(Watch *w);
+
+// watch_format_status: the status line for step "step" (0-based) of "total",
+// fitted into "columns" - 1 characters so it never wraps: the numbers
+// first, then a progress bar as wide as the rest allows. "val_loss" may be
+// NAN. Returns its length. ASCII only, so characters are columns.
+int watch_format_status(char *buf, size_t cap, int columns, long step, long total, float train_loss,
+                        float val_loss, double tokens_per_s, double elapsed);
+
+#endif

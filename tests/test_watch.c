@@ -1,0 +1,170 @@
+// test_watch.c: tests for src/watch.c: the live status line's content and
+// fit, and `tinygpt train` as a person watching it sees it: on a terminal
+// (a pseudo-terminal here) one status line redrawn with "\r"; through a
+// pipe only the plain lines, as before; and DIR/loss.png either way.
+#include <errno.h>
+#include <math.h>
+#include <pty.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "plot.h"
+#include "tests.h"
+#include "watch.h"
+
+static char dir[256];
+
+// A small corpus with something to learn.
+static void setup(void) {
+    scratch_dir_create(dir, sizeof dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/corpus.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 200; i++) fputs(i % 3 ? "the cat sat on the mat.\n" : "call me ishmael.\n", f);
+    fclose(f);
+}
+
+static void teardown(void) { scratch_dir_remove(dir); }
+
+// The training run of these tests: 30 steps of a tiny model, an evaluation
+// every 10 steps, on one thread (a model this small gains nothing from two,
+// and on a busy machine every parallel region can wait a scheduler tick).
+#define TRAIN_ARGS "train %s/corpus.txt --out %s/run --steps 30 --batch 4 --context 8 --embd 8 --heads 2 --eval-interval 10 --threads 1"
+
+START_TEST(status_line_shows_progress_losses_speed_elapsed_and_eta) {
+    char line[512];
+    // step 749 of 3000 (0-based): 750 done, a quarter; 30 s so far, so 90 s to go.
+    int n = watch_format_status(line, sizeof line, 200, 749, 3000, 1.87341f, 1.91024f, 52140.4, 30.2);
+    ck_assert_int_eq(n, (int)strlen(line));
+    ck_assert_msg(strstr(line, " 750/3000") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "train 1.8734") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "val 1.9102") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "52140 tok/s") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "0:30 elapsed") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "ETA 1:31") != NULL, "%s", line);  // 30.2 / 750 * 2250 = 90.6 s
+    // The bar: BAR_WIDTH (30) cells, a quarter of them filled.
+    ck_assert_msg(strncmp(line, "[#######-----------------------] ", 33) == 0, "%s", line);
+}
+END_TEST
+
+START_TEST(status_line_shows_a_dash_before_the_first_validation_and_hours_when_long) {
+    char line[512];
+    watch_format_status(line, sizeof line, 200, 0, 100000, 4.5f, NAN, 1000.0, 4000.0);
+    ck_assert_msg(strstr(line, "val -") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "1:06:40 elapsed") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "     1/100000") != NULL, "step is not padded to the width of the total: %s", line);
+}
+END_TEST
+
+START_TEST(status_line_never_wraps_the_terminal) {
+    char wide[512], line[512];
+    watch_format_status(wide, sizeof wide, 1000, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+    const char *numbers = strchr(wide, ']') + 2;  // everything after the bar
+    for (int columns = 20; columns <= 140; columns++) {
+        int n = watch_format_status(line, sizeof line, columns, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+        ck_assert_msg(n <= columns - 1, "%d characters on a %d-column terminal: %s", n, columns, line);
+        // The bar gives way first: the numbers are whole whenever they fit.
+        if ((size_t)columns - 1 >= strlen(numbers))
+            ck_assert_msg(strstr(line, numbers) != NULL, "%d columns cut the numbers: %s", columns, line);
+    }
+    watch_format_status(line, sizeof line, 80, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+    ck_assert_msg(strstr(line, "ETA") != NULL && line[0] == '[', "80 columns: %s", line);
+}
+END_TEST
+
+// Run `tinygpt "args"` on a new pseudo-terminal "columns" wide; everything it
+// writes to the terminal (stdout and stderr both) goes into "out".
+static int run_on_terminal(const char *args, int columns, char *out, size_t cap) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s %s", tinygpt_binary(), args);
+    struct winsize ws = {.ws_row = 24, .ws_col = (unsigned short)columns};
+    int master;
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    ck_assert_msg(pid >= 0, "forkpty failed: %s", strerror(errno));
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    size_t n = 0;
+    for (;;) {  // until the child closes the terminal (EIO on Linux)
+        ssize_t got = read(master, out + n, cap - 1 - n);
+        if (got > 0) n += (size_t)got;
+        else if (got < 0 && errno == EINTR) continue;
+        else break;
+        if (n == cap - 1) break;
+    }
+    out[n] = '\0';
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+START_TEST(train_on_a_terminal_redraws_one_status_line_in_place) {
+    static char out[1 << 16];
+    char args[1024];
+    snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
+    int status = run_on_terminal(args, 120, out, sizeof out);
+    ck_assert_msg(status == 0, "train failed: %s", out);
+    // Redrawn with a carriage return and "erase to the end of the line".
+    ck_assert_msg(strstr(out, "\r[") != NULL, "no status line: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\033[K"));
+    ck_assert_msg(strstr(out, "ETA") != NULL && strstr(out, "tok/s") != NULL, "%s", out);
+    // The last redraw shows the whole bar.
+    ck_assert_msg(strstr(out, "##############################] 30/30") != NULL, "no full bar: %s", out);
+    // The plain lines are still there, each on a line of its own.
+    ck_assert_msg(strstr(out, "\r\033[Kstep      0/30 | train loss") != NULL, "plain line not cleanly printed: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "step     29/30"));
+}
+END_TEST
+
+START_TEST(train_through_a_pipe_prints_only_the_plain_lines) {
+    char args[1024];
+    snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+    ck_assert_msg(strchr(r->out, '\r') == NULL && strchr(r->err, '\r') == NULL, "a status line went to a file");
+    ck_assert_ptr_null(strstr(r->err, "ETA"));
+    // Exactly the lines of the evaluations (0, 10, 20) and the last step.
+    int lines = 0;
+    for (const char *p = r->out; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) lines += strncmp(p, "step ", 5) == 0;
+    ck_assert_int_eq(lines, 4);
+    ck_assert_ptr_nonnull(strstr(r->out, "step     20/30 | train loss"));
+}
+END_TEST
+
+START_TEST(train_writes_loss_png_of_the_plot_size) {
+    char args[1024], path[512], why[512];
+    snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+    snprintf(path, sizeof path, "%s/run/loss.png", dir);
+    int w = 0, h = 0;
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+    ck_assert_int_eq(w, PLOT_WIDTH);
+    ck_assert_int_eq(h, PLOT_HEIGHT);
+}
+END_TEST
+
+Suite *watch_suite(void) {
+    Suite *s = suite_create("watch");
+    TCase *status = tcase_create("status line");
+    tcase_add_test(status, status_line_shows_progress_losses_speed_elapsed_and_eta);
+    tcase_add_test(status, status_line_shows_a_dash_before_the_first_validation_and_hours_when_long);
+    tcase_add_test(status, status_line_never_wraps_the_terminal);
+    suite_add_tcase(s, status);
+
+    TCase *training = tcase_create("training");
+    tcase_add_checked_fixture(training, setup, teardown);
+    tcase_set_timeout(training, 60);  // real (tiny) training runs on a shared machine
+    tcase_add_test(training, train_on_a_terminal_redraws_one_status_line_in_place);
+    tcase_add_test(training, train_through_a_pipe_prints_only_the_plain_lines);
+    tcase_add_test(training, train_writes_loss_png_of_the_plot_size);
+    suite_add_tcase(s, training);
+    return s;
+}
