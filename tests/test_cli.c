@@ -184,6 +184,18 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 }
 END_TEST
 
+START_TEST(train_creates_missing_parent_directories_of_out) {
+    char args[4096];
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 8 --heads 2", in_work("corpus.txt"),
+             in_work("runs/nested/deeper"));
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "train into a missing parent failed: %s", r->err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/runs/nested/deeper/model.safetensors", work_dir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+}
+END_TEST
+
 START_TEST(init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones) {
     char args[4096];
     char corpus[1024];
@@ -224,6 +236,7 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, bad_flags_are_usage_errors_that_name_the_flag);
     tcase_add_test(tc, bad_files_are_runtime_errors_that_name_the_file);
     tcase_add_test(tc, training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates);
+    tcase_add_test(tc, train_creates_missing_parent_directories_of_out);
     tcase_add_test(tc, init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones);
     tcase_add_test(tc, the_same_seed_gives_the_same_losses_bit_for_bit);
     suite_add_tcase(s, tc);
