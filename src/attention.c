@@ -165,7 +165,8 @@ static inline __attribute__((always_inline)) void weighted_row_sum_vec(float *ou
         for (int v = 0; v < NV; v++) acc[0][v] += c * load16(rows + n * row_stride + 16 * v);
     }
     for (int v = 0; v < NV; v++) {
-        vec16 sum = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+        vec16 sum = acc[0][v];
+        for (int lane = 1; lane < LANES; lane++) sum += acc[lane][v];
         store16(out + 16 * v, accumulate ? load16(out + 16 * v) + sum : sum);
     }
 }

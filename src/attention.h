@@ -17,11 +17,12 @@
 // Two versions, as in linear.h:
 // - attention_*_reference: the five steps as written, one dot product at a
 //   time, recomputing the dropout mask where it is needed. Read these first.
-// - attention_forward / attention_backward: the same math arranged so the
-//   inner loops vectorise: each head's keys and values are first transposed
-//   ([HS,T], so a loop over positions j is contiguous), and the dropout
-//   factors are computed once per step into a tensor. Tests check that the
-//   two versions agree.
+// - attention_forward / attention_backward: the same math arranged so no
+//   inner loop stores to memory: the T x T products (scores, and their
+//   gradient) run on linear.c's register-tiled matmul over each head's keys
+//   and values transposed ([HS,T]); the T x HS products are weighted sums of
+//   rows kept in vector registers; the dropout factors are computed once per
+//   step into a tensor. Tests check that the two versions agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 
