@@ -198,7 +198,7 @@ int cmd_train(int argc, char **argv) {
         .out_dir = "out",        // where model.safetensors and log.csv go
         .init_path = NULL,       // start from these weights instead of random ones
         .order = "random",       // batch order: random windows, or sequential (replayable)
-        .steps = 5000,           // SGD steps: about two minutes on 2 cores with the sizes below
+        .steps = 7000,           // SGD steps: about two minutes on 2 cores with the sizes below
         .batch = 32,             // B: windows per step
         .context = 64,           // T: characters per window
         .embd = 128,             // C: channels
