@@ -132,6 +132,10 @@ static void matmul_tile_full(float *out, StridedMatrix A, const float *Bmat, siz
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
+// Below this many multiply-adds (one row of sampling's forward pass, say),
+// waking the other threads costs more than the work.
+#define MIN_PARALLEL_WORK (1 << 18)
+
 // out[N,M] (+)= A(N,K) @ Bmat[K,M]; "accumulate" adds to out, otherwise out
 // starts from init_row (or zeros).
 static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
@@ -142,7 +146,7 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
     // the head, V = 65 columns, is one column wide), and a static split can
     // hand one thread all the full tiles. Which thread computes a tile does
     // not change its bits.
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) if ((size_t)N * K * M >= MIN_PARALLEL_WORK)
     for (int ct = 0; ct < col_tiles; ct++) {
         for (int rc = 0; rc < row_chunks; rc++) {
             int m0 = ct * TILE_COLS, cols = min_int(TILE_COLS, M - m0);
@@ -169,14 +173,22 @@ void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat,
     else matmul_tile(out, a, Bmat, (size_t)M, 0, K, n0, m0, rows, cols, false, NULL);
 }
 
-void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
-                    int N, int C, int OC) {
-    // weight_t[c,o] = weight[o,c]
+void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {
 #pragma omp parallel for schedule(static)
     for (int o = 0; o < OC; o++)
         for (int c = 0; c < C; c++) weight_t[(size_t)c * OC + o] = weight[(size_t)o * C + c];
+}
+
+void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
+                               int OC) {
     StridedMatrix A = {inp, (size_t)C, 1};
     matmul(out, A, weight_t, N, C, OC, false, bias);
+}
+
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
+                    int N, int C, int OC) {
+    linear_transpose_weight(weight_t, weight, C, OC);
+    linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
 }
 
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,

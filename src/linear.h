@@ -33,6 +33,14 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC);
 
+// linear_forward is these two steps. Sampling, whose weights do not change,
+// transposes them once and then runs only the second.
+// weight_t[C,OC] = weight[OC,C]^T
+void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
+// out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
+void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
+                               int OC);
+
 // The fast kernels' building block, which attention.c uses for its score
 // products too: one tile of rows <= 4 by cols <= 64 of out[.,M] = A @ Bmat,
 //   out[n,m] = sum over k < K of A[n*lda + k] * Bmat[k*M + m]

@@ -182,10 +182,26 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     return crossentropy_forward(a.losses, a.probs, a.logits, targets, BT, V);
 }
 
-// The reference linear kernel is used for the single row because it needs no
-// transposed weight, and it adds the same terms in the same order as the
-// fast one (bias first, then input channels in increasing order).
-const float *model_forward_position(Model *m, int token, int t) {
+void transposed_weights_init(TransposedWeights *w, const Model *m) {
+    const int C = m->config.n_embd, V = m->config.vocab_size;
+    w->memory = xmalloc((size_t)(4 * C + V) * C * sizeof(float));
+    w->qkv_weight = w->memory;
+    w->proj_weight = w->qkv_weight + (size_t)3 * C * C;
+    w->head_weight = w->proj_weight + (size_t)C * C;
+    linear_transpose_weight(w->qkv_weight, m->params.qkv_weight, C, 3 * C);
+    linear_transpose_weight(w->proj_weight, m->params.proj_weight, C, C);
+    linear_transpose_weight(w->head_weight, m->params.head_weight, C, V);
+}
+
+void transposed_weights_free(TransposedWeights *w) {
+    free(w->memory);
+    w->memory = w->qkv_weight = w->proj_weight = w->head_weight = NULL;
+}
+
+// One row through the same kernels as model_forward (the fast matmul with
+// one row adds the same terms in the same order as with many), so the bits
+// agree.
+const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t) {
     const ModelConfig *cfg = &m->config;
     const int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size, T = cfg->block_size, HS = C / NH;
     ParamTensors p = m->params;
@@ -197,14 +213,14 @@ const float *model_forward_position(Model *m, int token, int t) {
     float *logits_t = a.logits + (size_t)t * V;
 
     encoder_forward(encoded_t, &token, p.tok_emb, p.pos_emb + (size_t)t * C, 1, 1, C);
-    linear_forward_reference(qkv_t, encoded_t, p.qkv_weight, NULL, 1, C, 3 * C);
+    linear_forward_transposed(qkv_t, encoded_t, wt->qkv_weight, NULL, 1, C, 3 * C);
     for (int h = 0; h < NH; h++) {
         // Add this position's key and value to the cache, then attend.
         transpose_head(a.keys_t + (size_t)h * HS * T, a.values_t + (size_t)h * HS * T, a.qkv, t, t + 1, T, C, HS, h);
         attention_forward_row(a.attn_out, a.attn_weights, NULL, a.keys_t, a.qkv, 0, h, t, T, C, NH, 0.0f, 0);
     }
-    linear_forward_reference(proj_out_t, attn_out_t, p.proj_weight, p.proj_bias, 1, C, C);
-    linear_forward_reference(logits_t, proj_out_t, p.head_weight, p.head_bias, 1, C, V);
+    linear_forward_transposed(proj_out_t, attn_out_t, wt->proj_weight, p.proj_bias, 1, C, C);
+    linear_forward_transposed(logits_t, proj_out_t, wt->head_weight, p.head_bias, 1, C, V);
     return logits_t;
 }
 

@@ -153,6 +153,20 @@ void model_init_weights(Model *m, Rng *rng);
 // its mask a function of "dropout_key".
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key);
+// The three Linear weights transposed ([in, out]), made once for sampling,
+// whose weights do not change, so each token's forward pass can use the
+// fast kernel without transposing again (see linear_forward_transposed).
+typedef struct {
+    float *memory;      // [(3C + C + V) * C]
+    float *qkv_weight;  // [C,3C]
+    float *proj_weight; // [C,C]
+    float *head_weight; // [C,V]
+} TransposedWeights;
+
+// transposed_weights_init: allocate and fill from m's current parameters.
+void transposed_weights_init(TransposedWeights *w, const Model *m);
+void transposed_weights_free(TransposedWeights *w);
+
 // model_forward_position: the forward pass for position t (< block_size) of a
 // single sequence (row 0 of the batch), dropout off, computing only row t of
 // every activation and reading rows 0..t-1 as an earlier call or forward
@@ -160,8 +174,9 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
 // costs O(T*C + C*C) instead of a forward pass over the whole window.
 // Activations are laid out for T = block_size here, so do not mix it with
 // model_forward on the same rows. The arithmetic, and so every bit of the
-// result, is the same as model_forward's. Returns logits[V] for position t.
-const float *model_forward_position(Model *m, int token, int t);
+// result, is the same as model_forward's. "wt" holds m's weights,
+// transposed. Returns logits[V] for position t.
+const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t);
 // model_zero_grad: zero the parameter and activation gradients (backward adds).
 void model_zero_grad(Model *m);
 // model_backward: gradients of the last forward's loss into m->grads.

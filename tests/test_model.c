@@ -384,14 +384,17 @@ START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass)
     int inputs[T];
     random_tokens(inputs, T, cfg.vocab_size, &rng);
     model_forward(&full, inputs, NULL, 1, T, false, 0);
+    TransposedWeights weights_t;
+    transposed_weights_init(&weights_t, &cached);
     for (int t = 0; t < T; t++) {
-        const float *logits_t = model_forward_position(&cached, inputs[t], t);
+        const float *logits_t = model_forward_position(&cached, &weights_t, inputs[t], t);
         const float *expected = full.acts.logits + (size_t)t * cfg.vocab_size;
         for (int v = 0; v < cfg.vocab_size; v++)
             if (logits_t[v] != expected[v])
                 ck_abort_msg("position %d, logit %d: %.9g one position at a time, %.9g in a full pass", t, v,
                              (double)logits_t[v], (double)expected[v]);
     }
+    transposed_weights_free(&weights_t);
     model_free(&cached);
     model_free(&full);
 }
