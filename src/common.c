@@ -78,8 +78,13 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;
-    // Grow geometrically rather than trusting ftell: works for pipes too.
+    // A regular file's buffer is its size plus one byte (where fread finds
+    // the end): one allocation of exactly the memory the text needs. A pipe
+    // has no size, and a file can grow while we read it, so past that the
+    // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) cap = (size_t)st.st_size + 1;
     char *buf = xmalloc(cap + 1);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);
