@@ -16,5 +16,6 @@ Suite *json_suite(void);
 Suite *checkpoint_suite(void);
 Suite *sampler_suite(void);
 Suite *cli_suite(void);
+Suite *args_suite(void);
 
 #endif
