@@ -396,6 +396,15 @@ static bool check_layout(Loader *ld) {
     return true;
 }
 
+// check_memory: the model and its activations for batches of "max_batch"
+// must fit in memory. The weights are in the file, so they fit on disk, but
+// the activations grow with the batch and the context squared.
+static bool check_memory(Loader *ld, int max_batch, bool with_grads) {
+    Error mem_err;
+    if (model_check_memory(&ld->cfg, max_batch, with_grads, &mem_err)) return true;
+    return error_set(ld->err, "cannot load '%s': %s", ld->path, mem_err.msg);
+}
+
 // build_vocab: the tokenizer from the metadata's vocabulary string, which
 // must have one character per row of tok_emb (vocab_size of them).
 static bool build_vocab(Loader *ld, Tokenizer *tok) {
@@ -442,7 +451,7 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
     Tokenizer vocab = {0};
     bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && check_names(&ld);
     for (int t = 0; ok && t < NUM_PARAM_TENSORS; t++) ok = check_tensor(&ld, t);
-    ok = ok && check_layout(&ld) && build_vocab(&ld, &vocab);
+    ok = ok && check_layout(&ld) && check_memory(&ld, max_batch, with_grads) && build_vocab(&ld, &vocab);
     if (ok) {
         model_init(m, &ld.cfg, max_batch, with_grads);
         ok = read_tensors(&ld, m);

@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 bool error_set(Error *err, const char *fmt, ...) {
     if (err) {
@@ -104,6 +106,32 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
     *out = buf;
     *len = n;
     return true;
+}
+
+// cgroup_limit: the number in the cgroup file "path" (a memory limit in
+// bytes), or SIZE_MAX when the file is missing or says "max" (no limit).
+static size_t cgroup_limit(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return SIZE_MAX;
+    unsigned long long limit;
+    bool found = fscanf(f, "%llu", &limit) == 1;
+    fclose(f);
+    return found && limit < SIZE_MAX ? (size_t)limit : SIZE_MAX;
+}
+
+size_t memory_limit_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    size_t limit = (size_t)pages * (size_t)page_size;
+    // A container sees the host's memory in sysconf, but its cgroup may
+    // allow it much less: version 2, then version 1 (which says "no limit"
+    // with a huge number, so the min() takes care of it).
+    const char *cgroup_files[] = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof cgroup_files / sizeof cgroup_files[0]; i++) {
+        size_t cgroup = cgroup_limit(cgroup_files[i]);
+        if (cgroup < limit) limit = cgroup;
+    }
+    return limit;
 }
 
 double now_seconds(void) {

@@ -57,6 +57,11 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
 // regular file takes one allocation of its size + 2 bytes; pipes work too.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
 
+// memory_limit_bytes: how much memory this process may use: the machine's
+// physical memory, or less if a cgroup (a container) limits it; 0 when
+// unknown. Used to refuse a model that cannot fit before allocating it.
+size_t memory_limit_bytes(void);
+
 // now_seconds: monotonic wall-clock time, for ms/step and tokens/s.
 double now_seconds(void);
 

@@ -91,6 +91,7 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
             die(EXIT_RUNTIME, "%s", err.msg);
         ModelConfig cfg = {run->tok.vocab_size, opt->context, opt->embd, opt->heads, opt->dropout};
         if (!model_check_config(&cfg, &err)) usage_error(cmd, "%s", err.msg);
+        if (!model_check_memory(&cfg, opt->batch, true, &err)) usage_error(cmd, "%s", err.msg);
         model_init(&run->model, &cfg, opt->batch, true);
         Rng init_rng;
         rng_init(&init_rng, (uint64_t)opt->seed);
