@@ -88,3 +88,10 @@ parity: tinygpt
 bench: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt
+
+# ---- Robustness checks (issue 5) ---------------------------------------------
+.PHONY: large-file-check
+
+# Train on a generated 100 MB file; fail if peak memory passes 1.1 x its size.
+large-file-check: tinygpt
+	scripts/check_large_file.sh ./tinygpt

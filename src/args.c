@@ -50,14 +50,25 @@ void print_command_help(const Command *cmd, FILE *out) {
     fprintf(out, "  %-24s %s\n\nexample:\n  %s\n", "--help", "print this help and exit", cmd->example);
 }
 
-static void check_range(const Command *cmd, const Flag *f, double x, const char *text) {
-    if (f->min == 0 && f->max == 0) return;
-    if (x < f->min || x > f->max)
-        usage_error(cmd, "%s %s is out of range [%g, %g]", f->name, text, f->min, f->max);
+// positional_name: the positional argument's name without the brackets
+// that mark it optional ("[FILE]" -> "FILE"), as "%.*s" arguments.
+static int positional_name(const Command *cmd, const char **name) {
+    bool optional = cmd->positional[0] == '[';
+    *name = cmd->positional + optional;
+    return (int)strlen(*name) - optional;
 }
 
-// Convert "text" into the flag's variable, or exit naming the flag.
-static void set_value(const Command *cmd, Flag *f, const char *text) {
+// check_range: false (naming the flag) when "x" is outside the flag's range.
+static bool check_range(const Flag *f, double x, const char *text, Error *err) {
+    if (f->min == 0 && f->max == 0) return true;
+    if (x >= f->min && x <= f->max) return true;
+    if (f->type == FLAG_FLOAT) return error_set(err, "%s %s is out of range [%g, %g]", f->name, text, f->min, f->max);
+    // Whole-number ranges in full: "[1, 1048576]", not %g's "[1, 1.04858e+06]".
+    return error_set(err, "%s %s is out of range [%.0f, %.0f]", f->name, text, f->min, f->max);
+}
+
+// set_value: convert "text" into the flag's variable, or report why not.
+static bool set_value(Flag *f, const char *text, Error *err) {
     char *end = NULL;
     errno = 0;
     switch (f->type) {
@@ -65,8 +76,8 @@ static void set_value(const Command *cmd, Flag *f, const char *text) {
     case FLAG_LONG: {
         long long x = strtoll(text, &end, 10);
         if (end == text || *end != '\0' || errno == ERANGE)
-            usage_error(cmd, "%s expects a whole number, got '%s'", f->name, text);
-        check_range(cmd, f, (double)x, text);
+            return error_set(err, "%s expects a whole number, got '%s'", f->name, text);
+        if (!check_range(f, (double)x, text, err)) return false;
         if (f->type == FLAG_INT) *(int *)f->value = (int)x;
         else *(long *)f->value = (long)x;
         break;
@@ -74,8 +85,8 @@ static void set_value(const Command *cmd, Flag *f, const char *text) {
     case FLAG_FLOAT: {
         double x = strtod(text, &end);
         if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x))
-            usage_error(cmd, "%s expects a finite number, got '%s'", f->name, text);
-        check_range(cmd, f, x, text);
+            return error_set(err, "%s expects a finite number, got '%s'", f->name, text);
+        if (!check_range(f, x, text, err)) return false;
         *(float *)f->value = (float)x;
         break;
     }
@@ -83,6 +94,7 @@ static void set_value(const Command *cmd, Flag *f, const char *text) {
     case FLAG_SWITCH: *(bool *)f->value = true; break;
     }
     f->seen = true;
+    return true;
 }
 
 static Flag *find_flag(const Command *cmd, const char *name, size_t len) {
@@ -97,34 +109,60 @@ const Flag *command_flag(const Command *cmd, const char *name) {
     return f;
 }
 
-const char *parse_flags(Command *cmd, int argc, char **argv) {
-    const char *positional = NULL;
+// parse_error: fill "err" and return PARSE_ERROR, so each check is one statement.
+static ParseResult parse_error(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static ParseResult parse_error(Error *err, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    if (err) vsnprintf(err->msg, sizeof err->msg, fmt, args);
+    va_end(args);
+    return PARSE_ERROR;
+}
+
+ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err) {
+    *positional = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            print_command_help(cmd, stdout);
-            exit(0);
-        }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return PARSE_HELP;
         if (arg[0] != '-' || arg[1] == '\0') {  // a positional argument ("-" alone counts as one)
-            if (!cmd->positional) usage_error(cmd, "unexpected argument '%s'", arg);
-            if (positional) usage_error(cmd, "expected one %s, got '%s' and '%s'", cmd->positional, positional, arg);
-            positional = arg;
+            const char *name;
+            int name_len = cmd->positional ? positional_name(cmd, &name) : 0;
+            if (!cmd->positional) return parse_error(err, "unexpected argument '%s'", arg);
+            if (*positional)
+                return parse_error(err, "expected one %.*s, got '%s' and '%s'", name_len, name, *positional, arg);
+            *positional = arg;
             continue;
         }
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         Flag *f = find_flag(cmd, arg, name_len);
-        if (!f) usage_error(cmd, "unknown flag '%.*s'", (int)name_len, arg);
+        if (!f) return parse_error(err, "unknown flag '%.*s'", (int)name_len, arg);
+        bool ok;
         if (f->type == FLAG_SWITCH) {
-            if (eq) usage_error(cmd, "%s takes no value", f->name);
-            set_value(cmd, f, "");
+            if (eq) return parse_error(err, "%s takes no value", f->name);
+            ok = set_value(f, "", err);
         } else if (eq) {
-            set_value(cmd, f, eq + 1);
+            ok = set_value(f, eq + 1, err);
         } else {
-            if (i + 1 >= argc) usage_error(cmd, "%s needs a value (%s)", f->name, f->metavar);
-            set_value(cmd, f, argv[++i]);
+            if (i + 1 >= argc) return parse_error(err, "%s needs a value (%s)", f->name, f->metavar);
+            ok = set_value(f, argv[++i], err);
         }
+        if (!ok) return PARSE_ERROR;
     }
-    if (cmd->positional && !positional) usage_error(cmd, "missing %s", cmd->positional);
+    if (cmd->positional && cmd->positional[0] != '[' && !*positional)
+        return parse_error(err, "missing %s", cmd->positional);
+    return PARSE_OK;
+}
+
+const char *parse_flags(Command *cmd, int argc, char **argv) {
+    const char *positional;
+    Error err;
+    switch (parse_flags_report(cmd, argc, argv, &positional, &err)) {
+    case PARSE_HELP:
+        print_command_help(cmd, stdout);
+        exit(0);
+    case PARSE_ERROR: usage_error(cmd, "%s", err.msg);
+    case PARSE_OK: break;
+    }
     return positional;
 }

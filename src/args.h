@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "common.h"
+
 typedef enum { FLAG_INT, FLAG_LONG, FLAG_FLOAT, FLAG_STRING, FLAG_SWITCH } FlagType;
 
 typedef struct {
@@ -25,12 +27,21 @@ typedef struct {
 
 typedef struct {
     const char *name;         // "train"
-    const char *positional;   // "FILE", or NULL when the command takes none
+    const char *positional;   // "FILE"; "[FILE]" when it may be left out (the command checks); NULL for none
     const char *summary;      // one line: what the command does
     const char *example;      // one example command line
     Flag *flags;
     int n_flags;
 } Command;
+
+// parse_flags_report: the parser itself, which reports instead of exiting:
+// fills the table's variables from argv (argv[0] is the command name) and
+// "*positional" (NULL if none), and returns PARSE_OK; PARSE_HELP when argv
+// asks for --help; PARSE_ERROR with "err" (one line naming the flag, without
+// the "tinygpt CMD: " prefix) for anything wrong. The fuzz target
+// (tests/fuzz/fuzz_flags.c) calls this; commands call parse_flags.
+typedef enum { PARSE_OK, PARSE_HELP, PARSE_ERROR } ParseResult;
+ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err);
 
 // parse_flags: fill the table's variables from argv (argv[0] is the command
 // name). Accepts "--flag value" and "--flag=value". "--help" prints the help

@@ -29,6 +29,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -62,7 +63,7 @@ _Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
 // that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
 // reader that memory-maps the file can use the floats in place.
 static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
-                         const TensorSpec specs[NUM_PARAM_TENSORS]) {
+                         const TrainState *state, const TensorSpec specs[NUM_PARAM_TENSORS]) {
     size_t vocab_len;
     char *vocab = tokenizer_vocab_utf8(tok, &vocab_len);
     json_buf_printf(b, "{\"__metadata__\":{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
@@ -70,7 +71,20 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
     json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
                     cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
     // %.9g prints any float so that strtod + (float) gives back the same bits.
-    json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"}", (double)cfg->dropout, step);
+    json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"", (double)cfg->dropout, step);
+    if (state) {
+        json_buf_append(b, ",\"data\":", 8);
+        json_buf_string(b, state->data_path, strlen(state->data_path));
+        json_buf_printf(b, ",\"data_tokens\":\"%llu\",\"data_hash\":\"%llu\",\"seed\":\"%llu\",\"batch_rng\":\"%llu\"",
+                        (unsigned long long)state->data_tokens, (unsigned long long)state->data_hash,
+                        (unsigned long long)state->seed, (unsigned long long)state->batch_rng);
+        json_buf_printf(b, ",\"steps\":\"%ld\",\"batch\":\"%d\",\"lr\":\"%.9g\",\"val_fraction\":\"%.9g\"",
+                        state->steps, state->batch, (double)state->lr, (double)state->val_fraction);
+        json_buf_printf(b, ",\"eval_interval\":\"%d\",\"eval_batches\":\"%d\",\"save_every\":\"%ld\",\"order\":",
+                        state->eval_interval, state->eval_batches, state->save_every);
+        json_buf_string(b, state->order, strlen(state->order));
+    }
+    json_buf_append(b, "}", 1);
     free(vocab);
 
     size_t begin = 0;
@@ -93,14 +107,35 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
 // fclose, each checked, since a full disk may only show up at any of them.
 // Only then rename over "path": rename is atomic, so "path" is always either
 // the old checkpoint or the complete new one. On any failure the .tmp file is
-// removed. (A crash right after rename may still lose the rename itself on
-// some file systems until the directory is synced; the old file survives.)
+// removed. Last, fsync the directory: until then a crash could lose the
+// rename itself (the old file would survive).
 bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err) {
+    return checkpoint_save_with_state(m, tok, step, NULL, path, err);
+}
+
+// sync_parent_dir: fsync the directory holding "path", which makes a rename
+// into it durable. Some file systems cannot sync a directory and say EINVAL;
+// there is nothing more to do on those.
+static bool sync_parent_dir(const char *path, Error *err) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
+    bool ok = fsync(fd) == 0 || errno == EINVAL;
+    if (!ok) error_set(err, "error flushing directory '%s' to disk: %s", dir, strerror(errno));
+    close(fd);
+    return ok;
+}
+
+bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step, const TrainState *state,
+                                const char *path, Error *err) {
     assert(tok->vocab_size == m->config.vocab_size && step >= 0);
     TensorSpec specs[NUM_PARAM_TENSORS];
     param_table(&m->config, specs);
     JsonBuf header = {0};
-    build_header(&header, &m->config, tok, step, specs);
+    build_header(&header, &m->config, tok, step, state, specs);
 
     unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
     for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
@@ -125,6 +160,7 @@ bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char
         ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, path,
                        strerror(errno), path);
     if (!ok && f) remove(tmp);  // only a .tmp we created: f is NULL if it could not be opened
+    ok = ok && sync_parent_dir(path, err);
 
     free(tmp);
     json_buf_free(&header);
@@ -240,6 +276,38 @@ static bool metadata_long(Loader *ld, const JsonValue *meta, const char *key, lo
     return true;
 }
 
+// metadata_u64: the metadata entry "key", a string of 1 to 20 decimal
+// digits, as a number that fits in 64 bits. Strict like metadata_long.
+static bool metadata_u64(Loader *ld, const JsonValue *meta, const char *key, uint64_t *out) {
+    const JsonValue *v = metadata_string(ld, meta, key);
+    if (!v) return false;
+    bool digits = v->string_len >= 1 && v->string_len <= 20 && strspn(v->string, "0123456789") == v->string_len;
+    errno = 0;
+    unsigned long long value = digits ? strtoull(v->string, NULL, 10) : 0;
+    char shown[48];
+    if (!digits || errno == ERANGE)
+        return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number below 2^64; the file is damaged, retrain",
+                      key, printable(v->string, v->string_len, shown, sizeof shown));
+    *out = value;
+    return true;
+}
+
+// metadata_double: the metadata entry "key", a non-negative decimal number
+// such as "0.100000001" or "1e-05". strtod alone would also skip leading
+// spaces and read "nan" or "inf": ask for a digit first.
+static bool metadata_double(Loader *ld, const JsonValue *meta, const char *key, double *out) {
+    const JsonValue *v = metadata_string(ld, meta, key);
+    if (!v) return false;
+    char *end;
+    double value = strtod(v->string, &end);
+    char shown[48];
+    if (!(v->string[0] >= '0' && v->string[0] <= '9') || end != v->string + v->string_len || !isfinite(value))
+        return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a decimal number; the file is damaged, retrain", key,
+                      printable(v->string, v->string_len, shown, sizeof shown));
+    *out = value;
+    return true;
+}
+
 // read_metadata: the format marker, the config, the step and the vocabulary
 // string. The config must pass model_check_config: it bounds every size, so
 // the shape arithmetic that follows cannot overflow.
@@ -261,14 +329,8 @@ static bool read_metadata(Loader *ld) {
         !metadata_long(ld, meta, "block_size", INT_MAX, &block_size) ||
         !metadata_long(ld, meta, "step", LONG_MAX, &ld->step))
         return false;
-    const JsonValue *dropout = metadata_string(ld, meta, "dropout");
-    if (!dropout) return false;
-    // strtod alone would also skip leading spaces and read "nan": ask for a digit first.
-    char *end;
-    double p = strtod(dropout->string, &end);
-    if (!(dropout->string[0] >= '0' && dropout->string[0] <= '9') || end != dropout->string + dropout->string_len)
-        return reject(ld, "its __metadata__ \"dropout\" is \"%s\", not a number in [0, 1); the file is damaged, retrain",
-                      printable(dropout->string, dropout->string_len, shown, sizeof shown));
+    double p;
+    if (!metadata_double(ld, meta, "dropout", &p)) return false;
     ld->vocab = metadata_string(ld, meta, "vocab");
     if (!ld->vocab) return false;
 
@@ -282,6 +344,65 @@ static bool read_metadata(Loader *ld) {
         return reject(ld, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
                       cfg_err.msg);
     param_table(&ld->cfg, ld->specs);
+    return true;
+}
+
+// string_is: whether the JSON string "v" is exactly "text" (it may hold NULs).
+static bool string_is(const JsonValue *v, const char *text) {
+    return v->string_len == strlen(text) && memcmp(v->string, text, v->string_len) == 0;
+}
+
+// read_state: the TrainState in the metadata (see checkpoint.h), each value
+// in the range the train flags allow, so a damaged file cannot make train
+// divide by a zero --eval-interval or draw from a stuck random stream.
+static bool read_state(Loader *ld, TrainState *state) {
+    const JsonValue *meta = json_get(ld->root, "__metadata__");
+    if (!json_get(meta, "batch_rng"))
+        return error_set(ld->err, "'%s' holds no training state to resume (it was saved by an older tinygpt); start a new run from its weights with --init",
+                         ld->path);
+    memset(state, 0, sizeof *state);
+
+    // The text: its path, its length and its fingerprint.
+    const JsonValue *data = metadata_string(ld, meta, "data");
+    if (!data) return false;
+    if (data->string_len >= sizeof state->data_path || memchr(data->string, '\0', data->string_len))
+        return reject(ld, "its __metadata__ \"data\" is not a file path; the file is damaged, retrain");
+    memcpy(state->data_path, data->string, data->string_len + 1);
+    if (!metadata_u64(ld, meta, "data_tokens", &state->data_tokens) ||
+        !metadata_u64(ld, meta, "data_hash", &state->data_hash))
+        return false;
+
+    // The random streams.
+    if (!metadata_u64(ld, meta, "seed", &state->seed) || !metadata_u64(ld, meta, "batch_rng", &state->batch_rng))
+        return false;
+    if (state->batch_rng == 0)
+        return reject(ld, "its __metadata__ \"batch_rng\" is 0, a state no run can reach; the file is damaged, retrain");
+
+    // The flags, in the ranges train's flag table allows.
+    long steps, batch, eval_interval, eval_batches, save_every;
+    double lr, val_fraction;
+    if (!metadata_long(ld, meta, "steps", LONG_MAX, &steps) || !metadata_long(ld, meta, "batch", 1 << 20, &batch) ||
+        !metadata_long(ld, meta, "eval_interval", INT_MAX, &eval_interval) ||
+        !metadata_long(ld, meta, "eval_batches", INT_MAX, &eval_batches) ||
+        !metadata_long(ld, meta, "save_every", LONG_MAX, &save_every) || !metadata_double(ld, meta, "lr", &lr) ||
+        !metadata_double(ld, meta, "val_fraction", &val_fraction))
+        return false;
+    if (batch < 1 || eval_interval < 1 || eval_batches < 1)
+        return reject(ld, "its __metadata__ \"batch\", \"eval_interval\" and \"eval_batches\" must each be at least 1; the file is damaged, retrain");
+    if (lr > 1e6 || val_fraction >= 1.0)
+        return reject(ld, "its __metadata__ \"lr\" must be at most 1e6 and \"val_fraction\" below 1; the file is damaged, retrain");
+    const JsonValue *order = metadata_string(ld, meta, "order");
+    if (!order) return false;
+    if (!string_is(order, "random") && !string_is(order, "sequential"))
+        return reject(ld, "its __metadata__ \"order\" is neither \"random\" nor \"sequential\"; the file is damaged, retrain");
+    memcpy(state->order, order->string, order->string_len + 1);
+    state->steps = steps;
+    state->batch = (int)batch;
+    state->eval_interval = (int)eval_interval;
+    state->eval_batches = (int)eval_batches;
+    state->save_every = save_every;
+    state->lr = (float)lr;
+    state->val_fraction = (float)val_fraction;
     return true;
 }
 
@@ -396,6 +517,15 @@ static bool check_layout(Loader *ld) {
     return true;
 }
 
+// check_memory: the model and its activations for batches of "max_batch"
+// must fit in memory. The weights are in the file, so they fit on disk, but
+// the activations grow with the batch and the context squared.
+static bool check_memory(Loader *ld, int max_batch, bool with_grads) {
+    Error mem_err;
+    if (model_check_memory(&ld->cfg, max_batch, with_grads, &mem_err)) return true;
+    return error_set(ld->err, "cannot load '%s': %s", ld->path, mem_err.msg);
+}
+
 // build_vocab: the tokenizer from the metadata's vocabulary string, which
 // must have one character per row of tok_emb (vocab_size of them).
 static bool build_vocab(Loader *ld, Tokenizer *tok) {
@@ -431,6 +561,19 @@ static bool read_tensors(Loader *ld, Model *m) {
     return true;
 }
 
+// checkpoint_read_state: the header steps of checkpoint_load, then the state.
+bool checkpoint_read_state(const char *path, TrainState *state, long *step, Error *err) {
+    Loader ld = {.path = path, .err = err};
+    ld.f = fopen_checked(path, "rb", err);
+    if (!ld.f) return false;
+    bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && read_state(&ld, state);
+    if (ok) *step = ld.step;
+    json_free(ld.root);
+    free(ld.header);
+    fclose(ld.f);
+    return ok;
+}
+
 // checkpoint_load: the steps above in order; the model is allocated only
 // once the header has passed every check, and freed again if the data fails.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
@@ -442,7 +585,7 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
     Tokenizer vocab = {0};
     bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && check_names(&ld);
     for (int t = 0; ok && t < NUM_PARAM_TENSORS; t++) ok = check_tensor(&ld, t);
-    ok = ok && check_layout(&ld) && build_vocab(&ld, &vocab);
+    ok = ok && check_layout(&ld) && check_memory(&ld, max_batch, with_grads) && build_vocab(&ld, &vocab);
     if (ok) {
         model_init(m, &ld.cfg, max_batch, with_grads);
         ok = read_tensors(&ld, m);

@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 bool error_set(Error *err, const char *fmt, ...) {
     if (err) {
@@ -78,8 +80,13 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;
-    // Grow geometrically rather than trusting ftell: works for pipes too.
+    // A regular file's buffer is its size plus one byte (where fread finds
+    // the end): one allocation of exactly the memory the text needs. A pipe
+    // has no size, and a file can grow while we read it, so past that the
+    // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) cap = (size_t)st.st_size + 1;
     char *buf = xmalloc(cap + 1);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);
@@ -99,6 +106,32 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
     *out = buf;
     *len = n;
     return true;
+}
+
+// cgroup_limit: the number in the cgroup file "path" (a memory limit in
+// bytes), or SIZE_MAX when the file is missing or says "max" (no limit).
+static size_t cgroup_limit(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return SIZE_MAX;
+    unsigned long long limit;
+    bool found = fscanf(f, "%llu", &limit) == 1;
+    fclose(f);
+    return found && limit < SIZE_MAX ? (size_t)limit : SIZE_MAX;
+}
+
+size_t memory_limit_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    size_t limit = (size_t)pages * (size_t)page_size;
+    // A container sees the host's memory in sysconf, but its cgroup may
+    // allow it much less: version 2, then version 1 (which says "no limit"
+    // with a huge number, so the min() takes care of it).
+    const char *cgroup_files[] = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof cgroup_files / sizeof cgroup_files[0]; i++) {
+        size_t cgroup = cgroup_limit(cgroup_files[i]);
+        if (cgroup < limit) limit = cgroup;
+    }
+    return limit;
 }
 
 double now_seconds(void) {

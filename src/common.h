@@ -53,8 +53,14 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
 
 // read_file: the whole file in a new buffer ("*out", NUL-terminated for
-// convenience, "*len" bytes without the NUL). The caller frees "*out".
+// convenience, "*len" bytes without the NUL). The caller frees "*out". A
+// regular file takes one allocation of its size + 2 bytes; pipes work too.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
+
+// memory_limit_bytes: how much memory this process may use: the machine's
+// physical memory, or less if a cgroup (a container) limits it; 0 when
+// unknown. Used to refuse a model that cannot fit before allocating it.
+size_t memory_limit_bytes(void);
 
 // now_seconds: monotonic wall-clock time, for ms/step and tokens/s.
 double now_seconds(void);

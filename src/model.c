@@ -33,6 +33,54 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     return true;
 }
 
+// Saturating size_t arithmetic for model_memory_bytes: a result that does
+// not fit becomes SIZE_MAX and stays there, and SIZE_MAX bytes never fit in
+// memory, so an overflow is refused like any other model too large.
+// (B*NH*T*T alone can reach 2^68 within the flags' ranges.)
+static size_t sat_mul(size_t a, size_t b) {
+    size_t product;
+    return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
+}
+static size_t sat_add(size_t a, size_t b) {
+    size_t sum;
+    return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
+}
+
+// model_memory_bytes: what model_init allocates, buffer by buffer (the
+// tables are in model.h and README's "Every tensor's size"):
+//   parameters  2VC + TC + 4CC + C + V floats        (and as many gradients)
+//   activations BT(C + 3C + C + C + 2V + 1 + 2C) + 2 B NH T T floats
+//   activation gradients: the prefix up to probs, BT(6C + V) + B NH T T floats
+//   scratch     max(3C, V) C floats; inputs, targets: 2BT ints
+// A test checks the sum against model_init's real allocations.
+size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads) {
+    size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
+    size_t NH = (size_t)cfg->n_head, B = (size_t)max_batch;
+    size_t BT = sat_mul(B, T);
+    size_t attention = sat_mul(sat_mul(B, NH), sat_mul(T, T));  // one [B,NH,T,T] tensor
+    size_t params = sat_add(sat_add(sat_mul(2 * V, C), sat_mul(T, C)), sat_add(sat_mul(4 * C, C), C + V));
+    size_t acts = sat_add(sat_mul(BT, sat_add(8 * C, 2 * V + 1)), sat_mul(2, attention));
+    size_t floats = sat_add(params, acts);
+    if (with_grads) {
+        size_t grad_acts = sat_add(sat_mul(BT, 6 * C + V), attention);
+        floats = sat_add(floats, sat_add(params, grad_acts));
+    }
+    floats = sat_add(floats, sat_mul(3 * C > V ? 3 * C : V, C));
+    return sat_add(sat_mul(floats, sizeof(float)), sat_mul(sat_mul(2, BT), sizeof(int)));
+}
+
+bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err) {
+    size_t limit = memory_limit_bytes();
+    size_t need = model_memory_bytes(cfg, max_batch, with_grads);
+    if (limit == 0 || need <= limit) return true;
+    char need_text[32];
+    if (need == SIZE_MAX) snprintf(need_text, sizeof need_text, "more than 18 EB");
+    else snprintf(need_text, sizeof need_text, "%.1f GB", (double)need / 1e9);
+    return error_set(err, "--batch %d --context %d --embd %d --heads %d (with %d characters) need %s for the model%s, more than the %.1f GB of memory here; use a smaller --batch, --context or --embd",
+                     max_batch, cfg->block_size, cfg->n_embd, cfg->n_head, cfg->vocab_size, need_text,
+                     with_grads ? " and its gradients" : "", (double)limit / 1e9);
+}
+
 // Fill one table entry (a 1-d tensor when cols == 0) and advance the
 // running offset. Sizes are size_t: B*NH*T*T overflows an int long before
 // it overflows memory.

@@ -134,6 +134,17 @@ typedef struct {
 // are invalid: non-positive, heads not dividing embd, dropout outside [0,1).
 bool model_check_config(const ModelConfig *cfg, Error *err);
 
+// model_memory_bytes: the bytes model_init allocates for "cfg" with batches
+// of up to "max_batch" rows (and gradients when "with_grads"), computed in
+// saturating size_t arithmetic: SIZE_MAX means "more than a size_t holds".
+// "cfg" must pass model_check_config.
+size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads);
+// model_check_memory: false, with a message naming the size flags and the
+// bytes needed, when model_memory_bytes is more than memory_limit_bytes().
+// Call it before model_init: an allocation that the kernel grants lazily
+// and cannot back would kill the process later, without a message.
+bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err);
+
 // param_table / act_table: fill in the tables above; return the total floats.
 size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]);
 size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]);

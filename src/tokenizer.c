@@ -218,36 +218,44 @@ int tokenizer_id(const Tokenizer *tok, uint32_t cp) {
     return index < 0 ? -1 : map[index].value;
 }
 
-// tokenizer_encode: decode one character at a time and look up its id. A
-// text has at most one character per byte, so "len" ids always fit; the
-// buffer is shrunk to the real count at the end.
+// tokenizer_next: decode the character at "*pos" and look up its id.
+int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *pos, const char *source,
+                   Error *err) {
+    uint32_t cp;
+    int bytes = next_char(text, len, *pos, &cp, source, err);
+    if (bytes == 0) return -1;
+    int id = tokenizer_id(tok, cp);
+    if (id < 0) {
+        // Show the character itself unless it is a control character,
+        // which would garble the one-line message (a tab, a carriage return).
+        char shown[16] = "";
+        if (cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0)) {
+            char utf8[4];
+            int k = utf8_encode(cp, utf8);
+            snprintf(shown, sizeof shown, "'%.*s' ", k, utf8);
+        }
+        error_set(err, "'%s' has the character %s(U+%04X) at byte %zu, which is not in the model's vocabulary; remove it, or train a new model on this text",
+                  source, shown, (unsigned)cp, *pos);
+        return -1;
+    }
+    *pos += (size_t)bytes;
+    return id;
+}
+
+// tokenizer_encode: one tokenizer_next per character. A text has at most
+// one character per byte, so "len" ids always fit; the buffer is shrunk to
+// the real count at the end.
 bool tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err) {
     int *out = xmalloc(len * sizeof *out);
     size_t count = 0;
     for (size_t pos = 0; pos < len;) {
-        uint32_t cp;
-        int bytes = next_char(text, len, pos, &cp, source, err);
-        if (bytes == 0) {
+        int id = tokenizer_next(tok, text, len, &pos, source, err);
+        if (id < 0) {
             free(out);
             return false;
         }
-        int id = tokenizer_id(tok, cp);
-        if (id < 0) {
-            // Show the character itself unless it is a control character,
-            // which would garble the one-line message (a tab, a carriage return).
-            char shown[16] = "";
-            if (cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0)) {
-                char utf8[4];
-                int k = utf8_encode(cp, utf8);
-                snprintf(shown, sizeof shown, "'%.*s' ", k, utf8);
-            }
-            free(out);
-            return error_set(err, "'%s' has the character %s(U+%04X) at byte %zu, which is not in the model's vocabulary; remove it, or train a new model on this text",
-                             source, shown, (unsigned)cp, pos);
-        }
         out[count++] = id;
-        pos += (size_t)bytes;
     }
     *ids = xrealloc(out, count * sizeof *out);
     *n = count;

@@ -46,6 +46,13 @@ char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len);
 // tokenizer_id: the id of code point "cp", or -1 if it is not in the vocabulary.
 // Read-only, so safe to call from several threads at once.
 int tokenizer_id(const Tokenizer *tok, uint32_t cp);
+// tokenizer_next: the id of the character at byte "*pos" of "text" ("len"
+// bytes), advancing "*pos" past it. Returns -1, with "*pos" unchanged and
+// "err" naming "source", the character and its byte offset, on invalid UTF-8
+// or a character outside the vocabulary. For callers that store ids their
+// own way (data.c packs them into 1 or 2 bytes).
+int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *pos, const char *source,
+                   Error *err);
 // tokenizer_encode: text -> ids, "*ids" newly allocated (caller frees) with
 // "*n" entries. Fails on invalid UTF-8 or a character outside the vocabulary,
 // naming "source", the character and its byte offset.

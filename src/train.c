@@ -41,11 +41,10 @@ typedef struct {
 // dropout off. The windows are the same at every evaluation, so successive
 // values are comparable.
 static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
-    const int *val_tokens = run->data.tokens + run->data.n_train;
-    size_t n_val = run->data.n_tokens - run->data.n_train;
+    TokenSpan val_tokens = dataset_val(&run->data);
     double total = 0.0;
     for (int k = 0; k < n_batches; k++) {
-        batch_sequential(val_tokens, n_val, k, B, T, run->inputs, run->targets);
+        batch_sequential(val_tokens, k, B, T, run->inputs, run->targets);
         total += model_forward(&run->model, run->inputs, run->targets, B, T, false, 0);
     }
     return (float)(total / n_batches);
@@ -104,6 +103,7 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
             die(EXIT_RUNTIME, "%s", err.msg);
         ModelConfig cfg = {run->tok.vocab_size, opt->context, opt->embd, opt->heads, opt->dropout};
         if (!model_check_config(&cfg, &err)) usage_error(cmd, "%s", err.msg);
+        if (!model_check_memory(&cfg, opt->batch, true, &err)) usage_error(cmd, "%s", err.msg);
         model_init(&run->model, &cfg, opt->batch, true);
         Rng init_rng;
         rng_init(&init_rng, (uint64_t)opt->seed);
@@ -157,8 +157,8 @@ static void train_loop(TrainRun *run, const TrainOptions *opt) {
         bool evaluate = has_val && (step % opt->eval_interval == 0 || step == opt->steps - 1);
         float val_loss = evaluate ? validation_loss(run, B, T, opt->eval_batches) : NAN;
 
-        if (sequential) batch_sequential(run->data.tokens, run->data.n_train, step, B, T, run->inputs, run->targets);
-        else batch_random(run->data.tokens, run->data.n_train, B, T, &batch_rng, run->inputs, run->targets);
+        if (sequential) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
+        else batch_random(dataset_train(&run->data), B, T, &batch_rng, run->inputs, run->targets);
 
         double start = now_seconds();
         uint64_t dropout_key = mix64(mix64((uint64_t)opt->seed) + (uint64_t)step);

@@ -770,6 +770,126 @@ START_TEST(load_rejects_a_vocabulary_with_a_repeated_character) {
 }
 END_TEST
 
+// ---- Training state (train --resume) ---------------------------------------------
+
+// A state with extreme values: the largest u64s, floats that only survive
+// as 9 significant digits, and a path that JSON must escape.
+static TrainState example_state(void) {
+    TrainState st = {
+        .data_tokens = 123456789012ull, .data_hash = UINT64_MAX, .seed = 9200000000000000000ull,
+        .batch_rng = UINT64_MAX - 1, .steps = 3000, .batch = 32, .lr = 0.1f, .val_fraction = 1.0f / 3.0f,
+        .eval_interval = 250, .eval_batches = 20, .save_every = 1000,
+    };
+    snprintf(st.data_path, sizeof st.data_path, "/tmp/a \"quoted\" dir\\caf\xC3\xA9/moby.txt");
+    snprintf(st.order, sizeof st.order, "sequential");
+    return st;
+}
+
+// save_with_state: replace the fixture file with one that holds example_state().
+static void save_with_state(void) {
+    TrainState st = example_state();
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save_with_state(&model, &tok, STEP, &st, path, &err), "%s", err.msg);
+}
+
+// expect_state_rejected: checkpoint_read_state must fail naming the file and "needle".
+static void expect_state_rejected(const char *needle) {
+    TrainState st;
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(!checkpoint_read_state(path, &st, &step, &err), "a damaged state was read (wanted '%s')", needle);
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, needle) && !strchr(err.msg, '\n'),
+                  "wanted '%s' and the path in one line: %s", needle, err.msg);
+    ck_assert_int_eq(step, -1);
+}
+
+START_TEST(save_with_state_then_read_state_restores_every_field_exactly) {
+    save_with_state();
+    TrainState want = example_state(), got;
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
+    ck_assert_int_eq(step, STEP);
+    ck_assert_str_eq(got.data_path, want.data_path);
+    ck_assert_str_eq(got.order, want.order);
+    ck_assert_uint_eq(got.data_tokens, want.data_tokens);
+    ck_assert_uint_eq(got.data_hash, want.data_hash);
+    ck_assert_uint_eq(got.seed, want.seed);
+    ck_assert_uint_eq(got.batch_rng, want.batch_rng);
+    ck_assert_int_eq(got.steps, want.steps);
+    ck_assert_int_eq(got.batch, want.batch);
+    ck_assert_int_eq(got.eval_interval, want.eval_interval);
+    ck_assert_int_eq(got.eval_batches, want.eval_batches);
+    ck_assert_int_eq(got.save_every, want.save_every);
+    ck_assert_mem_eq(&got.lr, &want.lr, sizeof(float));  // bit-exact
+    ck_assert_mem_eq(&got.val_fraction, &want.val_fraction, sizeof(float));
+}
+END_TEST
+
+START_TEST(a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval) {
+    save_with_state();
+    Model m;
+    Tokenizer t;
+    ck_assert_int_eq(load_ok(&m, &t, 1, false), STEP);
+    ck_assert_mem_eq(m.params_memory, model.params_memory, model.num_params * sizeof(float));
+    model_free(&m);
+    tokenizer_free(&t);
+}
+END_TEST
+
+START_TEST(read_state_of_a_checkpoint_without_one_says_to_use_init) {
+    expect_state_rejected("holds no training state");
+    expect_state_rejected("--init");
+}
+END_TEST
+
+START_TEST(read_state_rejects_missing_malformed_or_impossible_values) {
+    // VALUE: a string literal and its length, which counts the NULs inside it.
+#define VALUE(literal) literal, sizeof literal - 1
+    const struct {
+        const char *key, *value;
+        size_t len;
+        const char *needle;
+    } cases[] = {
+        {"batch_rng", VALUE("0"), "\"batch_rng\" is 0"},
+        {"batch_rng", VALUE("18446744073709551616"), "\"batch_rng\" is \"18446744073709551616\""},  // 2^64
+        {"seed", VALUE("-1"), "\"seed\" is \"-1\""},
+        {"data_hash", VALUE("0x10"), "\"data_hash\""},
+        {"steps", VALUE("ten"), "\"steps\""},
+        {"batch", VALUE("0"), "\"batch\""},
+        {"batch", VALUE("1048577"), "\"batch\""},
+        {"eval_interval", VALUE("0"), "\"eval_interval\""},
+        {"eval_batches", VALUE("0"), "\"eval_batches\""},
+        {"lr", VALUE("nan"), "\"lr\" is \"nan\""},
+        {"lr", VALUE("-0.1"), "\"lr\" is \"-0.1\""},
+        {"lr", VALUE("2e6"), "\"lr\" must be at most 1e6"},
+        {"val_fraction", VALUE("1"), "\"val_fraction\" below 1"},
+        {"order", VALUE("shuffled"), "\"order\" is neither"},
+        {"order", VALUE("random\0"), "\"order\" is neither"},
+        {"data", VALUE("a\0b"), "\"data\" is not a file path"},
+    };
+#undef VALUE
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        save_with_state();
+        set_metadata(cases[i].key, cases[i].value, cases[i].len);
+        expect_state_rejected(cases[i].needle);
+    }
+    save_with_state();
+    edit_header(",\"seed\":\"9200000000000000000\"", "");
+    expect_state_rejected("no \"seed\"");
+}
+END_TEST
+
+START_TEST(save_into_the_current_directory_by_a_bare_file_name_works) {
+    // The directory to flush after the rename is then ".".
+    ck_assert_int_eq(chdir(dir), 0);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(&model, &tok, STEP, "bare.safetensors", &err), "%s", err.msg);
+    struct stat st;
+    ck_assert_int_eq(stat("bare.safetensors", &st), 0);
+}
+END_TEST
+
 Suite *checkpoint_suite(void) {
     Suite *s = suite_create("checkpoint");
     TCase *round_trip = tcase_create("round trip");
@@ -829,5 +949,14 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(metadata, load_rejects_a_vocabulary_of_the_wrong_length);
     tcase_add_test(metadata, load_rejects_a_vocabulary_with_a_repeated_character);
     suite_add_tcase(s, metadata);
+
+    TCase *state = tcase_create("training state");
+    tcase_add_checked_fixture(state, setup, teardown);
+    tcase_add_test(state, save_with_state_then_read_state_restores_every_field_exactly);
+    tcase_add_test(state, a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval);
+    tcase_add_test(state, read_state_of_a_checkpoint_without_one_says_to_use_init);
+    tcase_add_test(state, read_state_rejects_missing_malformed_or_impossible_values);
+    tcase_add_test(state, save_into_the_current_directory_by_a_bare_file_name_works);
+    suite_add_tcase(s, state);
     return s;
 }

@@ -90,7 +90,8 @@ START_TEST(load_encodes_the_whole_file_with_a_vocabulary_built_from_it) {
     ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 4, &err), "%s", err.msg);
     char back[64];
     size_t back_len = 0;
-    for (size_t i = 0; i < ds.n_tokens; i++) back_len += (size_t)tokenizer_decode(&tok, ds.tokens[i], back + back_len);
+    for (size_t i = 0; i < ds.n_tokens; i++)
+        back_len += (size_t)tokenizer_decode(&tok, token_at(dataset_train(&ds), i), back + back_len);
     ck_assert_uint_eq(back_len, strlen(text));
     ck_assert_mem_eq(back, text, back_len);
     ck_assert_uint_eq(ds.n_tokens, strlen(text) - 4);  // two 3-byte characters, one token each
@@ -108,7 +109,7 @@ START_TEST(load_with_a_given_vocabulary_uses_it_and_keeps_it) {
     ck_assert_msg(dataset_load(&ds, &tok, false, path, 0.0, 2, &err), "%s", err.msg);
     const int want[] = {2, 4, 3, 3, 4, 0, 1};  // ids in the given order: g=0 e=1 c=2 b=3 a=4
     ck_assert_uint_eq(ds.n_tokens, 7);
-    ck_assert_mem_eq(ds.tokens, want, sizeof want);
+    for (size_t i = 0; i < 7; i++) ck_assert_int_eq(token_at(dataset_train(&ds), i), want[i]);
     ck_assert_int_eq(tok.vocab_size, 5);
     dataset_free(&ds);
     tokenizer_free(&tok);
@@ -225,11 +226,162 @@ START_TEST(load_rejects_a_val_fraction_outside_zero_one) {
 }
 END_TEST
 
+// ---- Compact ids ---------------------------------------------------------------
+
+// write_codepoints_file: a file holding each code point of [first, first + count)
+// once, as UTF-8, then a newline; returns its path. The vocabulary is those
+// count characters plus the newline.
+static const char *write_codepoints_file(const char *name, uint32_t first, size_t count) {
+    char *text = malloc(4 * count + 1);
+    ck_assert_ptr_nonnull(text);
+    size_t len = 0;
+    for (size_t i = 0; i < count; i++) len += (size_t)utf8_encode(first + (uint32_t)i, text + len);
+    text[len++] = '\n';
+    const char *path = write_temp_file(name, text, len);
+    free(text);
+    return path;
+}
+
+// check_round_trip: the dataset decodes back to exactly the file's bytes.
+static void check_round_trip(const Dataset *ds, const Tokenizer *tok, const char *path) {
+    char *text;
+    size_t len;
+    Error err = {0};
+    ck_assert_msg(read_file(path, &text, &len, &err), "%s", err.msg);
+    size_t at = 0;
+    TokenSpan all = {ds->ids, ds->n_tokens, ds->width};
+    for (size_t i = 0; i < ds->n_tokens; i++) {
+        char bytes[4];
+        int n = tokenizer_decode(tok, token_at(all, i), bytes);
+        ck_assert_msg(at + (size_t)n <= len && memcmp(text + at, bytes, (size_t)n) == 0, "token %zu differs", i);
+        at += (size_t)n;
+    }
+    ck_assert_uint_eq(at, len);
+    free(text);
+}
+
+START_TEST(load_stores_ids_in_the_fewest_bytes_that_hold_the_vocabulary) {
+    // count distinct characters + the newline: V = count + 1.
+    const struct {
+        uint32_t first;  // first code point: 2-byte, then 4-byte UTF-8
+        size_t count;
+        int width;
+    } cases[] = {
+        {0x100, 255, 1},     // V = 256: ids 0..255 fit a byte
+        {0x100, 256, 2},     // V = 257
+        {0x10000, 65535, 2}, // V = 65536: ids 0..65535 fit two bytes
+        {0x10000, 65536, 4}, // V = 65537
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "v%zu.txt", i);
+        const char *path = write_codepoints_file(name, cases[i].first, cases[i].count);
+        Dataset ds;
+        Tokenizer tok;
+        Error err = {0};
+        ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 1, &err), "%s", err.msg);
+        ck_assert_int_eq(tok.vocab_size, (int)cases[i].count + 1);
+        ck_assert_int_eq(ds.width, cases[i].width);
+        ck_assert_uint_eq(ds.n_tokens, cases[i].count + 1);
+        check_round_trip(&ds, &tok, path);
+        dataset_free(&ds);
+        tokenizer_free(&tok);
+    }
+}
+END_TEST
+
+START_TEST(hash_is_the_same_for_the_same_text_and_differs_for_another) {
+    const char *a = write_temp_file("a.txt", "the whale, the sea", 18);
+    const char *b = write_temp_file("b.txt", "the whale, the see", 18);
+    Tokenizer tok;
+    ck_assert(tokenizer_from_vocab(&tok, " ,aehlstw", 9, NULL));
+    Dataset first, again, other;
+    Error err = {0};
+    ck_assert_msg(dataset_load(&first, &tok, false, a, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&again, &tok, false, a, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&other, &tok, false, b, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_uint_eq(dataset_hash(&first), dataset_hash(&again));
+    ck_assert_uint_ne(dataset_hash(&first), dataset_hash(&other));
+    dataset_free(&first);
+    dataset_free(&again);
+    dataset_free(&other);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+// ---- Memory ---------------------------------------------------------------------
+// Linux reports a process's peak resident memory as VmHWM in /proc/self/status,
+// and writing "5" to /proc/self/clear_refs resets that peak to the current
+// resident size (since Linux 4.0). So a test can measure the peak of one call.
+
+// status_kb: the "field" line of /proc/self/status in KiB, or -1.
+static long status_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') kb = atol(line + n + 1);
+    fclose(f);
+    return kb;
+}
+
+// reset_peak_memory: VmHWM = VmRSS from now on; false where Linux cannot.
+static bool reset_peak_memory(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+// The file for the memory test, and the bound: the peak may exceed the
+// memory held before the load by at most 1.25 times the file's size. (The
+// text and its one-byte ids share one buffer, so the peak is about 1.0x;
+// AddressSanitizer's shadow memory adds 1/8. Before ids were packed, the
+// peak was the text plus 4-byte ids: 5x.)
+enum { LARGE_FILE_BYTES = 16 << 20 };
+static const double LARGE_FILE_PEAK_RATIO = 1.25;
+
+START_TEST(loading_a_large_file_takes_about_its_own_size_in_memory) {
+    // Write the file a line at a time: building it in memory would spoil the measurement.
+    ck_assert_int_lt(n_temp_files, MAX_TEMP_FILES);
+    char *path = temp_files[n_temp_files++];
+    snprintf(path, sizeof temp_files[0], "%s/large.txt", temp_dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    const char line[] = "Call me Ishmael. Some years ago, never mind how long precisely.\n";
+    for (size_t written = 0; written < LARGE_FILE_BYTES; written += sizeof line - 1) fputs(line, f);
+    ck_assert_int_eq(fclose(f), 0);
+    if (!reset_peak_memory()) {
+        fprintf(stderr, "skipped: this kernel cannot reset the peak memory (/proc/self/clear_refs)\n");
+        return;
+    }
+
+    long before_kb = status_kb("VmRSS");
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.1, 64, &err), "%s", err.msg);
+    long peak_kb = status_kb("VmHWM");
+    ck_assert(before_kb > 0 && peak_kb > 0);
+    double ratio = (double)(peak_kb - before_kb) * 1024.0 / LARGE_FILE_BYTES;
+    ck_assert_msg(ratio <= LARGE_FILE_PEAK_RATIO, "loading %d MiB raised the peak memory by %.2f times the file size",
+                  LARGE_FILE_BYTES >> 20, ratio);
+    ck_assert_int_eq(ds.width, 1);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
 // ---- Batches ----------------------------------------------------------------
 
 // Token i is the number i, so a batch entry shows where it came from.
 enum { N_COUNTING = 100 };
 static int counting[N_COUNTING];
+
+// counting_span: the first "n" counting tokens, as 4-byte ids.
+static TokenSpan counting_span(size_t n) { return (TokenSpan){counting, n, 4}; }
 
 // fill_counting: fixture setup for the batch tests.
 static void fill_counting(void) {
@@ -256,9 +408,9 @@ START_TEST(batch_targets_are_the_inputs_shifted_by_one) {
     Rng rng;
     rng_init(&rng, 1);
     for (long step = 0; step < 50; step++) {
-        batch_random(counting, N_COUNTING, B, T, &rng, inputs, targets);
+        batch_random(counting_span(N_COUNTING), B, T, &rng, inputs, targets);
         check_windows(inputs, targets, B, T, N_COUNTING);
-        batch_sequential(counting, N_COUNTING, step, B, T, inputs, targets);
+        batch_sequential(counting_span(N_COUNTING), step, B, T, inputs, targets);
         check_windows(inputs, targets, B, T, N_COUNTING);
     }
 }
@@ -271,7 +423,7 @@ START_TEST(sequential_batch_starts_follow_the_formula_exactly) {
     // (step * B * T overflows 32 bits, and would overflow a 32-bit long).
     const long steps[] = {0, 1, 2, 3, 4, 5, 13, 14, 99, 1000003, 4000000000L, 123456789012L};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-        batch_sequential(counting, N_COUNTING, steps[i], B, T, inputs, targets);
+        batch_sequential(counting_span(N_COUNTING), steps[i], B, T, inputs, targets);
         for (int b = 0; b < B; b++) {
             uint64_t want = (((uint64_t)steps[i] * B + (uint64_t)b) * T) % (N_COUNTING - T);
             ck_assert_msg((uint64_t)inputs[b * T] == want, "step %ld row %d starts at %d, want %llu", steps[i],
@@ -290,11 +442,11 @@ START_TEST(random_batches_are_deterministic_for_a_seed) {
     rng_init(&c, 43);
     int differs_from_other_seed = 0;
     for (int step = 0; step < 20; step++) {
-        batch_random(counting, N_COUNTING, B, T, &a, in_a, tgt_a);
-        batch_random(counting, N_COUNTING, B, T, &b, in_b, tgt_b);
+        batch_random(counting_span(N_COUNTING), B, T, &a, in_a, tgt_a);
+        batch_random(counting_span(N_COUNTING), B, T, &b, in_b, tgt_b);
         ck_assert_mem_eq(in_a, in_b, sizeof in_a);
         ck_assert_mem_eq(tgt_a, tgt_b, sizeof tgt_a);
-        batch_random(counting, N_COUNTING, B, T, &c, in_b, tgt_b);
+        batch_random(counting_span(N_COUNTING), B, T, &c, in_b, tgt_b);
         differs_from_other_seed += memcmp(in_a, in_b, sizeof in_a) != 0;
     }
     ck_assert_int_gt(differs_from_other_seed, 15);
@@ -309,11 +461,38 @@ START_TEST(random_batch_starts_stay_in_range_and_reach_both_ends) {
     Rng rng;
     rng_init(&rng, 3);
     for (int step = 0; step < 200; step++) {
-        batch_random(counting, N, B, T, &rng, inputs, targets);
+        batch_random(counting_span(N), B, T, &rng, inputs, targets);
         check_windows(inputs, targets, B, T, N);
         for (int b = 0; b < B; b++) seen[inputs[b * T]]++;
     }
     for (int s = 0; s < N - T; s++) ck_assert_msg(seen[s] > 0, "start %d never drawn", s);
+}
+END_TEST
+
+START_TEST(batches_are_the_same_at_every_id_width) {
+    // The counting tokens 0..99 stored in 1, 2 and 4 bytes are the same text.
+    uint8_t narrow[N_COUNTING];
+    uint16_t wide[N_COUNTING];
+    for (int i = 0; i < N_COUNTING; i++) narrow[i] = (uint8_t)i, wide[i] = (uint16_t)i;
+    const TokenSpan spans[] = {{narrow, N_COUNTING, 1}, {wide, N_COUNTING, 2}, counting_span(N_COUNTING)};
+    enum { B = 3, T = 6 };
+    int in_ref[B * T], tgt_ref[B * T], in[B * T], tgt[B * T];
+    Rng ref_rng;
+    rng_init(&ref_rng, 5);
+    batch_random(spans[2], B, T, &ref_rng, in_ref, tgt_ref);
+    for (int w = 0; w < 2; w++) {
+        Rng rng;
+        rng_init(&rng, 5);
+        batch_random(spans[w], B, T, &rng, in, tgt);
+        ck_assert_mem_eq(in, in_ref, sizeof in);
+        ck_assert_mem_eq(tgt, tgt_ref, sizeof tgt);
+    }
+    batch_sequential(spans[2], 7, B, T, in_ref, tgt_ref);
+    for (int w = 0; w < 2; w++) {
+        batch_sequential(spans[w], 7, B, T, in, tgt);
+        ck_assert_mem_eq(in, in_ref, sizeof in);
+        ck_assert_mem_eq(tgt, tgt_ref, sizeof tgt);
+    }
 }
 END_TEST
 
@@ -322,9 +501,9 @@ START_TEST(a_stream_of_exactly_one_window_gives_that_window) {
     int inputs[B * T], targets[B * T];
     Rng rng;
     rng_init(&rng, 8);
-    batch_random(counting, T + 1, B, T, &rng, inputs, targets);
+    batch_random(counting_span(T + 1), B, T, &rng, inputs, targets);
     check_windows(inputs, targets, B, T, T + 1);
-    batch_sequential(counting, T + 1, 17, B, T, inputs, targets);
+    batch_sequential(counting_span(T + 1), 17, B, T, inputs, targets);
     check_windows(inputs, targets, B, T, T + 1);
 }
 END_TEST
@@ -344,6 +523,9 @@ Suite *data_suite(void) {
     tcase_add_test(load, load_rejects_a_training_split_shorter_than_one_window);
     tcase_add_test(load, load_rejects_a_short_validation_split_but_allows_none);
     tcase_add_test(load, load_rejects_a_val_fraction_outside_zero_one);
+    tcase_add_test(load, load_stores_ids_in_the_fewest_bytes_that_hold_the_vocabulary);
+    tcase_add_test(load, hash_is_the_same_for_the_same_text_and_differs_for_another);
+    tcase_add_test(load, loading_a_large_file_takes_about_its_own_size_in_memory);
     suite_add_tcase(s, load);
 
     TCase *batch = tcase_create("batch");
@@ -352,6 +534,7 @@ Suite *data_suite(void) {
     tcase_add_test(batch, sequential_batch_starts_follow_the_formula_exactly);
     tcase_add_test(batch, random_batches_are_deterministic_for_a_seed);
     tcase_add_test(batch, random_batch_starts_stay_in_range_and_reach_both_ends);
+    tcase_add_test(batch, batches_are_the_same_at_every_id_width);
     tcase_add_test(batch, a_stream_of_exactly_one_window_gives_that_window);
     suite_add_tcase(s, batch);
     return s;

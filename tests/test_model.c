@@ -12,6 +12,7 @@
 // counts (every sum runs in a fixed order).
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,50 @@ START_TEST(check_config_rejects_bad_sizes_naming_the_flag) {
         ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "case %zu: message \"%s\" does not mention %s",
                       i, err.msg, cases[i].must_mention);
     }
+}
+END_TEST
+
+START_TEST(memory_bytes_is_exactly_what_model_init_allocates) {
+    const ModelConfig configs[] = {
+        SMALL,
+        {.vocab_size = 65, .block_size = 16, .n_embd = 12, .n_head = 3, .dropout = 0.1f},
+        {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f},  // V < 3C: scratch is 3C x C
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        for (int with_grads = 0; with_grads <= 1; with_grads++) {
+            Model m;
+            model_init(&m, &configs[i], 3, with_grads);
+            size_t floats = m.num_params + m.num_acts + m.weight_scratch_size;
+            if (with_grads) floats += m.num_params + m.act_specs[ACT_PROBS].offset;
+            size_t ints = 2 * (size_t)m.max_batch * (size_t)configs[i].block_size;
+            ck_assert_uint_eq(model_memory_bytes(&configs[i], 3, with_grads), floats * sizeof(float) + ints * sizeof(int));
+            model_free(&m);
+        }
+    }
+}
+END_TEST
+
+START_TEST(memory_bytes_saturates_instead_of_overflowing) {
+    // The largest sizes the flags allow: B*NH*T*T = 2^20 * 2^16 * 2^32 = 2^68.
+    const ModelConfig huge = {.vocab_size = 1 << 20, .block_size = 1 << 16, .n_embd = 1 << 16, .n_head = 1 << 16};
+    ck_assert(model_check_config(&huge, NULL));
+    ck_assert_uint_eq(model_memory_bytes(&huge, 1 << 20, true), SIZE_MAX);
+    Error err = {{0}};
+    ck_assert(!model_check_memory(&huge, 1 << 20, true, &err));
+    ck_assert_msg(strstr(err.msg, "more than 18 EB"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(check_memory_refuses_a_model_larger_than_memory_naming_the_flags) {
+    ck_assert_uint_gt(memory_limit_bytes(), 0);
+    Error err = {{0}};
+    ck_assert_msg(model_check_memory(&SMALL, 32, true, &err), "%s", err.msg);
+    // 16 x 65536 x 65536 attention weights alone are 256 GiB of floats.
+    const ModelConfig big = {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 64, .n_head = 4};
+    ck_assert(!model_check_memory(&big, 4, false, &err));
+    ck_assert_msg(strstr(err.msg, "--batch 4 --context 65536 --embd 64 --heads 4") && strstr(err.msg, "GB") &&
+                      strstr(err.msg, "use a smaller --batch, --context or --embd") && !strchr(err.msg, '\n'),
+                  "message was: %s", err.msg);
 }
 END_TEST
 
@@ -522,6 +567,9 @@ Suite *model_suite(void) {
     tcase_add_test(tables, model_init_points_each_view_at_its_table_entry);
     tcase_add_test(tables, check_config_accepts_a_valid_config);
     tcase_add_test(tables, check_config_rejects_bad_sizes_naming_the_flag);
+    tcase_add_test(tables, memory_bytes_is_exactly_what_model_init_allocates);
+    tcase_add_test(tables, memory_bytes_saturates_instead_of_overflowing);
+    tcase_add_test(tables, check_memory_refuses_a_model_larger_than_memory_naming_the_flags);
     suite_add_tcase(s, tables);
 
     TCase *passes = tcase_create("passes");

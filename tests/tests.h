@@ -22,5 +22,6 @@ Suite *watch_suite(void);
 Suite *walkthrough_suite(void);
 Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
+Suite *args_suite(void);
 
 #endif

@@ -1,0 +1,168 @@
+// test_args.c: tests for src/args.c (the flag tables).
+//
+// parse_flags exits on a bad flag, so these call its core,
+// parse_flags_report, which returns the same message instead. The binary's
+// exit statuses for the same mistakes are checked in test_cli.c.
+#include <math.h>
+#include <string.h>
+
+#include "args.h"
+#include "tests.h"
+
+// One flag of every type, with the ranges train uses.
+static int batch;
+static long steps;
+static float lr;
+static const char *out;
+static bool verbose;
+static Flag flags[5];
+static Command cmd;
+
+// reset: the defaults, and a fresh table (parse marks flags as seen).
+static void reset(const char *positional) {
+    batch = 32, steps = 3000, lr = 0.5f, out = "out", verbose = false;
+    const Flag table[] = {
+        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false},
+        {"--steps", FLAG_LONG, &steps, "N", "steps", 0, 1e12, false},
+        {"--lr", FLAG_FLOAT, &lr, "LR", "learning rate", 0, 1e6, false},
+        {"--out", FLAG_STRING, &out, "DIR", "output directory", 0, 0, false},
+        {"--verbose", FLAG_SWITCH, &verbose, NULL, "say more", 0, 0, false},
+    };
+    memcpy(flags, table, sizeof table);
+    cmd = (Command){"train", positional, "Train.", "tinygpt train x.txt", flags, 5};
+}
+
+// parse: parse_flags_report on a NULL-terminated list of arguments after the command name.
+static ParseResult parse(const char **positional, Error *err, const char *const *args) {
+    char *argv[16] = {"train"};
+    int argc = 1;
+    for (; args[argc - 1]; argc++) argv[argc] = (char *)args[argc - 1];
+    return parse_flags_report(&cmd, argc, argv, positional, err);
+}
+#define PARSE(positional, err, ...) parse((positional), (err), (const char *const[]){__VA_ARGS__, NULL})
+
+// expect_error: parsing must fail with a message containing "needle".
+#define EXPECT_ERROR(needle, ...)                                                              \
+    do {                                                                                       \
+        const char *pos_;                                                                      \
+        Error err_ = {{0}};                                                                    \
+        reset("FILE");                                                                         \
+        ck_assert_int_eq(PARSE(&pos_, &err_, __VA_ARGS__), PARSE_ERROR);                       \
+        ck_assert_msg(strstr(err_.msg, needle) != NULL, "wanted '%s' in: %s", needle, err_.msg); \
+        ck_assert_msg(strchr(err_.msg, '\n') == NULL, "not one line: %s", err_.msg);          \
+    } while (0)
+
+START_TEST(parse_reads_every_type_with_a_space_or_an_equals_sign) {
+    reset("FILE");
+    const char *positional;
+    Error err = {{0}};
+    ck_assert_int_eq(PARSE(&positional, &err, "--batch", "8", "data.txt", "--steps=12345678901", "--lr", "1e-3",
+                           "--out=runs/x", "--verbose"),
+                     PARSE_OK);
+    ck_assert_str_eq(positional, "data.txt");
+    ck_assert_int_eq(batch, 8);
+    ck_assert_int_eq(steps, 12345678901L);
+    ck_assert_float_eq(lr, 1e-3f);
+    ck_assert_str_eq(out, "runs/x");
+    ck_assert(verbose);
+    for (int i = 0; i < 5; i++) ck_assert_msg(flags[i].seen, "%s not marked seen", flags[i].name);
+}
+END_TEST
+
+START_TEST(parse_keeps_defaults_and_marks_nothing_seen_when_no_flag_is_given) {
+    reset("FILE");
+    const char *positional;
+    ck_assert_int_eq(PARSE(&positional, NULL, "data.txt"), PARSE_OK);
+    ck_assert_int_eq(batch, 32);
+    ck_assert_float_eq(lr, 0.5f);
+    for (int i = 0; i < 5; i++) ck_assert(!flags[i].seen);
+}
+END_TEST
+
+START_TEST(parse_reports_help_instead_of_exiting) {
+    reset("FILE");
+    const char *positional;
+    ck_assert_int_eq(PARSE(&positional, NULL, "--batch", "8", "--help"), PARSE_HELP);
+    ck_assert_int_eq(PARSE(&positional, NULL, "-h"), PARSE_HELP);
+}
+END_TEST
+
+START_TEST(parse_names_an_unknown_flag) {
+    EXPECT_ERROR("unknown flag '--bogus'", "x.txt", "--bogus", "3");
+    EXPECT_ERROR("unknown flag '--bogus'", "x.txt", "--bogus=3");
+    EXPECT_ERROR("unknown flag '-b'", "x.txt", "-b", "3");
+}
+END_TEST
+
+START_TEST(parse_names_a_flag_whose_value_is_missing) {
+    EXPECT_ERROR("--steps needs a value (N)", "x.txt", "--steps");
+    EXPECT_ERROR("--verbose takes no value", "x.txt", "--verbose=yes");
+}
+END_TEST
+
+START_TEST(parse_rejects_values_that_are_not_numbers) {
+    EXPECT_ERROR("--steps expects a whole number, got 'ten'", "x.txt", "--steps", "ten");
+    EXPECT_ERROR("--steps expects a whole number, got '12abc'", "x.txt", "--steps", "12abc");
+    EXPECT_ERROR("--steps expects a whole number, got ''", "x.txt", "--steps=");
+    EXPECT_ERROR("--batch expects a whole number, got '1.5'", "x.txt", "--batch", "1.5");
+    EXPECT_ERROR("--batch expects a whole number, got '99999999999999999999'", "x.txt", "--batch",
+                 "99999999999999999999");
+    EXPECT_ERROR("--lr expects a finite number, got 'fast'", "x.txt", "--lr", "fast");
+}
+END_TEST
+
+START_TEST(parse_rejects_a_learning_rate_that_is_not_finite) {
+    EXPECT_ERROR("--lr expects a finite number, got 'nan'", "x.txt", "--lr", "nan");
+    EXPECT_ERROR("--lr expects a finite number, got 'inf'", "x.txt", "--lr", "inf");
+    EXPECT_ERROR("--lr expects a finite number, got '-Infinity'", "x.txt", "--lr", "-Infinity");
+    EXPECT_ERROR("--lr expects a finite number, got '1e999'", "x.txt", "--lr", "1e999");
+}
+END_TEST
+
+START_TEST(parse_rejects_zero_negative_and_too_large_sizes) {
+    EXPECT_ERROR("--batch 0 is out of range [1, 1048576]", "x.txt", "--batch", "0");
+    EXPECT_ERROR("--batch -4 is out of range", "x.txt", "--batch", "-4");
+    EXPECT_ERROR("--batch 4294967297 is out of range", "x.txt", "--batch", "4294967297");  // would wrap to 1 as an int
+    EXPECT_ERROR("--steps -1 is out of range", "x.txt", "--steps", "-1");
+    EXPECT_ERROR("--lr -0.5 is out of range", "x.txt", "--lr", "-0.5");
+}
+END_TEST
+
+START_TEST(parse_checks_the_positional_argument) {
+    EXPECT_ERROR("missing FILE", "--batch", "8");
+    EXPECT_ERROR("expected one FILE, got 'a.txt' and 'b.txt'", "a.txt", "b.txt");
+    reset(NULL);
+    Error err = {{0}};
+    const char *positional;
+    ck_assert_int_eq(PARSE(&positional, &err, "a.txt"), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "unexpected argument 'a.txt'");
+}
+END_TEST
+
+START_TEST(parse_lets_an_optional_positional_argument_be_left_out) {
+    reset("[FILE]");
+    const char *positional = "unset";
+    Error err = {{0}};
+    ck_assert_int_eq(PARSE(&positional, &err, "--batch", "8"), PARSE_OK);
+    ck_assert_ptr_null(positional);
+    ck_assert_int_eq(PARSE(&positional, &err, "a.txt", "b.txt"), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "expected one FILE, got 'a.txt' and 'b.txt'");
+}
+END_TEST
+
+Suite *args_suite(void) {
+    Suite *s = suite_create("args");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, parse_reads_every_type_with_a_space_or_an_equals_sign);
+    tcase_add_test(tc, parse_keeps_defaults_and_marks_nothing_seen_when_no_flag_is_given);
+    tcase_add_test(tc, parse_reports_help_instead_of_exiting);
+    tcase_add_test(tc, parse_names_an_unknown_flag);
+    tcase_add_test(tc, parse_names_a_flag_whose_value_is_missing);
+    tcase_add_test(tc, parse_rejects_values_that_are_not_numbers);
+    tcase_add_test(tc, parse_rejects_a_learning_rate_that_is_not_finite);
+    tcase_add_test(tc, parse_rejects_zero_negative_and_too_large_sizes);
+    tcase_add_test(tc, parse_checks_the_positional_argument);
+    tcase_add_test(tc, parse_lets_an_optional_positional_argument_be_left_out);
+    suite_add_tcase(s, tc);
+    return s;
+}
