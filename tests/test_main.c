@@ -12,7 +12,7 @@ int main(void) {
         rng_suite,  tokenizer_suite, data_suite,  encoder_suite,    linear_suite,
         attention_suite, crossentropy_suite, model_suite, json_suite, checkpoint_suite,
         sampler_suite, cli_suite,
-        args_suite,
+        args_suite, train_suite,
     };
     SRunner *runner = srunner_create(NULL);
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) srunner_add_suite(runner, suites[i]());

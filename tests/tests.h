@@ -17,5 +17,6 @@ Suite *checkpoint_suite(void);
 Suite *sampler_suite(void);
 Suite *cli_suite(void);
 Suite *args_suite(void);
+Suite *train_suite(void);
 
 #endif
