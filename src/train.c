@@ -50,6 +50,7 @@ typedef struct {
     char resume_checkpoint[4200];  // with --resume: DIR/model.safetensors
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    Error fault;            // why training stopped early, when train_loop returns -1
 } TrainRun;
 
 // ---- Stopping on a signal -------------------------------------------------------
@@ -249,25 +250,25 @@ static void save_checkpoint(TrainRun *run, const TrainOptions *opt, long done) {
 
 // ---- Numerical faults -------------------------------------------------------------
 
-// numerical_fault: stop at "step" because "what" (the loss, a gradient, a
-// weight) is not finite, saying where it showed first. Nothing is saved:
-// those weights are useless, and the last good checkpoint stays as it was.
-static _Noreturn void numerical_fault(const TrainRun *run, const TrainOptions *opt, long step, const char *what) {
+// numerical_fault: false, with run->fault saying that training stops at
+// "step" because "what" (the loss, a gradient, a weight) is not finite.
+// Nothing is saved: those weights are useless, and the last good checkpoint
+// stays as it was.
+static bool numerical_fault(TrainRun *run, const TrainOptions *opt, long step, const char *what) {
     char kept[4200];
     if (run->last_saved_step >= 0)
         snprintf(kept, sizeof kept, "the last good checkpoint (saved after %ld steps) is kept: '%s'", run->last_saved_step,
                  run->checkpoint_path);
     else snprintf(kept, sizeof kept, "no checkpoint was saved before it (see --save-every)");
-    fflush(run->log);
-    die(EXIT_RUNTIME, "training diverged at step %ld: %s; nothing was saved, and %s; try a lower --lr (it is %g)", step,
-        what, kept, (double)opt->lr);
+    return error_set(&run->fault, "training diverged at step %ld: %s; nothing was saved, and %s; try a lower --lr (it is %g)",
+                     step, what, kept, (double)opt->lr);
 }
 
-// check_loss / check_tensors: after each part of step "step", stop if a
-// value has become NaN or infinite: the loss (then name the first activation
-// that broke), the gradients, and the weights after the update.
-static void check_loss(const TrainRun *run, const TrainOptions *opt, long step, float loss) {
-    if (isfinite(loss)) return;
+// check_loss / check_tensors: after each part of step "step", false (see
+// numerical_fault) if a value has become NaN or infinite: the loss (then name
+// the first activation that broke), the gradients, the weights after the update.
+static bool check_loss(TrainRun *run, const TrainOptions *opt, long step, float loss) {
+    if (isfinite(loss)) return true;
     char what[160];
     size_t element;
     int t = model_find_nonfinite_act(&run->model, &element);
@@ -275,19 +276,18 @@ static void check_loss(const TrainRun *run, const TrainOptions *opt, long step, 
         snprintf(what, sizeof what, "the loss is %s, and activation '%s' first holds a non-finite value (element %zu)",
                  isnan(loss) ? "NaN" : "infinite", run->model.act_specs[t].name, element);
     else snprintf(what, sizeof what, "the loss is %s", isnan(loss) ? "NaN" : "infinite");
-    numerical_fault(run, opt, step, what);
+    return numerical_fault(run, opt, step, what);
 }
 
-static void check_tensors(const TrainRun *run, const TrainOptions *opt, long step, const float *memory,
-                          const char *kind) {
+static bool check_tensors(TrainRun *run, const TrainOptions *opt, long step, const float *memory, const char *kind) {
     size_t element;
     int t = model_find_nonfinite(&run->model, memory, &element);
-    if (t < 0) return;
+    if (t < 0) return true;
     char what[160];
     float value = memory[run->model.param_specs[t].offset + element];
     snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, run->model.param_specs[t].name,
              isnan(value) ? "NaN" : "an infinity", element);
-    numerical_fault(run, opt, step, what);
+    return numerical_fault(run, opt, step, what);
 }
 
 // Build the model, tokenizer and data: from a checkpoint (--init) or fresh.
@@ -345,7 +345,8 @@ static void free_run(TrainRun *run) {
 }
 
 // train_loop: steps from run->start_step until opt->steps, or until a signal
-// or --stop-after stops it; returns the number of steps done.
+// or --stop-after stops it; returns the number of steps done, or -1 (with
+// run->fault) when a value became NaN or infinite.
 static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const ModelConfig *cfg = &run->model.config;
     const int B = opt->batch, T = cfg->block_size;
@@ -374,12 +375,12 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
         double start = now_seconds();
         uint64_t dropout_key = mix64(mix64((uint64_t)opt->seed) + (uint64_t)step);
         float loss = model_forward(&run->model, run->inputs, run->targets, B, T, true, dropout_key);
-        check_loss(run, opt, step, loss);
+        if (!check_loss(run, opt, step, loss)) return -1;
         model_zero_grad(&run->model);
         model_backward(&run->model);
-        check_tensors(run, opt, step, run->model.grads_memory, "gradient");
+        if (!check_tensors(run, opt, step, run->model.grads_memory, "gradient")) return -1;
         model_sgd_step(&run->model, opt->lr);
-        check_tensors(run, opt, step, run->model.params_memory, "weight");
+        if (!check_tensors(run, opt, step, run->model.params_memory, "weight")) return -1;
         double seconds = now_seconds() - start;
 
         double tokens_per_s = (double)B * T / seconds;
@@ -462,6 +463,11 @@ int cmd_train(int argc, char **argv) {
     setup_run(&run, &opt, &cmd);
     catch_stop_signals();
     long done = train_loop(&run, &opt);
+    if (done < 0) {
+        fprintf(stderr, "tinygpt: %s\n", run.fault.msg);
+        free_run(&run);
+        return EXIT_RUNTIME;
+    }
 
     save_checkpoint(&run, &opt, done);
     if (done < opt.steps)
