@@ -95,3 +95,12 @@ sanitize: | deps
 	TINYGPT_BIN=$(SAN_BUILD)/tinygpt CK_TIMEOUT_MULTIPLIER=4 \
 	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=print_stacktrace=1 $(SAN_BUILD)/run_tests
+
+# make valgrind: a short train, stop + resume, sample and eval under
+# valgrind memcheck (scripts/valgrind_check.sh), with a -O2 -g binary built
+# into build/valgrind without -march=native, whose AVX-512 valgrind cannot run.
+VG_BUILD = build/valgrind
+.PHONY: valgrind
+valgrind: | deps
+	$(MAKE) --no-print-directory BUILD=$(VG_BUILD) OPT="-O2 -g" $(VG_BUILD)/tinygpt
+	scripts/valgrind_check.sh $(VG_BUILD)/tinygpt
