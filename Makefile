@@ -95,3 +95,32 @@ bench: tinygpt
 # Train on a generated 100 MB file; fail if peak memory passes 1.1 x its size.
 large-file-check: tinygpt
 	scripts/check_large_file.sh ./tinygpt
+
+# The binary inside a build directory, for the sanitizer and valgrind builds
+# (which must not overwrite ./tinygpt).
+$(BUILD)/tinygpt: $(BUILD)/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# make sanitize: every test, with the library, the binary and the tests built
+# with AddressSanitizer and UndefinedBehaviorSanitizer (gcc's; any UB aborts)
+# into build/sanitize. LeakSanitizer runs at the exit of each forked test and
+# of each tinygpt the tests start, so a leak fails the test that caused it.
+# Sanitized code runs 2-5x slower: CK_TIMEOUT_MULTIPLIER stretches Check's
+# per-test timeouts to match.
+SAN_BUILD = build/sanitize
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+.PHONY: sanitize
+sanitize: | deps
+	$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) OPT="-O1 -g $(SAN_FLAGS)" $(SAN_BUILD)/tinygpt $(SAN_BUILD)/run_tests
+	TINYGPT_BIN=$(SAN_BUILD)/tinygpt CK_TIMEOUT_MULTIPLIER=4 \
+	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=print_stacktrace=1 $(SAN_BUILD)/run_tests
+
+# make valgrind: a short train, stop + resume, sample and eval under
+# valgrind memcheck (scripts/valgrind_check.sh), with a -O2 -g binary built
+# into build/valgrind without -march=native, whose AVX-512 valgrind cannot run.
+VG_BUILD = build/valgrind
+.PHONY: valgrind
+valgrind: | deps
+	$(MAKE) --no-print-directory BUILD=$(VG_BUILD) OPT="-O2 -g" $(VG_BUILD)/tinygpt
+	scripts/valgrind_check.sh $(VG_BUILD)/tinygpt

@@ -40,6 +40,7 @@ void print_command_help(const Command *cmd, FILE *out) {
             cmd->positional ? cmd->positional : "", cmd->summary);
     for (int i = 0; i < cmd->n_flags; i++) {
         const Flag *f = &cmd->flags[i];
+        if (!f->help) continue;  // a flag for tests, not for users
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", f->name, f->type == FLAG_SWITCH ? "" : " ",
                  f->type == FLAG_SWITCH ? "" : f->metavar);

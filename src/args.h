@@ -20,7 +20,7 @@ typedef struct {
     FlagType type;
     void *value;          // int*, long*, float*, const char**, or bool* (FLAG_SWITCH)
     const char *metavar;  // "N", "DIR", ...; unused for FLAG_SWITCH
-    const char *help;     // one line
+    const char *help;     // one line; NULL keeps the flag out of --help (a hook for tests)
     double min, max;      // inclusive range for numbers (ignored when min == max == 0)
     bool seen;            // set when the flag appears on the command line
 } Flag;

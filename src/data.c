@@ -39,7 +39,8 @@ static void store_id(void *ids, int width, size_t i, int id) {
 // k or later (every character takes at least one byte), so id k lands on a
 // byte that has already been read. Wider ids get a buffer of their own, sized
 // by the number of bytes that can start a character (every byte except
-// continuation bytes 10xxxxxx), which is at least the number of characters.
+// continuation bytes 10xxxxxx), which is the number of characters when the
+// text is valid UTF-8.
 static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int width, size_t *n_ids,
                             const char *path, Error *err) {
     void *ids = text;
@@ -60,7 +61,12 @@ static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int wi
     }
     if (ids != text) free(text);
     *n_ids = n;
-    return xrealloc(ids, n * (size_t)width);  // shrinking: no copy for a large buffer
+    // No shrinking realloc: wider ids fill their buffer exactly (valid UTF-8
+    // has exactly one starting byte per character), and one-byte ids leave
+    // only the spare bytes of multi-byte characters, while some allocators
+    // (AddressSanitizer's, for one) would copy the whole buffer to shrink it,
+    // doubling the peak.
+    return ids;
 }
 
 // dataset_load: the steps, in order:

@@ -314,3 +314,34 @@ void model_sgd_step(Model *m, float lr) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < m->num_params; i++) w[i] -= lr * grad[i];
 }
+
+// first_nonfinite: the index of the first NaN or infinity in x[n], or n.
+static size_t first_nonfinite(const float *x, size_t n) {
+    size_t i = 0;
+    while (i < n && isfinite(x[i])) i++;
+    return i;
+}
+
+int model_find_nonfinite(const Model *m, const float *memory, size_t *element) {
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        const TensorSpec *spec = &m->param_specs[t];
+        size_t i = first_nonfinite(memory + spec->offset, spec->size);
+        if (i < spec->size) {
+            *element = i;
+            return t;
+        }
+    }
+    return -1;
+}
+
+int model_find_nonfinite_act(const Model *m, size_t *element) {
+    for (int t = 0; t < NUM_ACT_TENSORS; t++) {
+        const TensorSpec *spec = &m->act_specs[t];
+        size_t i = first_nonfinite(m->acts_memory + spec->offset, spec->size);
+        if (i < spec->size) {
+            *element = i;
+            return t;
+        }
+    }
+    return -1;
+}

@@ -195,4 +195,14 @@ void model_backward(Model *m);
 // model_sgd_step: params -= lr * grads.
 void model_sgd_step(Model *m, float lr);
 
+// model_find_nonfinite: the first tensor of the parameter table, read in
+// "memory" (m->params_memory, or m->grads_memory for the gradients), that
+// holds a NaN or an infinity: its index, with the element in "*element";
+// -1 if every value is finite. Training calls it after every step, so a
+// diverging run stops before its weights reach a checkpoint.
+int model_find_nonfinite(const Model *m, const float *memory, size_t *element);
+// model_find_nonfinite_act: the same over the activation table (forward
+// order), to say where a non-finite loss came from.
+int model_find_nonfinite_act(const Model *m, size_t *element);
+
 #endif

@@ -1,12 +1,19 @@
 // train.c: the training loop and the `train` command (see train.h).
+//
+// Besides the loop, what keeps a long run safe: Ctrl-C or SIGTERM stops it
+// after the current step with a checkpoint; --save-every saves one every N
+// steps; a NaN or infinity stops it before it reaches a checkpoint; and
+// --resume DIR continues a run exactly where its checkpoint left it.
 #include "train.h"
 
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "checkpoint.h"
@@ -24,6 +31,9 @@ typedef struct {
     float dropout, lr, val_fraction;
     int eval_interval, eval_batches, threads;
     long seed;
+    const char *resume_dir;  // --resume: continue the run saved in this directory
+    long save_every;         // save a checkpoint every this many steps; 0 = only at the end
+    long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
 } TrainOptions;
 
 // Everything one training run holds, built before the first step so the
@@ -35,7 +45,46 @@ typedef struct {
     int *inputs, *targets;  // [B,T] the current batch
     FILE *log;              // <out>/log.csv
     char checkpoint_path[4096];
+    long start_step;        // 0, or the step a resumed run continues from
+    Rng batch_rng;          // draws the random batches; saved in checkpoints
+    TrainState state;       // with --resume: what the checkpoint said about its run
+    char resume_checkpoint[4200];  // with --resume: DIR/model.safetensors
+    uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
+    long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    Error fault;            // why training stopped early, when train_loop returns -1
 } TrainRun;
+
+// ---- Stopping on a signal -------------------------------------------------------
+// A signal handler may only touch a volatile sig_atomic_t and call
+// async-signal-safe functions (write, _exit), so the first SIGINT or SIGTERM
+// only records itself and says what will happen; the loop checks after each
+// step and saves. A second one exits at once: checkpoint_save writes a .tmp
+// file and renames it only when complete, so the checkpoint on disk is the
+// last whole one whatever that exit interrupts.
+
+static volatile sig_atomic_t stop_signal;  // 0, or the first SIGINT/SIGTERM received
+
+static void on_stop_signal(int sig) {
+    if (stop_signal) _exit(128 + sig);
+    stop_signal = sig;
+    static const char msg[] = "\ntinygpt: stopping after this step to save a checkpoint (press Ctrl-C again to quit at once without saving)\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;  // nothing to do if stderr is gone
+}
+
+// catch_stop_signals: SA_RESTART, so a signal arriving inside fwrite or
+// fsync does not make them fail with EINTR.
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);  // each blocks the other while its handler runs, so the message is written whole
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 // The mean loss over "n_batches" fixed windows of the validation split,
 // dropout off. The windows are the same at every evaluation, so successive
@@ -85,6 +134,174 @@ static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
     }
 }
 
+// ---- Resuming ---------------------------------------------------------------------
+
+// The flags whose values make a run what it is: with --resume they come from
+// the checkpoint, and giving one is an error rather than a silent change.
+static const char *const RUN_FLAGS[] = {"--out",  "--batch",        "--context",       "--embd",
+                                        "--heads", "--dropout",     "--lr",            "--val-fraction",
+                                        "--eval-interval", "--eval-batches", "--init", "--order", "--seed"};
+
+// resume_options: with --resume DIR, read DIR's checkpoint state and take the
+// run's flags from it, as if they had been typed again. --steps (to train
+// further), --save-every and --threads may change: they do not change the
+// numbers. FILE may be left out: the checkpoint knows the training file.
+static void resume_options(const Command *cmd, TrainOptions *opt, TrainRun *run) {
+    for (size_t i = 0; i < sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]; i++)
+        if (command_flag(cmd, RUN_FLAGS[i])->seen)
+            usage_error(cmd, "%s cannot be changed when resuming: the run's flags come from its checkpoint; drop it (only --steps, --save-every and --threads may be given)",
+                        RUN_FLAGS[i]);
+    char *checkpoint = run->resume_checkpoint;
+    snprintf(checkpoint, sizeof run->resume_checkpoint, "%s/model.safetensors", opt->resume_dir);
+    TrainState *st = &run->state;
+    Error err;
+    if (!checkpoint_read_state(checkpoint, st, &run->start_step, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!opt->data_path && st->data_path[0] == '\0')
+        usage_error(cmd, "'%s' does not record its training file; give it: tinygpt train FILE --resume %s", checkpoint,
+                    opt->resume_dir);
+    if (!opt->data_path) opt->data_path = st->data_path;
+    opt->out_dir = opt->resume_dir;
+    opt->init_path = checkpoint;  // the weights, vocabulary and sizes load as with --init
+    opt->order = st->order;
+    opt->seed = (long)st->seed;
+    opt->batch = st->batch;
+    opt->lr = st->lr;
+    opt->val_fraction = st->val_fraction;
+    opt->eval_interval = st->eval_interval;
+    opt->eval_batches = st->eval_batches;
+    if (!command_flag(cmd, "--steps")->seen) opt->steps = st->steps;
+    if (!command_flag(cmd, "--save-every")->seen) opt->save_every = st->save_every;
+    if (run->start_step >= opt->steps)
+        usage_error(cmd, "the run in '%s' is already at step %ld of --steps %ld; give a larger --steps to train further",
+                    opt->resume_dir, run->start_step, opt->steps);
+}
+
+// continue_from_state: after the data is loaded: check that it is the text
+// the run was trained on, and restore the batch stream.
+static void continue_from_state(TrainRun *run, const TrainOptions *opt) {
+    const TrainState *st = &run->state;
+    if (run->data.n_tokens != st->data_tokens || run->data_hash != st->data_hash)
+        die(EXIT_RUNTIME, "'%s' is not the text this run was trained on (%zu tokens; the checkpoint's had %llu, with another fingerprint); give the original file, or start a new run from these weights with --init",
+            opt->data_path, run->data.n_tokens, (unsigned long long)st->data_tokens);
+    run->batch_rng.state = st->batch_rng;
+    run->last_saved_step = run->start_step;
+}
+
+// reopen_log: log.csv, to append to after its rows for the steps before
+// "start_step". Rows from later steps (written after the checkpoint, before a
+// crash) are cut off, since the resumed run writes those steps again. A
+// missing log starts afresh with its header.
+static FILE *reopen_log(const char *path, long start_step, Error *err) {
+    char *text;
+    size_t len;
+    if (access(path, F_OK) != 0) {
+        FILE *f = fopen_checked(path, "w", err);
+        if (f) fprintf(f, "step,train_loss,val_loss,lr,ms,tokens_per_s\n");
+        return f;
+    }
+    if (!read_file(path, &text, &len, err)) return NULL;
+    // Keep the header line, then every row whose step is below start_step.
+    size_t keep = 0;
+    for (size_t line = 0; line < len;) {
+        const char *end = memchr(text + line, '\n', len - line);
+        if (!end) break;  // a row cut short by a crash: drop it
+        if (line > 0 && strtol(text + line, NULL, 10) >= start_step) break;
+        line = keep = (size_t)(end - text) + 1;
+    }
+    free(text);
+    if (truncate(path, (off_t)keep) != 0) {
+        error_set(err, "cannot cut '%s' back to step %ld: %s", path, start_step, strerror(errno));
+        return NULL;
+    }
+    return fopen_checked(path, "a", err);
+}
+
+// save_checkpoint: the weights after "done" steps, with the run's state, to
+// <out>/model.safetensors. The log is flushed first, so it always has a row
+// for every step the checkpoint has seen.
+static void save_checkpoint(TrainRun *run, const TrainOptions *opt, long done) {
+    TrainState st;
+    memset(&st, 0, sizeof st);
+    // An absolute path, so the run can be resumed from any directory. The
+    // header is JSON, which needs UTF-8: a path that is not stays unrecorded
+    // (resuming then asks for FILE) rather than making the file unreadable.
+    char *absolute = realpath(opt->data_path, NULL);
+    const char *data_path = absolute ? absolute : opt->data_path;
+    bool utf8 = true;
+    for (size_t at = 0, n = strlen(data_path); utf8 && at < n;) {
+        uint32_t cp;
+        int bytes = utf8_decode((const unsigned char *)data_path + at, n - at, &cp);
+        utf8 = bytes > 0;
+        at += (size_t)bytes;
+    }
+    if (utf8 && strlen(data_path) < sizeof st.data_path) snprintf(st.data_path, sizeof st.data_path, "%s", data_path);
+    free(absolute);
+    st.data_tokens = run->data.n_tokens;
+    st.data_hash = run->data_hash;
+    st.seed = (uint64_t)opt->seed;
+    st.batch_rng = run->batch_rng.state;
+    st.steps = opt->steps;
+    st.batch = opt->batch;
+    st.lr = opt->lr;
+    st.val_fraction = opt->val_fraction;
+    st.eval_interval = opt->eval_interval;
+    st.eval_batches = opt->eval_batches;
+    st.save_every = opt->save_every;
+    snprintf(st.order, sizeof st.order, "%s", opt->order);
+
+    Error err;
+    fflush(run->log);
+    if (!checkpoint_save_with_state(&run->model, &run->tok, done, &st, run->checkpoint_path, &err)) {
+        if (run->last_saved_step >= 0)
+            die(EXIT_RUNTIME, "%s; training stopped after %ld steps, and the last good checkpoint (after %ld steps) is still '%s'",
+                err.msg, done, run->last_saved_step, run->checkpoint_path);
+        die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
+    }
+    run->last_saved_step = done;
+}
+
+// ---- Numerical faults -------------------------------------------------------------
+
+// numerical_fault: false, with run->fault saying that training stops at
+// "step" because "what" (the loss, a gradient, a weight) is not finite.
+// Nothing is saved: those weights are useless, and the last good checkpoint
+// stays as it was.
+static bool numerical_fault(TrainRun *run, const TrainOptions *opt, long step, const char *what) {
+    char kept[4200];
+    if (run->last_saved_step >= 0)
+        snprintf(kept, sizeof kept, "the last good checkpoint (saved after %ld steps) is kept: '%s'", run->last_saved_step,
+                 run->checkpoint_path);
+    else snprintf(kept, sizeof kept, "no checkpoint was saved before it (see --save-every)");
+    return error_set(&run->fault, "training diverged at step %ld: %s; nothing was saved, and %s; try a lower --lr (it is %g)",
+                     step, what, kept, (double)opt->lr);
+}
+
+// check_loss / check_tensors: after each part of step "step", false (see
+// numerical_fault) if a value has become NaN or infinite: the loss (then name
+// the first activation that broke), the gradients, the weights after the update.
+static bool check_loss(TrainRun *run, const TrainOptions *opt, long step, float loss) {
+    if (isfinite(loss)) return true;
+    char what[160];
+    size_t element;
+    int t = model_find_nonfinite_act(&run->model, &element);
+    if (t >= 0)
+        snprintf(what, sizeof what, "the loss is %s, and activation '%s' first holds a non-finite value (element %zu)",
+                 isnan(loss) ? "NaN" : "infinite", run->model.act_specs[t].name, element);
+    else snprintf(what, sizeof what, "the loss is %s", isnan(loss) ? "NaN" : "infinite");
+    return numerical_fault(run, opt, step, what);
+}
+
+static bool check_tensors(TrainRun *run, const TrainOptions *opt, long step, const float *memory, const char *kind) {
+    size_t element;
+    int t = model_find_nonfinite(&run->model, memory, &element);
+    if (t < 0) return true;
+    char what[160];
+    float value = memory[run->model.param_specs[t].offset + element];
+    snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, run->model.param_specs[t].name,
+             isnan(value) ? "NaN" : "an infinity", element);
+    return numerical_fault(run, opt, step, what);
+}
+
 // Build the model, tokenizer and data: from a checkpoint (--init) or fresh.
 static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
     Error err;
@@ -112,14 +329,22 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
     size_t positions = (size_t)opt->batch * opt->context;
     run->inputs = xmalloc(positions * sizeof(int));
     run->targets = xmalloc(positions * sizeof(int));
+    run->data_hash = dataset_hash(&run->data);
+    rng_init(&run->batch_rng, (uint64_t)opt->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
+    run->last_saved_step = -1;
+    if (opt->resume_dir) continue_from_state(run, opt);
 
     make_dir(opt->out_dir);
     char log_path[4096];
     snprintf(log_path, sizeof log_path, "%s/log.csv", opt->out_dir);
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", opt->out_dir);
-    run->log = fopen_checked(log_path, "w", &err);
+    if (opt->resume_dir) {
+        run->log = reopen_log(log_path, run->start_step, &err);
+    } else {
+        run->log = fopen_checked(log_path, "w", &err);
+        if (run->log) fprintf(run->log, "step,train_loss,val_loss,lr,ms,tokens_per_s\n");
+    }
     if (!run->log) die(EXIT_RUNTIME, "%s", err.msg);
-    fprintf(run->log, "step,train_loss,val_loss,lr,ms,tokens_per_s\n");
 }
 
 static void free_run(TrainRun *run) {
@@ -131,13 +356,14 @@ static void free_run(TrainRun *run) {
     tokenizer_free(&run->tok);
 }
 
-static void train_loop(TrainRun *run, const TrainOptions *opt) {
+// train_loop: steps from run->start_step until opt->steps, or until a signal
+// or --stop-after stops it; returns the number of steps done, or -1 (with
+// run->fault) when a value became NaN or infinite.
+static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const ModelConfig *cfg = &run->model.config;
     const int B = opt->batch, T = cfg->block_size;
     const bool sequential = strcmp(opt->order, "sequential") == 0;
     const bool has_val = run->data.n_tokens > run->data.n_train;
-    Rng batch_rng;
-    rng_init(&batch_rng, (uint64_t)opt->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
 
     fprintf(stderr, "model: V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
             cfg->vocab_size, T, cfg->n_embd, cfg->n_head, (double)cfg->dropout, run->model.num_params,
@@ -153,19 +379,32 @@ static void train_loop(TrainRun *run, const TrainOptions *opt) {
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
     watch_init(&watch, opt->steps, (double)B * T, opt->out_dir);
-    for (long step = 0; step < opt->steps; step++) {
+    long result = opt->steps;  // what the loop returns unless it stops early
+    for (long step = run->start_step; step < opt->steps; step++) {
         bool evaluate = has_val && (step % opt->eval_interval == 0 || step == opt->steps - 1);
         float val_loss = evaluate ? validation_loss(run, B, T, opt->eval_batches) : NAN;
 
         if (sequential) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
-        else batch_random(dataset_train(&run->data), B, T, &batch_rng, run->inputs, run->targets);
+        else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
 
         double start = now_seconds();
         uint64_t dropout_key = mix64(mix64((uint64_t)opt->seed) + (uint64_t)step);
         float loss = model_forward(&run->model, run->inputs, run->targets, B, T, true, dropout_key);
+        if (!check_loss(run, opt, step, loss)) {
+            result = -1;
+            break;
+        }
         model_zero_grad(&run->model);
         model_backward(&run->model);
+        if (!check_tensors(run, opt, step, run->model.grads_memory, "gradient")) {
+            result = -1;
+            break;
+        }
         model_sgd_step(&run->model, opt->lr);
+        if (!check_tensors(run, opt, step, run->model.params_memory, "weight")) {
+            result = -1;
+            break;
+        }
         double seconds = now_seconds() - start;
 
         double tokens_per_s = (double)B * T / seconds;
@@ -189,8 +428,16 @@ static void train_loop(TrainRun *run, const TrainOptions *opt) {
             interval_loss = interval_seconds = 0.0;
             interval_steps = 0;
         }
+
+        long done = step + 1;
+        if (stop_signal || done == opt->stop_after) {
+            result = done;
+            break;
+        }
+        if (opt->save_every > 0 && done % opt->save_every == 0 && done < opt->steps) save_checkpoint(run, opt, done);
     }
     watch_free(&watch);
+    return result;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -210,6 +457,7 @@ int cmd_train(int argc, char **argv) {
         .eval_batches = 20,      // validation batches per evaluation
         .threads = 0,            // 0 = OpenMP's default
         .seed = 1337,
+        .save_every = 1000,      // a checkpoint every 1000 steps
     };
     Flag flags[] = {
         {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false},
@@ -227,23 +475,36 @@ int cmd_train(int argc, char **argv) {
         {"--order", FLAG_STRING, &opt.order, "ORDER", "random, or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)", 0, 0, false},
         {"--seed", FLAG_LONG, &opt.seed, "S", "random seed (weights, batches, dropout)", 0, 9.2e18, false},
         {"--threads", FLAG_INT, &opt.threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
+        {"--resume", FLAG_STRING, &opt.resume_dir, "DIR", "continue the run saved in DIR (FILE may be left out)", 0, 0, false},
+        {"--save-every", FLAG_LONG, &opt.save_every, "N", "save a checkpoint every N steps; 0 = only at the end", 0, 1e12, false},
+        {"--stop-after", FLAG_LONG, &opt.stop_after, "N", NULL, 1, 1e12, false},  // for tests: as if interrupted (no --help line)
     };
-    Command cmd = {"train", "FILE", "Train the attention model on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
+    Command cmd = {"train", "[FILE]", "Train the attention model on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
                    "tinygpt train data/moby-dick.txt --out runs/moby --steps 2000",
                    flags, (int)(sizeof flags / sizeof flags[0])};
     opt.data_path = parse_flags(&cmd, argc, argv);
+    TrainRun run;
+    memset(&run, 0, sizeof run);
+    if (opt.resume_dir) resume_options(&cmd, &opt, &run);
+    else if (!opt.data_path) usage_error(&cmd, "missing FILE");
     if (strcmp(opt.order, "random") != 0 && strcmp(opt.order, "sequential") != 0)
         usage_error(&cmd, "--order '%s' is not one of: random, sequential", opt.order);
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
 
-    TrainRun run;
-    memset(&run, 0, sizeof run);
     setup_run(&run, &opt, &cmd);
-    train_loop(&run, &opt);
+    catch_stop_signals();
+    long done = train_loop(&run, &opt);
+    if (done < 0) {
+        fprintf(stderr, "tinygpt: %s\n", run.fault.msg);
+        free_run(&run);
+        return EXIT_RUNTIME;
+    }
 
-    Error err;
-    if (!checkpoint_save(&run.model, &run.tok, opt.steps, run.checkpoint_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    fprintf(stderr, "saved %s\n", run.checkpoint_path);
+    save_checkpoint(&run, &opt, done);
+    if (done < opt.steps)
+        fprintf(stderr, "stopped after %ld of %ld steps; saved %s; continue with: tinygpt train --resume %s\n", done,
+                opt.steps, run.checkpoint_path, opt.out_dir);
+    else fprintf(stderr, "saved %s\n", run.checkpoint_path);
     free_run(&run);
-    return 0;
+    return stop_signal ? 128 + stop_signal : 0;
 }

@@ -254,6 +254,26 @@ START_TEST(check_memory_refuses_a_model_larger_than_memory_naming_the_flags) {
 }
 END_TEST
 
+START_TEST(find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infinity) {
+    Model m;
+    model_init(&m, &SMALL, SMALL_B, true);
+    size_t element = 99;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), -1);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
+    m.params.head_bias[3] = INFINITY;
+    m.params.proj_weight[5] = NAN;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), PARAM_PROJ_WEIGHT);
+    ck_assert_uint_eq(element, 5);
+    m.grads.head_weight[7] = -INFINITY;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.grads_memory, &element), PARAM_HEAD_WEIGHT);
+    ck_assert_uint_eq(element, 7);
+    m.acts.logits[2] = NAN;
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_LOGITS);
+    ck_assert_uint_eq(element, 2);
+    model_free(&m);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Whole-model gradient vs finite differences
 
@@ -570,6 +590,7 @@ Suite *model_suite(void) {
     tcase_add_test(tables, memory_bytes_is_exactly_what_model_init_allocates);
     tcase_add_test(tables, memory_bytes_saturates_instead_of_overflowing);
     tcase_add_test(tables, check_memory_refuses_a_model_larger_than_memory_naming_the_flags);
+    tcase_add_test(tables, find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infinity);
     suite_add_tcase(s, tables);
 
     TCase *passes = tcase_create("passes");

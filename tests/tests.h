@@ -23,5 +23,6 @@ Suite *walkthrough_suite(void);
 Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
 Suite *args_suite(void);
+Suite *train_suite(void);
 
 #endif

@@ -1,0 +1,603 @@
+// test_train.c: what `tinygpt train` promises beyond training (src/train.c):
+// a stopped run resumes bit for bit; Ctrl-C and SIGTERM save a checkpoint
+// and a second signal quits at once; a killed run loses at most the steps
+// since its last periodic checkpoint; a diverging run stops before a NaN
+// reaches a checkpoint; and bad input gets a one-line error and the right
+// exit status (2 for the command line, 1 for a file).
+//
+// Each test runs the binary ($TINYGPT_BIN, default ./tinygpt) in a fresh
+// directory, through fork and exec, so it can send signals to it. Runs are
+// tiny (tens of milliseconds) except where a test needs a step slow enough
+// to land a second signal inside it.
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "tests.h"
+
+// Runs are tiny, but a loaded 2-core machine (or a sanitizer) slows them down.
+#define TEST_TIMEOUT_SECONDS 120
+// How long a test waits for the binary to reach a point (a log row, a message).
+#define WAIT_SECONDS 60.0
+
+static char work_dir[256];
+static char corpus[512];  // work_dir/corpus.txt: a few KB of rhythmic text
+
+// ---- Running the binary -------------------------------------------------------
+
+static const char *binary(void) {
+    const char *bin = getenv("TINYGPT_BIN");
+    return bin ? bin : "./tinygpt";
+}
+
+// in_work: "work_dir/name", in one of 8 rotating buffers.
+static const char *in_work(const char *name) {
+    static char buf[8][512];
+    static int which;
+    which = (which + 1) % 8;
+    snprintf(buf[which], sizeof buf[which], "%s/%s", work_dir, name);
+    return buf[which];
+}
+
+// spawn: start `tinygpt ARGS...` (a NULL-terminated list) with stdout and
+// stderr going to work_dir/out.txt and err.txt; returns its pid.
+static pid_t spawn_args(const char *const *args) {
+    const char *argv[64] = {binary()};
+    int argc = 1;
+    for (; args[argc - 1]; argc++) {
+        ck_assert_int_lt(argc, 63);
+        argv[argc] = args[argc - 1];
+    }
+    argv[argc] = NULL;
+    // Empty the output files here, not in the child: a test that waits for
+    // output must not see the last run's, and signal a child that has not yet
+    // become tinygpt (it still runs the test's own signal handlers).
+    const char *out_path = in_work("out.txt"), *err_path = in_work("err.txt");
+    ck_assert_int_eq(truncate(out_path, 0) == 0 || errno == ENOENT, 1);
+    ck_assert_int_eq(truncate(err_path, 0) == 0 || errno == ENOENT, 1);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (!freopen("/dev/null", "r", stdin) || !freopen(out_path, "w", stdout) || !freopen(err_path, "w", stderr))
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+#define SPAWN(...) spawn_args((const char *const[]){__VA_ARGS__, NULL})
+
+// finish: wait for "pid"; its exit status, or 128 + the signal that killed it.
+static int finish(pid_t pid) {
+    int raw;
+    while (waitpid(pid, &raw, 0) < 0) ck_assert_int_eq(errno, EINTR);
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+}
+#define RUN(...) finish(SPAWN(__VA_ARGS__))
+
+// slurp: the whole of "path" in a new NUL-terminated buffer ("" if missing); the caller frees it.
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    while (f) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break;
+        cap *= 2;
+        buf = realloc(buf, cap);
+        ck_assert_ptr_nonnull(buf);
+    }
+    if (f) fclose(f);
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+// The last run's stderr, in a buffer reused by each call.
+static const char *last_err(void) {
+    static char *text;
+    free(text);
+    text = slurp(in_work("err.txt"), NULL);
+    return text;
+}
+
+// expect_status: the last run exited with "status" and its stderr mentions
+// "needle". An error status must come with exactly one error line (one that
+// starts with "tinygpt"; a run that fails after it started training has also
+// printed its "model:" and "memory:" lines), and that line says "needle".
+static void expect_status(int got, int status, const char *needle) {
+    const char *err = last_err();
+    ck_assert_msg(got == status, "exited %d, expected %d; stderr: %s", got, status, err);
+    ck_assert_msg(strstr(err, needle) != NULL, "stderr does not mention '%s': %s", needle, err);
+    if (status != 1 && status != 2) return;
+    int error_lines = 0;
+    for (const char *line = err; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
+        if (strncmp(line, "tinygpt", 7) != 0) continue;
+        error_lines++;
+        const char *end = strchr(line, '\n');
+        const char *found = strstr(line, needle);
+        ck_assert_msg(found && (!end || found < end), "the error line does not say '%s': %s", needle, err);
+    }
+    ck_assert_msg(error_lines == 1, "%d error lines, not one: %s", error_lines, err);
+}
+
+// ---- Waiting for the binary -------------------------------------------------------
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+// count_lines: newlines in "path" (0 if missing).
+static int count_lines(const char *path) {
+    char *text = slurp(path, NULL);
+    int n = 0;
+    for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) n++;
+    free(text);
+    return n;
+}
+
+// still_running: fail (with its stderr) if "pid" has already exited.
+static void still_running(pid_t pid) {
+    int raw;
+    ck_assert_msg(waitpid(pid, &raw, WNOHANG) == 0, "tinygpt exited early: %s", last_err());
+}
+
+// wait_for_lines: until "path" has at least "n" lines (the training status
+// lines go to out.txt, flushed at each evaluation), while "pid" runs.
+static void wait_for_lines(pid_t pid, const char *path, int n) {
+    double deadline = seconds_now() + WAIT_SECONDS;
+    while (count_lines(path) < n) {
+        still_running(pid);
+        ck_assert_msg(seconds_now() < deadline, "'%s' did not reach %d lines in %.0f s", path, n, WAIT_SECONDS);
+        sleep_ms(2);
+    }
+}
+
+// wait_for_text: until "path" contains "needle", while "pid" runs.
+static void wait_for_text(pid_t pid, const char *path, const char *needle) {
+    double deadline = seconds_now() + WAIT_SECONDS;
+    for (;;) {
+        char *text = slurp(path, NULL);
+        bool found = strstr(text, needle) != NULL;
+        free(text);
+        if (found) return;
+        still_running(pid);
+        ck_assert_msg(seconds_now() < deadline, "'%s' did not say '%s' in %.0f s", path, needle, WAIT_SECONDS);
+        sleep_ms(1);
+    }
+}
+
+// ---- Comparing runs -----------------------------------------------------------------
+
+// log_numbers: log.csv with each row cut to its first four columns (step,
+// train_loss, val_loss, lr): the numbers a run must reproduce. ms and
+// tokens/s are timings. The caller frees the result.
+static char *log_numbers(const char *dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    char *text = slurp(path, NULL), *out = malloc(strlen(text) + 1), *o = out;
+    ck_assert_ptr_nonnull(out);
+    for (const char *p = text; *p;) {
+        const char *end = strchr(p, '\n');
+        if (!end) end = p + strlen(p);
+        int commas = 0;
+        for (; p < end && commas < 4; p++) {
+            if (*p == ',') commas++;
+            if (commas < 4) *o++ = *p;
+        }
+        *o++ = '\n';
+        p = *end ? end + 1 : end;
+    }
+    *o = '\0';
+    free(text);
+    return out;
+}
+
+// expect_same_run: two run directories hold the same log numbers and
+// byte-identical checkpoints (weights, step and training state alike).
+static void expect_same_run(const char *dir_a, const char *dir_b) {
+    char *log_a = log_numbers(dir_a), *log_b = log_numbers(dir_b);
+    ck_assert_msg(strlen(log_a) > 0 && strcmp(log_a, log_b) == 0, "the logs differ:\n%s\n---\n%s", log_a, log_b);
+    free(log_a);
+    free(log_b);
+    char path_a[600], path_b[600];
+    snprintf(path_a, sizeof path_a, "%s/model.safetensors", dir_a);
+    snprintf(path_b, sizeof path_b, "%s/model.safetensors", dir_b);
+    size_t len_a, len_b;
+    char *a = slurp(path_a, &len_a), *b = slurp(path_b, &len_b);
+    ck_assert_msg(len_a > 0 && len_a == len_b && memcmp(a, b, len_a) == 0, "the checkpoints differ");
+    free(a);
+    free(b);
+}
+
+// saved_step: the step of the checkpoint in "dir", which must load whole.
+static long saved_step(const char *dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    Model m;
+    Tokenizer tok;
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(path, &m, &tok, 1, false, &step, &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    return step;
+}
+
+// ---- Fixture ------------------------------------------------------------------------
+
+// write_text: "text" into work_dir/name; returns the path.
+static const char *write_text(const char *name, const char *text, size_t len) {
+    const char *path = in_work(name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+static void setup(void) {
+    snprintf(work_dir, sizeof work_dir, "/tmp/tinygpt_train_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(work_dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", work_dir);
+    FILE *f = fopen(corpus, "w");
+    ck_assert_ptr_nonnull(f);
+    const char *lines[] = {"the cat sat on the mat.\n", "a whale, a white whale!\n", "call me ishmael.\n",
+                           "the sea is wide and deep.\n"};
+    for (int i = 0; i < 400; i++) fputs(lines[(i * 7 + i / 3) % 4], f);
+    fclose(f);
+}
+
+static void teardown(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", work_dir, work_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", work_dir);
+}
+
+// The tiny model most tests train: about a millisecond per step.
+#define TINY "--batch", "4", "--context", "16", "--embd", "16", "--heads", "2", "--eval-interval", "10", "--seed", "9"
+
+// ---- Resuming ----------------------------------------------------------------------
+
+START_TEST(a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_bit) {
+    const char *orders[] = {"random", "sequential"};
+    for (int i = 0; i < 2; i++) {
+        char whole[300], parts[300];
+        snprintf(whole, sizeof whole, "%s", in_work(i ? "seq_whole" : "rand_whole"));
+        snprintf(parts, sizeof parts, "%s", in_work(i ? "seq_parts" : "rand_parts"));
+        ck_assert_int_eq(RUN("train", corpus, "--out", whole, "--steps", "40", "--order", orders[i], TINY), 0);
+        // Stop after 7 steps (not an evaluation step), then after 20 (one),
+        // then finish; FILE is left out, so it comes from the checkpoint.
+        int status = RUN("train", corpus, "--out", parts, "--steps", "40", "--order", orders[i], TINY, "--stop-after", "7");
+        expect_status(status, 0, "stopped after 7 of 40 steps");
+        ck_assert_int_eq(saved_step(parts), 7);
+        expect_status(RUN("train", "--resume", parts, "--stop-after", "20"), 0, "stopped after 20 of 40 steps");
+        expect_status(RUN("train", "--resume", parts), 0, "saved");
+        expect_same_run(whole, parts);
+    }
+}
+END_TEST
+
+START_TEST(resuming_drops_log_rows_written_after_the_checkpoint) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", "30", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("parts"), "--steps", "30", TINY, "--stop-after", "12"), 0);
+    // As if the run had gone on past its checkpoint and then crashed mid-row.
+    FILE *log = fopen(in_work("parts/log.csv"), "a");
+    ck_assert_ptr_nonnull(log);
+    fputs("12,9.999,,0.5,1.0,100\n13,9.999,,0.5,1.0,100\n14,9.9", log);
+    fclose(log);
+    ck_assert_int_eq(RUN("train", corpus, "--resume", in_work("parts")), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
+}
+END_TEST
+
+START_TEST(resuming_with_a_larger_steps_trains_further_to_the_same_weights) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("long"), "--steps", "30", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("short"), "--steps", "20", TINY), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("short"), "--steps", "30"), 0);
+    // The logs differ (the 20-step run evaluated at its last step, 19), the
+    // weights must not: validation draws no random numbers.
+    Model a, b;
+    Tokenizer ta, tb;
+    Error err = {{0}};
+    long step_a, step_b;
+    ck_assert_msg(checkpoint_load(in_work("long/model.safetensors"), &a, &ta, 1, false, &step_a, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(in_work("short/model.safetensors"), &b, &tb, 1, false, &step_b, &err), "%s", err.msg);
+    ck_assert_int_eq(step_a, 30);
+    ck_assert_int_eq(step_b, 30);
+    ck_assert_mem_eq(a.params_memory, b.params_memory, a.num_params * sizeof(float));
+    model_free(&a);
+    model_free(&b);
+    tokenizer_free(&ta);
+    tokenizer_free(&tb);
+}
+END_TEST
+
+START_TEST(resume_refuses_flags_that_would_change_the_run) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
+    const char *flags[][2] = {{"--lr", "0.1"}, {"--seed", "3"}, {"--batch", "8"}, {"--out", "elsewhere"},
+                              {"--order", "sequential"}, {"--context", "8"}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9", flags[i][0], flags[i][1]), 2, flags[i][0]);
+}
+END_TEST
+
+START_TEST(resume_of_a_finished_run_asks_for_a_larger_steps) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
+    expect_status(RUN("train", "--resume", in_work("r")), 2, "give a larger --steps");
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "3"), 2, "already at step 5");
+}
+END_TEST
+
+START_TEST(resume_refuses_a_different_text) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    // The same characters, so the vocabulary accepts it: only the fingerprint can tell.
+    char *text = slurp(corpus, NULL);
+    text[0] = text[0] == 'a' ? 'c' : 'a';
+    const char *other = write_text("other.txt", text, strlen(text));
+    free(text);
+    expect_status(RUN("train", other, "--resume", in_work("r")), 1, "is not the text this run was trained on");
+}
+END_TEST
+
+START_TEST(resume_from_a_directory_without_a_checkpoint_names_the_file) {
+    mkdir(in_work("empty"), 0700);
+    expect_status(RUN("train", "--resume", in_work("empty")), 1, "empty/model.safetensors");
+}
+END_TEST
+
+START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
+    // Re-save it without the state, as an older tinygpt would have.
+    Model m;
+    Tokenizer tok;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(in_work("r/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 5, in_work("r/model.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9"), 1, "--init");
+}
+END_TEST
+
+START_TEST(train_without_file_or_resume_is_a_usage_error) {
+    expect_status(RUN("train", "--steps", "5"), 2, "missing FILE");
+}
+END_TEST
+
+// ---- Signals and crashes ---------------------------------------------------------------
+
+// The tiny run, long enough to be interrupted: it never ends on its own
+// within a test, and prints (and flushes) a status line every 10 steps.
+#define LONG_TINY "--steps", "1000000", TINY
+
+START_TEST(ctrl_c_saves_a_checkpoint_exits_130_and_the_run_resumes_to_an_uninterrupted_runs_weights) {
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("parts"), LONG_TINY);
+    wait_for_lines(pid, in_work("out.txt"), 3);  // 20 steps or more
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    expect_status(finish(pid), 130, "saved");
+    const char *err = last_err();
+    ck_assert_msg(strstr(err, "stopping after this step"), "no notice of the stop: %s", err);
+    ck_assert_msg(strstr(err, "continue with: tinygpt train --resume"), "no hint to resume: %s", err);
+    long stopped = saved_step(in_work("parts"));
+    ck_assert_int_ge(stopped, 20);
+
+    // Resume for 25 more steps, and compare with a run that did them all at once.
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", stopped + 25);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("parts"), "--steps", steps), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", steps, TINY), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
+}
+END_TEST
+
+START_TEST(sigterm_saves_a_checkpoint_and_exits_143) {
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("r"), LONG_TINY);
+    wait_for_lines(pid, in_work("out.txt"), 2);
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    expect_status(finish(pid), 143, "saved");
+    ck_assert_int_ge(saved_step(in_work("r")), 10);
+}
+END_TEST
+
+START_TEST(a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_was) {
+    // Steps slow enough (~0.3 s: a wide batch of long windows, one thread)
+    // that both signals land inside one step. The run saves at step 2, then
+    // resumes without periodic saves, so the checkpoint on disk is step 2's.
+    // (--eval-interval 1: a status line, flushed, after every step.)
+    const char *slow[] = {"--batch", "64", "--context", "256", "--embd", "32", "--heads", "2", "--eval-interval", "1",
+                          "--eval-batches", "1", "--threads", "1"};
+    char *text = malloc(8001);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < 8000; i++) text[i] = "abcdefgh ijk\n"[(i * 7 + i / 5) % 13];
+    const char *data = write_text("slow.txt", text, 8000);
+    free(text);
+    ck_assert_int_eq(RUN("train", data, "--out", in_work("r"), "--steps", "1000", slow[0], slow[1], slow[2], slow[3],
+                         slow[4], slow[5], slow[6], slow[7], slow[8], slow[9], slow[10], slow[11], slow[12], slow[13],
+                         "--stop-after", "2"),
+                     0);
+    size_t len_before, len_after;
+    char *before = slurp(in_work("r/model.safetensors"), &len_before);
+
+    pid_t pid = SPAWN("train", "--resume", in_work("r"), "--save-every", "0", "--threads", "1");
+    wait_for_lines(pid, in_work("out.txt"), 1);  // a step has just ended: the next one has begun
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    wait_for_text(pid, in_work("err.txt"), "stopping after this step");
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int status = finish(pid);
+    const char *err = last_err();
+    ck_assert_msg(status == 130, "exited %d, expected 130: %s", status, err);
+    ck_assert_msg(strstr(err, "saved") == NULL, "it saved after the second Ctrl-C: %s", err);
+    char *after = slurp(in_work("r/model.safetensors"), &len_after);
+    ck_assert_msg(len_before == len_after && memcmp(before, after, len_before) == 0, "the checkpoint changed");
+    free(before);
+    free(after);
+}
+END_TEST
+
+START_TEST(a_killed_run_resumes_from_its_last_periodic_checkpoint_to_the_same_weights) {
+    // SIGKILL cannot be caught: this is a crash, or the power going out.
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("parts"), LONG_TINY, "--save-every", "10");
+    wait_for_lines(pid, in_work("out.txt"), 4);  // 30 steps or more: at least two periodic checkpoints
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(finish(pid), 128 + SIGKILL);
+    long stopped = saved_step(in_work("parts"));  // whole, whatever the kill interrupted
+    ck_assert_msg(stopped >= 20 && stopped % 10 == 0, "the checkpoint is at step %ld", stopped);
+
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", stopped + 15);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("parts"), "--steps", steps), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", steps, TINY, "--save-every", "10"), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
+}
+END_TEST
+
+// ---- Numerical faults --------------------------------------------------------------------
+
+START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_good_checkpoint) {
+    // --lr 100 overflows within a few steps; a checkpoint every 2 steps.
+    int status = RUN("train", corpus, "--out", in_work("r"), "--steps", "100", TINY, "--lr", "100", "--save-every", "2");
+    expect_status(status, 1, "training diverged at step ");
+    const char *err = last_err();
+    long step = -1, kept = -1;
+    const char *at = strstr(err, "diverged at step ");
+    ck_assert(sscanf(at, "diverged at step %ld", &step) == 1);
+    ck_assert_msg(strstr(err, "'logits'") || strstr(err, "'qkv'") || strstr(err, "'attn_weights'") ||
+                      strstr(err, "'proj_out'") || strstr(err, "'encoded'") || strstr(err, "gradient of '") ||
+                      strstr(err, "weight of '"),
+                  "no tensor named: %s", err);
+    at = strstr(err, "the last good checkpoint (saved after ");
+    ck_assert_msg(at != NULL && sscanf(at, "the last good checkpoint (saved after %ld", &kept) == 1,
+                  "no last good checkpoint named: %s", err);
+    ck_assert_msg(strstr(err, "--lr"), "no advice: %s", err);
+    ck_assert_msg(kept % 2 == 0 && kept >= 2 && kept <= step, "checkpoint after %ld steps, fault at step %ld", kept, step);
+    ck_assert_int_eq(saved_step(in_work("r")), kept);  // whole and finite: it loads
+}
+END_TEST
+
+// ---- Bad input -------------------------------------------------------------------------
+
+START_TEST(train_rejects_an_unreadable_file_naming_it) {
+    // /proc/self/mem opens, but reading its first page fails (EIO), even for root.
+    expect_status(RUN("train", "/proc/self/mem", "--out", in_work("o")), 1, "error reading '/proc/self/mem'");
+    const char *locked = write_text("locked.txt", "some text\n", 10);
+    ck_assert_int_eq(chmod(locked, 0), 0);
+    if (geteuid() == 0) return;  // root reads it anyway: nothing more to check
+    expect_status(RUN("train", locked, "--out", in_work("o")), 1, "Permission denied");
+}
+END_TEST
+
+START_TEST(train_rejects_binary_data_naming_the_file_and_byte) {
+    // The start of an ELF executable: its first NUL is byte 7.
+    const char *elf = write_text("a.out", "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0", 16);
+    expect_status(RUN("train", elf, "--out", in_work("o")), 1, "has a NUL byte at byte 7");
+    // Bytes that are not UTF-8 at all: the first bad one is named.
+    const char *noise = write_text("noise.bin", "ok\xff\xfe\x80", 5);
+    expect_status(RUN("train", noise, "--out", in_work("o")), 1, "is not valid UTF-8 at byte 2 (0xFF)");
+}
+END_TEST
+
+START_TEST(train_rejects_latin1_text_with_the_byte_offset) {
+    const char *latin1 = write_text("latin1.txt", "caf\xe9 au lait\n", 13);
+    expect_status(RUN("train", latin1, "--out", in_work("o")), 1, "not valid UTF-8 at byte 3");
+    expect_status(RUN("train", latin1, "--out", in_work("o")), 1, "iconv");
+}
+END_TEST
+
+START_TEST(train_rejects_an_empty_file_and_a_text_shorter_than_one_window) {
+    expect_status(RUN("train", write_text("empty.txt", "", 0), "--out", in_work("o")), 1, "is empty");
+    // 40 characters: enough for --context 16 without validation, not for --context 64.
+    const char *short_text = write_text("short.txt", "0123456789012345678901234567890123456789", 40);
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "64", "--val-fraction", "0"), 1,
+                  "smaller --context");
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "16", "--embd", "8", "--heads", "2"), 1,
+                  "--val-fraction");
+}
+END_TEST
+
+START_TEST(train_rejects_bad_sizes_and_rates_as_usage_errors_naming_the_flag) {
+    const char *cases[][3] = {
+        {"--embd", "-8", "--embd -8 is out of range"},      {"--batch", "0", "--batch 0 is out of range"},
+        {"--context", "-1", "--context -1 is out of range"}, {"--heads", "3", "--heads 3 does not divide --embd "},
+        {"--dropout", "-0.1", "--dropout -0.1"},             {"--dropout", "1", "--dropout 1 is out of range"},
+        {"--lr", "inf", "--lr expects a finite number"},     {"--lr", "nan", "--lr expects a finite number"},
+        {"--steps", "1e3", "--steps expects a whole number"}, {"--save-every", "-5", "--save-every -5"},
+        {"--eval-interval", "0", "--eval-interval 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_status(RUN("train", corpus, "--out", in_work("o"), cases[i][0], cases[i][1]), 2, cases[i][2]);
+}
+END_TEST
+
+START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
+    // 2^20 windows of 16 with 65536 channels: about 60 TB. Refused in
+    // milliseconds; allocating (or the OOM killer) would take much longer.
+    double start = seconds_now();
+    int status = RUN("train", corpus, "--out", in_work("o"), "--batch", "1048576", "--context", "16", "--embd", "65536",
+                     "--heads", "1");
+    expect_status(status, 2, "use a smaller --batch, --context or --embd");
+    ck_assert_msg(seconds_now() - start < 10, "the refusal took %.1f s", seconds_now() - start);
+    expect_status(status, 2, "--batch 1048576 --context 16 --embd 65536");
+}
+END_TEST
+
+Suite *train_suite(void) {
+    Suite *s = suite_create("train");
+    TCase *resume = tcase_create("resume");
+    tcase_add_checked_fixture(resume, setup, teardown);
+    tcase_set_timeout(resume, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(resume, a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_bit);
+    tcase_add_test(resume, resuming_drops_log_rows_written_after_the_checkpoint);
+    tcase_add_test(resume, resuming_with_a_larger_steps_trains_further_to_the_same_weights);
+    tcase_add_test(resume, resume_refuses_flags_that_would_change_the_run);
+    tcase_add_test(resume, resume_of_a_finished_run_asks_for_a_larger_steps);
+    tcase_add_test(resume, resume_refuses_a_different_text);
+    tcase_add_test(resume, resume_from_a_directory_without_a_checkpoint_names_the_file);
+    tcase_add_test(resume, resume_from_a_checkpoint_without_training_state_says_to_use_init);
+    tcase_add_test(resume, train_without_file_or_resume_is_a_usage_error);
+    suite_add_tcase(s, resume);
+
+    TCase *signals = tcase_create("signals");
+    tcase_add_checked_fixture(signals, setup, teardown);
+    tcase_set_timeout(signals, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(signals, ctrl_c_saves_a_checkpoint_exits_130_and_the_run_resumes_to_an_uninterrupted_runs_weights);
+    tcase_add_test(signals, sigterm_saves_a_checkpoint_and_exits_143);
+    tcase_add_test(signals, a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_was);
+    tcase_add_test(signals, a_killed_run_resumes_from_its_last_periodic_checkpoint_to_the_same_weights);
+    suite_add_tcase(s, signals);
+
+    TCase *faults = tcase_create("faults");
+    tcase_add_checked_fixture(faults, setup, teardown);
+    tcase_set_timeout(faults, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(faults, a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_good_checkpoint);
+    suite_add_tcase(s, faults);
+
+    TCase *bad = tcase_create("bad input");
+    tcase_add_checked_fixture(bad, setup, teardown);
+    tcase_set_timeout(bad, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(bad, train_rejects_an_unreadable_file_naming_it);
+    tcase_add_test(bad, train_rejects_binary_data_naming_the_file_and_byte);
+    tcase_add_test(bad, train_rejects_latin1_text_with_the_byte_offset);
+    tcase_add_test(bad, train_rejects_an_empty_file_and_a_text_shorter_than_one_window);
+    tcase_add_test(bad, train_rejects_bad_sizes_and_rates_as_usage_errors_naming_the_flag);
+    tcase_add_test(bad, train_refuses_a_model_too_large_for_memory_before_allocating_it);
+    suite_add_tcase(s, bad);
+    return s;
+}
