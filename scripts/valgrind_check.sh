@@ -33,6 +33,9 @@ for i in $(seq 120); do
 done >"$dir/text.txt"
 
 export OMP_NUM_THREADS=1
+# Set, so that tinygpt does not re-execute itself to set it (main.c): valgrind
+# does not follow an exec, and would check nothing.
+export OMP_WAIT_POLICY=passive
 memcheck() {
     echo "valgrind_check: tinygpt $*"
     valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=all \

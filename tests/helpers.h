@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "rng.h"
+#include "sanitized.h"
 
 // scratch_dir_create: a new empty directory under /tmp, its path in "dir";
 // scratch_dir_remove deletes it and everything in it.

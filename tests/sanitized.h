@@ -1,0 +1,23 @@
+// sanitized.h: whether the tests run under AddressSanitizer.
+#ifndef TINYGPT_TEST_SANITIZED_H
+#define TINYGPT_TEST_SANITIZED_H
+
+// TINYGPT_SANITIZED: 1 in a build with AddressSanitizer (`make sanitize`;
+// gcc defines __SANITIZE_ADDRESS__, clang answers __has_feature). Two kinds
+// of test do not hold there and say so: peak-memory measurements (ASan's
+// realloc always moves the block, so the loader's shrinking realloc, free
+// in glibc, briefly holds the buffer twice), and bit-for-bit
+// agreement between two code paths (the instrumented optimizer fuses a*b+c
+// into FMA in one loop and not in its twin).
+#if defined(__SANITIZE_ADDRESS__)
+#define TINYGPT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYGPT_SANITIZED 1
+#endif
+#endif
+#ifndef TINYGPT_SANITIZED
+#define TINYGPT_SANITIZED 0
+#endif
+
+#endif
