@@ -51,6 +51,28 @@ void print_command_help(const Command *cmd, FILE *out) {
     fprintf(out, "  %-24s %s\n\nexample:\n  %s\n", "--help", "print this help and exit", cmd->example);
 }
 
+// Shown: an argument as a one-line message may quote it. An argument can hold
+// anything, a newline included (found by tests/fuzz/fuzz_flags.c), which
+// would split the message: control characters become '?', and a long
+// argument is cut to its first 60 bytes and "...".
+typedef struct {
+    char text[64];
+} Shown;
+
+// show: "len" bytes of "arg" as Shown. Use the result within one statement:
+// show(arg, n).text lives until the end of it.
+static Shown show(const char *arg, size_t len) {
+    Shown s;
+    size_t n = 0;
+    for (; n < len && n < 60; n++) s.text[n] = (unsigned char)arg[n] < 0x20 || arg[n] == 0x7F ? '?' : arg[n];
+    if (n < len) {
+        memcpy(s.text + n, "...", 3);
+        n += 3;
+    }
+    s.text[n] = '\0';
+    return s;
+}
+
 // positional_name: the positional argument's name without the brackets
 // that mark it optional ("[FILE]" -> "FILE"), as "%.*s" arguments.
 static int positional_name(const Command *cmd, const char **name) {
@@ -63,9 +85,11 @@ static int positional_name(const Command *cmd, const char **name) {
 static bool check_range(const Flag *f, double x, const char *text, Error *err) {
     if (f->min == 0 && f->max == 0) return true;
     if (x >= f->min && x <= f->max) return true;
-    if (f->type == FLAG_FLOAT) return error_set(err, "%s %s is out of range [%g, %g]", f->name, text, f->min, f->max);
+    Shown shown = show(text, strlen(text));
+    if (f->type == FLAG_FLOAT)
+        return error_set(err, "%s %s is out of range [%g, %g]", f->name, shown.text, f->min, f->max);
     // Whole-number ranges in full: "[1, 1048576]", not %g's "[1, 1.04858e+06]".
-    return error_set(err, "%s %s is out of range [%.0f, %.0f]", f->name, text, f->min, f->max);
+    return error_set(err, "%s %s is out of range [%.0f, %.0f]", f->name, shown.text, f->min, f->max);
 }
 
 // set_value: convert "text" into the flag's variable, or report why not.
@@ -77,7 +101,7 @@ static bool set_value(Flag *f, const char *text, Error *err) {
     case FLAG_LONG: {
         long long x = strtoll(text, &end, 10);
         if (end == text || *end != '\0' || errno == ERANGE)
-            return error_set(err, "%s expects a whole number, got '%s'", f->name, text);
+            return error_set(err, "%s expects a whole number, got '%s'", f->name, show(text, strlen(text)).text);
         if (!check_range(f, (double)x, text, err)) return false;
         if (f->type == FLAG_INT) *(int *)f->value = (int)x;
         else *(long *)f->value = (long)x;
@@ -86,7 +110,7 @@ static bool set_value(Flag *f, const char *text, Error *err) {
     case FLAG_FLOAT: {
         double x = strtod(text, &end);
         if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x))
-            return error_set(err, "%s expects a finite number, got '%s'", f->name, text);
+            return error_set(err, "%s expects a finite number, got '%s'", f->name, show(text, strlen(text)).text);
         if (!check_range(f, x, text, err)) return false;
         *(float *)f->value = (float)x;
         break;
@@ -128,16 +152,17 @@ ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char *
         if (arg[0] != '-' || arg[1] == '\0') {  // a positional argument ("-" alone counts as one)
             const char *name;
             int name_len = cmd->positional ? positional_name(cmd, &name) : 0;
-            if (!cmd->positional) return parse_error(err, "unexpected argument '%s'", arg);
+            if (!cmd->positional) return parse_error(err, "unexpected argument '%s'", show(arg, strlen(arg)).text);
             if (*positional)
-                return parse_error(err, "expected one %.*s, got '%s' and '%s'", name_len, name, *positional, arg);
+                return parse_error(err, "expected one %.*s, got '%s' and '%s'", name_len, name,
+                                   show(*positional, strlen(*positional)).text, show(arg, strlen(arg)).text);
             *positional = arg;
             continue;
         }
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         Flag *f = find_flag(cmd, arg, name_len);
-        if (!f) return parse_error(err, "unknown flag '%.*s'", (int)name_len, arg);
+        if (!f) return parse_error(err, "unknown flag '%s'", show(arg, name_len).text);
         bool ok;
         if (f->type == FLAG_SWITCH) {
             if (eq) return parse_error(err, "%s takes no value", f->name);

@@ -150,6 +150,25 @@ START_TEST(parse_lets_an_optional_positional_argument_be_left_out) {
 }
 END_TEST
 
+// Found by tests/fuzz/fuzz_flags.c: an argument holding a newline was
+// quoted as it was, splitting the one-line message in two.
+START_TEST(parse_quotes_arguments_on_one_line_whatever_they_hold) {
+    EXPECT_ERROR("unknown flag '--bo?gus'", "x.txt", "--bo\ngus");
+    EXPECT_ERROR("--steps expects a whole number, got '1?2'", "x.txt", "--steps", "1\r2");
+    EXPECT_ERROR("--lr expects a finite number, got 'fast?'", "x.txt", "--lr", "fast\x7f");
+    EXPECT_ERROR("--steps ?-5 is out of range", "x.txt", "--steps", "\t-5");  // strtoll skips the tab; the message shows it
+    EXPECT_ERROR("expected one FILE, got 'a?' and 'b'", "a\n", "b");
+    // A long argument is cut: 60 bytes and "...".
+    char long_flag[200];
+    memset(long_flag, 'x', sizeof long_flag - 1);
+    long_flag[0] = long_flag[1] = '-';
+    long_flag[sizeof long_flag - 1] = '\0';
+    char want[80];
+    snprintf(want, sizeof want, "unknown flag '%.60s...'", long_flag);
+    EXPECT_ERROR(want, "x.txt", long_flag);
+}
+END_TEST
+
 Suite *args_suite(void) {
     Suite *s = suite_create("args");
     TCase *tc = tcase_create("parse");
@@ -163,6 +182,7 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_rejects_zero_negative_and_too_large_sizes);
     tcase_add_test(tc, parse_checks_the_positional_argument);
     tcase_add_test(tc, parse_lets_an_optional_positional_argument_be_left_out);
+    tcase_add_test(tc, parse_quotes_arguments_on_one_line_whatever_they_hold);
     suite_add_tcase(s, tc);
     return s;
 }
