@@ -156,8 +156,12 @@ bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *s
         pos += (size_t)n;
     }
 
-    for (uint32_t cp = 0; cp <= MAX_CODEPOINT; cp++) {
-        if ((seen[cp / WORD_BITS] >> (cp % WORD_BITS)) & 1) arrput(tok->codepoints, cp);
+    // Word by word, skipping empty words: a text uses a few hundred of the
+    // 17408, so this costs microseconds, not a test of all 1.1M bits (which
+    // made the tokenizer fuzz target 30x slower).
+    for (size_t w = 0; w < n_words; w++) {
+        for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1)  // clears the lowest set bit
+            arrput(tok->codepoints, (uint32_t)(w * WORD_BITS) + (uint32_t)__builtin_ctzll(bits));
     }
     free(seen);
     tok->vocab_size = (int)arrlen(tok->codepoints);
