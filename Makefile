@@ -133,11 +133,12 @@ sanitize:
 	$(MAKE) BUILD=$(SAN_BUILD) CC=$(SAN_CC) OPT="$(SAN_OPT)" \
 	    $(SAN_BUILD)/tinygpt $(SAN_BUILD)/run_tests $(SAN_BUILD)/tinygpt-broken
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
-	$(SAN_ENV) TINYGPT_BIN=$(SAN_BUILD)/tinygpt TINYGPT_BROKEN_BIN=$(SAN_BUILD)/tinygpt-broken \
-	    $(SAN_BUILD)/run_tests
-	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
-	    echo "sanitize: sanitizer reports:"; cat $(SAN_REPORTS)/*; exit 1; fi
-	@echo "sanitize: no sanitizer reports"
+	@status=0; $(SAN_ENV) TINYGPT_BIN=$(SAN_BUILD)/tinygpt TINYGPT_BROKEN_BIN=$(SAN_BUILD)/tinygpt-broken \
+	    $(SAN_BUILD)/run_tests || status=$$?; \
+	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
+	    echo "sanitize: sanitizer reports:"; cat $(SAN_REPORTS)/*; exit 1; fi; \
+	if [ $$status -ne 0 ]; then echo "sanitize: $$status tests failed"; exit 1; fi; \
+	echo "sanitize: no sanitizer reports"
 
 # tinygpt inside a build directory: the sanitizer build keeps its own binary.
 $(BUILD)/tinygpt: $(BUILD)/main.o $(LIB_OBJ)
