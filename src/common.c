@@ -86,7 +86,16 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
     // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) cap = (size_t)st.st_size + 1;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        // Say so plainly when the file cannot fit, rather than fail to allocate.
+        size_t limit = memory_limit_bytes();
+        if (limit > 0 && (uint64_t)st.st_size >= limit) {
+            fclose(f);
+            return error_set(err, "'%s' is %.1f GB, more than the %.1f GB of memory here; use a part of it (head -c 1G '%s' > part.txt)",
+                             path, (double)st.st_size / 1e9, (double)limit / 1e9, path);
+        }
+        cap = (size_t)st.st_size + 1;
+    }
     char *buf = xmalloc(cap + 1);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);

@@ -167,6 +167,19 @@ START_TEST(load_rejects_an_empty_file) {
 }
 END_TEST
 
+START_TEST(load_rejects_a_file_larger_than_memory_before_reading_it) {
+    // A sparse file: 1 TB long, no disk space used.
+    const char *path = write_temp_file("huge.txt", "", 0);
+    ck_assert_int_eq(truncate(path, (off_t)1 << 40), 0);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, true, path, 0.1, 8, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is 1099.5 GB, more than the") && strstr(err.msg, "head -c"),
+                  "message was: %s", err.msg);
+}
+END_TEST
+
 START_TEST(load_rejects_invalid_utf8_naming_the_file_and_byte) {
     const char *path = write_temp_file("latin1.txt", "na\xEFve text", 10);  // ï in Latin-1
     Dataset ds;
@@ -524,6 +537,7 @@ Suite *data_suite(void) {
     tcase_add_test(load, load_rejects_a_missing_file_naming_the_path);
     tcase_add_test(load, load_rejects_a_directory);
     tcase_add_test(load, load_rejects_an_empty_file);
+    tcase_add_test(load, load_rejects_a_file_larger_than_memory_before_reading_it);
     tcase_add_test(load, load_rejects_invalid_utf8_naming_the_file_and_byte);
     tcase_add_test(load, load_rejects_a_training_split_shorter_than_one_window);
     tcase_add_test(load, load_rejects_a_short_validation_split_but_allows_none);
