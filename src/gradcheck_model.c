@@ -13,7 +13,8 @@ const ModelConfig GRADCHECK_MODEL = {.vocab_size = 7, .block_size = GRADCHECK_CO
 
 typedef struct {
     Model m;
-    int inputs[GRADCHECK_BATCH * GRADCHECK_CONTEXT], targets[GRADCHECK_BATCH * GRADCHECK_CONTEXT];  // [B,T]
+    int *inputs, *targets;  // [B,T]
+    int B, T;
     uint64_t dropout_key;
 } GradCheckCase;
 
@@ -21,40 +22,49 @@ typedef struct {
 // same dropout mask every time).
 static double case_loss(void *ctx) {
     GradCheckCase *gc = ctx;
-    return model_forward(&gc->m, gc->inputs, gc->targets, GRADCHECK_BATCH, GRADCHECK_CONTEXT, true,
-                         gc->dropout_key);
+    return model_forward(&gc->m, gc->inputs, gc->targets, gc->B, gc->T, true, gc->dropout_key);
 }
 
-int model_gradcheck(uint64_t seed, GradCheckResult results[NUM_PARAM_TENSORS]) {
-    GradCheckCase *gc = xmalloc(sizeof *gc);
+int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,
+                         GradCheckResult results[NUM_PARAM_TENSORS], double *loss) {
+    GradCheckCase gc = {.B = B, .T = T};
     Rng rng;
     rng_init(&rng, seed);
-    model_init(&gc->m, &GRADCHECK_MODEL, GRADCHECK_BATCH, true);
-    model_init_weights(&gc->m, &rng);
-    for (int i = 0; i < GRADCHECK_BATCH * GRADCHECK_CONTEXT; i++) {
-        gc->inputs[i] = (int)rng_below(&rng, (uint64_t)GRADCHECK_MODEL.vocab_size);
-        gc->targets[i] = (int)rng_below(&rng, (uint64_t)GRADCHECK_MODEL.vocab_size);
+    model_init(&gc.m, cfg, max_batch, true);
+    model_init_weights(&gc.m, &rng);
+    gc.inputs = xmalloc((size_t)B * T * sizeof(int));
+    gc.targets = xmalloc((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) {
+        gc.inputs[i] = (int)rng_below(&rng, (uint64_t)cfg->vocab_size);
+        gc.targets[i] = (int)rng_below(&rng, (uint64_t)cfg->vocab_size);
     }
-    gc->dropout_key = rng_u64(&rng);
+    gc.dropout_key = rng_u64(&rng);
 
     int saved_threads = omp_get_max_threads();
     omp_set_num_threads(1);
     // The analytic gradient, once. gradcheck then runs forward passes only,
     // which leave m.grads as they are.
-    model_zero_grad(&gc->m);
-    case_loss(gc);
-    model_backward(&gc->m);
+    model_zero_grad(&gc.m);
+    double initial_loss = case_loss(&gc);
+    if (loss) *loss = initial_loss;
+    model_backward(&gc.m);
     int failed = 0;
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const TensorSpec *spec = &gc->m.param_specs[i];
-        results[i] = gradcheck(case_loss, gc, gc->m.params_memory + spec->offset, gc->m.grads_memory + spec->offset,
-                               spec->size, GRADCHECK_FLOAT32);
+        const TensorSpec *spec = &gc.m.param_specs[i];
+        results[i] = gradcheck(case_loss, &gc, gc.m.params_memory + spec->offset, gc.m.grads_memory + spec->offset,
+                               spec->size, tol);
         failed += results[i].failures > 0;
     }
     omp_set_num_threads(saved_threads);
-    model_free(&gc->m);
-    free(gc);
+    free(gc.targets);
+    free(gc.inputs);
+    model_free(&gc.m);
     return failed;
+}
+
+int model_gradcheck(uint64_t seed, GradCheckResult results[NUM_PARAM_TENSORS]) {
+    return model_gradcheck_case(&GRADCHECK_MODEL, GRADCHECK_BATCH, GRADCHECK_BATCH, GRADCHECK_CONTEXT, seed,
+                                GRADCHECK_FLOAT32, results, NULL);
 }
 
 int cmd_gradcheck(int argc, char **argv) {

@@ -23,12 +23,19 @@
 enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5 };
 extern const ModelConfig GRADCHECK_MODEL;
 
-// model_gradcheck: build GRADCHECK_MODEL with weights, a batch and a dropout
-// mask drawn from "seed", run forward and backward once, and check every
-// parameter tensor; results[i] is tensor i of the parameter table
-// (model.h). Returns how many tensors fail. Runs on one OpenMP thread (a
+// model_gradcheck_case: build a model of "cfg" for batches of "max_batch"
+// rows, with weights, a [B,T] batch and a dropout mask drawn from "seed";
+// run forward and backward once; check every parameter tensor against
+// finite differences within "tol". results[i] is tensor i of the parameter
+// table (model.h); "*loss" (may be NULL) gets the loss at the weights
+// checked. Returns how many tensors fail. Runs on one OpenMP thread (a
 // thousand tiny forward passes: threads would only add barriers) and puts
-// the thread count back afterwards.
+// the thread count back afterwards. The unit tests call it too.
+int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,
+                         GradCheckResult results[NUM_PARAM_TENSORS], double *loss);
+
+// model_gradcheck: model_gradcheck_case on GRADCHECK_MODEL with batches of
+// GRADCHECK_BATCH x GRADCHECK_CONTEXT and the float32 tolerances.
 int model_gradcheck(uint64_t seed, GradCheckResult results[NUM_PARAM_TENSORS]);
 
 // cmd_gradcheck: the `tinygpt gradcheck` command: one line per tensor,

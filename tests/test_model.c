@@ -23,6 +23,7 @@
 #include "gradcheck.h"
 #include "model.h"
 #include "rng.h"
+#include "gradcheck_model.h"
 #include "helpers.h"
 #include "tests.h"
 
@@ -277,62 +278,30 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Whole-model gradient vs finite differences
 
-typedef struct {
-    Model m;
-    int *inputs, *targets;  // [B,T]
-    int B, T;
-    uint64_t key;           // the same dropout mask for every evaluation
-} ModelCase;
-
-static double model_loss(void *ctx) {
-    ModelCase *mc = ctx;
-    return model_forward(&mc->m, mc->inputs, mc->targets, mc->B, mc->T, true, mc->key);
-}
-
 // Whole-model gradients are small (0.02 to 0.3 here: the loss is a mean over
 // B*T positions), so GRADCHECK_FLOAT32's atol of 2e-3 would let a 5% error
 // through. The finite differences measure about 1e-5 off, so 1e-4 is tight
 // and still safe.
 static const GradCheckTolerance WHOLE_MODEL_TOLERANCE = {.h = 1e-2, .atol = 1e-4, .rtol = 1e-2};
 
-// Build a random model sized for (max_batch, cfg->block_size), run one
-// forward and backward on a (B, T) batch, and gradcheck every parameter
-// tensor against the loss of the whole model.
+// A random model sized for (max_batch, cfg->block_size), one forward and
+// backward on a (B, T) batch, and every parameter tensor gradchecked against
+// the loss of the whole model (model_gradcheck_case, which `tinygpt
+// gradcheck` runs too).
 static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed) {
-    ModelCase mc = {.B = B, .T = T, .key = seed * 7 + 1};
-    Rng rng;
-    rng_init(&rng, seed);
-    model_init(&mc.m, cfg, max_batch, true);
-    model_init_weights(&mc.m, &rng);
-    mc.inputs = xmalloc((size_t)B * T * sizeof(int));
-    mc.targets = xmalloc((size_t)B * T * sizeof(int));
-    random_tokens(mc.inputs, B * T, cfg->vocab_size, &rng);
-    random_tokens(mc.targets, B * T, cfg->vocab_size, &rng);
-
-    model_zero_grad(&mc.m);
-    double loss = model_loss(&mc);
-    model_backward(&mc.m);
+    GradCheckResult results[NUM_PARAM_TENSORS];
+    double loss = NAN;
+    model_gradcheck_case(cfg, max_batch, B, T, seed, WHOLE_MODEL_TOLERANCE, results, &loss);
     ck_assert_msg(isfinite(loss) && loss > 0, "initial loss %g", loss);
-    // gradcheck reruns only forward passes, which leave m.grads alone. Those
-    // ~850 tiny passes run on one thread: there a parallel region costs more
-    // than its arithmetic, and on a loaded machine one descheduled thread
-    // stalls every barrier. (The passes give the same bits on any thread
-    // count: see one_and_two_threads_give_bitwise_identical_losses.)
-    int saved_threads = get_threads();
-    set_threads(1);
+    TensorSpec specs[NUM_PARAM_TENSORS];
+    param_table(cfg, specs);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const TensorSpec *spec = &mc.m.param_specs[i];
-        GradCheckResult r = gradcheck(model_loss, &mc, mc.m.params_memory + spec->offset,
-                                      mc.m.grads_memory + spec->offset, spec->size, WHOLE_MODEL_TOLERANCE);
-        ck_assert_msg(r.failures == 0,
+        const GradCheckResult *r = &results[i];
+        ck_assert_msg(r->failures == 0,
                       "dropout %g, B=%d T=%d: %s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g",
-                      (double)cfg->dropout, B, T, spec->name, r.failures, spec->size, r.worst_index,
-                      r.worst_analytic, r.worst_numeric);
+                      (double)cfg->dropout, B, T, specs[i].name, r->failures, specs[i].size, r->worst_index,
+                      r->worst_analytic, r->worst_numeric);
     }
-    set_threads(saved_threads);
-    free(mc.targets);
-    free(mc.inputs);
-    model_free(&mc.m);
 }
 
 // Loop test: _i = 0 without dropout, _i = 1 with dropout 0.2 (training, fixed key).
