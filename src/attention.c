@@ -10,7 +10,7 @@
 #include "fastexp.h"
 #include "linear.h"
 #include "rng.h"
-#include "simd.h"
+#include "tile.h"
 
 // The factor dropout applies to the weight with flat index "index":
 // 0 if dropped, 1/(1-p) if kept ("inverted" dropout keeps the expected
@@ -128,66 +128,51 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 }
 
 // ===========================================================================
-// Fast versions: the same steps, arranged so that no inner loop writes to
-// memory. Two building blocks do almost all the work:
-// - the matmul tile of linear.c (matmul_tile_rows) for the products with
-//   T x T results: scores = Q K^T and dweights = dOut V^T, reading each
-//   head's keys and values transposed ([HS,T], filled by transpose_head);
-// - weighted_row_sum, out += sum_n c_n row_n, for the products with
-//   T x HS results, its HS-wide accumulator held in vector registers.
+// Fast versions: the same steps as products of whole matrices, each one
+// cut into tile.h's register tiles. Per (batch, head), with Q K V dOut
+// the head's [T,HS] slices, P the weights after dropout and dS the
+// gradient of the scores:
+//   T x T results:  scores = Q K^T,  dweights = dOut V^T
+//       tiles 4 rows by 64 keys (linear.c's matmul_tile_rows), reading the
+//       keys and values transposed ([HS,T], filled by transpose_head);
+//   T x HS results: out = P V,  dV += P^T dOut,  dK += dS^T Q,  dQ += dS K
+//       tiles of HEAD_ROWS rows by the whole head (head_product below).
+// Only tiles at or left of the diagonal are computed: a tile wholly right
+// of it would be all masked.
 
-// out[0,HS) (+)= sum over n < count of c_n * rows[n * row_stride + 0..HS),
-// where c_n = weights[n * coeff_stride], times scales[n * coeff_stride]
-// when scales is not NULL (the dropout factors); "+=" when "accumulate",
-// "=" otherwise.
-// NV = HS / 16 vectors; always inlined with a constant NV so the
-// accumulators stay in registers. Terms go round-robin into LANES separate
-// accumulators, summed at the end: with one, every multiply-add would wait
-// for the previous one's result (4 cycles) instead of overlapping.
-#define LANES 4
-static inline __attribute__((always_inline)) void weighted_row_sum_vec(float *out, const float *weights,
-                                                                       const float *scales, size_t coeff_stride,
-                                                                       const float *rows, size_t row_stride,
-                                                                       int count, bool accumulate, const int NV) {
-    vec16 acc[LANES][4] = {{{0}}};
-    int n = 0;
-    for (; n + LANES <= count; n += LANES) {
-        for (int lane = 0; lane < LANES; lane++) {
-            float c = weights[(n + lane) * coeff_stride];
-            if (scales) c *= scales[(n + lane) * coeff_stride];
-            const float *row = rows + (n + lane) * row_stride;
-            for (int v = 0; v < NV; v++) acc[lane][v] += c * load16(row + 16 * v);
-        }
+// Rows per tile for a head of NV vectors: 16 accumulators in all, the
+// most that leave registers for B's row and the broadcasts.
+#define HEAD_ROWS(NV) (16 / (NV))
+
+// out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) [* scales(n, k)] * B[k, 0..HS)
+// for n in [n0, n0 + rows); per tile of rows, k runs over the union of its
+// rows' ranges, given by the callers as the causal bounds of the tile:
+// "lower" (P V, dS K: k <= n, so k in [0, last row]) or not (P^T dOut,
+// dS^T Q: k >= n, so k in [first row, T)). Outside its own range a row's A
+// is exactly zero (masked), so the extra terms add nothing.
+static inline __attribute__((always_inline)) void head_product_nv(float *out, size_t ldo, StridedMatrix A,
+                                                                  const float *scales, const float *B, size_t ldb,
+                                                                  int n0, int rows, int T, bool lower,
+                                                                  TileStart start, const int NV) {
+    int n = n0;
+    for (; n + HEAD_ROWS(NV) <= n0 + rows; n += HEAD_ROWS(NV)) {
+        int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(NV) : T;
+        tile_vec(out, ldo, A, scales, B, ldb, k0, k1, n, 0, start, HEAD_ROWS(NV), NV);
     }
-    for (; n < count; n++) {  // the last count % LANES terms
-        float c = weights[n * coeff_stride];
-        if (scales) c *= scales[n * coeff_stride];
-        for (int v = 0; v < NV; v++) acc[0][v] += c * load16(rows + n * row_stride + 16 * v);
-    }
-    for (int v = 0; v < NV; v++) {
-        vec16 sum = acc[0][v];
-        for (int lane = 1; lane < LANES; lane++) sum += acc[lane][v];
-        store16(out + 16 * v, accumulate ? load16(out + 16 * v) + sum : sum);
-    }
+    for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(NV), one at a time
+        tile_vec(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
 }
 
-static void weighted_row_sum(float *out, const float *weights, const float *scales, size_t coeff_stride,
-                             const float *rows, size_t row_stride, int count, bool accumulate, int HS) {
+static void head_product(float *out, size_t ldo, StridedMatrix A, const float *scales, const float *B, size_t ldb,
+                         int n0, int rows, int T, bool lower, TileStart start, int HS) {
     switch (HS % 16 == 0 ? HS / 16 : 0) {
-    case 1: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 1); return;
-    case 2: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 2); return;
-    case 3: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 3); return;
-    case 4: weighted_row_sum_vec(out, weights, scales, coeff_stride, rows, row_stride, count, accumulate, 4); return;
-    default:  // other head sizes: the same sums, one channel at a time
-        for (int i = 0; i < HS; i++) {
-            float sum = 0.0f;
-            for (int n = 0; n < count; n++) {
-                float c = weights[n * coeff_stride];
-                if (scales) c *= scales[n * coeff_stride];
-                sum += c * rows[n * row_stride + i];
-            }
-            out[i] = accumulate ? out[i] + sum : sum;
-        }
+    case 1: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 1); return;
+    case 2: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 2); return;
+    case 3: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 3); return;
+    case 4: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 4); return;
+    default:  // other head sizes: the plain tile, one row at a time
+        for (int n = n0; n < n0 + rows; n++)
+            tile_any(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
     }
 }
 
@@ -206,11 +191,14 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
     }
 }
 
-// scales[0..n): the dropout factors of the weights with flat indices
-// first_index + j. A plain loop over a pure function: it vectorises.
-static void dropout_scales_row(float *scales, int n, uint64_t key, size_t first_index, float p) {
+// scales[0..T): the dropout factors of the weights with flat indices
+// first_index + j for the n = t + 1 visible j, then zeros for the masked
+// ones (the tiles of P = weights x scales read them). A plain loop over a
+// pure function: it vectorises.
+static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t first_index, float p) {
     const float keep = 1.0f / (1.0f - p);
     for (int j = 0; j < n; j++) scales[j] = dropout_uniform(key, first_index + j) < p ? 0.0f : keep;
+    for (int j = n; j < T; j++) scales[j] = 0.0f;
 }
 
 // Steps 2-3 for one row whose raw dot products q_t . k_j are already in
@@ -232,41 +220,53 @@ static void softmax_row(float *weights_t, int t, int T, float scale) {
     for (int j = n; j < T; j++) weights_t[j] = 0.0f;
 }
 
-// Steps 1-5 for the rows [t0, t0+rows) of one head, rows <= 4: the score
-// tiles at or left of the diagonal (a tile wholly right of it would be all
-// masked), then each row's softmax, dropout and weighted sum of values.
-static void attention_forward_rows(float *attn_out, float *attn_weights, float *dropout_scales,
-                                   const float *keys_t, const float *qkv, int b, int h, int t0, int rows, int T,
-                                   int C, int NH, float dropout_p, uint64_t dropout_key) {
+// Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= 4: the score
+// tiles, 64 keys wide, at or left of the diagonal, then each row's
+// softmax and dropout factors.
+static void attention_weights_rows(float *attn_weights, float *dropout_scales, const float *keys_t,
+                                   const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
+                                   float dropout_p, uint64_t dropout_key) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const size_t head = (size_t)b * NH + h;
     const float *qkv_b = qkv + (size_t)b * T * C3;
     float *weights_bh = attn_weights + head * T * T;
     const int last = t0 + rows - 1;  // the last row's keys reach furthest
-    // Step 1: raw scores q_t . k_j, in tiles 64 keys wide. A tile that
-    // straddles the diagonal is computed whole (as long as it fits in T),
-    // because a full tile is many times faster than a ragged one; the
-    // softmax overwrites its masked entries with zeros.
+    // Step 1: raw scores q_t . k_j. A tile that straddles the diagonal is
+    // computed whole (as long as it fits in T), because a full tile is many
+    // times faster than a ragged one; the softmax overwrites its masked
+    // entries with zeros.
     for (int j0 = 0; j0 <= last; j0 += 64)
         matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, t0, rows, j0,
                          T - j0 < 64 ? T - j0 : 64);
     for (int t = t0; t <= last; t++) {
         const size_t row_index = (head * T + t) * T;
-        float *weights_t = attn_weights + row_index;
-        softmax_row(weights_t, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
-        float *scales_t = dropout_p > 0.0f ? dropout_scales + row_index : NULL;
-        if (scales_t) dropout_scales_row(scales_t, t + 1, dropout_key, row_index, dropout_p);  // step 4
-        float *out_t = attn_out + ((size_t)b * T + t) * C + h * HS;  // step 5
-        weighted_row_sum(out_t, weights_t, scales_t, 1, qkv_b + 2 * C + h * HS, C3, t + 1, false, HS);
+        softmax_row(attn_weights + row_index, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
+        if (dropout_p > 0.0f)                                                     // step 4
+            dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, row_index, dropout_p);
     }
+}
+
+// Step 5 for the rows [t0, t0+rows) of one head: out_t = sum over j <= t
+// of weights[t,j] * scales[t,j] * v_j, that is out = P V.
+static void attention_values_rows(float *attn_out, const float *attn_weights, const float *dropout_scales,
+                                  const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
+                                  float dropout_p) {
+    const int HS = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const size_t head = (size_t)b * NH + h;
+    StridedMatrix weights = {attn_weights + head * T * T, (size_t)T, 1};
+    const float *scales = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+    const float *values = qkv + (size_t)b * T * C3 + 2 * C + h * HS;
+    float *out = attn_out + (size_t)b * T * C + h * HS;
+    head_product(out, (size_t)C, weights, scales, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
 }
 
 void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
                            const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
                            uint64_t dropout_key) {
-    attention_forward_rows(attn_out, attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p,
-                           dropout_key);
+    attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p, dropout_key);
+    attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, t, 1, T, C, NH, dropout_p);
 }
 
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
@@ -280,8 +280,9 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
             transpose_head(keys_t + head * HS * T, values_t + head * HS * T, qkv_b, 0, T, T, C, HS, h);
             for (int t0 = 0; t0 < T; t0 += 4)
-                attention_forward_rows(attn_out, attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
-                                       T - t0 < 4 ? T - t0 : 4, T, C, NH, dropout_p, dropout_key);
+                attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0, T - t0 < 4 ? T - t0 : 4,
+                                       T, C, NH, dropout_p, dropout_key);
+            attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, 0, T, T, C, NH, dropout_p);
         }
     }
 }
@@ -290,7 +291,7 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
 // dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
 //   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
 //   dS       = softmax backward of dweights, times scale     (row by row, in place)
-//   dV      += P^T dOut;  dQ += dS K;  dK += dS^T Q          (weighted_row_sum)
+//   dV      += P^T dOut;  dQ += dS K;  dK += dS^T Q          (head_product)
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                         const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
                         int T, int C, int NH, float dropout_p) {
@@ -333,18 +334,17 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 for (int j = 0; j <= t; j++) dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum) * scale;
                 for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
             }
-            for (int j = 0; j < T; j++) {
-                // dv_j += sum over t >= j of P[t,j] dout_t;  dk_j += sum over t >= j of dS[t,j] q_t
-                const size_t tj = (size_t)j * T + j;  // element [t=j, j]
-                weighted_row_sum(dqkv_b + (size_t)j * C3 + 2 * C + h * HS, weights_bh + tj,
-                                 scales_bh ? scales_bh + tj : NULL, (size_t)T, dout_bh + (size_t)j * C, (size_t)C,
-                                 T - j, true, HS);
-                weighted_row_sum(dqkv_b + (size_t)j * C3 + C + h * HS, dscores_bh + tj, NULL, (size_t)T,
-                                 qkv_b + (size_t)j * C3 + h * HS, C3, T - j, true, HS);
-            }
-            for (int t = 0; t < T; t++)  // dq_t += sum over j <= t of dS[t,j] k_j
-                weighted_row_sum(dqkv_b + (size_t)t * C3 + h * HS, dscores_bh + (size_t)t * T, NULL, 1,
-                                 qkv_b + C + h * HS, C3, t + 1, true, HS);
+            // dV += P^T dOut and dK += dS^T Q: row j of each sums over t >= j
+            StridedMatrix weights_transposed = {weights_bh, 1, (size_t)T};
+            StridedMatrix dscores_transposed = {dscores_bh, 1, (size_t)T};
+            const TileStart add = {true, NULL};
+            head_product(dqkv_b + 2 * C + h * HS, C3, weights_transposed, scales_bh, dout_bh, (size_t)C, 0, T, T,
+                         false, add, HS);
+            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, NULL, qkv_b + h * HS, C3, 0, T, T, false, add,
+                         HS);
+            // dQ += dS K: row t sums over j <= t
+            StridedMatrix dscores = {dscores_bh, (size_t)T, 1};
+            head_product(dqkv_b + h * HS, C3, dscores, NULL, qkv_b + C + h * HS, C3, 0, T, T, true, add, HS);
         }
     }
 }

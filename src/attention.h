@@ -20,9 +20,10 @@
 // - attention_forward / attention_backward: the same math arranged so no
 //   inner loop stores to memory: the T x T products (scores, and their
 //   gradient) run on linear.c's register-tiled matmul over each head's keys
-//   and values transposed ([HS,T]); the T x HS products are weighted sums of
-//   rows kept in vector registers; the dropout factors are computed once per
-//   step into a tensor. Tests check that the two versions agree.
+//   and values transposed ([HS,T]); the T x HS products (the weighted sum of
+//   values and three gradients) on the same register tiles (tile.h), several
+//   rows at a time; the dropout factors are computed once per step into a
+//   tensor. Tests check that the two versions agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "simd.h"
+#include "tile.h"
 
 // ---------------------------------------------------------------------------
 // Reference versions: the math, nothing else.
@@ -60,7 +60,8 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 //
 // Speed comes from three levels of reuse:
 // - registers: a TILE_ROWS x TILE_COLS block of out (16 AVX-512 vectors) is
-//   held in registers while k runs, so each Bmat load feeds TILE_ROWS FMAs;
+//   held in registers while k runs, so each Bmat load feeds TILE_ROWS FMAs
+//   (the tile kernels are in tile.h);
 // - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
 //   for one block (K_BLOCK * TILE_COLS floats, 64 KB) stays in L2 while all
 //   the row tiles of a chunk use it (block sizes measured best on the
@@ -76,58 +77,39 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 #define CHUNK_ROWS 64
 #define K_BLOCK 256
 
-typedef struct {
-    const float *data;
-    size_t row_stride, col_stride;  // A(n,k) = data[n * row_stride + k * col_stride]
-} StridedMatrix;
-
-// One tile: out[n0.., m0..] for "rows" x "cols" entries, adding the terms
-// k in [k0, k1). The partial sums start from "out" itself (when "from_out"),
-// or from "init_row" (a bias; zeros when NULL). This plain version serves
-// the ragged edge tiles; full tiles take matmul_tile_full below.
-static inline void matmul_tile(float *out, StridedMatrix A, const float *Bmat, size_t M, int k0, int k1, int n0,
-                               int m0, int rows, int cols, bool from_out, const float *init_row) {
-    float acc[TILE_ROWS][TILE_COLS];
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j++)
-            acc[r][j] = from_out ? out[(size_t)(n0 + r) * M + m0 + j] : (init_row ? init_row[m0 + j] : 0.0f);
-    for (int k = k0; k < k1; k++) {
-        const float *b_row = Bmat + (size_t)k * M + m0;
-        for (int r = 0; r < rows; r++) {
-            float a = A.data[(size_t)(n0 + r) * A.row_stride + (size_t)k * A.col_stride];
-            for (int j = 0; j < cols; j++) acc[r][j] = fmaf(a, b_row[j], acc[r][j]);
+// One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
+// the fastest tile.h kernel that fits: full tiles and the edge tiles whose
+// width is a whole number of vectors (a 32-position score tile in
+// attention, say) run in registers, one row at a time if fewer than
+// TILE_ROWS are left; only widths like a V = 65 head's last column take
+// the plain loops.
+static void matmul_tile(float *out, size_t ldo, StridedMatrix A, const float *Bmat, size_t ldb, int k0, int k1,
+                        int n0, int rows, int m0, int cols, TileStart start) {
+    if (cols % 16 != 0) {
+        tile_any(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0, rows, m0, cols, start);
+        return;
+    }
+    for (int r = 0; r < rows; r += rows == TILE_ROWS ? TILE_ROWS : 1) {
+        const bool whole = rows == TILE_ROWS;
+        switch (cols / 16) {
+        case 4:
+            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 4);
+            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 4);
+            break;
+        case 3:
+            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 3);
+            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 3);
+            break;
+        case 2:
+            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 2);
+            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 2);
+            break;
+        default:
+            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 1);
+            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 1);
+            break;
         }
     }
-    for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j++) out[(size_t)(n0 + r) * M + m0 + j] = acc[r][j];
-}
-
-// The full tile, written with GCC/clang vector types so the inner loop is
-// exactly 4 loads of Bmat, TILE_ROWS broadcasts of A and 16 fused
-// multiply-adds into 16 accumulator registers. The arithmetic is the same
-// as matmul_tile's; only the instructions are chosen by hand.
-static void matmul_tile_full(float *out, StridedMatrix A, const float *Bmat, size_t M, int k0, int k1, int n0,
-                             int m0, bool from_out, const float *init_row) {
-    vec16 acc[TILE_ROWS][TILE_COLS / 16];
-    for (int r = 0; r < TILE_ROWS; r++)
-        for (int v = 0; v < TILE_COLS / 16; v++)
-            acc[r][v] = from_out   ? load16(out + (size_t)(n0 + r) * M + m0 + 16 * v)
-                        : init_row ? load16(init_row + m0 + 16 * v)
-                                   : (vec16){0};
-    for (int k = k0; k < k1; k++) {
-        const float *b_row = Bmat + (size_t)k * M + m0;
-        vec16 b[TILE_COLS / 16];
-        for (int v = 0; v < TILE_COLS / 16; v++) {
-            b[v] = load16(b_row + 16 * v);
-            KEEP_IN_REGISTER(b[v]);
-        }
-        for (int r = 0; r < TILE_ROWS; r++) {
-            const float a = A.data[(size_t)(n0 + r) * A.row_stride + (size_t)k * A.col_stride];
-            for (int v = 0; v < TILE_COLS / 16; v++) acc[r][v] += a * b[v];  // fused: -ffp-contract=fast
-        }
-    }
-    for (int r = 0; r < TILE_ROWS; r++)
-        for (int v = 0; v < TILE_COLS / 16; v++) store16(out + (size_t)(n0 + r) * M + m0 + 16 * v, acc[r][v]);
 }
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -153,14 +135,10 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
             int chunk_end = min_int(N, (rc + 1) * CHUNK_ROWS);
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 int k1 = min_int(K, k0 + K_BLOCK);
-                bool from_out = accumulate || k0 > 0;
-                for (int n0 = rc * CHUNK_ROWS; n0 < chunk_end; n0 += TILE_ROWS) {
-                    int rows = min_int(TILE_ROWS, chunk_end - n0);
-                    if (rows == TILE_ROWS && cols == TILE_COLS)
-                        matmul_tile_full(out, A, Bmat, M, k0, k1, n0, m0, from_out, init_row);
-                    else  // a ragged edge tile: same arithmetic, runtime bounds
-                        matmul_tile(out, A, Bmat, M, k0, k1, n0, m0, rows, cols, from_out, init_row);
-                }
+                TileStart start = {accumulate || k0 > 0, init_row};
+                for (int n0 = rc * CHUNK_ROWS; n0 < chunk_end; n0 += TILE_ROWS)
+                    matmul_tile(out, (size_t)M, A, Bmat, (size_t)M, k0, k1, n0, min_int(TILE_ROWS, chunk_end - n0),
+                                m0, cols, start);
             }
         }
     }
@@ -169,8 +147,7 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
 void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
                       int m0, int cols) {
     StridedMatrix a = {A, lda, 1};
-    if (rows == TILE_ROWS && cols == TILE_COLS) matmul_tile_full(out, a, Bmat, (size_t)M, 0, K, n0, m0, false, NULL);
-    else matmul_tile(out, a, Bmat, (size_t)M, 0, K, n0, m0, rows, cols, false, NULL);
+    matmul_tile(out, (size_t)M, a, Bmat, (size_t)M, 0, K, n0, rows, m0, cols, (TileStart){false, NULL});
 }
 
 void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {

@@ -1,5 +1,5 @@
-// simd.h: 16-float vectors for the two kernels that choose their own
-// instructions (the matmul tile in linear.c, weighted sums in attention.c).
+// simd.h: 16-float vectors for the one kernel that chooses its own
+// instructions, the register tile of tile.h.
 //
 // Reading order: with linear.h (file 6). The type is GCC/clang's vector
 // extension: arithmetic on a vec16 is element-wise, a float operand is

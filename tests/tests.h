@@ -8,6 +8,7 @@ Suite *rng_suite(void);
 Suite *tokenizer_suite(void);
 Suite *data_suite(void);
 Suite *encoder_suite(void);
+Suite *tile_suite(void);
 Suite *linear_suite(void);
 Suite *attention_suite(void);
 Suite *crossentropy_suite(void);
