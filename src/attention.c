@@ -140,6 +140,16 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 // Only tiles at or left of the diagonal are computed: a tile wholly right
 // of it would be all masked.
 
+// Width of the T x T tile at columns [j0, ...) for rows up to "last": up
+// to 64, but no further than the diagonal needs, rounded up to whole
+// vectors (a ragged tile is many times slower than a whole one; the extra
+// masked entries are overwritten with zeros afterwards), and never past T.
+static int causal_tile_cols(int j0, int last, int T) {
+    int needed = (last + 1 - j0 + 15) / 16 * 16;
+    int cols = needed < 64 ? needed : 64;
+    return cols < T - j0 ? cols : T - j0;
+}
+
 // Rows per tile for a head of NV vectors: 16 accumulators in all, the
 // most that leave registers for B's row and the broadcasts.
 #define HEAD_ROWS(NV) (16 / (NV))
@@ -232,13 +242,11 @@ static void attention_weights_rows(float *attn_weights, float *dropout_scales, c
     const float *qkv_b = qkv + (size_t)b * T * C3;
     float *weights_bh = attn_weights + head * T * T;
     const int last = t0 + rows - 1;  // the last row's keys reach furthest
-    // Step 1: raw scores q_t . k_j. A tile that straddles the diagonal is
-    // computed whole (as long as it fits in T), because a full tile is many
-    // times faster than a ragged one; the softmax overwrites its masked
-    // entries with zeros.
+    // Step 1: raw scores q_t . k_j; the softmax overwrites the masked
+    // entries of a tile that straddles the diagonal with zeros.
     for (int j0 = 0; j0 <= last; j0 += 64)
         matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, t0, rows, j0,
-                         T - j0 < 64 ? T - j0 : 64);
+                         causal_tile_cols(j0, last, T));
     for (int t = t0; t <= last; t++) {
         const size_t row_index = (head * T + t) * T;
         softmax_row(attn_weights + row_index, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
@@ -312,9 +320,9 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
             for (int t0 = 0; t0 < T; t0 += 4) {
                 const int rows = T - t0 < 4 ? T - t0 : 4, last = t0 + rows - 1;
-                for (int j0 = 0; j0 <= last; j0 += 64)  // whole tiles, as for the scores
+                for (int j0 = 0; j0 <= last; j0 += 64)
                     matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t + head * HS * T, T, HS, t0, rows,
-                                     j0, T - j0 < 64 ? T - j0 : 64);
+                                     j0, causal_tile_cols(j0, last, T));
             }
             // row by row: through dropout (x m_j), then the softmax:
             // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
