@@ -191,12 +191,18 @@ static void head_product(float *out, size_t ldo, StridedMatrix A, const float *s
 void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
                     int h) {
     const size_t C3 = 3 * (size_t)C;
-    for (int j = first; j < last; j++) {
-        const float *k_j = qkv_b + (size_t)j * C3 + C + h * HS;
-        const float *v_j = k_j + C;
+    const float *keys = qkv_b + C + h * HS, *values = keys + C;
+    // In blocks of 16 positions: a block's keys and values (16 x HS each,
+    // a few KB) stay in L1 while each channel's 16 entries are written as
+    // one contiguous run. (One position at a time, every store would land
+    // in a different cache line, T floats from the last.)
+    for (int j0 = first; j0 < last; j0 += 16) {
+        const int j1 = last - j0 < 16 ? last : j0 + 16;
         for (int i = 0; i < HS; i++) {
-            keys_t[(size_t)i * T + j] = k_j[i];
-            values_t[(size_t)i * T + j] = v_j[i];
+            for (int j = j0; j < j1; j++) {
+                keys_t[(size_t)i * T + j] = keys[(size_t)j * C3 + i];
+                values_t[(size_t)i * T + j] = values[(size_t)j * C3 + i];
+            }
         }
     }
 }

@@ -338,21 +338,24 @@ END_TEST
 // within FAST_MATCHES_REFERENCE_TOL. (dweights is scratch whose meaning
 // differs: the reference leaves dloss/dweights there, the fast version
 // dloss/dscores.) T = 1 (one position), T = 17 (not a multiple of any vector
-// width), T = 70 (more than one 64-wide score tile); head sizes 64, 32, 16
-// (vector paths) and 8 (scalar fallback); with and without dropout.
+// width), T = 70 (more than one 64-wide score tile); head sizes 64, 48,
+// 32, 16 (vector tiles of 4, 3, 2 and 1 vectors), 8 and 72 (plain tiles;
+// 72 is wider than one); with and without dropout.
 START_TEST(fast_version_matches_reference_version) {
-    enum { B = 2, C = 64, MAX_T = 70 };
+    enum { B = 2, MAX_C = 144, MAX_NH = 8, MAX_T = 70 };
     static const int lengths[] = {1, 17, MAX_T};
-    static const int head_counts[] = {1, 2, 4, 8};
-    enum { N_QKV = B * MAX_T * 3 * C, N_OUT = B * MAX_T * C, N_W = B * 8 * MAX_T * MAX_T };
+    static const struct {
+        int C, NH;
+    } heads[] = {{64, 1}, {64, 2}, {64, 4}, {64, 8}, {144, 3}, {144, 2}};
+    enum { N_QKV = B * MAX_T * 3 * MAX_C, N_OUT = B * MAX_T * MAX_C, N_W = B * MAX_NH * MAX_T * MAX_T };
     Rng rng;
     rng_init(&rng, 12);
     static float qkv[N_QKV], dout[N_OUT];
     static float out[2][N_OUT], weights[2][N_W], dqkv[2][N_QKV], dweights[2][N_W];
     for (int li = 0; li < 3; li++) {
-        for (int hi = 0; hi < 4; hi++) {
+        for (int hi = 0; hi < (int)(sizeof heads / sizeof heads[0]); hi++) {
             for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
-                int T = lengths[li], NH = head_counts[hi];
+                int T = lengths[li], C = heads[hi].C, NH = heads[hi].NH;
                 float p = with_dropout ? 0.3f : 0.0f;
                 size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C, n_w = (size_t)B * NH * T * T;
                 fill_uniform(qkv, n_qkv, &rng);
@@ -377,7 +380,7 @@ START_TEST(fast_version_matches_reference_version) {
                     for (size_t i = 0; i < pairs[k].n; i++) {
                         double x = pairs[k].ref[i], y = pairs[k].fast[i];
                         if (!(fabs(x - y) <= FAST_MATCHES_REFERENCE_TOL * fmax(1.0, fmax(fabs(x), fabs(y)))))
-                            ck_abort_msg("T=%d NH=%d p=%g: %s[%zu] reference %.9g vs fast %.9g", T, NH, (double)p,
+                            ck_abort_msg("T=%d C=%d NH=%d p=%g: %s[%zu] reference %.9g vs fast %.9g", T, C, NH, (double)p,
                                          pairs[k].name, i, x, y);
                     }
                 }
