@@ -118,6 +118,16 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 // waking the other threads costs more than the work.
 #define MIN_PARALLEL_WORK (1 << 18)
 
+// Each thread's copy of the Bmat block its tiles are reading, rows
+// TILE_COLS floats apart (see matmul).
+static _Thread_local float b_panel[K_BLOCK * TILE_COLS] __attribute__((aligned(64)));
+
+// panel[k - k0, 0..cols) = Bmat[k, m0..m0+cols) for k in [k0, k1)
+static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1, int m0, int cols) {
+    for (int k = k0; k < k1; k++)
+        for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bmat[(size_t)k * M + m0 + j];
+}
+
 // out[N,M] (+)= A(N,K) @ Bmat[K,M]; "accumulate" adds to out, otherwise out
 // starts from init_row (or zeros).
 static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
@@ -135,10 +145,12 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
             int chunk_end = min_int(N, (rc + 1) * CHUNK_ROWS);
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 int k1 = min_int(K, k0 + K_BLOCK);
-                TileStart start = {accumulate || k0 > 0, init_row};
+                pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+                StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
+                TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
                 for (int n0 = rc * CHUNK_ROWS; n0 < chunk_end; n0 += TILE_ROWS)
-                    matmul_tile(out, (size_t)M, A, Bmat, (size_t)M, k0, k1, n0, min_int(TILE_ROWS, chunk_end - n0),
-                                m0, cols, start);
+                    matmul_tile(out + m0, (size_t)M, A_block, b_panel, TILE_COLS, 0, k1 - k0, n0,
+                                min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
         }
     }
@@ -175,11 +187,17 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
     matmul(dinp, dout_rows, weight, N, OC, C, true, NULL);
     matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);
     if (dbias) {
+        // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
+        // run reads dout row by row (a column at a time would touch a new
+        // cache line for every number) and adds across the run in vectors.
 #pragma omp parallel for schedule(static)
-        for (int o = 0; o < OC; o++) {
-            float sum = dbias[o];
-            for (int n = 0; n < N; n++) sum += dout[(size_t)n * OC + o];
-            dbias[o] = sum;
+        for (int o0 = 0; o0 < OC; o0 += 64) {
+            const int width = min_int(OC - o0, 64);
+            float sum[64];
+            for (int o = 0; o < width; o++) sum[o] = dbias[o0 + o];
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < width; o++) sum[o] += dout[(size_t)n * OC + o0 + o];
+            for (int o = 0; o < width; o++) dbias[o0 + o] = sum[o];
         }
     }
 }
