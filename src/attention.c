@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fastexp.h"
 #include "linear.h"
 #include "rng.h"
+#include "softmax.h"
 #include "tile.h"
 
 // The factor dropout applies to the weight with flat index "index":
@@ -219,21 +219,10 @@ static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t
 
 // Steps 2-3 for one row whose raw dot products q_t . k_j are already in
 // weights_t[0..t]: scale, softmax over j <= t, zero the masked j > t.
-// The exponentials get a loop of their own: with the running sum in the
-// same loop, the compiler would not vectorise fast_expf.
-static void softmax_row(float *weights_t, int t, int T, float scale) {
-    const int n = t + 1;
-    float max_score = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        weights_t[j] *= scale;
-        max_score = weights_t[j] > max_score ? weights_t[j] : max_score;
-    }
-    for (int j = 0; j < n; j++) weights_t[j] = fast_expf(weights_t[j] - max_score);
-    float sum = 0.0f;
-    for (int j = 0; j < n; j++) sum += weights_t[j];
-    const float inv_sum = 1.0f / sum;
-    for (int j = 0; j < n; j++) weights_t[j] *= inv_sum;
-    for (int j = n; j < T; j++) weights_t[j] = 0.0f;
+static void scaled_softmax_row(float *weights_t, int t, int T, float scale) {
+    for (int j = 0; j <= t; j++) weights_t[j] *= scale;
+    softmax_row(weights_t, weights_t, t + 1, NULL);
+    for (int j = t + 1; j < T; j++) weights_t[j] = 0.0f;
 }
 
 // Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= 4: the score
@@ -255,7 +244,7 @@ static void attention_weights_rows(float *attn_weights, float *dropout_scales, c
                          causal_tile_cols(j0, last, T));
     for (int t = t0; t <= last; t++) {
         const size_t row_index = (head * T + t) * T;
-        softmax_row(attn_weights + row_index, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
+        scaled_softmax_row(attn_weights + row_index, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
         if (dropout_p > 0.0f)                                                     // step 4
             dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, row_index, dropout_p);
     }

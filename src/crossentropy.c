@@ -4,32 +4,19 @@
 #include <math.h>
 #include <stddef.h>
 
-// One row: probs = softmax(logits); returns log(sum exp(logits)).
-static float softmax_row(float *probs, const float *logits, int V) {
-    float max_logit = -INFINITY;
-    for (int v = 0; v < V; v++)
-        if (logits[v] > max_logit) max_logit = logits[v];
-    // Subtracting the max makes the largest exp() exactly 1: no overflow.
-    float sum = 0.0f;
-    for (int v = 0; v < V; v++) {
-        probs[v] = expf(logits[v] - max_logit);
-        sum += probs[v];
-    }
-    float inv_sum = 1.0f / sum;
-    for (int v = 0; v < V; v++) probs[v] *= inv_sum;
-    return max_logit + logf(sum);
-}
+#include "softmax.h"
 
 void softmax_forward(float *probs, const float *logits, int N, int V) {
 #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V);
+    for (int n = 0; n < N; n++) softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, NULL);
 }
 
 float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *logits_n = logits + (size_t)n * V;
-        float log_sum_exp = softmax_row(probs + (size_t)n * V, logits_n, V);
+        float log_sum_exp;
+        softmax_row(probs + (size_t)n * V, logits_n, V, &log_sum_exp);
         losses[n] = log_sum_exp - logits_n[targets[n]];
     }
     // The mean in double and in a fixed order: the same for any thread count.
