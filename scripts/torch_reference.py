@@ -722,12 +722,20 @@ def bench_tinygpt_train(args, config, threads, out_dir):
             "memory_mb": float(claim.group(1)) if claim else None}
 
 
-def bench_torch_train(args, config, threads, vocab_from):
+# How PyTorch's OpenMP threads wait between parallel loops: passive (sleep at
+# once; without it, its spinning threads fight and it runs up to 2.6x slower
+# here), and the short spin tinygpt itself uses by default (src/main.c), so
+# that PyTorch gets whatever that is worth too.
+TORCH_WAITS = {"PyTorch": {"OMP_WAIT_POLICY": "PASSIVE"},
+               "PyTorch spin": {"GOMP_SPINCOUNT": "1000"}}
+
+
+def bench_torch_train(args, config, threads, vocab_from, impl="PyTorch"):
     """Train "config" with PyTorch at "threads" threads, in a fresh process.
 
-    The worker runs with OMP_WAIT_POLICY=PASSIVE and the OpenMP/BLAS thread
-    counts set to "threads" (and calls torch.set_num_threads). Returns a
-    measurement dict like bench_tinygpt_train's, plus the BLAS it loaded.
+    The worker runs with the waiting of TORCH_WAITS[impl] and the OpenMP/BLAS
+    thread counts set to "threads" (and calls torch.set_num_threads). Returns
+    a measurement dict like bench_tinygpt_train's, plus the BLAS it loaded.
     """
     _, C, NH, T, B = config
     command = [sys.executable, os.path.abspath(__file__), "bench-torch-worker",
@@ -735,7 +743,8 @@ def bench_torch_train(args, config, threads, vocab_from):
                "--context", str(T), "--embd", str(C), "--heads", str(NH),
                "--dropout", str(BENCH_DROPOUT), "--lr", str(BENCH_LR),
                "--threads", str(threads), "--warmup", str(args.warmup), "--timed", str(args.timed)]
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(threads),
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(TORCH_WAITS[impl], OMP_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     status, rss_mb, stdout, stderr = run_measured(command, env)
     if status != 0:
@@ -852,7 +861,8 @@ def bench_report(info, results, samples, no_cache_supported):
                          f"| {m['rss_mb']:.1f} | {m['loss_first']:.3f} -> {m['loss_last']:.3f} |")
 
     lines += ["", "## Summary", "",
-              "Ratios of median tokens/s. \"best\" is the faster of 1 and 2 threads.", "",
+              "Ratios of median tokens/s. \"best\" is the fastest of 1 and 2 threads (and, for "
+              "PyTorch, of both ways of waiting).", "",
               "| config | B | T | C | NH | V | GFLOP/step | tinygpt best / PyTorch best "
               "| tinygpt 2 threads / PyTorch best | tinygpt 2 threads / 1 thread |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -860,13 +870,12 @@ def bench_report(info, results, samples, no_cache_supported):
         name, C, NH, T, B = r["config"]
         rate = {(impl, threads): throughput(m["step_ms"], B * T)[0]
                 for impl, threads, m in r["runs"]}
-        best = {impl: max((v, t) for (i, t), v in rate.items() if i == impl)
-                for impl in ("tinygpt", "PyTorch")}
-        (tg_best, tg_threads), (pt_best, pt_threads) = best["tinygpt"], best["PyTorch"]
+        tg_best, tg_threads = max((v, t) for (i, t), v in rate.items() if i == "tinygpt")
+        pt_best, pt_threads, pt_impl = max((v, t, i) for (i, t), v in rate.items() if i in TORCH_WAITS)
         step_gflop = 3 * forward_flops_per_token(C, T, r["V"]) * B * T / 1e9
         lines.append(f"| {name} | {B} | {T} | {C} | {NH} | {r['V']} | {step_gflop:.3f} "
                      f"| {format_ratio(tg_best / pt_best)} (tinygpt {tg_threads} thr, "
-                     f"PyTorch {pt_threads} thr) "
+                     f"{pt_impl} {pt_threads} thr) "
                      f"| {format_ratio(rate['tinygpt', 2] / pt_best)} "
                      f"| {format_ratio(rate['tinygpt', 2] / rate['tinygpt', 1])} |")
 
@@ -927,16 +936,18 @@ def cmd_bench(args):
             runs = []
             for threads in BENCH_THREADS:
                 out_dir = os.path.join(tmp, f"{name}-{threads}")
-                for impl in ("tinygpt", "PyTorch"):
+                # With one thread there is no one to wait for: one PyTorch run.
+                impls = ["tinygpt", "PyTorch"] + (["PyTorch spin"] if threads > 1 else [])
+                for impl in impls:
                     if impl == "tinygpt":
                         m = bench_tinygpt_train(args, config, threads, out_dir)
                     else:
                         m = bench_torch_train(args, config, threads,
-                                              os.path.join(out_dir, "model.safetensors"))
+                                              os.path.join(out_dir, "model.safetensors"), impl)
                         blas.update(m["blas"])
                     runs.append((impl, threads, m))
                     med, _, _ = throughput(m["step_ms"], B * T)
-                    print(f"bench: {name} {impl:7s} {threads} thread(s): {med:10,.0f} tokens/s, "
+                    print(f"bench: {name} {impl:12s} {threads} thread(s): {med:10,.0f} tokens/s, "
                           f"peak RSS {m['rss_mb']:.1f} MB", file=sys.stderr, flush=True)
             checkpoint = os.path.join(tmp, f"{name}-1", "model.safetensors")
             V = int(read_safetensors_metadata(checkpoint)["vocab_size"])
@@ -982,8 +993,10 @@ def cmd_bench(args):
                          "one C x 3C layer, attention written out), torch.optim.SGD; each step "
                          "timed with time.perf_counter around forward, loss, "
                          "zero_grad(set_to_none=True), backward, optimizer.step; each "
-                         "measurement in a fresh process with OMP_WAIT_POLICY=PASSIVE and "
-                         "torch.set_num_threads(n)"),
+                         "measurement in a fresh process with torch.set_num_threads(n), "
+                         "with OMP_WAIT_POLICY=PASSIVE (\"PyTorch\") and, at 2 threads, "
+                         "also with GOMP_SPINCOUNT=1000 (\"PyTorch spin\"), tinygpt's own "
+                         "default"),
         ("peak RSS", f"ru_maxrss of each measured process, through `{rss_reaper('F')[0]}` "
                      f"(a reaper waits for it); /bin/true measured the same way reads "
                      f"{floor_mb:.1f} MB, the floor"),
