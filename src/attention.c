@@ -326,8 +326,7 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 float *dscores_t = dscores_bh + (size_t)t * T;
                 if (scales_bh)
                     for (int j = 0; j <= t; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
-                float weighted_sum = 0.0f;
-                for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dscores_t[j];
+                float weighted_sum = row_dot(weights_t, dscores_t, t + 1);
 #ifdef TINYGPT_BREAK_SOFTMAX_BACKWARD
                 // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
                 // a classic slip, softmax's backward without its "- weighted_sum"

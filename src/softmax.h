@@ -6,40 +6,67 @@
 // where max is the row's largest entry: subtracting it makes the largest
 // exp() exactly 1, so nothing overflows, and leaves the result unchanged.
 //
-// The max and the sum are taken in 16 lanes (lane i sees j = i, i+16, ...)
-// and the lanes combined at the end. With one running max or sum, each
-// step waits for the one before, and for the sum the compiler may not
-// reorder float additions itself; 16 independent lanes are one vector.
+// The max and the sum run on 16-float vectors (simd.h): lane i sees
+// j = i, i+16, ..., and the lanes are combined at the end. With one running
+// max or sum, each step waits for the one before, and for the sum the
+// compiler may not reorder float additions itself. A last partial vector
+// is padded with -inf (for the max) or 0 (for the sum).
 #ifndef TINYGPT_SOFTMAX_H
 #define TINYGPT_SOFTMAX_H
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "fastexp.h"
+#include "simd.h"
 
-#define SOFTMAX_LANES 16
+typedef int32_t ivec16 __attribute__((vector_size(64)));
+
+// max16: the larger of a and b in each lane; the comparison gives -1 (all
+// bits set) where a > b, which selects a's bits, else b's.
+static inline vec16 max16(vec16 a, vec16 b) {
+    ivec16 a_wins = a > b;
+    return (vec16)((a_wins & (ivec16)a) | (~a_wins & (ivec16)b));
+}
+
+// x[j..n) (fewer than 16 floats) in a vector whose other lanes are "pad"
+static inline vec16 load_tail16(const float *x, int count, float pad) {
+    vec16 v = (vec16){0} + pad;
+    memcpy(&v, x, (size_t)count * sizeof(float));
+    return v;
+}
 
 static inline float row_max(const float *x, int n) {
-    float lane[SOFTMAX_LANES];
-    for (int i = 0; i < SOFTMAX_LANES; i++) lane[i] = -INFINITY;
+    vec16 lanes = (vec16){0} - INFINITY;
     int j = 0;
-    for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
-        for (int i = 0; i < SOFTMAX_LANES; i++) lane[i] = x[j + i] > lane[i] ? x[j + i] : lane[i];
-    for (; j < n; j++) lane[0] = x[j] > lane[0] ? x[j] : lane[0];
-    for (int half = SOFTMAX_LANES / 2; half > 0; half /= 2)  // 16 lanes -> 8 -> 4 -> 2 -> 1
-        for (int i = 0; i < half; i++) lane[i] = lane[i + half] > lane[i] ? lane[i + half] : lane[i];
-    return lane[0];
+    for (; j + 16 <= n; j += 16) lanes = max16(lanes, load16(x + j));
+    if (j < n) lanes = max16(lanes, load_tail16(x + j, n - j, -INFINITY));
+    float max = lanes[0];
+    for (int i = 1; i < 16; i++) max = lanes[i] > max ? lanes[i] : max;
+    return max;
 }
 
 static inline float row_sum(const float *x, int n) {
-    float lane[SOFTMAX_LANES] = {0};
+    vec16 lanes = {0};
     int j = 0;
-    for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
-        for (int i = 0; i < SOFTMAX_LANES; i++) lane[i] += x[j + i];
-    for (; j < n; j++) lane[0] += x[j];
-    for (int half = SOFTMAX_LANES / 2; half > 0; half /= 2)
-        for (int i = 0; i < half; i++) lane[i] += lane[i + half];
-    return lane[0];
+    for (; j + 16 <= n; j += 16) lanes += load16(x + j);
+    if (j < n) lanes += load_tail16(x + j, n - j, 0.0f);
+    float sum = 0.0f;
+    for (int i = 0; i < 16; i++) sum += lanes[i];
+    return sum;
+}
+
+// sum over j < n of a[j] * b[j]: softmax's backward needs sum_i w_i dw_i
+// (attention_backward).
+static inline float row_dot(const float *a, const float *b, int n) {
+    vec16 lanes = {0};
+    int j = 0;
+    for (; j + 16 <= n; j += 16) lanes += load16(a + j) * load16(b + j);
+    if (j < n) lanes += load_tail16(a + j, n - j, 0.0f) * load_tail16(b + j, n - j, 0.0f);
+    float sum = 0.0f;
+    for (int i = 0; i < 16; i++) sum += lanes[i];
+    return sum;
 }
 
 // out[0..n) = softmax(in[0..n)); out may be in. Returns the row's
