@@ -68,6 +68,11 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 //   S, M and L shapes of `make bench`);
 // - threads: a work item is one column tile of one CHUNK_ROWS-row chunk,
 //   handed out dynamically.
+// When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
+// needs for one k sit side by side in one cache line, but the next k is a
+// whole row of dout further on, so every k costs a line. There the tiles
+// are 8 rows by 32 columns instead (the same 16 accumulators), taking 8
+// numbers from each line: dweight at L went from ~74 to ~85 GFLOP/s.
 // Each out element still adds its k terms in increasing order (the block
 // boundaries only store and reload the partial sum), so the result does not
 // depend on the number of threads, and matches the reference loops.
@@ -148,7 +153,13 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
                 pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
                 StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
                 TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
-                for (int n0 = rc * CHUNK_ROWS; n0 < chunk_end; n0 += TILE_ROWS)
+                int n0 = rc * CHUNK_ROWS;
+                if (A.col_stride != 1 && cols == TILE_COLS)  // A transposed: taller tiles, see above
+                    for (; n0 + 8 <= chunk_end; n0 += 8)
+                        for (int m = 0; m < TILE_COLS; m += 32)
+                            tile_vec(out + m0, (size_t)M, A_block, NULL, b_panel, TILE_COLS, 0, k1 - k0, n0, m, start,
+                                     8, 2);
+                for (; n0 < chunk_end; n0 += TILE_ROWS)
                     matmul_tile(out + m0, (size_t)M, A_block, b_panel, TILE_COLS, 0, k1 - k0, n0,
                                 min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
