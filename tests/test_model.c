@@ -272,6 +272,21 @@ START_TEST(find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infi
     ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_LOGITS);
     ck_assert_uint_eq(element, 2);
     model_free(&m);
+
+    // The search tests blocks of 1024 first: a hit in the last number, and
+    // one on a block boundary, of a tensor several blocks long.
+    const ModelConfig wide = {.vocab_size = 65, .block_size = 16, .n_embd = 16, .n_head = 2};
+    model_init(&m, &wide, 4, false);
+    const size_t probs_size = m.act_specs[ACT_PROBS].size;
+    ck_assert_uint_gt(probs_size, 2048);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
+    m.acts.probs[probs_size - 1] = -INFINITY;
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_PROBS);
+    ck_assert_uint_eq(element, probs_size - 1);
+    m.acts.probs[1024] = NAN;
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_PROBS);
+    ck_assert_uint_eq(element, 1024);
+    model_free(&m);
 }
 END_TEST
 
