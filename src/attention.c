@@ -220,8 +220,7 @@ static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t
 // Steps 2-3 for one row whose raw dot products q_t . k_j are already in
 // weights_t[0..t]: scale, softmax over j <= t, zero the masked j > t.
 static void scaled_softmax_row(float *weights_t, int t, int T, float scale) {
-    for (int j = 0; j <= t; j++) weights_t[j] *= scale;
-    softmax_row(weights_t, weights_t, t + 1, NULL);
+    softmax_row(weights_t, weights_t, t + 1, scale, NULL);
     for (int j = t + 1; j < T; j++) weights_t[j] = 0.0f;
 }
 

@@ -8,7 +8,7 @@
 
 void softmax_forward(float *probs, const float *logits, int N, int V) {
 #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, NULL);
+    for (int n = 0; n < N; n++) softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, 1.0f, NULL);
 }
 
 float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
@@ -16,7 +16,7 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
     for (int n = 0; n < N; n++) {
         const float *logits_n = logits + (size_t)n * V;
         float log_sum_exp;
-        softmax_row(probs + (size_t)n * V, logits_n, V, &log_sum_exp);
+        softmax_row(probs + (size_t)n * V, logits_n, V, 1.0f, &log_sum_exp);
         losses[n] = log_sum_exp - logits_n[targets[n]];
     }
     // The mean in double and in a fixed order: the same for any thread count.

@@ -69,15 +69,19 @@ static inline float row_dot(const float *a, const float *b, int n) {
     return sum;
 }
 
-// out[0..n) = softmax(in[0..n)); out may be in. Returns the row's
-// log-sum-exp, log(sum over j of exp(in[j])), when asked (the loss needs it).
-static inline void softmax_row(float *out, const float *in, int n, float *log_sum_exp) {
+// out[0..n) = softmax(scale * in[0..n)), scale > 0 (attention's
+// 1/sqrt(HS); 1 for the loss); out may be in. Since scale > 0, the largest
+// scale * in[j] is scale * max, so the scale rides along in the exp's
+// argument instead of costing a pass of its own. Returns the row's
+// log-sum-exp, log(sum over j of exp(scale * in[j])), when asked (the loss
+// needs it).
+static inline void softmax_row(float *out, const float *in, int n, float scale, float *log_sum_exp) {
     const float max = row_max(in, n);
-    for (int j = 0; j < n; j++) out[j] = fast_expf(in[j] - max);
+    for (int j = 0; j < n; j++) out[j] = fast_expf((in[j] - max) * scale);
     const float sum = row_sum(out, n);
     const float inv_sum = 1.0f / sum;
     for (int j = 0; j < n; j++) out[j] *= inv_sum;
-    if (log_sum_exp) *log_sum_exp = max + logf(sum);
+    if (log_sum_exp) *log_sum_exp = scale * max + logf(sum);
 }
 
 #endif
