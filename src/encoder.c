@@ -5,6 +5,7 @@
 
 void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, const float *pos_emb, int B,
                      int T, int C) {
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * T * C >= (1 << 18))
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             float *out_bt = encoded + ((size_t)b * T + t) * C;
@@ -15,24 +16,19 @@ void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, co
     }
 }
 
-// Two positions holding the same token add into the same dtok_emb row, so
-// the threads split the channels, not the positions: each thread adds
-// every position's slice [c0, c0 + 16) in order, so no two threads write
-// the same number and each sum's order does not depend on the thread count.
+// Serial on purpose: two positions holding the same token write the same
+// dtok_emb row, so splitting positions across threads would race, and the
+// whole pass is only B*T*C additions.
 void encoder_backward(float *dtok_emb, float *dpos_emb, const float *dencoded, const int *inputs, int B, int T,
                       int C) {
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= (1 << 18))
-    for (int c0 = 0; c0 < C; c0 += 16) {
-        const int c1 = C - c0 < 16 ? C : c0 + 16;
-        for (int b = 0; b < B; b++) {
-            for (int t = 0; t < T; t++) {
-                const float *dout_bt = dencoded + ((size_t)b * T + t) * C;
-                float *dtok_row = dtok_emb + (size_t)inputs[b * T + t] * C;
-                float *dpos_row = dpos_emb + (size_t)t * C;
-                for (int c = c0; c < c1; c++) {
-                    dtok_row[c] += dout_bt[c];
-                    dpos_row[c] += dout_bt[c];
-                }
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *dout_bt = dencoded + ((size_t)b * T + t) * C;
+            float *dtok_row = dtok_emb + (size_t)inputs[b * T + t] * C;
+            float *dpos_row = dpos_emb + (size_t)t * C;
+            for (int c = 0; c < C; c++) {
+                dtok_row[c] += dout_bt[c];
+                dpos_row[c] += dout_bt[c];
             }
         }
     }

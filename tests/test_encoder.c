@@ -5,8 +5,11 @@
 // scalar loss L = sum(encoded * R) for a fixed random R, so dL/dencoded = R.
 // Both use a batch in which one token appears more than once: its gradient
 // row must collect the sum over every position that used it.
+#include <string.h>
+
 #include "encoder.h"
 #include "gradcheck.h"
+#include "helpers.h"
 #include "rng.h"
 #include "tests.h"
 
@@ -129,6 +132,48 @@ START_TEST(backward_matches_finite_differences_for_both_tables) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Threads: at a size where the forward pass splits its work between threads
+// (2^18 additions and more), one and two threads give exactly the bits of
+// the plain loops written here, which add each position in order.
+
+enum { TB = 8, TT = 64, TC = 520, TV = 7 };
+
+START_TEST(one_and_two_threads_give_the_plain_loops_bits) {
+    static float tok_emb[TV * TC], pos_emb[TT * TC], dencoded[TB * TT * TC];
+    static float encoded[TB * TT * TC], expected_encoded[TB * TT * TC];
+    static float dtok[TV * TC], dpos[TT * TC], expected_dtok[TV * TC], expected_dpos[TT * TC];
+    static int inputs[TB * TT];
+    Rng rng;
+    rng_init(&rng, 8);
+    fill_uniform(tok_emb, TV * TC, &rng);
+    fill_uniform(pos_emb, TT * TC, &rng);
+    fill_uniform(dencoded, TB * TT * TC, &rng);
+    for (int i = 0; i < TB * TT; i++) inputs[i] = (int)rng_below(&rng, TV);
+    memset(expected_dtok, 0, sizeof expected_dtok);
+    memset(expected_dpos, 0, sizeof expected_dpos);
+    for (int n = 0; n < TB * TT; n++) {
+        for (int c = 0; c < TC; c++) {
+            expected_encoded[n * TC + c] = tok_emb[inputs[n] * TC + c] + pos_emb[(n % TT) * TC + c];
+            expected_dtok[inputs[n] * TC + c] += dencoded[n * TC + c];
+            expected_dpos[(n % TT) * TC + c] += dencoded[n * TC + c];
+        }
+    }
+    int saved_threads = get_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        set_threads(threads);
+        memset(dtok, 0, sizeof dtok);
+        memset(dpos, 0, sizeof dpos);
+        encoder_forward(encoded, inputs, tok_emb, pos_emb, TB, TT, TC);
+        encoder_backward(dtok, dpos, dencoded, inputs, TB, TT, TC);
+        ck_assert_msg(memcmp(encoded, expected_encoded, sizeof encoded) == 0, "encoded differs, %d threads", threads);
+        ck_assert_msg(memcmp(dtok, expected_dtok, sizeof dtok) == 0, "dtok_emb differs, %d threads", threads);
+        ck_assert_msg(memcmp(dpos, expected_dpos, sizeof dpos) == 0, "dpos_emb differs, %d threads", threads);
+    }
+    set_threads(saved_threads);
+}
+END_TEST
+
 Suite *encoder_suite(void) {
     Suite *s = suite_create("encoder");
     TCase *tc = tcase_create("core");
@@ -136,6 +181,7 @@ Suite *encoder_suite(void) {
     tcase_add_test(tc, backward_sums_the_gradient_of_a_repeated_token);
     tcase_add_test(tc, backward_adds_to_the_gradients_already_there);
     tcase_add_test(tc, backward_matches_finite_differences_for_both_tables);
+    tcase_add_test(tc, one_and_two_threads_give_the_plain_loops_bits);
     suite_add_tcase(s, tc);
     return s;
 }
