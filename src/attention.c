@@ -87,6 +87,10 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
         for (int h = 0; h < NH; h++) {
             const float *qkv_b = qkv + (size_t)b * T * C3;
             float *dqkv_b = dqkv + (size_t)b * T * C3;
+            // This head's q, k and v gradients start from zero; the loops add.
+            for (int t = 0; t < T; t++)
+                for (int part = 0; part < 3; part++)
+                    for (int i = 0; i < HS; i++) dqkv_b[(size_t)t * C3 + part * C + h * HS + i] = 0.0f;
             for (int t = 0; t < T; t++) {
                 size_t row_index = (((size_t)b * NH + h) * T + t) * T;
                 const float *weights_t = attn_weights + row_index;
@@ -135,7 +139,7 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 //   T x T results:  scores = Q K^T,  dweights = dOut V^T
 //       tiles 4 rows by 64 keys (linear.c's matmul_tile_rows), reading the
 //       keys and values transposed ([HS,T], filled by transpose_head);
-//   T x HS results: out = P V,  dV += P^T dOut,  dK += dS^T Q,  dQ += dS K
+//   T x HS results: out = P V,  dV = P^T dOut,  dK = dS^T Q,  dQ = dS K
 //       tiles of HEAD_ROWS rows by the whole head (head_product below).
 // Only tiles at or left of the diagonal are computed: a tile wholly right
 // of it would be all masked.
@@ -293,7 +297,7 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
 // dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
 //   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
 //   dS       = softmax backward of dweights, times scale     (row by row, in place)
-//   dV      += P^T dOut;  dQ += dS K;  dK += dS^T Q          (head_product)
+//   dV       = P^T dOut;  dQ = dS K;  dK = dS^T Q             (head_product)
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                         const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
                         int T, int C, int NH, float dropout_p) {
@@ -335,17 +339,17 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 for (int j = 0; j <= t; j++) dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum) * scale;
                 for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
             }
-            // dV += P^T dOut and dK += dS^T Q: row j of each sums over t >= j
+            // dV = P^T dOut and dK = dS^T Q: row j of each sums over t >= j
             StridedMatrix weights_transposed = {weights_bh, 1, (size_t)T};
             StridedMatrix dscores_transposed = {dscores_bh, 1, (size_t)T};
-            const TileStart add = {true, NULL};
+            const TileStart write = {false, NULL};  // each row of each is written by one tile
             head_product(dqkv_b + 2 * C + h * HS, C3, weights_transposed, scales_bh, dout_bh, (size_t)C, 0, T, T,
-                         false, add, HS);
-            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, NULL, qkv_b + h * HS, C3, 0, T, T, false, add,
+                         false, write, HS);
+            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, NULL, qkv_b + h * HS, C3, 0, T, T, false, write,
                          HS);
-            // dQ += dS K: row t sums over j <= t
+            // dQ = dS K: row t sums over j <= t
             StridedMatrix dscores = {dscores_bh, (size_t)T, 1};
-            head_product(dqkv_b + h * HS, C3, dscores, NULL, qkv_b + C + h * HS, C3, 0, T, T, true, add, HS);
+            head_product(dqkv_b + h * HS, C3, dscores, NULL, qkv_b + C + h * HS, C3, 0, T, T, true, write, HS);
         }
     }
 }

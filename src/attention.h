@@ -36,7 +36,8 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
                                  int NH, float dropout_p, uint64_t dropout_key);
 
 // Backward, the five steps in reverse (see attention.c):
-// dqkv[B,T,3C] += gradients of q, k, v; dattn_out[B,T,C] is the incoming
+// dqkv[B,T,3C] = gradients of q, k, v (written, not added to: see
+// crossentropy.h); dattn_out[B,T,C] is the incoming
 // gradient; dweights[B,NH,T,T] is scratch for the gradient of the weights:
 // the reference leaves dloss/dweights (before dropout) in it, the fast
 // version dloss/dscores (before the softmax).

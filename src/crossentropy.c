@@ -33,7 +33,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
         float *dlogits_n = dlogits + (size_t)n * V;
         for (int v = 0; v < V; v++) {
             float indicator = v == targets[n] ? 1.0f : 0.0f;
-            dlogits_n[v] += (probs_n[v] - indicator) * inv_n;
+            dlogits_n[v] = (probs_n[v] - indicator) * inv_n;
         }
     }
 }

@@ -34,6 +34,7 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
         const float *dout_n = dout + (size_t)n * OC;
         const float *inp_n = inp + (size_t)n * C;
         float *dinp_n = dinp + (size_t)n * C;
+        for (int c = 0; c < C; c++) dinp_n[c] = 0.0f;
         for (int o = 0; o < OC; o++) {
             // out[n,o] = bias[o] + sum_c inp[n,c] * weight[o,c], so each term
             // passes dout[n,o] back to its two factors and to the bias.
@@ -55,7 +56,7 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 // with Bmat row-major [K,M] and A read through strides, so A can be a matrix
 // or a transposed one:
 //     forward:  out = inp @ weight_t          A = inp [N,C]      Bmat = weight_t [C,OC]
-//     dinp:     dinp += dout @ weight         A = dout [N,OC]    Bmat = weight [OC,C]
+//     dinp:     dinp = dout @ weight          A = dout [N,OC]    Bmat = weight [OC,C]
 //     dweight:  dweight += dout^T @ inp       A = dout^T [OC,N]  Bmat = inp [N,C]
 //
 // Speed comes from three levels of reuse:
@@ -195,7 +196,7 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int N, int C, int OC) {
     StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
-    matmul(dinp, dout_rows, weight, N, OC, C, true, NULL);
+    matmul(dinp, dout_rows, weight, N, OC, C, false, NULL);
     matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);
     if (dbias) {
         // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each

@@ -20,9 +20,11 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
                               int C, int OC);
 
 // Backward of the line above, given dout = dloss/dout [N,OC]:
-//   dinp[N,C]     += dout[N,OC] @ weight[OC,C]
-//   dweight[OC,C] += dout[N,OC]^T @ inp[N,C]
-//   dbias[OC]     += sum over n of dout[n,:]            (dbias may be NULL)
+//   dinp[N,C]      = dout[N,OC] @ weight[OC,C]          (written)
+//   dweight[OC,C] += dout[N,OC]^T @ inp[N,C]            (added to)
+//   dbias[OC]     += sum over n of dout[n,:]            (added to; dbias may be NULL)
+// Parameter gradients are added to, so that several backward passes can
+// sum into them; the input's gradient is written (it has one source).
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
 

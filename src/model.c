@@ -279,15 +279,10 @@ static void zero_floats(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = 0.0f;
 }
 
-void model_zero_grad(Model *m) {
-    zero_floats(m->grads_memory, m->num_params);
-    // The gradient of attn_weights is scratch that attention_backward
-    // overwrites whole, so only the tensors before and after it need zeros.
-    const TensorSpec *scratch = &m->act_specs[ACT_ATTN_WEIGHTS];
-    zero_floats(m->grad_acts_memory, scratch->offset);
-    zero_floats(m->grad_acts_memory + scratch->offset + scratch->size,
-                m->act_specs[ACT_PROBS].offset - scratch->offset - scratch->size);
-}
+// Only the parameter gradients: backward adds to those, but writes every
+// activation gradient before anything reads it (each activation feeds one
+// layer, so its gradient has one source; see crossentropy.h).
+void model_zero_grad(Model *m) { zero_floats(m->grads_memory, m->num_params); }
 
 // The forward pass read backwards: each layer turns the gradient of its
 // output into gradients of its inputs and parameters.

@@ -188,7 +188,8 @@ void transposed_weights_free(TransposedWeights *w);
 // result, is the same as model_forward's. "wt" holds m's weights,
 // transposed. Returns logits[V] for position t.
 const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t);
-// model_zero_grad: zero the parameter and activation gradients (backward adds).
+// model_zero_grad: zero the parameter gradients (backward adds to them; it
+// writes the activation gradients afresh).
 void model_zero_grad(Model *m);
 // model_backward: gradients of the last forward's loss into m->grads.
 void model_backward(Model *m);

@@ -172,7 +172,8 @@ static const int OUT_WIDTHS[] = {1, 3, 63, 64, 65, 129, 200};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 // All the buffers one shape needs; "start" holds the gradients' starting
-// values, non-zero so the tests see that backward adds rather than assigns.
+// values, non-zero so the tests see that backward adds to dweight and dbias
+// (and writes dinp whatever it held).
 typedef struct {
     float *inp, *weight, *bias, *weight_t, *dout;
     float *out_ref, *out_fast;
@@ -273,8 +274,9 @@ START_TEST(fast_backward_matches_reference_on_ragged_shapes) {
 }
 END_TEST
 
-// backward(start) must equal start + backward(0), for both versions.
-START_TEST(backward_adds_to_the_gradients_already_there) {
+// For both versions: dweight and dbias from a start equal start + what
+// they are from zero; dinp is written whatever it held (NaN here).
+START_TEST(backward_adds_to_parameter_gradients_and_writes_dinp) {
     enum { N = 5, C = 7, OC = 65 };  // ragged in every direction
     Rng rng;
     rng_init(&rng, 300);
@@ -285,8 +287,8 @@ START_TEST(backward_adds_to_the_gradients_already_there) {
         memset(from_zero_inp, 0, sizeof from_zero_inp);
         memset(from_zero_weight, 0, sizeof from_zero_weight);
         memset(from_zero_bias, 0, sizeof from_zero_bias);
-        // ...and from the non-zero start.
-        memcpy(s.dinp_fast, s.dinp_start, sizeof from_zero_inp);
+        // ...and from the non-zero start (NaN for dinp).
+        for (int i = 0; i < N * C; i++) s.dinp_fast[i] = NAN;
         memcpy(s.dweight_fast, s.dweight_start, sizeof from_zero_weight);
         memcpy(s.dbias_fast, s.dbias_start, sizeof from_zero_bias);
         if (fast) {
@@ -298,8 +300,8 @@ START_TEST(backward_adds_to_the_gradients_already_there) {
             linear_backward_reference(s.dinp_fast, s.dweight_fast, s.dbias_fast, s.dout, s.inp, s.weight, N, C,
                                       OC);
         }
-        // expected = start + from_zero, reusing the _ref buffers.
-        for (int i = 0; i < N * C; i++) s.dinp_ref[i] = s.dinp_start[i] + from_zero_inp[i];
+        // expected = start + from_zero (dinp: from_zero), reusing the _ref buffers.
+        for (int i = 0; i < N * C; i++) s.dinp_ref[i] = from_zero_inp[i];
         for (int i = 0; i < OC * C; i++) s.dweight_ref[i] = s.dweight_start[i] + from_zero_weight[i];
         for (int i = 0; i < OC; i++) s.dbias_ref[i] = s.dbias_start[i] + from_zero_bias[i];
         assert_close(fast ? "dinp (fast)" : "dinp (reference)", s.dinp_fast, s.dinp_ref, N * C, N, C, OC);
@@ -318,7 +320,7 @@ Suite *linear_suite(void) {
     tcase_add_test(tc, fast_forward_matches_the_same_hand_worked_case);
     tcase_add_test(tc, reference_backward_matches_finite_differences);
     tcase_add_test(tc, fast_backward_matches_finite_differences);
-    tcase_add_test(tc, backward_adds_to_the_gradients_already_there);
+    tcase_add_test(tc, backward_adds_to_parameter_gradients_and_writes_dinp);
     suite_add_tcase(s, tc);
 
     TCase *shapes = tcase_create("shapes");
