@@ -151,17 +151,21 @@ static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K,
             int chunk_end = min_int(N, (rc + 1) * CHUNK_ROWS);
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 int k1 = min_int(K, k0 + K_BLOCK);
-                pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+                // The panel pays for its copy only when several row tiles
+                // reuse it; one row (sampling) reads Bmat where it lies.
+                const bool reused = chunk_end - rc * CHUNK_ROWS > TILE_ROWS;
+                if (reused) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+                const float *b_block = reused ? b_panel : Bmat + (size_t)k0 * M + m0;
+                const size_t ldb = reused ? TILE_COLS : (size_t)M;
                 StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
                 TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
                 int n0 = rc * CHUNK_ROWS;
                 if (A.col_stride != 1 && cols == TILE_COLS)  // A transposed: taller tiles, see above
                     for (; n0 + 8 <= chunk_end; n0 += 8)
                         for (int m = 0; m < TILE_COLS; m += 32)
-                            tile_vec(out + m0, (size_t)M, A_block, NULL, b_panel, TILE_COLS, 0, k1 - k0, n0, m, start,
-                                     8, 2);
+                            tile_vec(out + m0, (size_t)M, A_block, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
                 for (; n0 < chunk_end; n0 += TILE_ROWS)
-                    matmul_tile(out + m0, (size_t)M, A_block, b_panel, TILE_COLS, 0, k1 - k0, n0,
+                    matmul_tile(out + m0, (size_t)M, A_block, b_block, ldb, 0, k1 - k0, n0,
                                 min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
         }
