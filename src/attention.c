@@ -4,6 +4,7 @@
 #include "attention.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -313,7 +314,12 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             const float *dout_bh = dattn_out + (size_t)b * T * C + h * HS;
             const float *weights_bh = attn_weights + head * T * T;
             const float *scales_bh = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
-            float *dscores_bh = dweights + head * T * T;
+            // Scratch for this head's dweights and then dS: one T x T slot per
+            // thread, reused head after head, so it stays in cache instead of
+            // streaming B*NH*T*T floats out to memory. (A thread gets work
+            // only if its number is below the B*NH heads, so its slot is in
+            // the buffer.)
+            float *dscores_bh = dweights + (size_t)omp_get_thread_num() * T * T;
 
             // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
             for (int t0 = 0; t0 < T; t0 += 4) {

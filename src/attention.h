@@ -39,8 +39,9 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
 // dqkv[B,T,3C] = gradients of q, k, v (written, not added to: see
 // crossentropy.h); dattn_out[B,T,C] is the incoming
 // gradient; dweights[B,NH,T,T] is scratch for the gradient of the weights:
-// the reference leaves dloss/dweights (before dropout) in it, the fast
-// version dloss/dscores (before the softmax).
+// the reference leaves dloss/dweights (before dropout) in it; the fast
+// version uses one T x T slot of it per thread, for dloss/dweights and then
+// dloss/dscores of the head at hand, and leaves the rest untouched.
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
                                   uint64_t dropout_key);
