@@ -73,7 +73,7 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
 // are 8 rows by 32 columns instead (the same 16 accumulators), taking 8
-// numbers from each line: dweight at L went from ~74 to ~85 GFLOP/s.
+// numbers from each line: dweight at L went from ~74 to ~80 GFLOP/s.
 // Each out element still adds its k terms in increasing order (the block
 // boundaries only store and reload the partial sum), so the result does not
 // depend on the number of threads, and matches the reference loops.
