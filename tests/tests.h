@@ -25,5 +25,6 @@ Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
 Suite *args_suite(void);
 Suite *train_suite(void);
+Suite *steady_state_suite(void);
 
 #endif
