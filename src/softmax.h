@@ -37,6 +37,13 @@ static inline vec16 load_tail16(const float *x, int count, float pad) {
     return v;
 }
 
+// the 16 lanes of v added up, lane 0 first
+static inline float sum16(vec16 v) {
+    float sum = 0.0f;
+    for (int i = 0; i < 16; i++) sum += v[i];
+    return sum;
+}
+
 static inline float row_max(const float *x, int n) {
     vec16 lanes = (vec16){0} - INFINITY;
     int j = 0;
@@ -52,9 +59,7 @@ static inline float row_sum(const float *x, int n) {
     int j = 0;
     for (; j + 16 <= n; j += 16) lanes += load16(x + j);
     if (j < n) lanes += load_tail16(x + j, n - j, 0.0f);
-    float sum = 0.0f;
-    for (int i = 0; i < 16; i++) sum += lanes[i];
-    return sum;
+    return sum16(lanes);
 }
 
 // sum over j < n of a[j] * b[j]: softmax's backward needs sum_i w_i dw_i
@@ -64,9 +69,7 @@ static inline float row_dot(const float *a, const float *b, int n) {
     int j = 0;
     for (; j + 16 <= n; j += 16) lanes += load16(a + j) * load16(b + j);
     if (j < n) lanes += load_tail16(a + j, n - j, 0.0f) * load_tail16(b + j, n - j, 0.0f);
-    float sum = 0.0f;
-    for (int i = 0; i < 16; i++) sum += lanes[i];
-    return sum;
+    return sum16(lanes);
 }
 
 // out[0..n) = softmax(scale * in[0..n)), scale > 0 (attention's
