@@ -10,13 +10,18 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
 # `=` (not `:=`) so pkg-config runs after the deps target has installed stb.
 # -ffp-contract=fast: fuse a*b+c into one FMA instruction (gcc's default in
 # GNU mode, not clang's); linear.c relies on it to match its reference loops.
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fopenmp -Isrc $(shell pkg-config --cflags stb)
+# src/ is split into folders by concept (README, "How to read the code");
+# each is on the include path, so a file includes "linear.h", not a path.
+SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
+HEADERS = $(wildcard src/*/*.h)
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb)
 LDLIBS = -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 
-LIB_SRC = $(filter-out src/main.c, $(wildcard src/*.c))
+LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+MAIN_OBJ = $(BUILD)/commands/main.o
 TEST_SRC = $(wildcard tests/*.c)
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
@@ -31,15 +36,15 @@ all: tinygpt
 deps:
 	@scripts/setup.sh --quiet
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | deps
+$(BUILD)/%.o: src/%.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.c $(wildcard src/*.h tests/*.h) | deps
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -c $< -o $@
 
-tinygpt: $(BUILD)/main.o $(LIB_OBJ)
+tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
@@ -59,11 +64,11 @@ test: tinygpt $(BUILD)/run_tests
 # in the real one, keeps every line of the shipped backward honest.
 BROKEN_BIN = $(BUILD)/tinygpt-broken
 
-$(BUILD)/broken/attention.o: src/attention.c $(wildcard src/*.h) | deps
+$(BUILD)/broken/attention.o: src/layers/attention.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
 
-$(BROKEN_BIN): $(BUILD)/main.o $(filter-out $(BUILD)/attention.o, $(LIB_OBJ)) $(BUILD)/broken/attention.o
+$(BROKEN_BIN): $(MAIN_OBJ) $(filter-out $(BUILD)/layers/attention.o, $(LIB_OBJ)) $(BUILD)/broken/attention.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 test: $(BROKEN_BIN)
@@ -141,7 +146,7 @@ sanitize:
 	echo "sanitize: no sanitizer reports"
 
 # tinygpt inside a build directory: the sanitizer build keeps its own binary.
-$(BUILD)/tinygpt: $(BUILD)/main.o $(LIB_OBJ)
+$(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------
@@ -175,7 +180,7 @@ fuzz: fuzz-build
 	done
 
 .PRECIOUS: $(BUILD)/fuzz/%.o
-$(BUILD)/fuzz/%.o: tests/fuzz/%.c $(wildcard src/*.h) | deps
+$(BUILD)/fuzz/%.o: tests/fuzz/%.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

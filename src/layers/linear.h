@@ -43,11 +43,4 @@ void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
                                int OC);
 
-// The fast kernels' building block, which attention.c uses for its score
-// products too: one tile of rows <= 4 by cols <= 64 of out[.,M] = A @ Bmat,
-//   out[n,m] = sum over k < K of A[n*lda + k] * Bmat[k*M + m]
-// for n in [n0, n0+rows), m in [m0, m0+cols), each sum in increasing k.
-void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
-                      int m0, int cols);
-
 #endif

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "linear.h"
+#include "matmul.h"
 #include "rng.h"
 #include "softmax.h"
 #include "tile.h"
@@ -138,7 +138,7 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 // the head's [T,HS] slices, P the weights after dropout and dS the
 // gradient of the scores:
 //   T x T results:  scores = Q K^T,  dweights = dOut V^T
-//       tiles 4 rows by up to 64 keys (linear.c's matmul_tile_rows), reading the
+//       tiles 4 rows by up to 64 keys (matmul.c's matmul_tile_rows), reading the
 //       keys and values transposed ([HS,T], filled by transpose_head);
 //   T x HS results: out = P V,  dV = P^T dOut,  dK = dS^T Q,  dQ = dS K
 //       tiles of HEAD_ROWS rows by the whole head (head_product below).

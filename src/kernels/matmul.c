@@ -1,57 +1,11 @@
-// linear.c: y = x W^T + b, reference and fast versions (see linear.h).
-#include "linear.h"
+// matmul.c: the one matrix-multiply engine behind every fast product (see
+// matmul.h): linear.c's three products and attention.c's score tiles.
+#include "matmul.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tile.h"
-
-// ---------------------------------------------------------------------------
-// Reference versions: the math, nothing else.
-//
-// Every product is added with fmaf (fused multiply-add: x*y + z rounded
-// once), here and in the fast versions. Left to itself the compiler fuses
-// some additions and not others, and then the two versions, which add the
-// same terms in the same order, would still differ in the last bit.
-
-void linear_forward_reference(float *out, const float *inp, const float *weight, const float *bias, int N,
-                              int C, int OC) {
-    for (int n = 0; n < N; n++) {
-        const float *inp_n = inp + (size_t)n * C;
-        for (int o = 0; o < OC; o++) {
-            const float *weight_o = weight + (size_t)o * C;
-            float sum = bias ? bias[o] : 0.0f;
-            for (int c = 0; c < C; c++) sum = fmaf(inp_n[c], weight_o[c], sum);
-            out[(size_t)n * OC + o] = sum;
-        }
-    }
-}
-
-void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                               const float *weight, int N, int C, int OC) {
-    for (int n = 0; n < N; n++) {
-        const float *dout_n = dout + (size_t)n * OC;
-        const float *inp_n = inp + (size_t)n * C;
-        float *dinp_n = dinp + (size_t)n * C;
-        for (int c = 0; c < C; c++) dinp_n[c] = 0.0f;
-        for (int o = 0; o < OC; o++) {
-            // out[n,o] = bias[o] + sum_c inp[n,c] * weight[o,c], so each term
-            // passes dout[n,o] back to its two factors and to the bias.
-            float d = dout_n[o];
-            const float *weight_o = weight + (size_t)o * C;
-            float *dweight_o = dweight + (size_t)o * C;
-            for (int c = 0; c < C; c++) {
-                dinp_n[c] = fmaf(d, weight_o[c], dinp_n[c]);
-                dweight_o[c] = fmaf(d, inp_n[c], dweight_o[c]);
-            }
-            if (dbias) dbias[o] += d;
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Fast versions. All three products are one shape of loop:
+// One shape of loop serves every fast product in tinygpt:
 //     out[n,m] (+)= sum over k of A(n,k) * Bmat[k,m]
 // with Bmat row-major [K,M] and A read through strides, so A can be a matrix
 // or a transposed one:
@@ -136,7 +90,7 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
 
 // out[N,M] (+)= A(N,K) @ Bmat[K,M]; "accumulate" adds to out, otherwise out
 // starts from init_row (or zeros).
-static void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
                    const float *init_row) {
     int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
@@ -178,42 +132,3 @@ void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat,
     matmul_tile(out, (size_t)M, a, Bmat, (size_t)M, 0, K, n0, rows, m0, cols, (TileStart){false, NULL});
 }
 
-void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < OC; o++)
-        for (int c = 0; c < C; c++) weight_t[(size_t)c * OC + o] = weight[(size_t)o * C + c];
-}
-
-void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
-                               int OC) {
-    StridedMatrix A = {inp, (size_t)C, 1};
-    matmul(out, A, weight_t, N, C, OC, false, bias);
-}
-
-void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
-                    int N, int C, int OC) {
-    linear_transpose_weight(weight_t, weight, C, OC);
-    linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
-}
-
-void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC) {
-    StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
-    StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
-    matmul(dinp, dout_rows, weight, N, OC, C, false, NULL);
-    matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);
-    if (dbias) {
-        // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
-        // run reads dout row by row (a column at a time would touch a new
-        // cache line for every number) and adds across the run in vectors.
-#pragma omp parallel for schedule(static)
-        for (int o0 = 0; o0 < OC; o0 += 64) {
-            const int width = min_int(OC - o0, 64);
-            float sum[64];
-            for (int o = 0; o < width; o++) sum[o] = dbias[o0 + o];
-            for (int n = 0; n < N; n++)
-                for (int o = 0; o < width; o++) sum[o] += dout[(size_t)n * OC + o0 + o];
-            for (int o = 0; o < width; o++) dbias[o0 + o] = sum[o];
-        }
-    }
-}

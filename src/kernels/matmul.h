@@ -1,0 +1,29 @@
+// matmul.h: the matrix-multiply engine: register tiles (tile.h) cut over
+// cache blocks and OpenMP threads.
+//
+// Reading order: with the kernels, after tile.h; linear.c (the layer) and
+// attention.c (its T x T score tiles) both call it, so neither reaches into
+// the other. Every product adds its k terms in increasing order, whatever
+// the tiling or the thread count, so results are reproducible bit for bit.
+#ifndef TINYGPT_MATMUL_H
+#define TINYGPT_MATMUL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tile.h"
+
+// out[N,M] (+)= A(N,K) @ Bmat[K,M], A read through its strides (a matrix or a
+// transposed one). "accumulate" adds to out; otherwise each row of out starts
+// from init_row[M] (a bias) or, when init_row is NULL, from zero.
+void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+            const float *init_row);
+
+// One tile of rows <= 4 by cols <= 64 of out[.,M] = A @ Bmat,
+//   out[n,m] = sum over k < K of A[n*lda + k] * Bmat[k*M + m]
+// for n in [n0, n0+rows), m in [m0, m0+cols), each sum in increasing k.
+// attention.c computes its causal score tiles with it, one tile at a time.
+void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
+                      int m0, int cols);
+
+#endif

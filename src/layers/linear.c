@@ -1,0 +1,96 @@
+// linear.c: y = x W^T + b, reference and fast versions (see linear.h).
+#include "linear.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "matmul.h"
+
+// ---------------------------------------------------------------------------
+// Reference versions: the math, nothing else.
+//
+// Every product is added with fmaf (fused multiply-add: x*y + z rounded
+// once), here and in the fast versions. Left to itself the compiler fuses
+// some additions and not others, and then the two versions, which add the
+// same terms in the same order, would still differ in the last bit.
+
+void linear_forward_reference(float *out, const float *inp, const float *weight, const float *bias, int N,
+                              int C, int OC) {
+    for (int n = 0; n < N; n++) {
+        const float *inp_n = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const float *weight_o = weight + (size_t)o * C;
+            float sum = bias ? bias[o] : 0.0f;
+            for (int c = 0; c < C; c++) sum = fmaf(inp_n[c], weight_o[c], sum);
+            out[(size_t)n * OC + o] = sum;
+        }
+    }
+}
+
+void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, int N, int C, int OC) {
+    for (int n = 0; n < N; n++) {
+        const float *dout_n = dout + (size_t)n * OC;
+        const float *inp_n = inp + (size_t)n * C;
+        float *dinp_n = dinp + (size_t)n * C;
+        for (int c = 0; c < C; c++) dinp_n[c] = 0.0f;
+        for (int o = 0; o < OC; o++) {
+            // out[n,o] = bias[o] + sum_c inp[n,c] * weight[o,c], so each term
+            // passes dout[n,o] back to its two factors and to the bias.
+            float d = dout_n[o];
+            const float *weight_o = weight + (size_t)o * C;
+            float *dweight_o = dweight + (size_t)o * C;
+            for (int c = 0; c < C; c++) {
+                dinp_n[c] = fmaf(d, weight_o[c], dinp_n[c]);
+                dweight_o[c] = fmaf(d, inp_n[c], dweight_o[c]);
+            }
+            if (dbias) dbias[o] += d;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fast versions: the three products on matmul.h's engine.
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int o = 0; o < OC; o++)
+        for (int c = 0; c < C; c++) weight_t[(size_t)c * OC + o] = weight[(size_t)o * C + c];
+}
+
+void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
+                               int OC) {
+    StridedMatrix A = {inp, (size_t)C, 1};
+    matmul(out, A, weight_t, N, C, OC, false, bias);
+}
+
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
+                    int N, int C, int OC) {
+    linear_transpose_weight(weight_t, weight, C, OC);
+    linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
+}
+
+void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int N, int C, int OC) {
+    StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
+    StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
+    matmul(dinp, dout_rows, weight, N, OC, C, false, NULL);
+    matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);
+    if (dbias) {
+        // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
+        // run reads dout row by row (a column at a time would touch a new
+        // cache line for every number) and adds across the run in vectors.
+#pragma omp parallel for schedule(static)
+        for (int o0 = 0; o0 < OC; o0 += 64) {
+            const int width = min_int(OC - o0, 64);
+            float sum[64];
+            for (int o = 0; o < width; o++) sum[o] = dbias[o0 + o];
+            for (int n = 0; n < N; n++)
+                for (int o = 0; o < width; o++) sum[o] += dout[(size_t)n * OC + o0 + o];
+            for (int o = 0; o < width; o++) dbias[o0 + o] = sum[o];
+        }
+    }
+}
