@@ -45,4 +45,13 @@ static inline float dropout_uniform(uint64_t key, uint64_t index) {
     return (float)(mix64(key ^ mix64(index)) >> 40) * (1.0f / 16777216.0f);
 }
 
+// dropout_factor: the one dropout rule, for every place dropout acts
+// (attention weights, residual branches, the embedding): element "index" of
+// the tensor drawn with "key" is dropped (factor 0) with probability p, and
+// kept with factor "keep" = 1/(1-p) otherwise ("inverted" dropout keeps each
+// element's expected value, so evaluation needs no rescaling).
+static inline float dropout_factor(uint64_t key, uint64_t index, float p, float keep) {
+    return dropout_uniform(key, index) < p ? 0.0f : keep;
+}
+
 #endif

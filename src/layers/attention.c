@@ -18,7 +18,7 @@
 // value of each weight unchanged, so evaluation needs no rescaling).
 static inline float dropout_scale(uint64_t key, float p, size_t index) {
     if (p == 0.0f) return 1.0f;
-    return dropout_uniform(key, index) < p ? 0.0f : 1.0f / (1.0f - p);
+    return dropout_factor(key, index, p, 1.0f / (1.0f - p));
 }
 
 // ===========================================================================
@@ -218,7 +218,7 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
 // pure function: it vectorises.
 static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t first_index, float p) {
     const float keep = 1.0f / (1.0f - p);
-    for (int j = 0; j < n; j++) scales[j] = dropout_uniform(key, first_index + j) < p ? 0.0f : keep;
+    for (int j = 0; j < n; j++) scales[j] = dropout_factor(key, first_index + j, p, keep);
     for (int j = n; j < T; j++) scales[j] = 0.0f;
 }
 

@@ -1,0 +1,94 @@
+// layernorm.c: LayerNorm without bias, forward and backward (see layernorm.h).
+#include "layernorm.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+// Below this many numbers (a row or a few, when sampling), waking the other
+// threads costs more than the work.
+#define MIN_PARALLEL_WORK (1 << 15)
+
+// dweight sums over rows in runs of this many channels (see layernorm_backward).
+#define CHANNEL_RUN 64
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+// Steps 1-3 for one row x[C]. Two passes: the mean first, then the squared
+// distances from it, which stay accurate when the mean is large next to the
+// spread (sum(x^2)/C - mean^2 would cancel).
+static void row_statistics(float *mean, float *rstd, const float *x, int C) {
+    float sum = 0.0f;
+    for (int c = 0; c < C; c++) sum += x[c];
+    const float m = sum / (float)C;
+    float squares = 0.0f;
+    for (int c = 0; c < C; c++) squares += (x[c] - m) * (x[c] - m);
+    *mean = m;
+    *rstd = 1.0f / sqrtf(squares / (float)C + LAYERNORM_EPS);
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
+    for (int n = 0; n < N; n++) {
+        const float *inp_n = inp + (size_t)n * C;
+        float *out_n = out + (size_t)n * C;
+        float mean_n, rstd_n;
+        row_statistics(&mean_n, &rstd_n, inp_n, C);
+        for (int c = 0; c < C; c++) out_n[c] = (inp_n[c] - mean_n) * rstd_n * weight[c];  // steps 4-5
+        mean[n] = mean_n;
+        rstd[n] = rstd_n;
+    }
+}
+
+// Backward of one row: dinp_n[C] += dloss/dx, given dout_n[C].
+//   step 5: out[c] = xhat[c] * weight[c], so dxhat[c] = dout[c] * weight[c].
+//   steps 4-1: every xhat[c] depends on every x[j] of the row, through the
+//   mean and rstd: d xhat[c] / d x[j] = rstd * ([c == j] - 1/C - xhat[c] xhat[j] / C).
+//   Summed over c against dxhat[c]:
+//     dx[j] = rstd * (dxhat[j] - mean(dxhat) - xhat[j] * mean(dxhat * xhat))
+//   i.e. dxhat with the parts that would move the mean or the variance removed.
+static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n, const float *weight, float mean_n,
+                         float rstd_n, int C) {
+    float dxhat_sum = 0.0f, dxhat_xhat_sum = 0.0f;
+    for (int c = 0; c < C; c++) {
+        const float xhat = (inp_n[c] - mean_n) * rstd_n;
+        const float dxhat = dout_n[c] * weight[c];
+        dxhat_sum += dxhat;
+        dxhat_xhat_sum += dxhat * xhat;
+    }
+    const float dxhat_mean = dxhat_sum / (float)C;
+    const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
+    for (int c = 0; c < C; c++) {
+        const float xhat = (inp_n[c] - mean_n) * rstd_n;
+        const float dxhat = dout_n[c] * weight[c];
+        dinp_n[c] += rstd_n * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean);
+    }
+}
+
+void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                        const float *mean, const float *rstd, int N, int C) {
+    const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
+    // dinp: rows are independent, one thread per row.
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int n = 0; n < N; n++) {
+        const size_t row = (size_t)n * C;
+        row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
+    }
+    // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
+    // the threads split the channels instead, in runs of CHANNEL_RUN. Each
+    // channel adds its rows in increasing n, whatever the thread count; each
+    // run reads dout and inp a row at a time (a column at a time would touch
+    // a new cache line for every number).
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
+        const int width = min_int(C - c0, CHANNEL_RUN);
+        float sum[CHANNEL_RUN];
+        for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
+        for (int n = 0; n < N; n++) {
+            const float *dout_n = dout + (size_t)n * C + c0;
+            const float *inp_n = inp + (size_t)n * C + c0;
+            for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
+        }
+        for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
+    }
+}

@@ -1,0 +1,245 @@
+// test_mlp.c: tests for src/layers/mlp.c (Linear(C, 4C) -> GELU -> Linear(4C, C)).
+//
+// 1. forward agrees with the same three steps built from the _reference
+//    versions of linear.h and gelu.h;
+// 2. backward matches central finite differences of L = sum(out * R) for
+//    inp and both weights, adds to the weight gradients and writes dinp;
+// 3. one row alone gives the bits it gets inside a batch (sampling vs training).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "gelu.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "linear.h"
+#include "mlp.h"
+#include "rng.h"
+#include "tests.h"
+
+// mlp_forward vs the reference steps, relative to max(1, |value|). fc_out
+// is linear.c's product, which test_linear.c holds to the reference one.
+// The fast GELU is within 5e-7 max(1, |x|) of the reference one (gelu.h),
+// and out adds H = 4C such differences times weights of about 1/sqrt(H)
+// (scaled as in a trained model, below): with random signs, about
+// sqrt(H) * 5e-7 / sqrt(H) = 5e-7 per unit of |fc_out| (at most 3 here).
+// 1e-5 leaves a wide margin and is far below an indexing or layout
+// mistake, which changes values by 0.1 or more.
+static const double MATCHES_REFERENCE_STEPS_RTOL = 1e-5;
+
+// Two backward passes from zero vs twice one: a sum of the same terms
+// rounded a few times more, a few float32 steps (1.2e-7 relative each).
+static const double ADDS_TWICE_RTOL = 1e-6;
+
+static void assert_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
+    for (size_t i = 0; i < n; i++) {
+        double scale = fmax(1.0, fabs(want[i]));
+        if (!(fabs((double)got[i] - want[i]) <= rtol * scale))
+            ck_abort_msg("%s[%zu] = %.9g, want %.9g", what, i, (double)got[i], (double)want[i]);
+    }
+}
+
+// All of one MLP's tensors, for N rows of width C (hidden width H = 4C).
+typedef struct {
+    int N, C, H;
+    float *inp, *fc_weight, *proj_weight, *fc_weight_t, *proj_weight_t;  // [N,C], [H,C], [C,H], [C,H], [H,C]
+    float *fc_out, *gelu_out, *out;                                      // [N,H], [N,H], [N,C]
+    float *dout, *dinp, *dfc_weight, *dproj_weight, *dhidden;            // [N,C], [N,C], [H,C], [C,H], [N,H]
+    double *R;                                                           // [N,C], the loss weights
+} Mlp;
+
+// x[0..n) uniform in [-scale, scale)
+static void fill_scaled(float *x, size_t n, float scale, Rng *rng) {
+    fill_uniform(x, n, rng);
+    for (size_t i = 0; i < n; i++) x[i] *= scale;
+}
+
+static Mlp mlp_new(int N, int C, uint64_t seed) {
+    Mlp m = {.N = N, .C = C, .H = 4 * C};
+    const size_t nc = (size_t)N * C, nh = (size_t)N * m.H, hc = (size_t)m.H * C;
+    m.inp = xmalloc(nc * sizeof(float));
+    m.fc_weight = xmalloc(hc * sizeof(float));
+    m.proj_weight = xmalloc(hc * sizeof(float));
+    m.fc_weight_t = xmalloc(hc * sizeof(float));
+    m.proj_weight_t = xmalloc(hc * sizeof(float));
+    m.fc_out = xmalloc(nh * sizeof(float));
+    m.gelu_out = xmalloc(nh * sizeof(float));
+    m.out = xmalloc(nc * sizeof(float));
+    m.dout = xmalloc(nc * sizeof(float));
+    m.dinp = xmalloc(nc * sizeof(float));
+    m.dfc_weight = xmalloc(hc * sizeof(float));
+    m.dproj_weight = xmalloc(hc * sizeof(float));
+    m.dhidden = xmalloc(nh * sizeof(float));
+    m.R = xmalloc(nc * sizeof(double));
+    Rng rng;
+    rng_init(&rng, seed);
+    fill_uniform(m.inp, nc, &rng);
+    // Uniform in +-sqrt(3 / fan_in), variance 1 / fan_in: each layer's output
+    // is on the scale of its input, as in a trained model.
+    fill_scaled(m.fc_weight, hc, sqrtf(3.0f / (float)C), &rng);
+    fill_scaled(m.proj_weight, hc, sqrtf(3.0f / (float)m.H), &rng);
+    for (size_t i = 0; i < nc; i++) {
+        m.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+        m.dout[i] = (float)m.R[i];  // dL/dout = R
+    }
+    return m;
+}
+
+static void mlp_free(Mlp *m) {
+    float *all[] = {m->inp,    m->fc_weight, m->proj_weight, m->fc_weight_t, m->proj_weight_t,
+                    m->fc_out, m->gelu_out,  m->out,         m->dout,        m->dinp,
+                    m->dfc_weight, m->dproj_weight, m->dhidden};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+    free(m->R);
+}
+
+// Transpose the weights (they may have changed) and run mlp_forward.
+static void mlp_run_forward(Mlp *m) {
+    linear_transpose_weight(m->fc_weight_t, m->fc_weight, m->C, m->H);
+    linear_transpose_weight(m->proj_weight_t, m->proj_weight, m->H, m->C);
+    mlp_forward(m->out, m->fc_out, m->gelu_out, m->inp, m->fc_weight_t, m->proj_weight_t, m->N, m->C);
+}
+
+static void mlp_run_backward(Mlp *m) {
+    mlp_backward(m->dinp, m->dfc_weight, m->dproj_weight, m->dhidden, m->gelu_out, m->dout, m->inp, m->fc_out,
+                 m->fc_weight, m->proj_weight, m->N, m->C);
+}
+
+// ---------------------------------------------------------------------------
+// 1. Forward vs the reference steps. (5, 8): the size of the gradient
+// checks; (7, 24): H = 96, a full 64-column tile and a ragged one.
+
+static const int SHAPES[][2] = {{5, 8}, {7, 24}};
+
+START_TEST(forward_matches_the_reference_linear_gelu_linear_steps) {
+    const int N = SHAPES[_i][0], C = SHAPES[_i][1];
+    Mlp m = mlp_new(N, C, 90 + (uint64_t)_i);
+    mlp_run_forward(&m);
+    const size_t nh = (size_t)N * m.H;
+    float *fc_ref = xmalloc(nh * sizeof(float)), *gelu_ref = xmalloc(nh * sizeof(float));
+    float *out_ref = xmalloc((size_t)N * C * sizeof(float));
+    linear_forward_reference(fc_ref, m.inp, m.fc_weight, NULL, N, C, m.H);
+    gelu_forward_reference(gelu_ref, fc_ref, nh);
+    linear_forward_reference(out_ref, gelu_ref, m.proj_weight, NULL, N, m.H, C);
+    assert_close("fc_out", m.fc_out, fc_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_close("gelu_out", m.gelu_out, gelu_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_close("out", m.out, out_ref, (size_t)N * C, MATCHES_REFERENCE_STEPS_RTOL);
+    free(out_ref);
+    free(gelu_ref);
+    free(fc_ref);
+    mlp_free(&m);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 2. Backward.
+
+enum { GN = 5, GC = 8 };
+
+// L = sum(out * R), in double
+static double mlp_loss(void *ctx) {
+    Mlp *m = ctx;
+    mlp_run_forward(m);
+    double loss = 0;
+    for (size_t i = 0; i < (size_t)m->N * m->C; i++) loss += m->out[i] * m->R[i];
+    return loss;
+}
+
+static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
+    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
+                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
+}
+
+// One forward, then one backward from zeroed weight gradients. Backward
+// must recompute gelu_out from fc_out (mlp.h: the model passes scratch), so
+// it gets NaN in gelu_out, which would reach every gradient if read.
+static void mlp_forward_backward_from_zero(Mlp *m) {
+    memset(m->dfc_weight, 0, (size_t)m->H * m->C * sizeof(float));
+    memset(m->dproj_weight, 0, (size_t)m->H * m->C * sizeof(float));
+    mlp_run_forward(m);
+    for (size_t i = 0; i < (size_t)m->N * m->H; i++) m->gelu_out[i] = NAN;
+    mlp_run_backward(m);
+}
+
+START_TEST(backward_matches_finite_differences_for_inp_and_both_weights) {
+    Mlp m = mlp_new(GN, GC, 95);
+    mlp_forward_backward_from_zero(&m);
+    // One thread: thousands of tiny forward passes, where a parallel region
+    // costs more than its arithmetic (see test_linear.c).
+    int saved_threads = get_threads();
+    set_threads(1);
+    const size_t nc = (size_t)GN * GC, hc = (size_t)m.H * GC;
+    GradCheckResult r_inp = gradcheck(mlp_loss, &m, m.inp, m.dinp, nc, GRADCHECK_FLOAT32);
+    GradCheckResult r_fc = gradcheck(mlp_loss, &m, m.fc_weight, m.dfc_weight, hc, GRADCHECK_FLOAT32);
+    GradCheckResult r_proj = gradcheck(mlp_loss, &m, m.proj_weight, m.dproj_weight, hc, GRADCHECK_FLOAT32);
+    set_threads(saved_threads);
+    assert_gradcheck_passes("inp", r_inp, nc);
+    assert_gradcheck_passes("fc_weight", r_fc, hc);
+    assert_gradcheck_passes("proj_weight", r_proj, hc);
+    mlp_free(&m);
+}
+END_TEST
+
+// Twice from zero = double once for the weight gradients (added to); dinp
+// is written, so whatever it held (NaN here) is gone and it equals once.
+START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
+    Mlp m = mlp_new(GN, GC, 96);
+    const size_t nc = (size_t)GN * GC, hc = (size_t)m.H * GC;
+    mlp_forward_backward_from_zero(&m);
+    float *once_inp = xmalloc(nc * sizeof(float)), *twice_fc = xmalloc(hc * sizeof(float));
+    float *twice_proj = xmalloc(hc * sizeof(float));
+    memcpy(once_inp, m.dinp, nc * sizeof(float));
+    for (size_t i = 0; i < hc; i++) {
+        twice_fc[i] = 2.0f * m.dfc_weight[i];
+        twice_proj[i] = 2.0f * m.dproj_weight[i];
+    }
+    for (size_t i = 0; i < nc; i++) m.dinp[i] = NAN;
+    mlp_run_backward(&m);
+    assert_close("dinp", m.dinp, once_inp, nc, ADDS_TWICE_RTOL);
+    assert_close("dfc_weight", m.dfc_weight, twice_fc, hc, ADDS_TWICE_RTOL);
+    assert_close("dproj_weight", m.dproj_weight, twice_proj, hc, ADDS_TWICE_RTOL);
+    free(twice_proj);
+    free(twice_fc);
+    free(once_inp);
+    mlp_free(&m);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 3. Sampling runs the MLP on one position, training on all of them (large
+// enough here, 64 x 64 -> 256, for matmul.c and gelu.c to use both threads);
+// the model needs the same bits either way.
+
+START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
+    enum { N = 64, C = 64, H = 4 * C };
+    Mlp m = mlp_new(N, C, 97);
+    int saved_threads = get_threads();
+    set_threads(2);
+    mlp_run_forward(&m);
+    const int rows[] = {0, 29, N - 1};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const int n = rows[r];
+        static float out[C], fc_out[H], gelu_out[H];
+        mlp_forward(out, fc_out, gelu_out, m.inp + (size_t)n * C, m.fc_weight_t, m.proj_weight_t, 1, C);
+        ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * H, sizeof fc_out) == 0, "fc_out of row %d differs", n);
+        ck_assert_msg(memcmp(gelu_out, m.gelu_out + (size_t)n * H, sizeof gelu_out) == 0, "gelu_out of row %d differs",
+                      n);
+        ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs", n);
+    }
+    set_threads(saved_threads);
+    mlp_free(&m);
+}
+END_TEST
+
+Suite *mlp_suite(void) {
+    Suite *s = suite_create("mlp");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, forward_matches_the_reference_linear_gelu_linear_steps, 0,
+                        (int)(sizeof SHAPES / sizeof SHAPES[0]));
+    tcase_add_test(tc, backward_matches_finite_differences_for_inp_and_both_weights);
+    tcase_add_test(tc, backward_adds_to_the_weight_gradients_and_writes_dinp);
+    tcase_add_test(tc, one_row_alone_gives_the_same_bits_as_inside_a_batch);
+    suite_add_tcase(s, tc);
+    return s;
+}
