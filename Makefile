@@ -19,6 +19,14 @@ LDLIBS = -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 
+# `make REFERENCE=1`: tinygpt trained by the plain reference kernels (each
+# layer's `_reference` loops; see "Which kernels" in src/model/model.c),
+# built apart in build/reference/tinygpt so it never replaces ./tinygpt.
+ifeq ($(REFERENCE),1)
+BUILD = build/reference
+CFLAGS += -DTINYGPT_REFERENCE
+endif
+
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
@@ -31,7 +39,7 @@ RUN_DIR = runs/default
 RUN_FLAGS ?=
 
 .PHONY: all deps run test clean parity bench
-all: tinygpt
+all: $(if $(filter 1,$(REFERENCE)),$(BUILD)/tinygpt,tinygpt)
 
 deps:
 	@scripts/setup.sh --quiet
@@ -73,6 +81,15 @@ $(BROKEN_BIN): $(MAIN_OBJ) $(filter-out $(BUILD)/layers/attention.o, $(LIB_OBJ))
 
 test: $(BROKEN_BIN)
 test: export TINYGPT_BROKEN_BIN = $(BROKEN_BIN)
+
+# The reference build, for the test that trains it and ./tinygpt side by
+# side and holds their losses together (tests/test_train.c).
+REFERENCE_BIN = build/reference/tinygpt
+.PHONY: reference-bin
+reference-bin:
+	$(MAKE) --no-print-directory REFERENCE=1 $(REFERENCE_BIN)
+test: reference-bin
+test: export TINYGPT_REFERENCE_BIN = $(REFERENCE_BIN)
 
 run: tinygpt $(CORPUS)
 	./tinygpt train $(CORPUS) --out $(RUN_DIR) $(RUN_FLAGS)
@@ -138,7 +155,9 @@ sanitize:
 	$(MAKE) BUILD=$(SAN_BUILD) CC=$(SAN_CC) OPT="$(SAN_OPT)" \
 	    $(SAN_BUILD)/tinygpt $(SAN_BUILD)/run_tests $(SAN_BUILD)/tinygpt-broken
 	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
+	$(MAKE) --no-print-directory reference-bin
 	@status=0; $(SAN_ENV) TINYGPT_BIN=$(SAN_BUILD)/tinygpt TINYGPT_BROKEN_BIN=$(SAN_BUILD)/tinygpt-broken \
+	    TINYGPT_REFERENCE_BIN=$(REFERENCE_BIN) \
 	    $(SAN_BUILD)/run_tests || status=$$?; \
 	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
 	    echo "sanitize: sanitizer reports:"; cat $(SAN_REPORTS)/*; exit 1; fi; \

@@ -1,9 +1,11 @@
-// test_args.c: tests for src/args.c (the flag tables).
+// test_args.c: tests for src/args.c (the flag tables): parsing, and --help.
 //
 // parse_flags exits on a bad flag, so these call its core,
 // parse_flags_report, which returns the same message instead. The binary's
 // exit statuses for the same mistakes are checked in test_cli.c.
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -22,11 +24,11 @@ static Command cmd;
 static void reset(const char *positional) {
     batch = 32, steps = 3000, lr = 0.5f, out = "out", verbose = false;
     const Flag table[] = {
-        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false},
-        {"--steps", FLAG_LONG, &steps, "N", "steps", 0, 1e12, false},
-        {"--lr", FLAG_FLOAT, &lr, "LR", "learning rate", 0, 1e6, false},
-        {"--out", FLAG_STRING, &out, "DIR", "output directory", 0, 0, false},
-        {"--verbose", FLAG_SWITCH, &verbose, NULL, "say more", 0, 0, false},
+        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false, NULL},
+        {"--steps", FLAG_LONG, &steps, "N", "steps", 0, 1e12, false, NULL},
+        {"--lr", FLAG_FLOAT, &lr, "LR", "learning rate", 0, 1e6, false, NULL},
+        {"--out", FLAG_STRING, &out, "DIR", "output directory", 0, 0, false, NULL},
+        {"--verbose", FLAG_SWITCH, &verbose, NULL, "say more", 0, 0, false, NULL},
     };
     memcpy(flags, table, sizeof table);
     cmd = (Command){"train", positional, "Train.", "tinygpt train x.txt", flags, 5};
@@ -169,6 +171,32 @@ START_TEST(parse_quotes_arguments_on_one_line_whatever_they_hold) {
 }
 END_TEST
 
+// help_text: print_command_help of the table, in a buffer the caller frees.
+static char *help_text(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    print_command_help(&cmd, f);
+    fclose(f);
+    return text;
+}
+
+START_TEST(help_shows_each_default_or_the_text_that_stands_for_it) {
+    reset("FILE");
+    char *text = help_text();
+    ck_assert_msg(strstr(text, "windows per step (default 32)\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "output directory (default out)\n") != NULL, "%s", text);
+    free(text);
+    // A default that depends on another flag is set after parsing; its text stands in for it.
+    flags[0].default_text = "gpt 12, card 32";
+    text = help_text();
+    ck_assert_msg(strstr(text, "windows per step (default gpt 12, card 32)\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "learning rate (default 0.5)\n") != NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
 Suite *args_suite(void) {
     Suite *s = suite_create("args");
     TCase *tc = tcase_create("parse");
@@ -183,6 +211,7 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_checks_the_positional_argument);
     tcase_add_test(tc, parse_lets_an_optional_positional_argument_be_left_out);
     tcase_add_test(tc, parse_quotes_arguments_on_one_line_whatever_they_hold);
+    tcase_add_test(tc, help_shows_each_default_or_the_text_that_stands_for_it);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,14 +1,17 @@
 // test_attention_map.c: tests for src/attention_map.c (`tinygpt attention`).
 //
-// A small random model is saved as a checkpoint; the command must print,
-// for every head, a T x T matrix whose rows sum to 1 with zeros above the
-// diagonal, equal to what model_forward leaves in attn_weights; write one
-// PNG per head of the size attention_map_size gives; use the last
-// block_size characters of a long prompt; and fail clearly on bad input.
+// A small random card model and a gpt of two blocks are saved as
+// checkpoints; the command must print, for every layer and head, a T x T
+// matrix whose rows sum to 1 with zeros above the diagonal, equal to what
+// model_forward leaves in that block's attn_weights; write one PNG per
+// layer and head (or only the layer asked for) of the size
+// attention_map_size gives; use the last block_size characters of a long
+// prompt; and fail clearly on bad input.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attention_map.h"
 #include "checkpoint.h"
@@ -17,37 +20,54 @@
 #include "tests.h"
 #include "tokenizer.h"
 
-enum { BLOCK = 8, HEADS = 2 };
+enum { BLOCK = 8, HEADS = 2, GPT_LAYERS = 2 };
 static const char CORPUS[] = "the quick brown fox jumps over the lazy dog\n";
 // Printed with 3 decimals: each printed weight is within 5e-4 of the real one.
 static const double PRINTED_TOL = 5e-4;
 
-static char dir[256], model_path[512];
+static char dir[256], model_path[512], gpt_path[512];
+
+// save_model: a random model of "cfg" to "path". A gpt's weights are drawn
+// from U(-1, 1), not from its training init, whose small weights make every
+// head attend almost uniformly: the printed matrices would look alike.
+static void save_model(const ModelConfig *cfg, const Tokenizer *tok, const char *path) {
+    Model m;
+    model_init(&m, cfg, 1, false);
+    Rng rng;
+    rng_init(&rng, 5);
+    model_init_weights(&m, &rng);
+    if (cfg->arch == ARCH_GPT) fill_uniform(m.params_memory, m.param_table.total, &rng);
+    Error err;
+    ck_assert_msg(checkpoint_save(&m, tok, 0, path, &err), "%s", err.msg);
+    model_free(&m);
+}
 
 static void setup(void) {
     scratch_dir_create(dir, sizeof dir);
     snprintf(model_path, sizeof model_path, "%s/model.safetensors", dir);
+    snprintf(gpt_path, sizeof gpt_path, "%s/gpt.safetensors", dir);
     Tokenizer tok;
     Error err;
     ck_assert_msg(tokenizer_build(&tok, CORPUS, strlen(CORPUS), "corpus", &err), "%s", err.msg);
-    ModelConfig cfg = {tok.vocab_size, BLOCK, 16, HEADS, 0.1f};
-    Model m;
-    model_init(&m, &cfg, 1, false);
-    Rng rng;
-    rng_init(&rng, 5);
-    model_init_weights(&m, &rng);
-    ck_assert_msg(checkpoint_save(&m, &tok, 0, model_path, &err), "%s", err.msg);
-    model_free(&m);
+    const ModelConfig card = {.vocab_size = tok.vocab_size, .block_size = BLOCK, .n_embd = 16, .n_head = HEADS,
+                              .dropout = 0.1f, .arch = ARCH_CARD, .n_layer = 1};
+    save_model(&card, &tok, model_path);
+    ModelConfig gpt = card;
+    gpt.arch = ARCH_GPT;
+    gpt.n_layer = GPT_LAYERS;
+    save_model(&gpt, &tok, gpt_path);
     tokenizer_free(&tok);
 }
 
 static void teardown(void) { scratch_dir_remove(dir); }
 
-// Head "head" (1-based) as printed: weights[T*T]; labels gets the first byte
-// of each column label from the header line.
-static void read_head(const char *out, int head, int T, double *weights, char *labels) {
+// Head "head" of layer "layer" (both 1-based; layer 0 for card, whose
+// titles name no layer) as printed: weights[T*T]; labels gets the first
+// byte of each column label from the header line.
+static void read_layer_head(const char *out, int layer, int head, int T, double *weights, char *labels) {
     char needle[64];
-    snprintf(needle, sizeof needle, "head %d of %d:", head, HEADS);
+    if (layer == 0) snprintf(needle, sizeof needle, "head %d of %d:", head, HEADS);
+    else snprintf(needle, sizeof needle, "layer %d of %d, head %d of %d:", layer, GPT_LAYERS, head, HEADS);
     const char *p = strstr(out, needle);
     ck_assert_msg(p != NULL, "no '%s' in: %s", needle, out);
     p = strchr(p, '\n') + 1;  // the header of column labels
@@ -65,11 +85,16 @@ static void read_head(const char *out, int head, int T, double *weights, char *l
         for (int j = 0; j < T; j++) {
             char *num_end;
             weights[t * T + j] = strtod(q, &num_end);
-            ck_assert_msg(num_end != q, "head %d row %d: fewer than %d numbers", head, t, T);
+            ck_assert_msg(num_end != q, "layer %d head %d row %d: fewer than %d numbers", layer, head, t, T);
             q = num_end;
         }
         p = end + 1;
     }
+}
+
+// read_head: head "head" of the card model's output.
+static void read_head(const char *out, int head, int T, double *weights, char *labels) {
+    read_layer_head(out, 0, head, T, weights, labels);
 }
 
 static RunResult *run_attention(const char *prompt) {
@@ -118,7 +143,7 @@ START_TEST(the_printed_weights_are_those_of_model_forward) {
         double printed[BLOCK * BLOCK];
         char labels[BLOCK];
         read_head(r->out, h + 1, T, printed, labels);
-        const float *expected = m.acts.attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
+        const float *expected = m.acts.blocks[0].attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
         for (int i = 0; i < T * T; i++)
             ck_assert_msg(fabs(printed[i] - expected[i]) <= PRINTED_TOL, "head %d [%d,%d]: printed %.3f, model %.5f",
                           h + 1, i / T, i % T, printed[i], (double)expected[i]);
@@ -204,6 +229,112 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
 }
 END_TEST
 
+// ---- gpt: one heatmap per layer and head ----------------------------------------
+
+START_TEST(a_gpt_prints_every_layer_and_head_as_model_forward_computes_them) {
+    const char *prompt = "lazy fox";
+    const int T = (int)strlen(prompt);
+    char args[2048];
+    snprintf(args, sizeof args, "attention --model %s --prompt '%s' --out %s", gpt_path, prompt, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
+    Model m;
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(checkpoint_load(gpt_path, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_int_eq(m.n_layer, GPT_LAYERS);
+    int *ids;
+    size_t n;
+    ck_assert(tokenizer_encode(&tok, prompt, (size_t)T, &ids, &n, "prompt", &err));
+    model_forward(&m, ids, NULL, 1, T, false, 0);
+    for (int l = 0; l < GPT_LAYERS; l++)
+        for (int h = 0; h < HEADS; h++) {
+            double printed[BLOCK * BLOCK];
+            char labels[BLOCK];
+            read_layer_head(r->out, l + 1, h + 1, T, printed, labels);
+            const float *expected = m.acts.blocks[l].attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
+            for (int i = 0; i < T * T; i++)
+                ck_assert_msg(fabs(printed[i] - expected[i]) <= PRINTED_TOL,
+                              "layer %d head %d [%d,%d]: printed %.3f, model %.5f", l + 1, h + 1, i / T, i % T,
+                              printed[i], (double)expected[i]);
+        }
+    free(ids);
+    tokenizer_free(&tok);
+    model_free(&m);
+}
+END_TEST
+
+// expect_pngs: in "out_dir", attention_layer{l}_head{h}.png exists exactly
+// for the layers "want[l - 1]" says, for every head, and no other layer's.
+static void expect_pngs(const char *out_dir, const bool want[GPT_LAYERS + 1], int T) {
+    int width, height;
+    attention_map_size(T, &width, &height);
+    for (int l = 1; l <= GPT_LAYERS + 1; l++)
+        for (int h = 1; h <= HEADS + 1; h++) {
+            char path[600], why[600];
+            snprintf(path, sizeof path, "%s/attention_layer%d_head%d.png", out_dir, l, h);
+            int w = 0, ht = 0;
+            bool ok = png_size(path, &w, &ht, why, sizeof why);
+            if (!want[l - 1] || h > HEADS) {
+                ck_assert_msg(!ok, "a PNG for layer %d head %d", l, h);
+                continue;
+            }
+            ck_assert_msg(ok, "%s", why);
+            ck_assert_int_eq(w, width);
+            ck_assert_int_eq(ht, height);
+        }
+}
+
+START_TEST(a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers) {
+    char args[2048], every[600], second[600];
+    snprintf(every, sizeof every, "%s/every", dir);
+    snprintf(second, sizeof second, "%s/second", dir);
+    ck_assert_int_eq(mkdir(every, 0700), 0);
+    ck_assert_int_eq(mkdir(second, 0700), 0);
+    snprintf(args, sizeof args, "attention --model %s --prompt 'over' --out %s", gpt_path, every);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
+    expect_pngs(every, (const bool[]){true, true, false}, 4);
+    char path[700], why[600];
+    int w, h;
+    snprintf(path, sizeof path, "%s/attention_head1.png", every);
+    ck_assert_msg(!png_size(path, &w, &h, why, sizeof why), "a gpt wrote card's file name %s", path);
+
+    snprintf(args, sizeof args, "attention --model %s --prompt 'over' --out %s --layer 2", gpt_path, second);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "attention --layer 2 failed: %s", r->err);
+    expect_pngs(second, (const bool[]){false, true, false}, 4);
+    ck_assert_msg(strstr(r->out, "layer 1 of") == NULL && strstr(r->out, "layer 2 of 2, head 2 of 2:") != NULL,
+                  "--layer 2 printed other layers: %s", r->out);
+}
+END_TEST
+
+START_TEST(a_layer_out_of_range_is_a_one_line_usage_error) {
+    char args[2048];
+    snprintf(args, sizeof args, "attention --model %s --prompt 'dog' --layer 3", gpt_path);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_int_eq(r->status, 2);
+    ck_assert_msg(strstr(r->err, "--layer 3") != NULL && stderr_is_one_line(r), "%s", r->err);
+    ck_assert_msg(r->out[0] == '\0', "printed before failing: %s", r->out);
+    snprintf(args, sizeof args, "attention --model %s --prompt 'dog' --layer 2", model_path);  // card: one block
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_int_eq(r->status, 2);
+    ck_assert_msg(strstr(r->err, "--layer 2") != NULL && stderr_is_one_line(r), "%s", r->err);
+    snprintf(args, sizeof args, "attention --model %s --prompt 'dog' --layer -1", gpt_path);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_int_eq(r->status, 2);
+    ck_assert_msg(strstr(r->err, "--layer") != NULL && stderr_is_one_line(r), "%s", r->err);
+    // card's only layer, asked for by number, is the default picture.
+    snprintf(args, sizeof args, "attention --model %s --prompt 'dog' --layer 1", model_path);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "card --layer 1 failed: %s", r->err);
+    char path[600], why[600];
+    int w, h;
+    snprintf(path, sizeof path, "%s/attention_head2.png", dir);
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+}
+END_TEST
+
 START_TEST(heatmaps_of_any_length_fit_their_canvas) {
     // Drawing writes only inside the canvas (canvas_fill_rect clips, but the
     // layout should not need it): the right and bottom margins stay white.
@@ -220,7 +351,7 @@ START_TEST(heatmaps_of_any_length_fit_their_canvas) {
         }
         Canvas c;
         canvas_init(&c, width, height);
-        attention_map_draw(&c, weights, T, cps, 0, 1);
+        attention_map_draw(&c, weights, T, cps, "layer 12 of 12, head 16 of 16");
         for (int x = 0; x < width; x++) {
             const unsigned char *p = c.pixels + ((size_t)(height - 1) * width + x) * 3;
             ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d: bottom row not white at x=%d", T, x);
@@ -243,6 +374,9 @@ Suite *attention_map_suite(void) {
     tcase_add_test(tc, a_prompt_longer_than_the_block_size_shows_its_last_block_size_characters);
     tcase_add_test(tc, the_pictures_go_next_to_the_checkpoint_by_default);
     tcase_add_test(tc, bad_input_is_a_one_line_error_naming_the_flag_or_file);
+    tcase_add_test(tc, a_gpt_prints_every_layer_and_head_as_model_forward_computes_them);
+    tcase_add_test(tc, a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers);
+    tcase_add_test(tc, a_layer_out_of_range_is_a_one_line_usage_error);
     tcase_add_test(tc, heatmaps_of_any_length_fit_their_canvas);
     suite_add_tcase(s, tc);
     return s;

@@ -1,5 +1,6 @@
 // test_cli.c: the tinygpt binary end to end: its errors for bad flags and
-// files, and a real (tiny) train -> sample -> eval round trip.
+// files, and real (tiny) train -> sample -> eval round trips, of a card
+// model and of a gpt.
 //
 // These run ./tinygpt (or $TINYGPT_BIN) as a child process, the way a user
 // does, so `make test` builds it first.
@@ -73,6 +74,12 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
     ck_assert_int_eq(r->status, 0);
     ck_assert_ptr_nonnull(strstr(r->out, "--val-fraction"));
     ck_assert_ptr_nonnull(strstr(r->out, "--order"));
+    // The defaults that depend on the architecture show both.
+    ck_assert_msg(strstr(r->out, "--arch ARCH") && strstr(r->out, "(default gpt)"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "--layers L") != NULL, "%s", r->out);
+    ck_assert_msg(strstr(r->out, "(default gpt 12, card 32)") != NULL, "no per-architecture --batch default: %s", r->out);
+    ck_assert_msg(strstr(r->out, "(default gpt 2000, card 7000)") != NULL, "no per-architecture --steps default: %s",
+                  r->out);
 }
 END_TEST
 
@@ -97,6 +104,12 @@ START_TEST(bad_flags_are_usage_errors_that_name_the_flag) {
     assert_fails(args, 2, "--lr");
     snprintf(args, sizeof args, "train %s --order shuffled", corpus);
     assert_fails(args, 2, "--order");
+    snprintf(args, sizeof args, "train %s --layers 0", corpus);
+    assert_fails(args, 2, "--layers");
+    snprintf(args, sizeof args, "train %s --arch card --layers 2", corpus);
+    assert_fails(args, 2, "--layers");
+    snprintf(args, sizeof args, "train %s --arch foo", corpus);
+    assert_fails(args, 2, "--arch 'foo'");
     assert_fails("train", 2, "FILE");
     assert_fails("sample --tokens 5", 2, "--model");
 }
@@ -137,8 +150,8 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
     char corpus[1024];
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args,
-             "train %s --out %s --steps 300 --batch 8 --context 16 --embd 32 --heads 4 --lr 0.5 --eval-interval 100 "
-             "--threads 2",
+             "train %s --arch card --out %s --steps 300 --batch 8 --context 16 --embd 32 --heads 4 --lr 0.5 "
+             "--eval-interval 100 --threads 2",
              corpus, in_work("run"));
     RunResult *r = run(args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
@@ -184,6 +197,45 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 }
 END_TEST
 
+START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
+    char args[4096];
+    char corpus[1024];
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
+    snprintf(args, sizeof args,
+             "train %s --arch gpt --layers 2 --embd 16 --heads 2 --context 8 --batch 4 --steps 60 --eval-interval 20 "
+             "--out %s --threads 2",
+             corpus, in_work("gpt"));
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "train --arch gpt failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "the model line does not say gpt, 2 layers: %s", r->err);
+    char log[65536];
+    read_text_file(in_work("gpt/log.csv"), log, sizeof log);
+    double first = log_value(log, 0, 2), last = log_value(log, 59, 2);
+    ck_assert_msg(isfinite(first) && isfinite(last) && last < first - 0.2,
+                  "validation loss fell only from %.3f to %.3f", first, last);
+
+    snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 30 --seed 3", in_work("gpt/model.safetensors"));
+    r = run(args);
+    ck_assert_msg(r->status == 0, "sample of a gpt failed: %s", r->err);
+    ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
+    int characters = 0;  // UTF-8: every byte but the continuation bytes of '—' starts one
+    for (const char *p = r->out; *p; p++) characters += (*p & 0xC0) != 0x80;
+    ck_assert_int_eq(characters, 4 + 30);
+    static char cached[sizeof r->out];
+    memcpy(cached, r->out, sizeof cached);
+    strcat(args, " --no-cache");
+    r = run(args);
+    ck_assert_str_eq(r->out, cached);  // the key/value cache of every block gives the same text
+
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("gpt/model.safetensors"), corpus);
+    r = run(args);
+    ck_assert_msg(r->status == 0, "eval of a gpt failed: %s", r->err);
+    double loss = NAN;
+    ck_assert_int_eq(sscanf(r->out, "{\"loss\": %lf", &loss), 1);
+    ck_assert_msg(fabs(loss - last) < 0.2, "eval loss %.3f, far from the last validation loss %.3f", loss, last);
+}
+END_TEST
+
 START_TEST(train_creates_missing_parent_directories_of_out) {
     char args[4096];
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 8 --heads 2", in_work("corpus.txt"),
@@ -212,6 +264,45 @@ START_TEST(init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones) {
 }
 END_TEST
 
+START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one) {
+    char args[4096];
+    char corpus[1024];
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch gpt --layers 2 --context 8 --embd 16 --heads 2",
+             corpus, in_work("gpt"));
+    ck_assert_int_eq(run(args)->status, 0);
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch card --context 8 --embd 16 --heads 2", corpus,
+             in_work("card"));
+    ck_assert_int_eq(run(args)->status, 0);
+    // Without --arch, a gpt file trains on as a gpt of its own depth, with
+    // gpt's defaults (--steps: the run stops after one step of 2000), and a
+    // card file as card, with card's.
+    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("b"),
+             in_work("gpt/model.safetensors"));
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "train --init of a gpt failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "stopped after 1 of 2000 steps") != NULL, "not gpt's default --steps: %s", r->err);
+    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("c"),
+             in_work("card/model.safetensors"));
+    r = run(args);
+    ck_assert_msg(r->status == 0, "train --init of a card model failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "arch=card layers=1") != NULL, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "stopped after 1 of 7000 steps") != NULL, "not card's default --steps: %s", r->err);
+
+    // A flag that disagrees with the file is an error naming both values.
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, in_work("d"),
+             in_work("gpt/model.safetensors"));
+    assert_fails(args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, in_work("d"),
+             in_work("gpt/model.safetensors"));
+    assert_fails(args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, in_work("d"),
+             in_work("card/model.safetensors"));
+    assert_fails(args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
+}
+END_TEST
+
 START_TEST(the_same_seed_gives_the_same_losses_bit_for_bit) {
     char args[4096], log_a[65536], log_b[65536];
     char corpus[1024];
@@ -236,8 +327,10 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, bad_flags_are_usage_errors_that_name_the_flag);
     tcase_add_test(tc, bad_files_are_runtime_errors_that_name_the_file);
     tcase_add_test(tc, training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates);
+    tcase_add_test(tc, a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates);
     tcase_add_test(tc, train_creates_missing_parent_directories_of_out);
     tcase_add_test(tc, init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones);
+    tcase_add_test(tc, init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one);
     tcase_add_test(tc, the_same_seed_gives_the_same_losses_bit_for_bit);
     suite_add_tcase(s, tc);
     return s;

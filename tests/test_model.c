@@ -1,106 +1,275 @@
-// test_model.c: tests for src/model.c (the tables, the whole forward and
-// backward pass, and SGD).
+// test_model.c: tests for src/model/model.c (the tables, the whole forward
+// and backward pass, and SGD), for both architectures: card, the one-block
+// attention model, and gpt, L blocks of LayerNorm, attention and MLP on a
+// residual stream with the head tied to tok_emb.
 //
-// In order: the parameter and activation tables are laid out as model.h
-// says; model_check_config refuses bad sizes with a message naming the flag;
-// every parameter's gradient matches central finite differences of the whole
-// model's loss, with and without dropout; a forward pass smaller than the
-// maximum (a prefix of every buffer) computes the same thing as a model
+// In order: the parameter, activation and activation-gradient tables are laid
+// out as model.h says, and every view points at its table entry;
+// model_check_config refuses bad sizes with a message naming the flag;
+// model_memory_bytes is what model_init allocates; each architecture's
+// initialisation draws what model.h says; every parameter's gradient matches
+// central finite differences of the whole model's loss, with and without
+// dropout, and backward adds to the gradients; a forward pass smaller than
+// the maximum (a prefix of every buffer) computes the same thing as a model
 // built for exactly that size, and so does sampling's one-position-at-a-time
-// forward pass; SGD learns a trivially predictable sequence;
-// and training is bit-for-bit reproducible, for a seed and across thread
-// counts (every sum runs in a fixed order).
+// forward pass; SGD learns a trivially predictable sequence; and training is
+// bit-for-bit reproducible, for a seed and across thread counts (every sum
+// runs in a fixed order).
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#endif
-
 #include "common.h"
 #include "gradcheck.h"
+#include "helpers.h"
 #include "model.h"
 #include "rng.h"
-#include "gradcheck_model.h"
-#include "helpers.h"
 #include "tests.h"
 
-// The small model of the gradient tests: V=7, T=5, C=8, NH=2, batches of 2.
-enum { SMALL_B = 2, SMALL_T = 5 };
+// The small models of the gradient tests: V=7, T=5, C=8, NH=2, batches of 2;
+// card, and gpt with two blocks (so that a block reads another block's
+// output and the stream's gradient passes through a whole block).
+enum { SMALL_B = 2, SMALL_T = 5, SMALL_L = 2 };
 static const ModelConfig SMALL = {.vocab_size = 7, .block_size = SMALL_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
+static const ModelConfig SMALL_GPT = {.vocab_size = 7, .block_size = SMALL_T, .n_embd = 8, .n_head = 2,
+                                      .dropout = 0.0f, .arch = ARCH_GPT, .n_layer = SMALL_L};
 
 static void random_tokens(int *tokens, int n, int V, Rng *rng) {
     for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(rng, (uint64_t)V);
 }
 
+// table_index: the index in "t" of the tensor named "name" (which must exist).
+static int table_index(const TensorTable *t, const char *name) {
+    const TensorSpec *spec = table_find(t, name);
+    ck_assert_msg(spec != NULL, "the table has no tensor named %s", name);
+    return (int)(spec - t->specs);
+}
+
 // ---------------------------------------------------------------------------
 // Tables
 
-START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
-    const int V = SMALL.vocab_size, T = SMALL.block_size, C = SMALL.n_embd;
-    const struct {
-        const char *name;
-        int ndim, rows, cols;
-    } expected[NUM_PARAM_TENSORS] = {
-        [PARAM_TOK_EMB] = {"tok_emb.weight", 2, V, C},
-        [PARAM_POS_EMB] = {"pos_emb.weight", 2, T, C},
-        [PARAM_Q_WEIGHT] = {"blocks.0.attn.q.weight", 2, C, C},
-        [PARAM_K_WEIGHT] = {"blocks.0.attn.k.weight", 2, C, C},
-        [PARAM_V_WEIGHT] = {"blocks.0.attn.v.weight", 2, C, C},
-        [PARAM_PROJ_WEIGHT] = {"blocks.0.attn.proj.weight", 2, C, C},
-        [PARAM_PROJ_BIAS] = {"blocks.0.attn.proj.bias", 1, C, 0},
-        [PARAM_HEAD_WEIGHT] = {"head.weight", 2, V, C},
-        [PARAM_HEAD_BIAS] = {"head.bias", 1, V, 0},
-    };
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    size_t total = param_table(&SMALL, specs);
+// What a table should hold, entry by entry: a name, and either a shape
+// (ndim 1 or 2) or, with ndim 0, only a size (rows * cols floats).
+enum { MAX_EXPECTED = 64 };
+typedef struct {
+    char name[48];
+    int ndim;
+    size_t rows, cols, size;
+} ExpectedTensor;
+
+typedef struct {
+    ExpectedTensor tensors[MAX_EXPECTED];
+    int count;
+} ExpectedTable;
+
+static void expect(ExpectedTable *x, int ndim, size_t rows, size_t cols, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void expect(ExpectedTable *x, int ndim, size_t rows, size_t cols, const char *fmt, ...) {
+    ck_assert_int_lt(x->count, MAX_EXPECTED);
+    ExpectedTensor *e = &x->tensors[x->count++];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(e->name, sizeof e->name, fmt, args);
+    va_end(args);
+    e->ndim = ndim;
+    e->rows = rows;
+    e->cols = cols;
+    e->size = ndim == 1 ? rows : rows * cols;
+}
+
+// assert_table_is: "t" lists exactly the tensors of "x", in that order, each
+// right after the previous one, and its total is their sum.
+static void assert_table_is(const TensorTable *t, const ExpectedTable *x) {
     size_t offset = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        ck_assert_str_eq(specs[i].name, expected[i].name);
-        ck_assert_int_eq(specs[i].ndim, expected[i].ndim);
-        ck_assert_uint_eq(specs[i].shape[0], (size_t)expected[i].rows);
-        if (expected[i].ndim == 2) ck_assert_uint_eq(specs[i].shape[1], (size_t)expected[i].cols);
-        size_t size = (size_t)expected[i].rows * (expected[i].ndim == 2 ? (size_t)expected[i].cols : 1);
-        ck_assert_uint_eq(specs[i].size, size);
-        ck_assert_msg(specs[i].offset == offset, "%s starts at %zu, expected %zu (right after the previous one)",
-                      specs[i].name, specs[i].offset, offset);
-        offset += size;
+    for (int i = 0; i < t->count && i < x->count; i++) {
+        const TensorSpec *s = &t->specs[i];
+        const ExpectedTensor *e = &x->tensors[i];
+        ck_assert_msg(strcmp(s->name, e->name) == 0, "entry %d is %s, expected %s", i, s->name, e->name);
+        if (e->ndim > 0) {
+            ck_assert_msg(s->ndim == e->ndim, "%s has %d dimensions, expected %d", s->name, s->ndim, e->ndim);
+            ck_assert_msg(s->shape[0] == e->rows, "%s: shape[0] is %zu, expected %zu", s->name, s->shape[0], e->rows);
+            if (e->ndim == 2)
+                ck_assert_msg(s->shape[1] == e->cols, "%s: shape[1] is %zu, expected %zu", s->name, s->shape[1],
+                              e->cols);
+        }
+        ck_assert_msg(s->size == e->size, "%s has %zu floats, expected %zu", s->name, s->size, e->size);
+        ck_assert_msg(s->offset == offset, "%s starts at %zu, expected %zu (right after the previous one)", s->name,
+                      s->offset, offset);
+        offset += e->size;
     }
-    ck_assert_uint_eq(total, offset);
+    ck_assert_msg(t->count == x->count, "the table has %d entries, expected %d", t->count, x->count);
+    ck_assert_uint_eq(t->total, offset);
+}
+
+START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
+    const size_t V = (size_t)SMALL.vocab_size, T = (size_t)SMALL.block_size, C = (size_t)SMALL.n_embd;
+    ExpectedTable x = {0};
+    expect(&x, 2, V, C, "tok_emb.weight");
+    expect(&x, 2, T, C, "pos_emb.weight");
+    expect(&x, 2, C, C, "blocks.0.attn.q.weight");
+    expect(&x, 2, C, C, "blocks.0.attn.k.weight");
+    expect(&x, 2, C, C, "blocks.0.attn.v.weight");
+    expect(&x, 2, C, C, "blocks.0.attn.proj.weight");
+    expect(&x, 1, C, 0, "blocks.0.attn.proj.bias");
+    expect(&x, 2, V, C, "head.weight");
+    expect(&x, 1, V, 0, "head.bias");
+    TensorTable t;
+    param_table(&t, &SMALL);
+    assert_table_is(&t, &x);
     // tok_emb, pos_emb, q/k/v/proj weights, proj bias, head weight, head bias
-    ck_assert_uint_eq(total, (size_t)(V * C + T * C + 4 * C * C + C + V * C + V));
+    ck_assert_uint_eq(t.total, V * C + T * C + 4 * C * C + C + V * C + V);
+    table_free(&t);
+
+    // A card config that says n_layer = 1 (what model_init writes back) is the same model.
+    ModelConfig one_layer = SMALL;
+    one_layer.n_layer = 1;
+    param_table(&t, &one_layer);
+    assert_table_is(&t, &x);
+    table_free(&t);
 }
 END_TEST
 
-START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
-    const int B = 3, V = SMALL.vocab_size, T = SMALL.block_size, C = SMALL.n_embd, NH = SMALL.n_head;
-    const int HS = C / NH;
-    const size_t expected[NUM_ACT_TENSORS] = {
-        [ACT_ENCODED] = (size_t)B * T * C,
-        [ACT_QKV] = (size_t)B * T * 3 * C,
-        [ACT_ATTN_WEIGHTS] = (size_t)B * NH * T * T,
-        [ACT_ATTN_OUT] = (size_t)B * T * C,
-        [ACT_PROJ_OUT] = (size_t)B * T * C,
-        [ACT_LOGITS] = (size_t)B * T * V,
-        [ACT_PROBS] = (size_t)B * T * V,
-        [ACT_LOSSES] = (size_t)B * T,
-        [ACT_DROPOUT_SCALES] = (size_t)B * NH * T * T,
-        [ACT_KEYS_T] = (size_t)B * NH * HS * T,
-        [ACT_VALUES_T] = (size_t)B * NH * HS * T,
-    };
-    TensorSpec specs[NUM_ACT_TENSORS];
-    size_t total = act_table(&SMALL, B, specs);
-    size_t offset = 0;
-    for (int i = 0; i < NUM_ACT_TENSORS; i++) {
-        ck_assert_msg(specs[i].size == expected[i], "%s has %zu floats, expected %zu", specs[i].name,
-                      specs[i].size, expected[i]);
-        ck_assert_msg(specs[i].offset == offset, "%s starts at %zu, expected %zu", specs[i].name, specs[i].offset,
-                      offset);
-        offset += expected[i];
+START_TEST(gpt_param_table_lists_embeddings_then_each_block_then_ln_f_and_no_head) {
+    const size_t V = (size_t)SMALL_GPT.vocab_size, T = (size_t)SMALL_GPT.block_size, C = (size_t)SMALL_GPT.n_embd;
+    const size_t L = SMALL_L;
+    ExpectedTable x = {0};
+    expect(&x, 2, V, C, "tok_emb.weight");
+    expect(&x, 2, T, C, "pos_emb.weight");
+    for (size_t l = 0; l < L; l++) {
+        expect(&x, 1, C, 0, "blocks.%zu.ln1.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.q.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.k.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.v.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.proj.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.ln2.weight", l);
+        expect(&x, 2, 4 * C, C, "blocks.%zu.mlp.fc.weight", l);
+        expect(&x, 2, C, 4 * C, "blocks.%zu.mlp.proj.weight", l);
     }
-    ck_assert_uint_eq(total, offset);
+    expect(&x, 1, C, 0, "ln_f.weight");
+    TensorTable t;
+    param_table(&t, &SMALL_GPT);
+    assert_table_is(&t, &x);
+    // The head is tied to tok_emb: no tensor of its own.
+    ck_assert_ptr_null(table_find(&t, "head.weight"));
+    ck_assert_ptr_null(table_find(&t, "head.bias"));
+    // tok_emb, pos_emb; per block ln1, q/k/v/proj, ln2, fc, mlp proj; ln_f
+    ck_assert_uint_eq(t.total, V * C + T * C + L * (C + 4 * C * C + C + 8 * C * C) + C);
+    table_free(&t);
+}
+END_TEST
+
+// expected_acts: the activations of "cfg" for batches of B rows, in forward
+// order (model.h, ActTensors and BlockActs).
+static void expected_acts(ExpectedTable *x, const ModelConfig *cfg, size_t B) {
+    const bool gpt = cfg->arch == ARCH_GPT;
+    const size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
+    const size_t NH = (size_t)cfg->n_head, HS = C / NH, BT = B * T;
+    expect(x, 0, BT, C, "encoded");
+    for (int l = 0; l < (gpt ? cfg->n_layer : 1); l++) {
+        if (gpt) {
+            expect(x, 0, BT, C, "blocks.%d.ln1_out", l);
+            expect(x, 0, BT, 1, "blocks.%d.ln1_mean", l);
+            expect(x, 0, BT, 1, "blocks.%d.ln1_rstd", l);
+        }
+        expect(x, 0, BT, 3 * C, "blocks.%d.qkv", l);
+        expect(x, 0, B * NH, T * T, "blocks.%d.attn_weights", l);
+        if (cfg->dropout > 0.0f) expect(x, 0, B * NH, T * T, "blocks.%d.dropout_scales", l);
+        expect(x, 0, B * NH, HS * T, "blocks.%d.keys_t", l);
+        expect(x, 0, B * NH, HS * T, "blocks.%d.values_t", l);
+        expect(x, 0, BT, C, "blocks.%d.attn_out", l);
+        expect(x, 0, BT, C, "blocks.%d.res_attn", l);
+        if (gpt) {
+            expect(x, 0, BT, C, "blocks.%d.ln2_out", l);
+            expect(x, 0, BT, 1, "blocks.%d.ln2_mean", l);
+            expect(x, 0, BT, 1, "blocks.%d.ln2_rstd", l);
+            expect(x, 0, BT, 4 * C, "blocks.%d.fc_out", l);
+            expect(x, 0, BT, C, "blocks.%d.res_mlp", l);
+        }
+    }
+    if (gpt) {
+        expect(x, 0, BT, C, "branch_out");
+        expect(x, 0, BT, 4 * C, "gelu_out");
+        expect(x, 0, BT, C, "lnf_out");
+        expect(x, 0, BT, 1, "lnf_mean");
+        expect(x, 0, BT, 1, "lnf_rstd");
+    }
+    expect(x, 0, BT, V, "logits");
+    expect(x, 0, BT, V, "probs");
+    expect(x, 0, BT, 1, "losses");
+}
+
+// The dropout masks' scales are kept only when there is dropout.
+START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
+    enum { B = 3 };
+    for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
+        ModelConfig cfg = SMALL;
+        cfg.dropout = with_dropout ? 0.2f : 0.0f;
+        ExpectedTable x = {0};
+        expected_acts(&x, &cfg, B);
+        TensorTable t;
+        act_table(&t, &cfg, B);
+        assert_table_is(&t, &x);
+        ck_assert(with_dropout == (table_find(&t, "blocks.0.dropout_scales") != NULL));
+        table_free(&t);
+    }
+}
+END_TEST
+
+START_TEST(gpt_act_table_sizes_every_block_s_activations_for_the_largest_batch) {
+    enum { B = 3 };
+    for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
+        ModelConfig cfg = SMALL_GPT;
+        cfg.dropout = with_dropout ? 0.2f : 0.0f;
+        ExpectedTable x = {0};
+        expected_acts(&x, &cfg, B);
+        TensorTable t;
+        act_table(&t, &cfg, B);
+        assert_table_is(&t, &x);
+        table_free(&t);
+    }
+}
+END_TEST
+
+// The activation gradients are one block's worth (model.h): the same table
+// for any number of blocks. Nothing that has no gradient (probs, losses,
+// what attention saves for backward) gets one.
+START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
+    enum { B = 3 };
+    const size_t V = (size_t)SMALL.vocab_size, T = (size_t)SMALL.block_size, C = (size_t)SMALL.n_embd;
+    const size_t NH = (size_t)SMALL.n_head, BT = B * T;
+    ExpectedTable card = {0};
+    expect(&card, 0, BT, C, "dresidual");
+    expect(&card, 0, BT, V, "dlogits");
+    expect(&card, 0, BT, C, "dattn_out");
+    expect(&card, 0, BT, 3 * C, "dqkv");
+    expect(&card, 0, B * NH, T * T, "dattn_weights");
+    TensorTable t;
+    grad_act_table(&t, &SMALL, B);
+    assert_table_is(&t, &card);
+    table_free(&t);
+
+    ExpectedTable gpt = {0};
+    expect(&gpt, 0, BT, C, "dresidual");
+    expect(&gpt, 0, BT, V, "dlogits");
+    expect(&gpt, 0, BT, C, "dln_out");
+    expect(&gpt, 0, BT, C, "dbranch");
+    expect(&gpt, 0, BT, C, "dattn_out");
+    expect(&gpt, 0, BT, 3 * C, "dqkv");
+    expect(&gpt, 0, B * NH, T * T, "dattn_weights");
+    expect(&gpt, 0, BT, 4 * C, "dhidden");
+    for (int L = 1; L <= 5; L += 2) {
+        ModelConfig cfg = SMALL_GPT;
+        cfg.n_layer = L;
+        cfg.dropout = 0.1f;
+        grad_act_table(&t, &cfg, B);
+        assert_table_is(&t, &gpt);
+        table_free(&t);
+    }
 }
 END_TEST
 
@@ -109,58 +278,215 @@ START_TEST(act_table_does_not_overflow_for_the_longest_context_check_config_allo
     // sizes model_check_config accepts, the count must come out right (in
     // size_t), or a model would be allocated too small (instead of failing
     // with "out of memory") and the forward pass would write past its end.
-    // Only the table is computed; nothing is allocated.
+    // Only the tables are computed; nothing is allocated.
     enum { B = 4 };
-    ModelConfig cfg = {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
-    Error err = {{0}};
-    if (!model_check_config(&cfg, &err)) return;  // refusing such a context would be a fine fix too
-    TensorSpec specs[NUM_ACT_TENSORS];
-    act_table(&cfg, B, specs);
-    const size_t T = (size_t)cfg.block_size, expected = (size_t)B * cfg.n_head * T * T;
-    ck_assert_msg(specs[ACT_ATTN_WEIGHTS].size == expected, "attn_weights has %zu floats for T=%zu, expected %zu",
-                  specs[ACT_ATTN_WEIGHTS].size, T, expected);
-    ck_assert_uint_eq(specs[ACT_DROPOUT_SCALES].size, expected);
+    const ModelConfig configs[] = {
+        {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 8, .n_head = 2, .dropout = 0.1f},
+        {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 8, .n_head = 2, .dropout = 0.1f, .arch = ARCH_GPT,
+         .n_layer = 2},
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        const ModelConfig *cfg = &configs[i];
+        Error err = {{0}};
+        if (!model_check_config(cfg, &err)) continue;  // refusing such a context would be a fine fix too
+        const size_t T = (size_t)cfg->block_size, expected = (size_t)B * cfg->n_head * T * T;
+        TensorTable acts, grad_acts;
+        act_table(&acts, cfg, B);
+        grad_act_table(&grad_acts, cfg, B);
+        const char *names[] = {"blocks.0.attn_weights", "blocks.0.dropout_scales"};
+        for (int n = 0; n < 2; n++) {
+            const TensorSpec *spec = &acts.specs[table_index(&acts, names[n])];
+            ck_assert_msg(spec->size == expected, "%s: %s has %zu floats for T=%zu, expected %zu",
+                          arch_name(cfg->arch), spec->name, spec->size, T, expected);
+        }
+        ck_assert_uint_eq(grad_acts.specs[table_index(&grad_acts, "dattn_weights")].size, expected);
+        table_free(&grad_acts);
+        table_free(&acts);
+    }
 }
 END_TEST
 
-START_TEST(model_init_points_each_view_at_its_table_entry) {
-    Model m;
-    model_init(&m, &SMALL, SMALL_B, true);
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    ck_assert_uint_eq(m.num_params, param_table(&SMALL, specs));
-    const TensorSpec *ps = m.param_specs;
-    const size_t CC = (size_t)SMALL.n_embd * SMALL.n_embd;
+// assert_view: "view" points at the entry "name" of "t" inside "base", or is
+// NULL when the table has no such entry.
+static void assert_view(const float *view, const float *base, const TensorTable *t, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void assert_view(const float *view, const float *base, const TensorTable *t, const char *fmt, ...) {
+    char name[64];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(name, sizeof name, fmt, args);
+    va_end(args);
+    const TensorSpec *spec = table_find(t, name);
+    if (spec)
+        ck_assert_msg(view == base + spec->offset, "the view of %s is %p, its table entry at %p (offset %zu)", name,
+                      (const void *)view, (const void *)(base + spec->offset), spec->offset);
+    else
+        ck_assert_msg(view == NULL, "%s is not in the table, but its view is %p", name, (const void *)view);
+}
+
+// assert_model_views: every view of "m" (parameters, gradients, activations,
+// activation gradients) at its table entry, q/k/v one [3C,C] matrix, and
+// the head tied to tok_emb exactly when the architecture says so.
+static void assert_model_views(const Model *m) {
+    const TensorTable *pt = &m->param_table, *at = &m->act_table, *gt = &m->grad_act_table;
+    const size_t CC = (size_t)m->config.n_embd * (size_t)m->config.n_embd;
+    const bool tied = m->config.arch == ARCH_GPT;
+    ck_assert_int_eq(m->n_layer, model_layers(&m->config));
     for (int g = 0; g <= 1; g++) {  // parameters, then gradients: the same layout
-        float *base = g ? m.grads_memory : m.params_memory;
-        const ParamTensors *p = g ? &m.grads : &m.params;
-        ck_assert_ptr_eq(p->tok_emb, base + ps[PARAM_TOK_EMB].offset);
-        ck_assert_ptr_eq(p->pos_emb, base + ps[PARAM_POS_EMB].offset);
-        ck_assert_ptr_eq(p->qkv_weight, base + ps[PARAM_Q_WEIGHT].offset);
-        ck_assert_ptr_eq(p->proj_weight, base + ps[PARAM_PROJ_WEIGHT].offset);
-        ck_assert_ptr_eq(p->proj_bias, base + ps[PARAM_PROJ_BIAS].offset);
-        ck_assert_ptr_eq(p->head_weight, base + ps[PARAM_HEAD_WEIGHT].offset);
-        ck_assert_ptr_eq(p->head_bias, base + ps[PARAM_HEAD_BIAS].offset);
+        const float *base = g ? m->grads_memory : m->params_memory;
+        const ParamTensors *p = g ? &m->grads : &m->params;
+        if (!base) {  // built without gradients: no views into them either
+            ck_assert_ptr_null(p->tok_emb);
+            ck_assert_ptr_null(p->head_weight);
+            continue;
+        }
+        assert_view(p->tok_emb, base, pt, "tok_emb.weight");
+        assert_view(p->pos_emb, base, pt, "pos_emb.weight");
+        for (int l = 0; l < m->n_layer; l++) {
+            const BlockParams *b = &p->blocks[l];
+            assert_view(b->ln1_weight, base, pt, "blocks.%d.ln1.weight", l);
+            assert_view(b->qkv_weight, base, pt, "blocks.%d.attn.q.weight", l);
+            assert_view(b->proj_weight, base, pt, "blocks.%d.attn.proj.weight", l);
+            assert_view(b->proj_bias, base, pt, "blocks.%d.attn.proj.bias", l);
+            assert_view(b->ln2_weight, base, pt, "blocks.%d.ln2.weight", l);
+            assert_view(b->fc_weight, base, pt, "blocks.%d.mlp.fc.weight", l);
+            assert_view(b->mlp_proj_weight, base, pt, "blocks.%d.mlp.proj.weight", l);
+        }
+        assert_view(p->lnf_weight, base, pt, "ln_f.weight");
+        assert_view(p->head_bias, base, pt, "head.bias");
+        if (tied) {
+            ck_assert_ptr_eq(p->head_weight, p->tok_emb);  // the head's gradient adds to tok_emb's
+        } else {
+            assert_view(p->head_weight, base, pt, "head.weight");
+            ck_assert_ptr_nonnull(p->head_weight);
+            ck_assert_ptr_ne(p->head_weight, p->tok_emb);
+        }
     }
-    // q, k, v are one [3C,C] matrix only if they are adjacent.
-    ck_assert_uint_eq(ps[PARAM_K_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + CC);
-    ck_assert_uint_eq(ps[PARAM_V_WEIGHT].offset, ps[PARAM_Q_WEIGHT].offset + 2 * CC);
-    // Activations: views at their offsets; everything after the logits
-    // (probs, losses and what attention saves for backward) has no gradient.
-    ck_assert_ptr_eq(m.acts.logits, m.acts_memory + m.act_specs[ACT_LOGITS].offset);
-    ck_assert_ptr_eq(m.acts.losses, m.acts_memory + m.act_specs[ACT_LOSSES].offset);
-    ck_assert_ptr_eq(m.acts.values_t, m.acts_memory + m.act_specs[ACT_VALUES_T].offset);
-    ck_assert_ptr_eq(m.grad_acts.attn_weights, m.grad_acts_memory + m.act_specs[ACT_ATTN_WEIGHTS].offset);
-    ck_assert_ptr_eq(m.grad_acts.logits, m.grad_acts_memory + m.act_specs[ACT_LOGITS].offset);
-    ck_assert_ptr_null(m.grad_acts.probs);
-    ck_assert_ptr_null(m.grad_acts.losses);
-    ck_assert_ptr_null(m.grad_acts.dropout_scales);
-    ck_assert_ptr_null(m.grad_acts.keys_t);
-    ck_assert_ptr_null(m.grad_acts.values_t);
+    for (int l = 0; l < m->n_layer; l++) {
+        // q, k, v are one [3C,C] matrix only if they are adjacent.
+        char q_name[48], k_name[48], v_name[48];
+        snprintf(q_name, sizeof q_name, "blocks.%d.attn.q.weight", l);
+        snprintf(k_name, sizeof k_name, "blocks.%d.attn.k.weight", l);
+        snprintf(v_name, sizeof v_name, "blocks.%d.attn.v.weight", l);
+        const size_t q_at = pt->specs[table_index(pt, q_name)].offset;
+        ck_assert_uint_eq(pt->specs[table_index(pt, k_name)].offset, q_at + CC);
+        ck_assert_uint_eq(pt->specs[table_index(pt, v_name)].offset, q_at + 2 * CC);
+    }
+
+    const float *base = m->acts_memory;
+    const ActTensors *a = &m->acts;
+    assert_view(a->encoded, base, at, "encoded");
+    for (int l = 0; l < m->n_layer; l++) {
+        const BlockActs *b = &a->blocks[l];
+        assert_view(b->ln1_out, base, at, "blocks.%d.ln1_out", l);
+        assert_view(b->ln1_mean, base, at, "blocks.%d.ln1_mean", l);
+        assert_view(b->ln1_rstd, base, at, "blocks.%d.ln1_rstd", l);
+        assert_view(b->qkv, base, at, "blocks.%d.qkv", l);
+        assert_view(b->attn_weights, base, at, "blocks.%d.attn_weights", l);
+        assert_view(b->dropout_scales, base, at, "blocks.%d.dropout_scales", l);
+        assert_view(b->keys_t, base, at, "blocks.%d.keys_t", l);
+        assert_view(b->values_t, base, at, "blocks.%d.values_t", l);
+        assert_view(b->attn_out, base, at, "blocks.%d.attn_out", l);
+        assert_view(b->res_attn, base, at, "blocks.%d.res_attn", l);
+        assert_view(b->ln2_out, base, at, "blocks.%d.ln2_out", l);
+        assert_view(b->ln2_mean, base, at, "blocks.%d.ln2_mean", l);
+        assert_view(b->ln2_rstd, base, at, "blocks.%d.ln2_rstd", l);
+        assert_view(b->fc_out, base, at, "blocks.%d.fc_out", l);
+        assert_view(b->res_mlp, base, at, "blocks.%d.res_mlp", l);
+    }
+    assert_view(a->branch_out, base, at, "branch_out");
+    assert_view(a->gelu_out, base, at, "gelu_out");
+    assert_view(a->lnf_out, base, at, "lnf_out");
+    assert_view(a->lnf_mean, base, at, "lnf_mean");
+    assert_view(a->lnf_rstd, base, at, "lnf_rstd");
+    assert_view(a->logits, base, at, "logits");
+    assert_view(a->probs, base, at, "probs");
+    assert_view(a->losses, base, at, "losses");
+
+    if (!m->grad_acts_memory) return;
+    base = m->grad_acts_memory;
+    const GradActs *d = &m->grad_acts;
+    assert_view(d->dresidual, base, gt, "dresidual");
+    assert_view(d->dlogits, base, gt, "dlogits");
+    assert_view(d->dln_out, base, gt, "dln_out");
+    assert_view(d->dbranch, base, gt, "dbranch");
+    assert_view(d->dattn_out, base, gt, "dattn_out");
+    assert_view(d->dqkv, base, gt, "dqkv");
+    assert_view(d->dattn_weights, base, gt, "dattn_weights");
+    assert_view(d->dhidden, base, gt, "dhidden");
+}
+
+// The model's tables are the ones param_table, act_table and grad_act_table
+// build for its config.
+static void assert_model_tables(const Model *m, const ModelConfig *cfg, int max_batch) {
+    TensorTable t;
+    param_table(&t, cfg);
+    ck_assert_int_eq(m->param_table.count, t.count);
+    ck_assert_uint_eq(m->param_table.total, t.total);
+    table_free(&t);
+    act_table(&t, cfg, max_batch);
+    ck_assert_int_eq(m->act_table.count, t.count);
+    ck_assert_uint_eq(m->act_table.total, t.total);
+    table_free(&t);
+    if (!m->grads_memory) return;
+    grad_act_table(&t, cfg, max_batch);
+    ck_assert_int_eq(m->grad_act_table.count, t.count);
+    ck_assert_uint_eq(m->grad_act_table.total, t.total);
+    table_free(&t);
+}
+
+START_TEST(model_init_points_each_view_at_its_table_entry) {
+    ModelConfig cfg = SMALL;
+    cfg.dropout = 0.1f;  // so that dropout_scales is there too
+    Model m;
+    model_init(&m, &cfg, SMALL_B, true);
+    assert_model_tables(&m, &cfg, SMALL_B);
+    assert_model_views(&m);
+    // card has its projection bias and its own head, and no LayerNorm or MLP.
+    ck_assert_ptr_nonnull(m.params.blocks[0].proj_bias);
+    ck_assert_ptr_nonnull(m.params.head_bias);
+    ck_assert_ptr_null(m.params.blocks[0].ln1_weight);
+    ck_assert_ptr_null(m.params.blocks[0].fc_weight);
+    ck_assert_ptr_null(m.params.lnf_weight);
+    ck_assert_ptr_nonnull(m.acts.blocks[0].dropout_scales);
     model_free(&m);
 
     model_init(&m, &SMALL, SMALL_B, false);  // inference only: no gradient buffers
     ck_assert_ptr_null(m.grads_memory);
     ck_assert_ptr_null(m.grad_acts_memory);
+    ck_assert_ptr_null(m.acts.blocks[0].dropout_scales);  // no dropout: no masks
+    assert_model_views(&m);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(gpt_model_init_points_each_block_s_views_at_its_table_entries_and_ties_the_head_to_tok_emb) {
+    ModelConfig cfg = SMALL_GPT;
+    cfg.n_layer = 3;
+    cfg.dropout = 0.1f;
+    Model m;
+    model_init(&m, &cfg, SMALL_B, true);
+    ck_assert_int_eq(m.n_layer, 3);
+    assert_model_tables(&m, &cfg, SMALL_B);
+    assert_model_views(&m);
+    ck_assert_ptr_eq(m.params.head_weight, m.params.tok_emb);
+    ck_assert_ptr_eq(m.grads.head_weight, m.grads.tok_emb);
+    ck_assert_ptr_null(m.params.head_bias);
+    ck_assert_ptr_null(m.grads.head_bias);
+    for (int l = 0; l < 3; l++) {
+        ck_assert_ptr_nonnull(m.params.blocks[l].ln1_weight);
+        ck_assert_ptr_nonnull(m.params.blocks[l].fc_weight);
+        ck_assert_ptr_nonnull(m.params.blocks[l].mlp_proj_weight);
+        ck_assert_ptr_null(m.params.blocks[l].proj_bias);
+        ck_assert_ptr_nonnull(m.acts.blocks[l].res_mlp);
+    }
+    ck_assert_ptr_nonnull(m.params.lnf_weight);
+    model_free(&m);
+
+    model_init(&m, &cfg, SMALL_B, false);
+    ck_assert_ptr_null(m.grads_memory);
+    ck_assert_ptr_null(m.grad_acts_memory);
+    assert_model_views(&m);
     model_free(&m);
 }
 END_TEST
@@ -170,13 +496,22 @@ END_TEST
 
 START_TEST(check_config_accepts_a_valid_config) {
     Error err = {{0}};
-    ck_assert(model_check_config(&SMALL, &err));
+    ck_assert_msg(model_check_config(&SMALL, &err), "%s", err.msg);
     ModelConfig with_dropout = SMALL;
     with_dropout.dropout = 0.5f;
-    ck_assert(model_check_config(&with_dropout, &err));
+    ck_assert_msg(model_check_config(&with_dropout, &err), "%s", err.msg);
+    ModelConfig card_one_layer = SMALL;  // card's one block, said explicitly
+    card_one_layer.n_layer = 1;
+    ck_assert_msg(model_check_config(&card_one_layer, &err), "%s", err.msg);
+    ck_assert_msg(model_check_config(&SMALL_GPT, &err), "%s", err.msg);
+    ModelConfig gpt = SMALL_GPT;
+    gpt.n_layer = 1;
+    gpt.dropout = 0.5f;
+    ck_assert_msg(model_check_config(&gpt, &err), "%s", err.msg);
 }
 END_TEST
 
+// Loop test: _i = 0 on card, _i = 1 on gpt.
 START_TEST(check_config_rejects_bad_sizes_naming_the_flag) {
     enum { FIELD_VOCAB, FIELD_BLOCK, FIELD_EMBD, FIELD_HEAD, FIELD_DROPOUT };
     const struct {
@@ -193,8 +528,9 @@ START_TEST(check_config_rejects_bad_sizes_naming_the_flag) {
         {FIELD_DROPOUT, 1.0, "--dropout"}, {FIELD_DROPOUT, -0.1, "--dropout"},
         {FIELD_DROPOUT, NAN, "--dropout"}, {FIELD_DROPOUT, INFINITY, "--dropout"},
     };
+    const ModelConfig base = _i == 0 ? SMALL : SMALL_GPT;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ModelConfig cfg = SMALL;
+        ModelConfig cfg = base;
         switch (cases[i].field) {
         case FIELD_VOCAB: cfg.vocab_size = (int)cases[i].value; break;
         case FIELD_BLOCK: cfg.block_size = (int)cases[i].value; break;
@@ -203,11 +539,52 @@ START_TEST(check_config_rejects_bad_sizes_naming_the_flag) {
         case FIELD_DROPOUT: cfg.dropout = (float)cases[i].value; break;
         }
         Error err = {{0}};
-        ck_assert_msg(!model_check_config(&cfg, &err), "case %zu (%s = %g) was accepted", i, cases[i].must_mention,
-                      cases[i].value);
-        ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "case %zu: message \"%s\" does not mention %s",
-                      i, err.msg, cases[i].must_mention);
+        ck_assert_msg(!model_check_config(&cfg, &err), "%s, case %zu (%s = %g) was accepted", arch_name(cfg.arch), i,
+                      cases[i].must_mention, cases[i].value);
+        ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL,
+                      "%s, case %zu: message \"%s\" does not mention %s", arch_name(cfg.arch), i, err.msg,
+                      cases[i].must_mention);
     }
+}
+END_TEST
+
+START_TEST(check_config_refuses_gpt_without_layers_and_card_with_more_than_one_naming_layers) {
+    const struct {
+        Arch arch;
+        int n_layer;
+    } cases[] = {
+        {ARCH_GPT, 0}, {ARCH_GPT, -1}, {ARCH_GPT, INT_MAX},  // gpt needs at least one block, and not absurdly many
+        {ARCH_CARD, 2}, {ARCH_CARD, 12},                     // card has exactly one
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ModelConfig cfg = cases[i].arch == ARCH_GPT ? SMALL_GPT : SMALL;
+        cfg.n_layer = cases[i].n_layer;
+        Error err = {{0}};
+        ck_assert_msg(!model_check_config(&cfg, &err), "%s with n_layer %d was accepted", arch_name(cfg.arch),
+                      cfg.n_layer);
+        ck_assert_msg(strstr(err.msg, "--layers") != NULL,
+                      "%s with n_layer %d: message \"%s\" does not mention --layers", arch_name(cfg.arch), cfg.n_layer,
+                      err.msg);
+        ck_assert_msg(!strchr(err.msg, '\n'), "message is not one line: %s", err.msg);
+    }
+    ModelConfig unknown = SMALL;
+    unknown.arch = (Arch)7;
+    ck_assert(!model_check_config(&unknown, NULL));
+}
+END_TEST
+
+START_TEST(arch_names_are_card_and_gpt) {
+    Arch arch = (Arch)5;
+    ck_assert(arch_from_name("gpt", &arch));
+    ck_assert_int_eq(arch, ARCH_GPT);
+    ck_assert(arch_from_name("card", &arch));
+    ck_assert_int_eq(arch, ARCH_CARD);
+    ck_assert(!arch_from_name("GPT", &arch));
+    ck_assert(!arch_from_name("", &arch));
+    ck_assert_str_eq(arch_name(ARCH_GPT), "gpt");
+    ck_assert_str_eq(arch_name(ARCH_CARD), "card");
+    ck_assert_int_eq(model_layers(&SMALL), 1);
+    ck_assert_int_eq(model_layers(&SMALL_GPT), SMALL_L);
 }
 END_TEST
 
@@ -215,16 +592,33 @@ START_TEST(memory_bytes_is_exactly_what_model_init_allocates) {
     const ModelConfig configs[] = {
         SMALL,
         {.vocab_size = 65, .block_size = 16, .n_embd = 12, .n_head = 3, .dropout = 0.1f},
-        {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f},  // V < 3C: scratch is 3C x C
+        // V*C smaller than a block's weights: the scratch is sized by the block.
+        {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f},
+        SMALL_GPT,
+        {.vocab_size = 65, .block_size = 16, .n_embd = 12, .n_head = 3, .dropout = 0.1f, .arch = ARCH_GPT,
+         .n_layer = 3},
+        {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f, .arch = ARCH_GPT,
+         .n_layer = 1},
+        // V*C larger than a gpt block's 12 C^2 weights: the scratch is sized by the head.
+        {.vocab_size = 200, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.0f, .arch = ARCH_GPT,
+         .n_layer = 2},
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        const ModelConfig *cfg = &configs[i];
+        const size_t C = (size_t)cfg->n_embd, V = (size_t)cfg->vocab_size;
         for (int with_grads = 0; with_grads <= 1; with_grads++) {
             Model m;
-            model_init(&m, &configs[i], 3, with_grads);
-            size_t floats = m.num_params + m.num_acts + m.weight_scratch_size;
-            if (with_grads) floats += m.num_params + m.act_specs[ACT_PROBS].offset;
-            size_t ints = 2 * (size_t)m.max_batch * (size_t)configs[i].block_size;
-            ck_assert_uint_eq(model_memory_bytes(&configs[i], 3, with_grads), floats * sizeof(float) + ints * sizeof(int));
+            model_init(&m, cfg, 3, with_grads);
+            size_t floats = m.param_table.total + m.act_table.total + m.weight_scratch_size;
+            if (with_grads) floats += m.param_table.total + m.grad_act_table.total;
+            size_t ints = 2 * (size_t)m.max_batch * (size_t)cfg->block_size;
+            ck_assert_msg(model_memory_bytes(cfg, 3, with_grads) == floats * sizeof(float) + ints * sizeof(int),
+                          "config %zu (%s), with_grads %d: model_memory_bytes says %zu, model_init allocates %zu", i,
+                          arch_name(cfg->arch), with_grads, model_memory_bytes(cfg, 3, with_grads),
+                          floats * sizeof(float) + ints * sizeof(int));
+            // The scratch holds one block's weights, or the head's, transposed.
+            const size_t block = (cfg->arch == ARCH_GPT ? 12 : 4) * C * C;
+            ck_assert_uint_ge(m.weight_scratch_size, block > V * C ? block : V * C);
             model_free(&m);
         }
     }
@@ -233,12 +627,18 @@ END_TEST
 
 START_TEST(memory_bytes_saturates_instead_of_overflowing) {
     // The largest sizes the flags allow: B*NH*T*T = 2^20 * 2^16 * 2^32 = 2^68.
-    const ModelConfig huge = {.vocab_size = 1 << 20, .block_size = 1 << 16, .n_embd = 1 << 16, .n_head = 1 << 16};
-    ck_assert(model_check_config(&huge, NULL));
-    ck_assert_uint_eq(model_memory_bytes(&huge, 1 << 20, true), SIZE_MAX);
-    Error err = {{0}};
-    ck_assert(!model_check_memory(&huge, 1 << 20, true, &err));
-    ck_assert_msg(strstr(err.msg, "more than 18 EB"), "message was: %s", err.msg);
+    const ModelConfig huge[] = {
+        {.vocab_size = 1 << 20, .block_size = 1 << 16, .n_embd = 1 << 16, .n_head = 1 << 16},
+        {.vocab_size = 1 << 20, .block_size = 1 << 16, .n_embd = 1 << 16, .n_head = 1 << 16, .arch = ARCH_GPT,
+         .n_layer = 1024},
+    };
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        ck_assert(model_check_config(&huge[i], NULL));
+        ck_assert_uint_eq(model_memory_bytes(&huge[i], 1 << 20, true), SIZE_MAX);
+        Error err = {{0}};
+        ck_assert(!model_check_memory(&huge[i], 1 << 20, true, &err));
+        ck_assert_msg(strstr(err.msg, "more than 18 EB"), "message was: %s", err.msg);
+    }
 }
 END_TEST
 
@@ -246,11 +646,22 @@ START_TEST(check_memory_refuses_a_model_larger_than_memory_naming_the_flags) {
     ck_assert_uint_gt(memory_limit_bytes(), 0);
     Error err = {{0}};
     ck_assert_msg(model_check_memory(&SMALL, 32, true, &err), "%s", err.msg);
+    ck_assert_msg(model_check_memory(&SMALL_GPT, 32, true, &err), "%s", err.msg);
     // 16 x 65536 x 65536 attention weights alone are 256 GiB of floats.
     const ModelConfig big = {.vocab_size = 65, .block_size = 1 << 16, .n_embd = 64, .n_head = 4};
     ck_assert(!model_check_memory(&big, 4, false, &err));
-    ck_assert_msg(strstr(err.msg, "--batch 4 --context 65536 --embd 64 --heads 4") && strstr(err.msg, "GB") &&
-                      strstr(err.msg, "use a smaller --batch, --context or --embd") && !strchr(err.msg, '\n'),
+    ck_assert_msg(strstr(err.msg, "--batch 4 --context 65536 --embd 64 --heads 4 --layers 1") &&
+                      strstr(err.msg, "GB") &&
+                      strstr(err.msg, "use a smaller --batch, --context, --embd or --layers") && !strchr(err.msg, '\n'),
+                  "message was: %s", err.msg);
+    // Too deep: 1024 blocks of 12 x 4096^2 weights are 824 GB of parameters
+    // alone, at a context and batch that are small.
+    const ModelConfig deep = {.vocab_size = 65, .block_size = 64, .n_embd = 4096, .n_head = 4, .arch = ARCH_GPT,
+                              .n_layer = 1024};
+    ck_assert(model_check_config(&deep, NULL));
+    ck_assert(!model_check_memory(&deep, 1, false, &err));
+    ck_assert_msg(strstr(err.msg, "--batch 1 --context 64 --embd 4096 --heads 4 --layers 1024") &&
+                      strstr(err.msg, "--layers") && !strchr(err.msg, '\n'),
                   "message was: %s", err.msg);
 }
 END_TEST
@@ -260,32 +671,157 @@ START_TEST(find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infi
     model_init(&m, &SMALL, SMALL_B, true);
     size_t element = 99;
     ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), -1);
+    ck_assert_int_eq(model_find_nonfinite(&m, m.grads_memory, &element), -1);
     ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
     m.params.head_bias[3] = INFINITY;
-    m.params.proj_weight[5] = NAN;
-    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), PARAM_PROJ_WEIGHT);
+    m.params.blocks[0].proj_weight[5] = NAN;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element),
+                     table_index(&m.param_table, "blocks.0.attn.proj.weight"));
     ck_assert_uint_eq(element, 5);
     m.grads.head_weight[7] = -INFINITY;
-    ck_assert_int_eq(model_find_nonfinite(&m, m.grads_memory, &element), PARAM_HEAD_WEIGHT);
+    ck_assert_int_eq(model_find_nonfinite(&m, m.grads_memory, &element), table_index(&m.param_table, "head.weight"));
     ck_assert_uint_eq(element, 7);
     m.acts.logits[2] = NAN;
-    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_LOGITS);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), table_index(&m.act_table, "logits"));
     ck_assert_uint_eq(element, 2);
+    model_free(&m);
+
+    // gpt: the first tensor in table order, across blocks; the second
+    // block's tensors come after every one of the first's.
+    model_init(&m, &SMALL_GPT, SMALL_B, true);
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), -1);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
+    m.params.lnf_weight[1] = NAN;
+    m.params.blocks[1].ln1_weight[6] = INFINITY;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element),
+                     table_index(&m.param_table, "blocks.1.ln1.weight"));
+    ck_assert_uint_eq(element, 6);
+    m.params.blocks[0].mlp_proj_weight[17] = NAN;
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element),
+                     table_index(&m.param_table, "blocks.0.mlp.proj.weight"));
+    ck_assert_uint_eq(element, 17);
+    m.grads.blocks[1].qkv_weight[SMALL_GPT.n_embd * SMALL_GPT.n_embd + 1] = NAN;  // element 1 of k
+    ck_assert_int_eq(model_find_nonfinite(&m, m.grads_memory, &element),
+                     table_index(&m.param_table, "blocks.1.attn.k.weight"));
+    ck_assert_uint_eq(element, 1);
+    m.acts.blocks[1].fc_out[4] = INFINITY;
+    m.acts.lnf_out[0] = NAN;
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), table_index(&m.act_table, "blocks.1.fc_out"));
+    ck_assert_uint_eq(element, 4);
     model_free(&m);
 
     // The search tests blocks of 1024 first: a hit in the last number, and
     // one on a block boundary, of a tensor several blocks long.
     const ModelConfig wide = {.vocab_size = 65, .block_size = 16, .n_embd = 16, .n_head = 2};
     model_init(&m, &wide, 4, false);
-    const size_t probs_size = m.act_specs[ACT_PROBS].size;
+    const int probs = table_index(&m.act_table, "probs");
+    const size_t probs_size = m.act_table.specs[probs].size;
     ck_assert_uint_gt(probs_size, 2048);
     ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
     m.acts.probs[probs_size - 1] = -INFINITY;
-    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_PROBS);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), probs);
     ck_assert_uint_eq(element, probs_size - 1);
     m.acts.probs[1024] = NAN;
-    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), ACT_PROBS);
+    ck_assert_int_eq(model_find_nonfinite_act(&m, &element), probs);
     ck_assert_uint_eq(element, 1024);
+    model_free(&m);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Initialisation
+
+// sample_moments: the mean and root mean square of x[0..n).
+static void sample_moments(const float *x, size_t n, double *mean, double *rms) {
+    double sum = 0, sum_sq = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += x[i];
+        sum_sq += (double)x[i] * x[i];
+    }
+    *mean = sum / (double)n;
+    *rms = sqrt(sum_sq / (double)n);
+}
+
+// The sample tolerance: the RMS of n draws of N(0, s^2) estimates s with a
+// relative standard error of 1/sqrt(2n) (the variance of x^2 is 2 s^4), and
+// their mean is 0 with a standard error of s/sqrt(n). Five standard errors
+// (a false failure about once in 3 million) still tell 0.02 from
+// 0.02/sqrt(2L) = 0.01 at L=2 apart for every tensor here (n >= 64*64, so
+// 5/sqrt(2n) <= 5.5%).
+static const double SAMPLE_SIGMAS = 5.0;
+
+START_TEST(gpt_init_sets_layernorms_to_one_and_draws_matrices_with_std_0_02_shrunk_at_branch_ends) {
+    enum { L = 2 };
+    const ModelConfig cfg = {.vocab_size = 65, .block_size = 64, .n_embd = 64, .n_head = 4, .arch = ARCH_GPT,
+                             .n_layer = L};
+    Model m;
+    Rng rng;
+    rng_init(&rng, 21);
+    model_init(&m, &cfg, 1, false);
+    model_init_weights(&m, &rng);
+    const double branch_end_std = 0.02 / sqrt(2.0 * L);
+    int layernorms = 0, branch_ends = 0, others = 0;
+    for (int i = 0; i < m.param_table.count; i++) {
+        const TensorSpec *spec = &m.param_table.specs[i];
+        const float *w = m.params_memory + spec->offset;
+        if (spec->ndim == 1) {  // gpt's only 1-d parameters are LayerNorm weights
+            for (size_t j = 0; j < spec->size; j++)
+                ck_assert_msg(w[j] == 1.0f, "%s[%zu] is %g, expected 1", spec->name, j, (double)w[j]);
+            layernorms++;
+            continue;
+        }
+        const char *name = spec->name;
+        const size_t len = strlen(name);
+        const bool branch_end = (len > 16 && strcmp(name + len - 16, "attn.proj.weight") == 0) ||
+                                (len > 15 && strcmp(name + len - 15, "mlp.proj.weight") == 0);
+        const double std = branch_end ? branch_end_std : 0.02;
+        branch_ends += branch_end;
+        others += !branch_end;
+        double mean, rms;
+        sample_moments(w, spec->size, &mean, &rms);
+        const double n = (double)spec->size;
+        ck_assert_msg(fabs(rms / std - 1.0) <= SAMPLE_SIGMAS / sqrt(2.0 * n),
+                      "%s: %zu weights with std %.5f, expected %.5f within %.1f%%", name, spec->size, rms, std,
+                      100.0 * SAMPLE_SIGMAS / sqrt(2.0 * n));
+        ck_assert_msg(fabs(mean) <= SAMPLE_SIGMAS * std / sqrt(n), "%s: mean %.6f, expected 0 within %.6f", name,
+                      mean, SAMPLE_SIGMAS * std / sqrt(n));
+    }
+    ck_assert_int_eq(layernorms, 2 * L + 1);  // ln1, ln2 per block, and ln_f
+    ck_assert_int_eq(branch_ends, 2 * L);     // attn.proj and mlp.proj per block
+    ck_assert_int_eq(others, 2 + 4 * L);      // tok_emb, pos_emb; q, k, v, fc per block
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(card_init_draws_embeddings_from_n_0_1_and_linear_layers_within_one_over_sqrt_c) {
+    const ModelConfig cfg = {.vocab_size = 65, .block_size = 64, .n_embd = 64, .n_head = 4};
+    Model m;
+    Rng rng;
+    rng_init(&rng, 22);
+    model_init(&m, &cfg, 1, false);
+    model_init_weights(&m, &rng);
+    const float bound = 1.0f / sqrtf((float)cfg.n_embd);
+    for (int i = 0; i < m.param_table.count; i++) {
+        const TensorSpec *spec = &m.param_table.specs[i];
+        const float *w = m.params_memory + spec->offset;
+        const double n = (double)spec->size;
+        double mean, rms;
+        sample_moments(w, spec->size, &mean, &rms);
+        if (strstr(spec->name, "_emb.")) {  // N(0, 1)
+            ck_assert_msg(fabs(rms - 1.0) <= SAMPLE_SIGMAS / sqrt(2.0 * n), "%s: std %.4f", spec->name, rms);
+            ck_assert_msg(fabs(mean) <= SAMPLE_SIGMAS / sqrt(n), "%s: mean %.4f", spec->name, mean);
+            continue;
+        }
+        // U(-b, b): every value within the bound, and an RMS of b/sqrt(3)
+        // (the variance of x^2 is 4 b^4/45, so the RMS's relative standard
+        // error is sqrt(4/45 * 9 / 4n) = 1/sqrt(5n)).
+        for (size_t j = 0; j < spec->size; j++)
+            ck_assert_msg(fabsf(w[j]) <= bound, "%s[%zu] = %g is outside +-%g", spec->name, j, (double)w[j],
+                          (double)bound);
+        if (spec->size < 1000) continue;  // the biases: too few for the moments to say much
+        ck_assert_msg(fabs(rms / (bound / sqrt(3.0)) - 1.0) <= SAMPLE_SIGMAS / sqrt(5.0 * n), "%s: rms %.5f",
+                      spec->name, rms);
+    }
     model_free(&m);
 }
 END_TEST
@@ -293,30 +829,100 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Whole-model gradient vs finite differences
 
-// Whole-model gradients are small (0.02 to 0.3 here: the loss is a mean over
-// B*T positions), so GRADCHECK_FLOAT32's atol of 2e-3 would let a 5% error
-// through. The finite differences measure about 1e-5 off, so 1e-4 is tight
-// and still safe.
+// Whole-model gradients are small (a tensor's largest is 0.001 to 1 here:
+// the loss is a mean over B*T positions), so GRADCHECK_FLOAT32's atol of
+// 2e-3 would let a large error through. The finite differences measure
+// about 1e-5 off, so 1e-4 is tight and still safe.
 static const GradCheckTolerance WHOLE_MODEL_TOLERANCE = {.h = 1e-2, .atol = 1e-4, .rtol = 1e-2};
 
-// A random model sized for (max_batch, cfg->block_size), one forward and
-// backward on a (B, T) batch, and every parameter tensor gradchecked against
-// the loss of the whole model (model_gradcheck_case, which `tinygpt
-// gradcheck` runs too).
-static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed) {
-    GradCheckResult results[NUM_PARAM_TENSORS];
-    double loss = NAN;
-    model_gradcheck_case(cfg, max_batch, B, T, seed, WHOLE_MODEL_TOLERANCE, results, &loss);
-    ck_assert_msg(isfinite(loss) && loss > 0, "initial loss %g", loss);
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    param_table(cfg, specs);
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const GradCheckResult *r = &results[i];
-        ck_assert_msg(r->failures == 0,
-                      "dropout %g, B=%d T=%d: %s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g",
-                      (double)cfg->dropout, B, T, specs[i].name, r->failures, specs[i].size, r->worst_index,
-                      r->worst_analytic, r->worst_numeric);
+// A tensor whose every gradient is within the tolerance of 0 would pass
+// whatever backward wrote. Each tensor's largest gradient must be well
+// above atol for its check to mean something.
+static const double MEANINGFUL_GRADIENT = 10 * 1e-4;
+
+typedef struct {
+    Model m;
+    int *inputs, *targets;  // [B,T]
+    int B, T;
+    uint64_t dropout_key;
+} GradCase;
+
+// The loss as a function of the parameters: a training forward pass, with
+// the same dropout mask every time.
+static double grad_case_loss(void *ctx) {
+    GradCase *gc = ctx;
+    return model_forward(&gc->m, gc->inputs, gc->targets, gc->B, gc->T, true, gc->dropout_key);
+}
+
+// gradcheck_weights: the weights the gradients are checked at: embeddings
+// and 1-d weights (biases, LayerNorm gains) from U(-1, 1), and each matrix
+// from U(-1, 1) / sqrt(its input width), PyTorch's nn.Linear scale. Larger
+// than gpt's init (std 0.02), whose gradients would mostly be within atol
+// of 0 and so checked nothing; not much larger: with matrices at U(-1, 1)
+// gpt's loss curves so much that h = 1e-2's truncation error, O(h^2), was
+// seen to reach 10 times the tolerance (in tok_emb, ln1 and ln2), shrinking
+// as h^2 towards the analytic value (an error of the finite difference, not
+// of the gradient). At this scale, over 8 seeds of each
+// architecture with and without dropout, no element's error used more than
+// 30% of its tolerance, and every tensor's largest gradient was above 1e-3.
+static void gradcheck_weights(Model *m, Rng *rng) {
+    for (int i = 0; i < m->param_table.count; i++) {
+        const TensorSpec *spec = &m->param_table.specs[i];
+        float *w = m->params_memory + spec->offset;
+        fill_uniform(w, spec->size, rng);
+        if (spec->ndim == 2 && !strstr(spec->name, "_emb.")) {
+            const float scale = 1.0f / sqrtf((float)spec->shape[1]);
+            for (size_t j = 0; j < spec->size; j++) w[j] *= scale;
+        }
     }
+}
+
+// check_model_gradients: a model of "cfg" sized for (max_batch,
+// cfg->block_size) at gradcheck_weights, one forward and backward on a
+// random (B, T) batch with a fixed dropout mask, and every parameter tensor
+// gradchecked against the loss of the whole model. In gpt that includes
+// tok_emb, whose gradient is the sum of the tied head's and the
+// embedding's, and so proves that the backward pass carries the stream's
+// gradient past every block (the embedding's part passes through all of
+// them). One thread: a few thousand tiny forward passes, where threads
+// would only add barriers.
+static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed) {
+    GradCase gc = {.B = B, .T = T};
+    Rng rng;
+    rng_init(&rng, seed);
+    model_init(&gc.m, cfg, max_batch, true);
+    gradcheck_weights(&gc.m, &rng);
+    gc.inputs = xmalloc((size_t)B * T * sizeof(int));
+    gc.targets = xmalloc((size_t)B * T * sizeof(int));
+    random_tokens(gc.inputs, B * T, cfg->vocab_size, &rng);
+    random_tokens(gc.targets, B * T, cfg->vocab_size, &rng);
+    gc.dropout_key = rng_u64(&rng);
+
+    const int saved_threads = get_threads();
+    set_threads(1);
+    model_zero_grad(&gc.m);
+    const double loss = grad_case_loss(&gc);
+    ck_assert_msg(isfinite(loss) && loss > 0, "initial loss %g", loss);
+    model_backward(&gc.m);
+    for (int i = 0; i < gc.m.param_table.count; i++) {
+        const TensorSpec *spec = &gc.m.param_table.specs[i];
+        const float *analytic = gc.m.grads_memory + spec->offset;
+        GradCheckResult r = gradcheck(grad_case_loss, &gc, gc.m.params_memory + spec->offset, analytic, spec->size,
+                                      WHOLE_MODEL_TOLERANCE);
+        ck_assert_msg(r.failures == 0,
+                      "%s, %d layers, dropout %g, B=%d T=%d: %s: %zu of %zu elements off; worst [%zu] analytic %.6g "
+                      "numeric %.6g",
+                      arch_name(cfg->arch), gc.m.n_layer, (double)cfg->dropout, B, T, spec->name, r.failures,
+                      spec->size, r.worst_index, r.worst_analytic, r.worst_numeric);
+        double largest = 0;
+        for (size_t j = 0; j < spec->size; j++) largest = fmax(largest, fabs((double)analytic[j]));
+        ck_assert_msg(largest >= MEANINGFUL_GRADIENT, "%s: %s: the largest gradient is %g, too small to check",
+                      arch_name(cfg->arch), spec->name, largest);
+    }
+    set_threads(saved_threads);
+    free(gc.targets);
+    free(gc.inputs);
+    model_free(&gc.m);
 }
 
 // Loop test: _i = 0 without dropout, _i = 1 with dropout 0.2 (training, fixed key).
@@ -327,10 +933,60 @@ START_TEST(every_parameter_gradient_matches_finite_differences) {
 }
 END_TEST
 
+// Loop test, as above: every tensor of both blocks, ln_f, and tok_emb
+// (embedding plus tied head); with dropout, the embedding's, both
+// branches' and attention's masks.
+START_TEST(gpt_every_parameter_gradient_matches_finite_differences) {
+    ModelConfig cfg = SMALL_GPT;
+    cfg.dropout = _i == 0 ? 0.0f : 0.2f;
+    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, 11 + (uint64_t)_i);
+}
+END_TEST
+
+// Loop test: _i = 0 on card, _i = 1 on gpt.
 START_TEST(gradients_are_right_for_a_batch_smaller_than_the_maximum) {
-    ModelConfig cfg = SMALL;
+    ModelConfig cfg = _i == 0 ? SMALL : SMALL_GPT;
     cfg.dropout = 0.2f;
     check_model_gradients(&cfg, 3, 2, 3, 5);  // built for B=3, T=5; run with B=2, T=3
+}
+END_TEST
+
+// Backward ADDS to the parameter gradients (model.h): two backward passes
+// of the same forward pass leave twice the gradient of one; zero_grad
+// clears them. Loop test: _i = 0 on card, _i = 1 on gpt (whose tok_emb
+// gets the head's part and the embedding's part, both added).
+START_TEST(backward_adds_to_the_parameter_gradients_and_zero_grad_clears_them) {
+    ModelConfig cfg = _i == 0 ? SMALL : SMALL_GPT;
+    cfg.dropout = 0.2f;
+    Model m;
+    Rng rng;
+    rng_init(&rng, 30);
+    model_init(&m, &cfg, SMALL_B, true);
+    gradcheck_weights(&m, &rng);
+    int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
+    random_tokens(inputs, SMALL_B * SMALL_T, cfg.vocab_size, &rng);
+    random_tokens(targets, SMALL_B * SMALL_T, cfg.vocab_size, &rng);
+    const size_t n = m.param_table.total;
+    float *once = xmalloc(n * sizeof(float));
+    model_zero_grad(&m);
+    model_forward(&m, inputs, targets, SMALL_B, SMALL_T, true, 3);
+    model_backward(&m);
+    memcpy(once, m.grads_memory, n * sizeof(float));
+    model_forward(&m, inputs, targets, SMALL_B, SMALL_T, true, 3);
+    model_backward(&m);
+    for (int i = 0; i < m.param_table.count; i++) {
+        const TensorSpec *spec = &m.param_table.specs[i];
+        for (size_t j = 0; j < spec->size; j++) {
+            const float g1 = once[spec->offset + j], g2 = m.grads_memory[spec->offset + j];
+            ck_assert_msg(fabsf(g2 - 2.0f * g1) <= 1e-6f + 1e-5f * fabsf(g1),
+                          "%s, %s[%zu]: %.9g after one backward pass, %.9g after two", arch_name(cfg.arch),
+                          spec->name, j, (double)g1, (double)g2);
+        }
+    }
+    model_zero_grad(&m);
+    for (size_t j = 0; j < n; j++) ck_assert_msg(m.grads_memory[j] == 0.0f, "gradient %zu not cleared", j);
+    free(once);
+    model_free(&m);
 }
 END_TEST
 
@@ -354,54 +1010,93 @@ START_TEST(first_loss_is_finite_and_positive) {
 }
 END_TEST
 
-START_TEST(a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
-    // Big: built for B=3, T=6. Exact: built for B=2, T=4, with the same
-    // parameters (pos_emb's first 4 rows). Both run the same (N, C, OC)
-    // matmuls and the same attention loops, so the results are bitwise equal.
+START_TEST(gpt_first_loss_is_close_to_ln_v) {
+    // nanoGPT's init makes the first prediction nearly uniform: ln_f's output
+    // has unit variance per channel and tok_emb is N(0, 0.02), so each logit
+    // is about N(0, 0.02^2 C), std 0.06 at C=8. A position's cross-entropy
+    // logsumexp(z) - z_target is within max z - min z of ln V, and the mean
+    // over B*T positions much closer; 0.1 is several standard deviations.
+    Model m;
+    Rng rng;
+    rng_init(&rng, 3);
+    model_init(&m, &SMALL_GPT, SMALL_B, false);
+    model_init_weights(&m, &rng);
+    int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
+    random_tokens(inputs, SMALL_B * SMALL_T, SMALL_GPT.vocab_size, &rng);
+    random_tokens(targets, SMALL_B * SMALL_T, SMALL_GPT.vocab_size, &rng);
+    float loss = model_forward(&m, inputs, targets, SMALL_B, SMALL_T, false, 0);
+    ck_assert_msg(fabs(loss - log(SMALL_GPT.vocab_size)) < 0.1, "first loss %g, ln V = %g", (double)loss,
+                  log(SMALL_GPT.vocab_size));
+    model_free(&m);
+}
+END_TEST
+
+// smaller_batch_matches_exact_model: big is built for B=3, T=6; exact for
+// B=2, T=4, with the same parameters (pos_emb's first 4 rows). Both run the
+// same (N, C, OC) matmuls and the same attention loops, so the results are
+// bitwise equal, in evaluation and in training (the same dropout masks).
+static void smaller_batch_matches_exact_model(const ModelConfig *cfg) {
     enum { B = 2, T = 4 };
-    ModelConfig big_cfg = SMALL, exact_cfg = SMALL;
+    ModelConfig big_cfg = *cfg, exact_cfg = *cfg;
     big_cfg.block_size = 6;
     exact_cfg.block_size = T;
-    big_cfg.dropout = exact_cfg.dropout = 0.2f;  // and the same dropout mask
+    big_cfg.dropout = exact_cfg.dropout = 0.2f;
     Model big, exact;
     Rng rng;
     rng_init(&rng, 4);
     model_init(&big, &big_cfg, 3, false);
     model_init(&exact, &exact_cfg, B, false);
     model_init_weights(&big, &rng);
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++)  // pos_emb: a prefix; the others: whole
-        memcpy(exact.params_memory + exact.param_specs[i].offset, big.params_memory + big.param_specs[i].offset,
-               exact.param_specs[i].size * sizeof(float));
+    ck_assert_int_eq(big.param_table.count, exact.param_table.count);
+    for (int i = 0; i < exact.param_table.count; i++) {  // pos_emb: a prefix; the others: whole
+        const TensorSpec *from = &big.param_table.specs[i], *to = &exact.param_table.specs[i];
+        ck_assert_str_eq(from->name, to->name);
+        memcpy(exact.params_memory + to->offset, big.params_memory + from->offset, to->size * sizeof(float));
+    }
     int inputs[B * T], targets[B * T];
-    random_tokens(inputs, B * T, SMALL.vocab_size, &rng);
-    random_tokens(targets, B * T, SMALL.vocab_size, &rng);
+    random_tokens(inputs, B * T, cfg->vocab_size, &rng);
+    random_tokens(targets, B * T, cfg->vocab_size, &rng);
     for (int training = 0; training <= 1; training++) {
         float big_loss = model_forward(&big, inputs, targets, B, T, training, 42);
         float exact_loss = model_forward(&exact, inputs, targets, B, T, training, 42);
-        ck_assert(memcmp(big.acts.logits, exact.acts.logits, (size_t)B * T * SMALL.vocab_size * sizeof(float)) ==
-                  0);
+        ck_assert_msg(memcmp(big.acts.logits, exact.acts.logits, (size_t)B * T * cfg->vocab_size * sizeof(float)) ==
+                          0,
+                      "%s, training %d: the logits differ", arch_name(cfg->arch), training);
         ck_assert_float_eq(big_loss, exact_loss);
     }
     model_free(&exact);
     model_free(&big);
 }
+
+START_TEST(a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
+    smaller_batch_matches_exact_model(&SMALL);
+}
 END_TEST
 
+START_TEST(gpt_a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
+    smaller_batch_matches_exact_model(&SMALL_GPT);
+}
+END_TEST
+
+// Loop test: _i = 0 on card, _i = 1 on gpt (where dropout also acts on the
+// embedding and on both branches of every block).
 START_TEST(dropout_changes_only_training_and_zero_dropout_changes_nothing) {
     enum { B = SMALL_B, T = SMALL_T };
-    ModelConfig with_dropout = SMALL;
+    const ModelConfig base = _i == 0 ? SMALL : SMALL_GPT;
+    ModelConfig with_dropout = base;
     with_dropout.dropout = 0.3f;
     Model plain, dropped;
     Rng rng;
     rng_init(&rng, 6);
-    model_init(&plain, &SMALL, B, false);
+    model_init(&plain, &base, B, false);
     model_init(&dropped, &with_dropout, B, false);
     model_init_weights(&plain, &rng);
-    memcpy(dropped.params_memory, plain.params_memory, plain.num_params * sizeof(float));
+    ck_assert_uint_eq(plain.param_table.total, dropped.param_table.total);
+    memcpy(dropped.params_memory, plain.params_memory, plain.param_table.total * sizeof(float));
     int inputs[B * T], targets[B * T];
-    random_tokens(inputs, B * T, SMALL.vocab_size, &rng);
-    random_tokens(targets, B * T, SMALL.vocab_size, &rng);
-    const size_t logits_bytes = (size_t)B * T * SMALL.vocab_size * sizeof(float);
+    random_tokens(inputs, B * T, base.vocab_size, &rng);
+    random_tokens(targets, B * T, base.vocab_size, &rng);
+    const size_t logits_bytes = (size_t)B * T * base.vocab_size * sizeof(float);
     float *reference = xmalloc(logits_bytes);
 
     model_forward(&plain, inputs, targets, B, T, false, 0);  // evaluation, no dropout
@@ -423,49 +1118,63 @@ END_TEST
 // a wrong row or a missing term.
 static const float SANITIZED_LOGIT_TOLERANCE = 1e-6f;
 
-START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
-    // model.h: model_forward_position "computes only row t ... The arithmetic,
-    // and so every bit of the result, is the same as model_forward's".
-    enum { T = 12 };
-    const ModelConfig cfg = {.vocab_size = 11, .block_size = T, .n_embd = 32, .n_head = 4, .dropout = 0.1f};
+// position_by_position_matches_full_pass: model.h: model_forward_position
+// "runs the same block_forward as model_forward, on one row, so every bit
+// of the result is the same".
+static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
+    const int T = cfg->block_size, V = cfg->vocab_size;
     Model full, cached;
     Rng rng;
     rng_init(&rng, 14);
-    model_init(&full, &cfg, 1, false);
-    model_init(&cached, &cfg, 1, false);
+    model_init(&full, cfg, 1, false);
+    model_init(&cached, cfg, 1, false);
     model_init_weights(&full, &rng);
-    memcpy(cached.params_memory, full.params_memory, full.num_params * sizeof(float));
-    int inputs[T];
-    random_tokens(inputs, T, cfg.vocab_size, &rng);
+    memcpy(cached.params_memory, full.params_memory, full.param_table.total * sizeof(float));
+    int *inputs = xmalloc((size_t)T * sizeof(int));
+    random_tokens(inputs, T, V, &rng);
     model_forward(&full, inputs, NULL, 1, T, false, 0);
     TransposedWeights weights_t;
     transposed_weights_init(&weights_t, &cached);
     for (int t = 0; t < T; t++) {
         const float *logits_t = model_forward_position(&cached, &weights_t, inputs[t], t);
-        const float *expected = full.acts.logits + (size_t)t * cfg.vocab_size;
-        for (int v = 0; v < cfg.vocab_size; v++)
-            if (TINYGPT_SANITIZED ? fabsf(logits_t[v] - expected[v]) > SANITIZED_LOGIT_TOLERANCE
-                                  : logits_t[v] != expected[v])
-                ck_abort_msg("position %d, logit %d: %.9g one position at a time, %.9g in a full pass", t, v,
-                             (double)logits_t[v], (double)expected[v]);
+        const float *expected = full.acts.logits + (size_t)t * V;
+        if (!TINYGPT_SANITIZED && memcmp(logits_t, expected, (size_t)V * sizeof(float)) == 0) continue;
+        for (int v = 0; v < V; v++)
+            if (TINYGPT_SANITIZED ? !(fabsf(logits_t[v] - expected[v]) <= SANITIZED_LOGIT_TOLERANCE)
+                                  : memcmp(&logits_t[v], &expected[v], sizeof(float)) != 0)
+                ck_abort_msg("%s, %d layers: position %d, logit %d: %.9g one position at a time, %.9g in a full pass",
+                             arch_name(cfg->arch), full.n_layer, t, v, (double)logits_t[v], (double)expected[v]);
     }
     transposed_weights_free(&weights_t);
+    free(inputs);
     model_free(&cached);
     model_free(&full);
+}
+
+START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
+    const ModelConfig cfg = {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f};
+    position_by_position_matches_full_pass(&cfg);
+}
+END_TEST
+
+START_TEST(gpt_forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
+    const ModelConfig cfg = {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f,
+                             .arch = ARCH_GPT, .n_layer = 3};
+    position_by_position_matches_full_pass(&cfg);
 }
 END_TEST
 
 // ---------------------------------------------------------------------------
 // Training
 
-// "abcabc..." as token ids 0, 1, 2: the next token is a function of the
-// current one, so even a model that ignores position can learn it exactly.
-START_TEST(sgd_learns_a_repeating_sequence) {
-    enum { B = 2, T = 8, STEPS = 300 };
-    const float lr = 0.5f;
-    // A clear margin: the loss must fall below 20% of where it started.
+// learns_repeating_sequence: "abcabc..." as token ids 0, 1, 2: the next
+// token is a function of the current one, so even a model that ignores
+// position can learn it exactly. The loss must fall below 20% of where it
+// started: a clear margin.
+static void learns_repeating_sequence(const ModelConfig *cfg, int steps, float lr) {
+    enum { B = 2, T = 8 };
     const double required_fraction = 0.2;
-    const ModelConfig cfg = {.vocab_size = 3, .block_size = T, .n_embd = 16, .n_head = 2, .dropout = 0.0f};
+    ck_assert_int_eq(cfg->block_size, T);
     int inputs[B * T], targets[B * T];
     for (int b = 0; b < B; b++) {  // row b starts at offset b: "abcabcab", "bcabcabc"
         for (int t = 0; t < T; t++) {
@@ -476,15 +1185,15 @@ START_TEST(sgd_learns_a_repeating_sequence) {
     Model m;
     Rng rng;
     rng_init(&rng, 8);
-    model_init(&m, &cfg, B, true);
+    model_init(&m, cfg, B, true);
     model_init_weights(&m, &rng);
-    // One thread: 300 steps of ~20 tiny parallel regions each would spend
-    // their time in barriers, which on a loaded machine can each wait a
-    // scheduler tick. Threads change no bits (see the last test).
+    // One thread: a few hundred steps of ~20 tiny parallel regions each would
+    // spend their time in barriers, which on a loaded machine can each wait a
+    // scheduler tick. Threads change no bits (see the last tests).
     int saved_threads = get_threads();
     set_threads(1);
     float first = 0, last = 0;
-    for (int step = 0; step < STEPS; step++) {
+    for (int step = 0; step < steps; step++) {
         model_zero_grad(&m);
         last = model_forward(&m, inputs, targets, B, T, true, (uint64_t)step);
         if (step == 0) first = last;
@@ -492,9 +1201,21 @@ START_TEST(sgd_learns_a_repeating_sequence) {
         model_sgd_step(&m, lr);
     }
     set_threads(saved_threads);
-    ck_assert_msg(isfinite(last) && last < required_fraction * first, "loss went from %g to %g in %d steps",
-                  (double)first, (double)last, STEPS);
+    ck_assert_msg(isfinite(last) && last < required_fraction * first, "%s: loss went from %g to %g in %d steps",
+                  arch_name(cfg->arch), (double)first, (double)last, steps);
     model_free(&m);
+}
+
+START_TEST(sgd_learns_a_repeating_sequence) {
+    const ModelConfig cfg = {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f};
+    learns_repeating_sequence(&cfg, 300, 0.5f);
+}
+END_TEST
+
+START_TEST(gpt_sgd_learns_a_repeating_sequence) {
+    const ModelConfig cfg = {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f,
+                             .arch = ARCH_GPT, .n_layer = 2};
+    learns_repeating_sequence(&cfg, 300, 0.5f);
 }
 END_TEST
 
@@ -504,19 +1225,21 @@ END_TEST
 // steps suffice: any difference in one step's sums changes every later step.
 // Sizes big enough that every layer splits its work between two threads:
 // B*T = 128 rows (two 64-row chunks in linear.c), 3C = 96 columns (two
-// 64-wide tiles), B*NH = 16 attention (batch, head) pairs.
+// 64-wide tiles; gpt's 4C = 128 too), B*NH = 16 attention (batch, head) pairs.
 enum { RUN_B = 4, RUN_T = 32, RUN_STEPS = 8, RUN_CORPUS = 500 };
 static const ModelConfig RUN_CFG = {.vocab_size = 11, .block_size = RUN_T, .n_embd = 32, .n_head = 4,
                                     .dropout = 0.2f};
+static const ModelConfig RUN_GPT_CFG = {.vocab_size = 11, .block_size = RUN_T, .n_embd = 32, .n_head = 4,
+                                        .dropout = 0.2f, .arch = ARCH_GPT, .n_layer = 2};
 
-static float *train_run(float losses[RUN_STEPS], uint64_t seed) {
+static float *train_run(const ModelConfig *cfg, float losses[RUN_STEPS], uint64_t seed) {
     Model m;
     Rng rng;
     rng_init(&rng, seed);
-    model_init(&m, &RUN_CFG, RUN_B, true);
+    model_init(&m, cfg, RUN_B, true);
     model_init_weights(&m, &rng);
     int corpus[RUN_CORPUS], inputs[RUN_B * RUN_T], targets[RUN_B * RUN_T];
-    random_tokens(corpus, RUN_CORPUS, RUN_CFG.vocab_size, &rng);
+    random_tokens(corpus, RUN_CORPUS, cfg->vocab_size, &rng);
     for (int step = 0; step < RUN_STEPS; step++) {
         for (int b = 0; b < RUN_B; b++) {
             int start = (int)rng_below(&rng, RUN_CORPUS - RUN_T);
@@ -528,43 +1251,59 @@ static float *train_run(float losses[RUN_STEPS], uint64_t seed) {
         model_backward(&m);
         model_sgd_step(&m, 0.1f);
     }
-    float *params = xmalloc(m.num_params * sizeof(float));
-    memcpy(params, m.params_memory, m.num_params * sizeof(float));
+    float *params = xmalloc(m.param_table.total * sizeof(float));
+    memcpy(params, m.params_memory, m.param_table.total * sizeof(float));
     model_free(&m);
     return params;
 }
 
-static void assert_runs_identical(const float a[RUN_STEPS], const float b[RUN_STEPS], const float *params_a,
-                                  const float *params_b, const char *what) {
+static void assert_runs_identical(const ModelConfig *cfg, const float a[RUN_STEPS], const float b[RUN_STEPS],
+                                  const float *params_a, const float *params_b, const char *what) {
     for (int step = 0; step < RUN_STEPS; step++)
-        ck_assert_msg(memcmp(&a[step], &b[step], sizeof(float)) == 0, "%s: step %d loss %.9g vs %.9g", what, step,
-                      (double)a[step], (double)b[step]);
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    size_t n = param_table(&RUN_CFG, specs);
-    ck_assert_msg(memcmp(params_a, params_b, n * sizeof(float)) == 0, "%s: final parameters differ", what);
+        ck_assert_msg(memcmp(&a[step], &b[step], sizeof(float)) == 0, "%s, %s: step %d loss %.9g vs %.9g",
+                      arch_name(cfg->arch), what, step, (double)a[step], (double)b[step]);
+    TensorTable t;
+    param_table(&t, cfg);
+    for (int i = 0; i < t.count; i++)
+        ck_assert_msg(memcmp(params_a + t.specs[i].offset, params_b + t.specs[i].offset,
+                             t.specs[i].size * sizeof(float)) == 0,
+                      "%s, %s: final %s differs", arch_name(cfg->arch), what, t.specs[i].name);
+    table_free(&t);
 }
 
-START_TEST(the_same_seed_gives_bitwise_identical_losses) {
+static void same_seed_runs_are_identical(const ModelConfig *cfg) {
     float first[RUN_STEPS], second[RUN_STEPS];
-    float *params_first = train_run(first, 9);
-    float *params_second = train_run(second, 9);
-    assert_runs_identical(first, second, params_first, params_second, "same seed");
+    float *params_first = train_run(cfg, first, 9);
+    float *params_second = train_run(cfg, second, 9);
+    assert_runs_identical(cfg, first, second, params_first, params_second, "same seed");
     free(params_second);
     free(params_first);
 }
-END_TEST
 
-START_TEST(one_and_two_threads_give_bitwise_identical_losses) {
+static void thread_counts_give_identical_runs(const ModelConfig *cfg) {
     float one[RUN_STEPS], two[RUN_STEPS];
     int saved_threads = get_threads();
     set_threads(1);
-    float *params_one = train_run(one, 10);
+    float *params_one = train_run(cfg, one, 10);
     set_threads(2);
-    float *params_two = train_run(two, 10);
+    float *params_two = train_run(cfg, two, 10);
     set_threads(saved_threads);
-    assert_runs_identical(one, two, params_one, params_two, "1 vs 2 threads");
+    assert_runs_identical(cfg, one, two, params_one, params_two, "1 vs 2 threads");
     free(params_two);
     free(params_one);
+}
+
+START_TEST(the_same_seed_gives_bitwise_identical_losses) { same_seed_runs_are_identical(&RUN_CFG); }
+END_TEST
+
+START_TEST(one_and_two_threads_give_bitwise_identical_losses) { thread_counts_give_identical_runs(&RUN_CFG); }
+END_TEST
+
+START_TEST(gpt_the_same_seed_gives_bitwise_identical_losses) { same_seed_runs_are_identical(&RUN_GPT_CFG); }
+END_TEST
+
+START_TEST(gpt_one_and_two_threads_give_bitwise_identical_losses) {
+    thread_counts_give_identical_runs(&RUN_GPT_CFG);
 }
 END_TEST
 
@@ -572,24 +1311,44 @@ Suite *model_suite(void) {
     Suite *s = suite_create("model");
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, param_table_lists_every_tensor_contiguously_in_model_h_order);
+    tcase_add_test(tables, gpt_param_table_lists_embeddings_then_each_block_then_ln_f_and_no_head);
     tcase_add_test(tables, act_table_sizes_every_activation_for_the_largest_batch);
+    tcase_add_test(tables, gpt_act_table_sizes_every_block_s_activations_for_the_largest_batch);
+    tcase_add_test(tables, grad_act_table_holds_one_block_s_gradients_whatever_the_depth);
     tcase_add_test(tables, act_table_does_not_overflow_for_the_longest_context_check_config_allows);
     tcase_add_test(tables, model_init_points_each_view_at_its_table_entry);
+    tcase_add_test(tables, gpt_model_init_points_each_block_s_views_at_its_table_entries_and_ties_the_head_to_tok_emb);
     tcase_add_test(tables, check_config_accepts_a_valid_config);
-    tcase_add_test(tables, check_config_rejects_bad_sizes_naming_the_flag);
+    tcase_add_loop_test(tables, check_config_rejects_bad_sizes_naming_the_flag, 0, 2);
+    tcase_add_test(tables, check_config_refuses_gpt_without_layers_and_card_with_more_than_one_naming_layers);
+    tcase_add_test(tables, arch_names_are_card_and_gpt);
     tcase_add_test(tables, memory_bytes_is_exactly_what_model_init_allocates);
     tcase_add_test(tables, memory_bytes_saturates_instead_of_overflowing);
     tcase_add_test(tables, check_memory_refuses_a_model_larger_than_memory_naming_the_flags);
     tcase_add_test(tables, find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infinity);
     suite_add_tcase(s, tables);
 
+    TCase *init = tcase_create("init");
+    tcase_add_test(init, gpt_init_sets_layernorms_to_one_and_draws_matrices_with_std_0_02_shrunk_at_branch_ends);
+    tcase_add_test(init, card_init_draws_embeddings_from_n_0_1_and_linear_layers_within_one_over_sqrt_c);
+    suite_add_tcase(s, init);
+
     TCase *passes = tcase_create("passes");
+    // The finite-difference tests run a few thousand tiny forward passes
+    // (gpt: about 3400, some 0.2 s); under a sanitizer they are several times
+    // slower, past Check's default 4 s.
+    tcase_set_timeout(passes, 30);
     tcase_add_loop_test(passes, every_parameter_gradient_matches_finite_differences, 0, 2);
-    tcase_add_test(passes, gradients_are_right_for_a_batch_smaller_than_the_maximum);
+    tcase_add_loop_test(passes, gpt_every_parameter_gradient_matches_finite_differences, 0, 2);
+    tcase_add_loop_test(passes, gradients_are_right_for_a_batch_smaller_than_the_maximum, 0, 2);
+    tcase_add_loop_test(passes, backward_adds_to_the_parameter_gradients_and_zero_grad_clears_them, 0, 2);
     tcase_add_test(passes, first_loss_is_finite_and_positive);
+    tcase_add_test(passes, gpt_first_loss_is_close_to_ln_v);
     tcase_add_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
-    tcase_add_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing);
+    tcase_add_test(passes, gpt_a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
+    tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
     tcase_add_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass);
+    tcase_add_test(passes, gpt_forward_position_by_position_gives_the_logits_of_a_full_forward_pass);
     suite_add_tcase(s, passes);
 
     TCase *training = tcase_create("training");
@@ -598,8 +1357,11 @@ Suite *model_suite(void) {
     // wait a scheduler tick, which was seen to take them past Check's 4 s.
     tcase_set_timeout(training, 30);
     tcase_add_test(training, sgd_learns_a_repeating_sequence);
+    tcase_add_test(training, gpt_sgd_learns_a_repeating_sequence);
     tcase_add_test(training, the_same_seed_gives_bitwise_identical_losses);
     tcase_add_test(training, one_and_two_threads_give_bitwise_identical_losses);
+    tcase_add_test(training, gpt_the_same_seed_gives_bitwise_identical_losses);
+    tcase_add_test(training, gpt_one_and_two_threads_give_bitwise_identical_losses);
     suite_add_tcase(s, training);
     return s;
 }

@@ -73,10 +73,12 @@ START_TEST(the_same_seed_draws_the_same_tokens_and_another_seed_does_not) {
 }
 END_TEST
 
-// A tiny random model for the context tests: block size 4.
+// A tiny random model for the context tests: block size 4; card, or
+// (_i = 1 in the loop tests) a gpt of 2 blocks.
 enum { TINY_V = 6, TINY_T = 4 };
-static void tiny_model(Model *m) {
-    ModelConfig cfg = {.vocab_size = TINY_V, .block_size = TINY_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f};
+static void tiny_model(Model *m, Arch arch) {
+    ModelConfig cfg = {.vocab_size = TINY_V, .block_size = TINY_T, .n_embd = 8, .n_head = 2, .dropout = 0.0f,
+                       .arch = arch, .n_layer = arch == ARCH_GPT ? 2 : 1};
     model_init(m, &cfg, 1, false);
     Rng rng;
     rng_init(&rng, 5);
@@ -91,8 +93,8 @@ static void forward_last_logits(Model *m, const int *tokens, int n, float logits
 
 START_TEST(within_the_block_the_generator_sees_the_whole_text) {
     Model m, reference;
-    tiny_model(&m);
-    tiny_model(&reference);
+    tiny_model(&m, _i == 0 ? ARCH_CARD : ARCH_GPT);
+    tiny_model(&reference, _i == 0 ? ARCH_CARD : ARCH_GPT);
     const int text[TINY_T] = {4, 0, 3, 1};
     for (int cache = 0; cache < 2; cache++) {
         Generator g;
@@ -112,8 +114,8 @@ END_TEST
 
 START_TEST(a_text_longer_than_the_block_keeps_the_newest_half_then_grows_again) {
     Model m, reference;
-    tiny_model(&m);
-    tiny_model(&reference);
+    tiny_model(&m, ARCH_CARD);
+    tiny_model(&reference, ARCH_CARD);
     const int text[7] = {1, 2, 3, 4, 5, 0, 2};
     Generator g;
     generator_init(&g, &m, 16, false);
@@ -136,16 +138,18 @@ END_TEST
 
 // Generate with and without the key/value cache from the same prompt and
 // seed, far past several window jumps: every logit and so every token must
-// be identical, bit for bit.
+// be identical, bit for bit. _i = 0: card; _i = 1: a gpt of 3 blocks, each
+// with its own cache.
 START_TEST(cached_and_uncached_generation_give_identical_logits_and_tokens) {
-    ModelConfig cfg = {.vocab_size = 11, .block_size = 9, .n_embd = 12, .n_head = 3, .dropout = 0.1f};
+    ModelConfig cfg = {.vocab_size = 11, .block_size = 9, .n_embd = 12, .n_head = 3, .dropout = 0.1f,
+                       .arch = _i == 0 ? ARCH_CARD : ARCH_GPT, .n_layer = _i == 0 ? 1 : 3};
     Model cached_model, plain_model;
     Rng init;
     rng_init(&init, 21);
     model_init(&cached_model, &cfg, 1, false);
     model_init_weights(&cached_model, &init);
     model_init(&plain_model, &cfg, 1, false);
-    memcpy(plain_model.params_memory, cached_model.params_memory, cached_model.num_params * sizeof(float));
+    memcpy(plain_model.params_memory, cached_model.params_memory, cached_model.param_table.total * sizeof(float));
 
     enum { STEPS = 60 };
     Generator cached, plain;
@@ -185,9 +189,9 @@ Suite *sampler_suite(void) {
     tcase_add_test(tc, sampling_frequencies_match_the_softmax_of_logits_over_temperature);
     tcase_add_test(tc, top_k_never_draws_outside_the_k_likeliest_tokens);
     tcase_add_test(tc, the_same_seed_draws_the_same_tokens_and_another_seed_does_not);
-    tcase_add_test(tc, within_the_block_the_generator_sees_the_whole_text);
+    tcase_add_loop_test(tc, within_the_block_the_generator_sees_the_whole_text, 0, 2);
     tcase_add_test(tc, a_text_longer_than_the_block_keeps_the_newest_half_then_grows_again);
-    tcase_add_test(tc, cached_and_uncached_generation_give_identical_logits_and_tokens);
+    tcase_add_loop_test(tc, cached_and_uncached_generation_give_identical_logits_and_tokens, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

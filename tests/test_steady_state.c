@@ -39,9 +39,12 @@ void *realloc(void *p, size_t size) {
 #endif
 
 // Sizes at which every layer splits its work between two threads (as in
-// test_model.c's thread tests), with dropout on.
+// test_model.c's thread tests), with dropout on: card, and a gpt of 2 blocks.
 enum { SB = 4, ST = 32, STEPS = 5 };
-static const ModelConfig STEADY_CFG = {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f};
+static const ModelConfig STEADY_CFG[2] = {
+    {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_CARD, .n_layer = 1},
+    {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_GPT, .n_layer = 2},
+};
 
 static void train_steps(Model *m, Rng *rng, const int *inputs, const int *targets, int steps) {
     for (int step = 0; step < steps; step++) {
@@ -55,21 +58,23 @@ static void train_steps(Model *m, Rng *rng, const int *inputs, const int *target
     }
 }
 
+// Loop test: _i indexes STEADY_CFG.
 START_TEST(a_training_step_allocates_nothing_after_the_first) {
 #if TINYGPT_SANITIZED
     return;  // AddressSanitizer's malloc cannot be counted here
 #else
+    const ModelConfig *cfg = &STEADY_CFG[_i];
     int saved_threads = get_threads();
     set_threads(2);
     Model m;
     Rng rng;
     rng_init(&rng, 3);
-    model_init(&m, &STEADY_CFG, SB, true);
+    model_init(&m, cfg, SB, true);
     model_init_weights(&m, &rng);
     int inputs[SB * ST], targets[SB * ST];
     for (int i = 0; i < SB * ST; i++) {
-        inputs[i] = (int)rng_below(&rng, STEADY_CFG.vocab_size);
-        targets[i] = (int)rng_below(&rng, STEADY_CFG.vocab_size);
+        inputs[i] = (int)rng_below(&rng, cfg->vocab_size);
+        targets[i] = (int)rng_below(&rng, cfg->vocab_size);
     }
     train_steps(&m, &rng, inputs, targets, 2);  // OpenMP starts its threads here
     long before = atomic_load(&allocations);
@@ -81,7 +86,7 @@ START_TEST(a_training_step_allocates_nothing_after_the_first) {
     model_free(&m);
     set_threads(saved_threads);
     ck_assert_msg(probe == 1, "the malloc counter saw %ld calls for one xmalloc", probe);
-    ck_assert_msg(during == 0, "%d training steps made %ld allocations", STEPS, during);
+    ck_assert_msg(during == 0, "%d training steps of %s made %ld allocations", STEPS, arch_name(cfg->arch), during);
 #endif
 }
 END_TEST
@@ -89,7 +94,7 @@ END_TEST
 Suite *steady_state_suite(void) {
     Suite *s = suite_create("steady_state");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, a_training_step_allocates_nothing_after_the_first);
+    tcase_add_loop_test(tc, a_training_step_allocates_nothing_after_the_first, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,5 +26,10 @@ Suite *gradcheck_model_suite(void);
 Suite *args_suite(void);
 Suite *train_suite(void);
 Suite *steady_state_suite(void);
+Suite *arch_suite(void);
+Suite *layernorm_suite(void);
+Suite *residual_suite(void);
+Suite *gelu_suite(void);
+Suite *mlp_suite(void);
 
 #endif

@@ -22,6 +22,10 @@ void usage_error(const Command *cmd, const char *fmt, ...) {
 }
 
 static void print_default(const Flag *f, FILE *out) {
+    if (f->default_text) {
+        fprintf(out, " (default %s)", f->default_text);
+        return;
+    }
     switch (f->type) {
     case FLAG_INT: fprintf(out, " (default %d)", *(int *)f->value); break;
     case FLAG_LONG: fprintf(out, " (default %ld)", *(long *)f->value); break;

@@ -3,7 +3,9 @@
 // Reading order: file 13 (glue code; skip it on a first read). Each command
 // declares its flags once, in a table holding the variable that receives
 // the value (and holds the default beforehand), a one-line help, and the
-// allowed range. The same table parses argv and prints --help, so the help
+// allowed range. A default that depends on another flag (train's --batch
+// depends on --arch) is set by the command after parsing, for the flags not
+// given (Flag.seen), and shown by --help from the flag's default_text. The same table parses argv and prints --help, so the help
 // text cannot drift from what is accepted.
 #ifndef TINYGPT_ARGS_H
 #define TINYGPT_ARGS_H
@@ -23,6 +25,9 @@ typedef struct {
     const char *help;     // one line; NULL keeps the flag out of --help (a hook for tests)
     double min, max;      // inclusive range for numbers (ignored when min == max == 0)
     bool seen;            // set when the flag appears on the command line
+    const char *default_text;  // what --help shows as the default, for one that the variable
+                               // cannot hold yet (it depends on another flag: "gpt 12, card 32");
+                               // NULL shows the variable's value
 } Flag;
 
 typedef struct {
@@ -54,7 +59,7 @@ const char *parse_flags(Command *cmd, int argc, char **argv);
 const Flag *command_flag(const Command *cmd, const char *name);
 
 // print_command_help: the usage line, the summary, one line per flag with its
-// default, and the example.
+// default (its default_text, or else its variable's value), and the example.
 void print_command_help(const Command *cmd, FILE *out);
 
 // usage_error: "tinygpt CMD: <message>; see 'tinygpt CMD --help'", exit 2.

@@ -17,6 +17,7 @@
 static const Rgb INK = {40, 40, 40}, SOFT_INK = {150, 150, 150};
 static const char SUBTITLE_1[] = "row: the character reading; column: the character it reads";
 static const char SUBTITLE_2[] = "each row sums to 1; hatched: the future, masked";
+static const char WIDE_TITLE[] = "layer 99 of 99, head 99 of 99";  // the picture is at least this wide
 
 // Where everything goes, in pixels, for a T-character prompt.
 typedef struct {
@@ -40,6 +41,8 @@ static Layout layout_for(int T) {
     l.width = l.bar_x + 16 + 8 + canvas_text_width("0.5", 2) + 12;
     int text_w = 12 + canvas_text_width(SUBTITLE_1, 1) + 12;
     if (l.width < text_w) l.width = text_w;
+    int title_w = 12 + canvas_text_width(WIDE_TITLE, 2) + 12;
+    if (l.width < title_w) l.width = title_w;
     l.height = l.top + l.bar_h + 16;
     return l;
 }
@@ -94,11 +97,9 @@ static void draw_label(Canvas *c, int cx, int top, uint32_t cp) {
     }
 }
 
-void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, int head, int n_head) {
+void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, const char *title) {
     Layout l = layout_for(T);
     canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
-    char title[64];
-    snprintf(title, sizeof title, "head %d of %d", head + 1, n_head);
     canvas_text(c, 12, 10, title, 2, INK);
     canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
     canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8 + TEXT_HEIGHT + 5, SUBTITLE_2, 1, INK);
@@ -149,12 +150,12 @@ static const char *printable(uint32_t cp, char buf[8]) {
     return buf;
 }
 
-// One head's weights: a header of the characters read, then one row per
-// character reading. Every label is one column wide on the terminal.
-static void print_head(const float *weights, int T, const uint32_t *codepoints, int head, int n_head) {
+// One head's weights under "title": a header of the characters read, then
+// one row per character reading. Every label is one column wide on the
+// terminal.
+static void print_head(const float *weights, int T, const uint32_t *codepoints, const char *title) {
     char buf[8];
-    printf("head %d of %d: row = the character reading, column = the character it reads; rows sum to 1\n ",
-           head + 1, n_head);
+    printf("%s: row = the character reading, column = the character it reads; rows sum to 1\n ", title);
     for (int j = 0; j < T; j++) printf("      %s", printable(codepoints[j], buf));
     printf("\n");
     for (int t = 0; t < T; t++) {
@@ -165,20 +166,36 @@ static void print_head(const float *weights, int T, const uint32_t *codepoints, 
     printf("\n");
 }
 
+// One head of one layer (both 0-based): its title, and the file of its
+// heatmap in "out_dir" (see attention_map.h for the names).
+static void head_names(const Model *m, int layer, int head, const char *out_dir, char *title, size_t title_cap,
+                       char *path, size_t path_cap) {
+    const int NH = m->config.n_head;
+    if (m->config.arch == ARCH_CARD) {
+        snprintf(title, title_cap, "head %d of %d", head + 1, NH);
+        snprintf(path, path_cap, "%s/attention_head%d.png", out_dir, head + 1);
+    } else {
+        snprintf(title, title_cap, "layer %d of %d, head %d of %d", layer + 1, m->n_layer, head + 1, NH);
+        snprintf(path, path_cap, "%s/attention_layer%d_head%d.png", out_dir, layer + 1, head + 1);
+    }
+}
+
 int cmd_attention(int argc, char **argv) {
     const char *model_path = NULL;  // checkpoint (required)
     const char *prompt = NULL;      // text whose attention to show (required)
     const char *out_dir = NULL;     // default: the checkpoint's directory
+    int layer = 0;                  // 1-based; 0 = every layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false},
-        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false},
-        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for attention_head1.png, ... (default: the checkpoint's directory)", 0, 0, false},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
+        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false, NULL},
+        {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
     };
     Command cmd = {"attention", NULL,
                    "Print each head's attention weights for a prompt (row t: how position t spreads its attention "
-                   "over positions 0..t) and draw one heatmap PNG per head.",
+                   "over positions 0..t), layer by layer, and draw one heatmap PNG per layer and head.",
                    "tinygpt attention --model runs/default/model.safetensors --prompt \"Call me Ishmael.\"", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
@@ -199,6 +216,13 @@ int cmd_attention(int argc, char **argv) {
     Tokenizer tok;
     Error err;
     if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (layer > model.n_layer) {
+        int n_layer = model.n_layer;
+        tokenizer_free(&tok);
+        model_free(&model);
+        usage_error(&cmd, "--layer %d is out of range: '%s' has %d layer%s (give 1..%d, or 0 for all)", layer,
+                    model_path, n_layer, n_layer == 1 ? "" : "s", n_layer);
+    }
     int *ids;
     size_t n;
     if (!tokenizer_encode(&tok, prompt, strlen(prompt), &ids, &n, "--prompt", &err)) {
@@ -222,15 +246,18 @@ int cmd_attention(int argc, char **argv) {
     attention_map_size(T, &width, &height);
     Canvas canvas;
     canvas_init(&canvas, width, height);
-    for (int h = 0; h < NH; h++) {
-        const float *weights = model.acts.attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]: head h's [T,T]
-        print_head(weights, T, codepoints, h, NH);
-        attention_map_draw(&canvas, weights, T, codepoints, h, NH);
-        char path[4200];
-        snprintf(path, sizeof path, "%s/attention_head%d.png", out_dir, h + 1);
-        if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-        fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
-    }
+    const int first_layer = layer > 0 ? layer - 1 : 0, end_layer = layer > 0 ? layer : model.n_layer;
+    for (int l = first_layer; l < end_layer; l++)
+        for (int h = 0; h < NH; h++) {
+            // [B=1,NH,T,T]: head h's [T,T]
+            const float *weights = model.acts.blocks[l].attn_weights + (size_t)h * T * T;
+            char title[64], path[4200];
+            head_names(&model, l, h, out_dir, title, sizeof title, path, sizeof path);
+            print_head(weights, T, codepoints, title);
+            attention_map_draw(&canvas, weights, T, codepoints, title);
+            if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+            fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
+        }
 
     canvas_free(&canvas);
     free(codepoints);

@@ -1,11 +1,17 @@
 // attention_map.h: `tinygpt attention`: which earlier characters each
-// position of a prompt reads, head by head, as numbers and as heatmaps.
+// position of a prompt reads, layer by layer and head by head, as numbers
+// and as heatmaps.
 //
 // Reading order: after plot.h (glue code). It runs model_forward on the
-// prompt with dropout off and shows m->acts.attn_weights, [B,NH,T,T] with
-// B = 1: for head h, row t is the softmax that position t spreads over
-// positions 0..t (it sums to 1; the entries above the diagonal are the
-// masked future, 0).
+// prompt with dropout off and shows each block's attention weights,
+// m->acts.blocks[l].attn_weights, [B,NH,T,T] with B = 1: for head h, row t
+// is the softmax that position t spreads over positions 0..t (it sums to 1;
+// the entries above the diagonal are the masked future, 0).
+//
+// Layers and heads are numbered from 1 here, as a reader counts them (the
+// tensor names count blocks from 0: layer 1 is "blocks.0"). A gpt's heatmaps
+// are attention_layer{l}_head{h}.png; card, with its single block, keeps the
+// names it always had, attention_head{h}.png.
 //
 // The heatmap of head h: one square cell per weight, white for 0 to dark
 // blue for 1, hatched grey above the diagonal (the masked future), each row
@@ -26,10 +32,11 @@
 enum { HEATMAP_CELL_MIN = 16, HEATMAP_CELL_MAX = 40 };
 void attention_map_size(int T, int *width, int *height);
 
-// attention_map_draw: draw head "head" (0-based) of "n_head" onto "c" (of
-// attention_map_size(T)): weights[T,T] is that head's slice of
-// attn_weights, codepoints[T] the prompt's characters.
-void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, int head, int n_head);
+// attention_map_draw: draw one head's weights[T,T] (its slice of
+// attn_weights) onto "c" (of attention_map_size(T)) under the title "title"
+// ("head 1 of 4", or "layer 2 of 4, head 1 of 4"); codepoints[T] are the
+// prompt's characters.
+void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, const char *title);
 
 // cmd_attention: the `tinygpt attention` command.
 int cmd_attention(int argc, char **argv);

@@ -5,11 +5,23 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "args.h"
 #include "rng.h"
 
 const ModelConfig GRADCHECK_MODEL = {.vocab_size = 7, .block_size = GRADCHECK_CONTEXT, .n_embd = 8, .n_head = 2, .dropout = 0.2f};
+
+const GradCheckTolerance GRADCHECK_GPT = {.h = 3e-3, .atol = 2e-4, .rtol = 2e-2};
+
+GradCheckTolerance gradcheck_tolerance(Arch arch) { return arch == ARCH_GPT ? GRADCHECK_GPT : GRADCHECK_FLOAT32; }
+
+ModelConfig gradcheck_config(Arch arch, int n_layer) {
+    ModelConfig cfg = GRADCHECK_MODEL;
+    cfg.arch = arch;
+    cfg.n_layer = arch == ARCH_GPT ? n_layer : 1;
+    return cfg;
+}
 
 typedef struct {
     Model m;
@@ -26,12 +38,15 @@ static double case_loss(void *ctx) {
 }
 
 int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,
-                         GradCheckResult results[NUM_PARAM_TENSORS], double *loss) {
+                         GradCheckResult *results, double *loss) {
     GradCheckCase gc = {.B = B, .T = T};
     Rng rng;
     rng_init(&rng, seed);
     model_init(&gc.m, cfg, max_batch, true);
     model_init_weights(&gc.m, &rng);
+    if (cfg->arch == ARCH_GPT)
+        for (size_t i = 0; i < gc.m.param_table.total; i++)
+            gc.m.params_memory[i] = GRADCHECK_GPT_WEIGHT * (2.0f * rng_uniform(&rng) - 1.0f);
     gc.inputs = xmalloc((size_t)B * T * sizeof(int));
     gc.targets = xmalloc((size_t)B * T * sizeof(int));
     for (int i = 0; i < B * T; i++) {
@@ -49,8 +64,8 @@ int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, ui
     if (loss) *loss = initial_loss;
     model_backward(&gc.m);
     int failed = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const TensorSpec *spec = &gc.m.param_specs[i];
+    for (int i = 0; i < gc.m.param_table.count; i++) {
+        const TensorSpec *spec = &gc.m.param_table.specs[i];
         results[i] = gradcheck(case_loss, &gc, gc.m.params_memory + spec->offset, gc.m.grads_memory + spec->offset,
                                spec->size, tol);
         failed += results[i].failures > 0;
@@ -62,48 +77,65 @@ int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, ui
     return failed;
 }
 
-int model_gradcheck(uint64_t seed, GradCheckResult results[NUM_PARAM_TENSORS]) {
-    return model_gradcheck_case(&GRADCHECK_MODEL, GRADCHECK_BATCH, GRADCHECK_BATCH, GRADCHECK_CONTEXT, seed,
-                                GRADCHECK_FLOAT32, results, NULL);
+int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *results) {
+    return model_gradcheck_case(cfg, GRADCHECK_BATCH, GRADCHECK_BATCH, GRADCHECK_CONTEXT, seed,
+                                gradcheck_tolerance(cfg->arch), results, NULL);
 }
 
 int cmd_gradcheck(int argc, char **argv) {
-    long seed = 1;  // weights, batch and dropout mask of the model checked
+    const char *arch_flag = "card";  // the model checked: card, or a gpt of --layers blocks
+    int layers = 2;                  // blocks of the gpt
+    long seed = 1;                   // weights, batch and dropout mask of the model checked
     Flag flags[] = {
-        {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false},
+        {"--arch", FLAG_STRING, &arch_flag, "ARCH", "the model checked: card (one attention block) or gpt", 0, 0, false, NULL},
+        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt checked (gpt only)", 1, GRADCHECK_MAX_LAYERS, false, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false, NULL},
     };
     Command cmd = {"gradcheck", NULL,
                    "Check every parameter's gradient from model_backward against central finite differences of "
                    "model_forward's loss, on a small random model; exit status 1 if any tensor fails.",
-                   "tinygpt gradcheck --seed 7", flags, (int)(sizeof flags / sizeof flags[0])};
+                   "tinygpt gradcheck --arch gpt --layers 2 --seed 7", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
+    Arch arch;
+    if (!arch_from_name(arch_flag, &arch)) usage_error(&cmd, "--arch '%s' is not one of: card, gpt", arch_flag);
+    if (arch == ARCH_CARD && command_flag(&cmd, "--layers")->seen)
+        usage_error(&cmd, "--layers is for --arch gpt: card has exactly one block; drop --layers, or add --arch gpt");
 
-    const ModelConfig *cfg = &GRADCHECK_MODEL;
-    const GradCheckTolerance tol = GRADCHECK_FLOAT32;
-    printf("gradcheck: random model V=%d T=%d C=%d heads=%d, dropout %g with a fixed mask, batch %d, seed %ld\n"
+    const ModelConfig cfg = gradcheck_config(arch, layers);
+    const GradCheckTolerance tol = gradcheck_tolerance(arch);
+    char model[64] = "";  // card's line is as it was before gpt existed
+    if (arch == ARCH_GPT) snprintf(model, sizeof model, "gpt, %d layer%s, weights U(-%g, %g), ", layers,
+                                   layers == 1 ? "" : "s", (double)GRADCHECK_GPT_WEIGHT, (double)GRADCHECK_GPT_WEIGHT);
+    printf("gradcheck: random model %sV=%d T=%d C=%d heads=%d, dropout %g with a fixed mask, batch %d, seed %ld\n"
            "each element of each parameter: analytic (model_backward) vs numeric (f(x+h) - f(x-h)) / 2h, h = %g;\n"
            "it passes when |analytic - numeric| <= %g + %g |numeric|. The relative error is large only where\n"
            "the gradient itself is near 0, which the absolute tolerance is for.\n\n",
-           cfg->vocab_size, cfg->block_size, cfg->n_embd, cfg->n_head, (double)cfg->dropout, GRADCHECK_BATCH, seed,
+           model, cfg.vocab_size, cfg.block_size, cfg.n_embd, cfg.n_head, (double)cfg.dropout, GRADCHECK_BATCH, seed,
            tol.h, tol.atol, tol.rtol);
-    GradCheckResult results[NUM_PARAM_TENSORS];
-    int failed = model_gradcheck((uint64_t)seed, results);
+    TensorTable table;
+    param_table(&table, &cfg);
+    GradCheckResult *results = xcalloc((size_t)table.count, sizeof *results);
+    int failed = model_gradcheck(&cfg, (uint64_t)seed, results);
 
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    param_table(cfg, specs);
-    printf("%-27s %-8s %12s %12s  %s\n", "tensor", "shape", "max abs err", "max rel err", "result");
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+    int width = 27;  // the name column: as wide as the longest name
+    for (int i = 0; i < table.count; i++)
+        if ((int)strlen(table.specs[i].name) >= width) width = (int)strlen(table.specs[i].name) + 1;
+    printf("%-*s %-8s %12s %12s  %s\n", width, "tensor", "shape", "max abs err", "max rel err", "result");
+    for (int i = 0; i < table.count; i++) {
+        const TensorSpec *spec = &table.specs[i];
         char shape[32];
-        if (specs[i].ndim == 2) snprintf(shape, sizeof shape, "[%zu, %zu]", specs[i].shape[0], specs[i].shape[1]);
-        else snprintf(shape, sizeof shape, "[%zu]", specs[i].shape[0]);
+        if (spec->ndim == 2) snprintf(shape, sizeof shape, "[%zu, %zu]", spec->shape[0], spec->shape[1]);
+        else snprintf(shape, sizeof shape, "[%zu]", spec->shape[0]);
         const GradCheckResult *r = &results[i];
-        printf("%-27s %-8s %12.2e %12.2e  ", specs[i].name, shape, r->max_abs_err, r->max_rel_err);
+        printf("%-*s %-8s %12.2e %12.2e  ", width, spec->name, shape, r->max_abs_err, r->max_rel_err);
         if (r->failures == 0) printf("PASS\n");
         else
-            printf("FAIL (%zu of %zu elements; worst [%zu]: analytic %.6g, numeric %.6g)\n", r->failures,
-                   specs[i].size, r->worst_index, r->worst_analytic, r->worst_numeric);
+            printf("FAIL (%zu of %zu elements; worst [%zu]: analytic %.6g, numeric %.6g)\n", r->failures, spec->size,
+                   r->worst_index, r->worst_analytic, r->worst_numeric);
     }
-    if (failed == 0) printf("\nall %d tensors pass: model_backward is the gradient of model_forward\n", NUM_PARAM_TENSORS);
-    else printf("\n%d of %d tensors FAIL: a backward pass does not match its forward pass\n", failed, NUM_PARAM_TENSORS);
+    if (failed == 0) printf("\nall %d tensors pass: model_backward is the gradient of model_forward\n", table.count);
+    else printf("\n%d of %d tensors FAIL: a backward pass does not match its forward pass\n", failed, table.count);
+    free(results);
+    table_free(&table);
     return failed == 0 ? 0 : EXIT_RUNTIME;
 }

@@ -9,7 +9,10 @@
 //
 // The model has dropout on, with one fixed mask (a fixed dropout_key), so
 // dropout's backward is checked too: for a fixed mask the loss is a smooth
-// function of the weights.
+// function of the weights. `--arch gpt --layers L` checks a small gpt of L
+// blocks instead of the card model: its LayerNorms, MLPs and residual
+// stream, and the head tied to tok_emb, whose gradient is the sum of both
+// its uses.
 #ifndef TINYGPT_GRADCHECK_MODEL_H
 #define TINYGPT_GRADCHECK_MODEL_H
 
@@ -18,25 +21,56 @@
 #include "gradcheck.h"
 #include "model.h"
 
-// The model checked: V=7, T=5, C=8, 2 heads, dropout 0.2; batches of 2.
-// Small, so that the ~1000 forward passes take a few milliseconds.
-enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5 };
+// The card model checked: V=7, T=5, C=8, 2 heads, dropout 0.2; batches of
+// 2. Small, so that the ~1000 forward passes take a few milliseconds.
+enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5, GRADCHECK_MAX_LAYERS = 16 };
 extern const ModelConfig GRADCHECK_MODEL;
+
+// gradcheck_config: the model `tinygpt gradcheck --arch "arch"` checks:
+// GRADCHECK_MODEL for card; for gpt, the same sizes with "n_layer" blocks
+// (1..GRADCHECK_MAX_LAYERS).
+ModelConfig gradcheck_config(Arch arch, int n_layer);
+
+// The weights of a gpt checked (see model_gradcheck_case): U(-0.5, 0.5).
+#define GRADCHECK_GPT_WEIGHT 0.5f
+
+// The tolerances for a gpt. GRADCHECK_FLOAT32's atol of 2e-3 is as large as
+// many of a gpt's gradients here (0.01 or less), and let through most of the
+// error of a broken softmax backward. With atol 2e-4, a step of h = 3e-3
+// keeps the error of the finite differences themselves (which grows as h^2
+// where a LayerNorm of 8 channels curves sharply, and which failed correct
+// gradients with h = 1e-2) under that: measured over 100 seeds each of 1, 2
+// and 4 blocks, the correct build used at most 40% of the tolerance, and
+// the broken build (see the Makefile) failed on every seed with 2 or 4 blocks.
+extern const GradCheckTolerance GRADCHECK_GPT;
+
+// gradcheck_tolerance: GRADCHECK_FLOAT32 for card, GRADCHECK_GPT for gpt.
+GradCheckTolerance gradcheck_tolerance(Arch arch);
 
 // model_gradcheck_case: build a model of "cfg" for batches of "max_batch"
 // rows, with weights, a [B,T] batch and a dropout mask drawn from "seed";
 // run forward and backward once; check every parameter tensor against
-// finite differences within "tol". results[i] is tensor i of the parameter
-// table (model.h); "*loss" (may be NULL) gets the loss at the weights
-// checked. Returns how many tensors fail. Runs on one OpenMP thread (a
-// thousand tiny forward passes: threads would only add barriers) and puts
-// the thread count back afterwards. The unit tests call it too.
+// finite differences within "tol". results[i] is tensor i of
+// param_table(cfg): the caller provides that table's count of them.
+// "*loss" (may be NULL) gets the loss at the weights checked. Returns how
+// many tensors fail. Runs on one OpenMP thread (a thousand tiny forward
+// passes: threads would only add barriers) and puts the thread count back
+// afterwards. The unit tests call it too.
+//
+// The weights: card's are model_init_weights'. gpt's training init, N(0,
+// 0.02) with LayerNorm weights 1, does not suit a check: every step h is a
+// large part of a weight, the gradients are tiny, and a broken softmax
+// backward passed GRADCHECK_FLOAT32 there. So every weight of a gpt,
+// LayerNorm weights included, is drawn from U(-GRADCHECK_GPT_WEIGHT,
+// GRADCHECK_GPT_WEIGHT) instead. (U(-1, 1) made some correct gradients fail:
+// LayerNorm and softmax curve too sharply there for finite differences.)
 int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,
-                         GradCheckResult results[NUM_PARAM_TENSORS], double *loss);
+                         GradCheckResult *results, double *loss);
 
-// model_gradcheck: model_gradcheck_case on GRADCHECK_MODEL with batches of
-// GRADCHECK_BATCH x GRADCHECK_CONTEXT and the float32 tolerances.
-int model_gradcheck(uint64_t seed, GradCheckResult results[NUM_PARAM_TENSORS]);
+// model_gradcheck: model_gradcheck_case on "cfg" (block size
+// GRADCHECK_CONTEXT) with batches of GRADCHECK_BATCH x GRADCHECK_CONTEXT and
+// its architecture's tolerances; results[param_table(cfg).count].
+int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *results);
 
 // cmd_gradcheck: the `tinygpt gradcheck` command: one line per tensor,
 // exit status 1 if any fails.

@@ -23,12 +23,12 @@ typedef struct {
 } CommandEntry;
 
 static const CommandEntry COMMANDS[] = {
-    {"train", cmd_train, "train the attention model on a UTF-8 text file"},
+    {"train", cmd_train, "train a GPT (or the one-block attention model) on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
     {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
-    {"attention", cmd_attention, "print and draw what each attention head of a model reads in a prompt"},
-    {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small model"},
+    {"attention", cmd_attention, "print and draw what each attention head of each layer reads in a prompt"},
+    {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small card or gpt"},
     {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])

@@ -104,14 +104,14 @@ int cmd_sample(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     bool no_cache = false;          // recompute the whole window for every token
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false},
-        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to continue", 0, 0, false},
-        {"--tokens", FLAG_INT, &tokens, "N", "number of characters to generate", 0, 1e9, false},
-        {"--temperature", FLAG_FLOAT, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false},
-        {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest characters, 0 = all", 0, 1e9, false},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
-        {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
+        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to continue", 0, 0, false, NULL},
+        {"--tokens", FLAG_INT, &tokens, "N", "number of characters to generate", 0, 1e9, false, NULL},
+        {"--temperature", FLAG_FLOAT, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
+        {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest characters, 0 = all", 0, 1e9, false, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
+        {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL},
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",

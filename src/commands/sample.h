@@ -8,9 +8,9 @@
 // When the text outgrows the window, the window drops its oldest half and
 // keeps the newest T/2 characters (rounded up), then grows again. That is
 // what lets the key/value cache work: within one window, each new character
-// only adds one row to the cached activations (O(T*C + C*C) work), and only
-// a jump of the window (every T/2 characters) recomputes it, so the average
-// cost stays O(T*C + C*C) per character. (A window that slid by one
+// only adds one row to every block's cached activations (O(L (T*C + C*C))
+// work for L blocks), and only a jump of the window (every T/2 characters)
+// recomputes them, so the average cost stays O(L (T*C + C*C)) per character. (A window that slid by one
 // character every time would change every position's embedding, and so
 // every cached key and value, at every step.) Without the cache (--no-cache),
 // each step runs a full forward pass over the same window: the same

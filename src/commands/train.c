@@ -6,6 +6,7 @@
 // --resume DIR continues a run exactly where its checkpoint left it.
 #include "train.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -26,8 +27,10 @@ typedef struct {
     const char *out_dir;
     const char *init_path;
     const char *order;
+    const char *arch_name;   // --arch, as typed; "arch" once checked
+    Arch arch;
     long steps;
-    int batch, context, embd, heads;
+    int layers, batch, context, embd, heads;
     float dropout, lr, val_fraction;
     int eval_interval, eval_batches, threads;
     long seed;
@@ -118,13 +121,82 @@ static void make_dir(const char *path) {
         die(EXIT_RUNTIME, "--out '%s' exists and is not a directory; pick another --out", path);
 }
 
-// With --init, the sizes come from the checkpoint: a size flag given too
-// must agree with it.
+// ---- Defaults that depend on the architecture ------------------------------------
+
+// The learning rate for gpt. TODO: a placeholder until the sweep is done.
+#define GPT_DEFAULT_LR 0.1f  // found by a sweep, see README
+
+// The flags whose defaults differ between the architectures. card's are the
+// values it has always had, so a `--arch card` run is bit for bit what it
+// was. Set after parsing, for each flag not given (arch_defaults), and shown
+// by --help as "(default gpt 12, card 32)" (arch_default_texts).
+static const struct {
+    const char *flag;
+    double gpt, card;  // each exactly the flag's value (an int, a long, or a float)
+} ARCH_DEFAULTS[] = {
+    {"--steps", 2000, 7000},   // card: about two minutes on 2 cores
+    {"--batch", 12, 32},
+    {"--dropout", 0.0f, 0.1f},
+    {"--lr", GPT_DEFAULT_LR, 0.5f},
+    {"--eval-interval", 250, 500},
+};
+#define NUM_ARCH_DEFAULTS (sizeof ARCH_DEFAULTS / sizeof ARCH_DEFAULTS[0])
+
+// arch_defaults: give each flag of ARCH_DEFAULTS that is not on the command
+// line its default for "arch".
+static void arch_defaults(const Command *cmd, Arch arch) {
+    for (size_t i = 0; i < NUM_ARCH_DEFAULTS; i++) {
+        const Flag *f = command_flag(cmd, ARCH_DEFAULTS[i].flag);
+        if (f->seen) continue;
+        double x = arch == ARCH_GPT ? ARCH_DEFAULTS[i].gpt : ARCH_DEFAULTS[i].card;
+        switch (f->type) {
+        case FLAG_INT: *(int *)f->value = (int)x; break;
+        case FLAG_LONG: *(long *)f->value = (long)x; break;
+        case FLAG_FLOAT: *(float *)f->value = (float)x; break;
+        case FLAG_STRING:
+        case FLAG_SWITCH: assert(!"ARCH_DEFAULTS holds numbers only");
+        }
+    }
+}
+
+// arch_default_texts: point each flag of ARCH_DEFAULTS at its --help text,
+// written into texts[i].
+static void arch_default_texts(Command *cmd, char texts[][48]) {
+    for (size_t i = 0; i < NUM_ARCH_DEFAULTS; i++) {
+        snprintf(texts[i], 48, "gpt %g, card %g", ARCH_DEFAULTS[i].gpt, ARCH_DEFAULTS[i].card);
+        for (int j = 0; j < cmd->n_flags; j++)
+            if (strcmp(cmd->flags[j].name, ARCH_DEFAULTS[i].flag) == 0) cmd->flags[j].default_text = texts[i];
+    }
+}
+
+// check_arch_flags: --arch names an architecture, and --layers goes only
+// with gpt. Called before the architecture of an --init file is known, so
+// only an explicit --arch card refuses --layers here (check_init_conflicts
+// does the rest).
+static void check_arch_flags(const Command *cmd, TrainOptions *opt) {
+    if (!arch_from_name(opt->arch_name, &opt->arch))
+        usage_error(cmd, "--arch '%s' is not one of: gpt, card", opt->arch_name);
+    if (command_flag(cmd, "--arch")->seen && opt->arch == ARCH_CARD && command_flag(cmd, "--layers")->seen)
+        usage_error(cmd, "--layers is for --arch gpt: card has exactly one block; drop --layers, or use --arch gpt");
+}
+
+// With --init, the architecture and sizes come from the checkpoint: a flag
+// for them given too must agree with it.
 static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
+    const char *saved_arch = arch_name(cfg->arch);
+    const Flag *arch = command_flag(cmd, "--arch");
+    if (arch->seen && strcmp(*(const char *const *)arch->value, saved_arch) != 0)
+        usage_error(cmd, "--arch %s conflicts with the --init checkpoint, which is %s; drop the flag",
+                    *(const char *const *)arch->value, saved_arch);
+    const Flag *layers = command_flag(cmd, "--layers");
+    if (layers->seen && cfg->arch == ARCH_CARD)
+        usage_error(cmd, "--layers %d conflicts with the --init checkpoint, which is card (one block); drop the flag",
+                    *(const int *)layers->value);
     struct {
         const char *flag;
         int saved;
-    } sizes[] = {{"--context", cfg->block_size}, {"--embd", cfg->n_embd}, {"--heads", cfg->n_head}};
+    } sizes[] = {{"--layers", model_layers(cfg)}, {"--context", cfg->block_size}, {"--embd", cfg->n_embd},
+                 {"--heads", cfg->n_head}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const Flag *f = command_flag(cmd, sizes[i].flag);
         int given = *(const int *)f->value;
@@ -138,9 +210,10 @@ static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
 
 // The flags whose values make a run what it is: with --resume they come from
 // the checkpoint, and giving one is an error rather than a silent change.
-static const char *const RUN_FLAGS[] = {"--out",  "--batch",        "--context",       "--embd",
-                                        "--heads", "--dropout",     "--lr",            "--val-fraction",
-                                        "--eval-interval", "--eval-batches", "--init", "--order", "--seed"};
+static const char *const RUN_FLAGS[] = {
+    "--out", "--arch", "--layers", "--batch", "--context", "--embd", "--heads", "--dropout",
+    "--lr", "--val-fraction", "--eval-interval", "--eval-batches", "--init", "--order", "--seed",
+};
 
 // resume_options: with --resume DIR, read DIR's checkpoint state and take the
 // run's flags from it, as if they had been typed again. --steps (to train
@@ -161,7 +234,7 @@ static void resume_options(const Command *cmd, TrainOptions *opt, TrainRun *run)
                     opt->resume_dir);
     if (!opt->data_path) opt->data_path = st->data_path;
     opt->out_dir = opt->resume_dir;
-    opt->init_path = checkpoint;  // the weights, vocabulary and sizes load as with --init
+    opt->init_path = checkpoint;  // the weights, vocabulary, architecture and sizes load as with --init
     opt->order = st->order;
     opt->seed = (long)st->seed;
     opt->batch = st->batch;
@@ -286,7 +359,7 @@ static bool check_loss(TrainRun *run, const TrainOptions *opt, long step, float 
     int t = model_find_nonfinite_act(&run->model, &element);
     if (t >= 0)
         snprintf(what, sizeof what, "the loss is %s, and activation '%s' first holds a non-finite value (element %zu)",
-                 isnan(loss) ? "NaN" : "infinite", run->model.act_specs[t].name, element);
+                 isnan(loss) ? "NaN" : "infinite", run->model.act_table.specs[t].name, element);
     else snprintf(what, sizeof what, "the loss is %s", isnan(loss) ? "NaN" : "infinite");
     return numerical_fault(run, opt, step, what);
 }
@@ -296,32 +369,57 @@ static bool check_tensors(TrainRun *run, const TrainOptions *opt, long step, con
     int t = model_find_nonfinite(&run->model, memory, &element);
     if (t < 0) return true;
     char what[160];
-    float value = memory[run->model.param_specs[t].offset + element];
-    snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, run->model.param_specs[t].name,
+    const TensorSpec *spec = &run->model.param_table.specs[t];
+    float value = memory[spec->offset + element];
+    snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, spec->name,
              isnan(value) ? "NaN" : "an infinity", element);
     return numerical_fault(run, opt, step, what);
 }
 
-// Build the model, tokenizer and data: from a checkpoint (--init) or fresh.
+// build_model: run->model for "cfg", with gradients, for batches of --batch
+// rows; a usage error if the sizes are invalid or do not fit in memory.
+static void build_model(TrainRun *run, const TrainOptions *opt, const Command *cmd, const ModelConfig *cfg) {
+    Error err;
+    if (!model_check_config(cfg, &err)) usage_error(cmd, "%s", err.msg);
+    if (!model_check_memory(cfg, opt->batch, true, &err)) usage_error(cmd, "%s", err.msg);
+    model_init(&run->model, cfg, opt->batch, true);
+}
+
+// Build the model, tokenizer and data: from a checkpoint (--init, or
+// --resume's) or fresh. A checkpoint's architecture decides the defaults of
+// the flags in ARCH_DEFAULTS, and --batch decides the size of the model's
+// activations, so the file is loaded first for one row, then the model is
+// built for --batch rows and given its weights.
 static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
     Error err;
     if (opt->init_path) {
+        Model saved;
         long saved_step;
-        if (!checkpoint_load(opt->init_path, &run->model, &run->tok, opt->batch, true, &saved_step, &err))
+        if (!checkpoint_load(opt->init_path, &saved, &run->tok, 1, false, &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
-        check_init_conflicts(cmd, &run->model.config);
+        check_init_conflicts(cmd, &saved.config);
+        if (!opt->resume_dir) arch_defaults(cmd, saved.config.arch);  // resume_options set them all
+        ModelConfig cfg = saved.config;
         // Dropout is not a size: the flag, when given, overrides the file's.
-        if (command_flag(cmd, "--dropout")->seen) run->model.config.dropout = opt->dropout;
-        opt->context = run->model.config.block_size;
+        if (command_flag(cmd, "--dropout")->seen) cfg.dropout = opt->dropout;
+        build_model(run, opt, cmd, &cfg);
+        memcpy(run->model.params_memory, saved.params_memory, saved.param_table.total * sizeof(float));
+        model_free(&saved);
+        opt->context = cfg.block_size;
         if (!dataset_load(&run->data, &run->tok, false, opt->data_path, opt->val_fraction, opt->context, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
     } else {
+        arch_defaults(cmd, opt->arch);
         if (!dataset_load(&run->data, &run->tok, true, opt->data_path, opt->val_fraction, opt->context, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
-        ModelConfig cfg = {run->tok.vocab_size, opt->context, opt->embd, opt->heads, opt->dropout};
-        if (!model_check_config(&cfg, &err)) usage_error(cmd, "%s", err.msg);
-        if (!model_check_memory(&cfg, opt->batch, true, &err)) usage_error(cmd, "%s", err.msg);
-        model_init(&run->model, &cfg, opt->batch, true);
+        ModelConfig cfg = {.vocab_size = run->tok.vocab_size,
+                           .block_size = opt->context,
+                           .n_embd = opt->embd,
+                           .n_head = opt->heads,
+                           .dropout = opt->dropout,
+                           .arch = opt->arch,
+                           .n_layer = opt->arch == ARCH_GPT ? opt->layers : 1};
+        build_model(run, opt, cmd, &cfg);
         Rng init_rng;
         rng_init(&init_rng, (uint64_t)opt->seed);
         model_init_weights(&run->model, &init_rng);
@@ -365,16 +463,18 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const bool sequential = strcmp(opt->order, "sequential") == 0;
     const bool has_val = run->data.n_tokens > run->data.n_train;
 
-    fprintf(stderr, "model: V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
-            cfg->vocab_size, T, cfg->n_embd, cfg->n_head, (double)cfg->dropout, run->model.num_params,
-            run->data.n_train, run->data.n_tokens - run->data.n_train);
     const Model *m = &run->model;
+    fprintf(stderr, "model: arch=%s layers=%d V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
+            arch_name(cfg->arch), m->n_layer, cfg->vocab_size, T, cfg->n_embd, cfg->n_head, (double)cfg->dropout,
+            m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train);
+    // Counted in floats (an int, of the model's inputs and targets, is as big).
     double mb = sizeof(float) / 1e6;
-    double grad_acts = (double)m->act_specs[ACT_PROBS].offset;  // the gradient buffer is this prefix
+    double params = (double)m->param_table.total, acts = (double)m->act_table.total;
+    double grad_acts = (double)m->grad_act_table.total;
     double scratch = (double)(m->weight_scratch_size + 2 * (size_t)m->max_batch * T);
     fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB = %.1f MB\n",
-            m->num_params * mb, m->num_params * mb, m->num_acts * mb, grad_acts * mb, scratch * mb,
-            (2.0 * m->num_params + m->num_acts + grad_acts + scratch) * mb);
+            params * mb, params * mb, acts * mb, grad_acts * mb, scratch * mb,
+            (2.0 * params + acts + grad_acts + scratch) * mb);
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
@@ -441,48 +541,52 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
 }
 
 int cmd_train(int argc, char **argv) {
+    // The defaults; steps, batch, dropout, lr and eval_interval depend on the
+    // architecture and are set after parsing (ARCH_DEFAULTS).
     TrainOptions opt = {
         .out_dir = "out",        // where model.safetensors and log.csv go
         .init_path = NULL,       // start from these weights instead of random ones
         .order = "random",       // batch order: random windows, or sequential (replayable)
-        .steps = 7000,           // SGD steps: about two minutes on 2 cores with the sizes below
-        .batch = 32,             // B: windows per step
+        .arch_name = "gpt",      // gpt: L blocks on a residual stream; card: one attention block
+        .layers = 4,             // L: blocks (gpt)
         .context = 64,           // T: characters per window
         .embd = 128,             // C: channels
         .heads = 4,              // NH: attention heads
-        .dropout = 0.1f,         // attention-weight dropout while training
-        .lr = 0.5f,              // SGD learning rate
         .val_fraction = 0.1f,    // last 10% of the text is validation
-        .eval_interval = 500,    // steps between validation losses
         .eval_batches = 20,      // validation batches per evaluation
         .threads = 0,            // 0 = OpenMP's default
         .seed = 1337,
         .save_every = 1000,      // a checkpoint every 1000 steps
     };
     Flag flags[] = {
-        {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false},
-        {"--steps", FLAG_LONG, &opt.steps, "N", "number of SGD steps (0 saves the initial model)", 0, 1e12, false},
-        {"--batch", FLAG_INT, &opt.batch, "B", "windows per step", 1, 1 << 20, false},
-        {"--context", FLAG_INT, &opt.context, "T", "characters per window (the model's block size)", 1, 1 << 16, false},
-        {"--embd", FLAG_INT, &opt.embd, "C", "embedding channels", 1, 1 << 16, false},
-        {"--heads", FLAG_INT, &opt.heads, "NH", "attention heads; must divide --embd", 1, 1 << 16, false},
-        {"--dropout", FLAG_FLOAT, &opt.dropout, "P", "dropout on attention weights, in [0, 1)", 0, 0.999f, false},
-        {"--lr", FLAG_FLOAT, &opt.lr, "LR", "SGD learning rate", 0, 1e6, false},
-        {"--val-fraction", FLAG_FLOAT, &opt.val_fraction, "F", "fraction of the text, at the end, for validation", 0, 0.9f, false},
-        {"--eval-interval", FLAG_INT, &opt.eval_interval, "N", "steps between validation losses", 1, 1e9, false},
-        {"--eval-batches", FLAG_INT, &opt.eval_batches, "N", "batches per validation loss", 1, 1e6, false},
-        {"--init", FLAG_STRING, &opt.init_path, "MODEL", "start from this .safetensors (sizes and vocabulary from it)", 0, 0, false},
-        {"--order", FLAG_STRING, &opt.order, "ORDER", "random, or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)", 0, 0, false},
-        {"--seed", FLAG_LONG, &opt.seed, "S", "random seed (weights, batches, dropout)", 0, 9.2e18, false},
-        {"--threads", FLAG_INT, &opt.threads, "N", "OpenMP threads, 0 = default", 0, 1024, false},
-        {"--resume", FLAG_STRING, &opt.resume_dir, "DIR", "continue the run saved in DIR (FILE may be left out)", 0, 0, false},
-        {"--save-every", FLAG_LONG, &opt.save_every, "N", "save a checkpoint every N steps; 0 = only at the end", 0, 1e12, false},
-        {"--stop-after", FLAG_LONG, &opt.stop_after, "N", NULL, 1, 1e12, false},  // for tests: as if interrupted (no --help line)
+        {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false, NULL},
+        {"--arch", FLAG_STRING, &opt.arch_name, "ARCH", "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)", 0, 0, false, NULL},
+        {"--layers", FLAG_INT, &opt.layers, "L", "transformer blocks (gpt only: card has one)", 1, 1 << 16, false, NULL},
+        {"--steps", FLAG_LONG, &opt.steps, "N", "number of SGD steps (0 saves the initial model)", 0, 1e12, false, NULL},
+        {"--batch", FLAG_INT, &opt.batch, "B", "windows per step", 1, 1 << 20, false, NULL},
+        {"--context", FLAG_INT, &opt.context, "T", "characters per window (the model's block size)", 1, 1 << 16, false, NULL},
+        {"--embd", FLAG_INT, &opt.embd, "C", "embedding channels", 1, 1 << 16, false, NULL},
+        {"--heads", FLAG_INT, &opt.heads, "NH", "attention heads; must divide --embd", 1, 1 << 16, false, NULL},
+        {"--dropout", FLAG_FLOAT, &opt.dropout, "P", "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", 0, 0.999f, false, NULL},
+        {"--lr", FLAG_FLOAT, &opt.lr, "LR", "SGD learning rate", 0, 1e6, false, NULL},
+        {"--val-fraction", FLAG_FLOAT, &opt.val_fraction, "F", "fraction of the text, at the end, for validation", 0, 0.9f, false, NULL},
+        {"--eval-interval", FLAG_INT, &opt.eval_interval, "N", "steps between validation losses", 1, 1e9, false, NULL},
+        {"--eval-batches", FLAG_INT, &opt.eval_batches, "N", "batches per validation loss", 1, 1e6, false, NULL},
+        {"--init", FLAG_STRING, &opt.init_path, "MODEL", "start from this .safetensors (architecture, sizes and vocabulary from it)", 0, 0, false, NULL},
+        {"--order", FLAG_STRING, &opt.order, "ORDER", "random, or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)", 0, 0, false, NULL},
+        {"--seed", FLAG_LONG, &opt.seed, "S", "random seed (weights, batches, dropout)", 0, 9.2e18, false, NULL},
+        {"--threads", FLAG_INT, &opt.threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
+        {"--resume", FLAG_STRING, &opt.resume_dir, "DIR", "continue the run saved in DIR (FILE may be left out)", 0, 0, false, NULL},
+        {"--save-every", FLAG_LONG, &opt.save_every, "N", "save a checkpoint every N steps; 0 = only at the end", 0, 1e12, false, NULL},
+        {"--stop-after", FLAG_LONG, &opt.stop_after, "N", NULL, 1, 1e12, false, NULL},  // for tests: as if interrupted (no --help line)
     };
-    Command cmd = {"train", "[FILE]", "Train the attention model on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
-                   "tinygpt train data/moby-dick.txt --out runs/moby --steps 2000",
+    Command cmd = {"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
+                   "tinygpt train data/moby-dick.txt --out runs/moby --layers 2 --steps 1000",
                    flags, (int)(sizeof flags / sizeof flags[0])};
+    char default_texts[NUM_ARCH_DEFAULTS][48];
+    arch_default_texts(&cmd, default_texts);
     opt.data_path = parse_flags(&cmd, argc, argv);
+    check_arch_flags(&cmd, &opt);
     TrainRun run;
     memset(&run, 0, sizeof run);
     if (opt.resume_dir) resume_options(&cmd, &opt, &run);

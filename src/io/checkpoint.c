@@ -12,19 +12,26 @@
 // where data_offsets = [begin, end) in bytes from the start of the data
 // section, and holds "__metadata__", an object of strings (safetensors allows
 // only strings there) with what the weights alone cannot tell: the
-// vocabulary, the sizes, dropout, the step, and "format": "tinygpt-1".
+// vocabulary, the sizes, the architecture ("arch": "card" or "gpt") and its
+// number of blocks ("n_layer"), dropout, the step, and "format": "tinygpt-1".
+// Files saved before gpt existed have neither "arch" nor "n_layer": they
+// are card models with one block, and load as such.
 // A safetensors reader in any language (Python's safetensors.torch.load_file,
 // for one) opens the file as it is.
 //
 // Saving writes the tensors in parameter-table order (model.h). Loading
-// accepts them in any order, as long as they tile the data section with no
-// gap and no overlap (safetensors' own rule; Python's writer sorts by name).
+// builds the table the metadata describes (param_table) and checks the file
+// against it: every tensor of the table present with its shape, no other.
+// It accepts them in any order, as long as they tile the data section with
+// no gap and no overlap (safetensors' own rule; Python's writer sorts by name).
 //
 // Loading trusts nothing: every size, name, shape and offset is checked
 // against the others and against the file's real size before anything is
-// allocated by size, so a damaged or hostile file gives a one-line message,
-// never a crash or a huge allocation. What it leaves out: dtypes other than
-// F32, big-endian machines, and memory-mapping the file.
+// allocated by size (the table, whose length grows with n_layer, only once
+// n_layer is within MODEL_MAX_LAYERS), so a damaged or hostile file
+// gives a one-line message, never a crash, a hang or a huge allocation.
+// What it leaves out: dtypes other than F32, big-endian machines, and
+// memory-mapping the file.
 #include "checkpoint.h"
 
 #include <assert.h>
@@ -59,17 +66,18 @@ _Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
 // ---- Saving -------------------------------------------------------------------
 
 // build_header: the JSON header for "cfg", "tok" and "step", with one entry
-// per tensor of "specs" at consecutive data offsets, padded with spaces so
+// per tensor of "table" at consecutive data offsets, padded with spaces so
 // that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
 // reader that memory-maps the file can use the floats in place.
 static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
-                         const TrainState *state, const TensorSpec specs[NUM_PARAM_TENSORS]) {
+                         const TrainState *state, const TensorTable *table) {
     size_t vocab_len;
     char *vocab = tokenizer_vocab_utf8(tok, &vocab_len);
     json_buf_printf(b, "{\"__metadata__\":{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
     json_buf_string(b, vocab, vocab_len);
     json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
                     cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
+    json_buf_printf(b, ",\"arch\":\"%s\",\"n_layer\":\"%d\"", arch_name(cfg->arch), model_layers(cfg));
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"", (double)cfg->dropout, step);
     if (state) {
@@ -88,8 +96,8 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
     free(vocab);
 
     size_t begin = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const TensorSpec *spec = &specs[i];
+    for (int i = 0; i < table->count; i++) {
+        const TensorSpec *spec = &table->specs[i];
         size_t end = begin + spec->size * sizeof(float);
         json_buf_append(b, ",", 1);
         json_buf_string(b, spec->name, strlen(spec->name));
@@ -132,10 +140,9 @@ static bool sync_parent_dir(const char *path, Error *err) {
 bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step, const TrainState *state,
                                 const char *path, Error *err) {
     assert(tok->vocab_size == m->config.vocab_size && step >= 0);
-    TensorSpec specs[NUM_PARAM_TENSORS];
-    param_table(&m->config, specs);
+    const TensorTable *table = &m->param_table;
     JsonBuf header = {0};
-    build_header(&header, &m->config, tok, step, state, specs);
+    build_header(&header, &m->config, tok, step, state, table);
 
     unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
     for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
@@ -148,8 +155,9 @@ bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step,
     bool ok = f != NULL;
     ok = ok && write_exact(length, sizeof length, f, tmp, err);
     ok = ok && write_exact(header.data, header.len, f, tmp, err);
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++)
-        ok = ok && write_exact(m->params_memory + specs[i].offset, specs[i].size * sizeof(float), f, tmp, err);
+    for (int i = 0; i < table->count; i++)
+        ok = ok && write_exact(m->params_memory + table->specs[i].offset, table->specs[i].size * sizeof(float), f,
+                               tmp, err);
     if (ok && fflush(f) != 0)
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
     if (ok && fsync(fileno(f)) != 0)
@@ -170,22 +178,33 @@ bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step,
 // ---- Loading --------------------------------------------------------------------
 
 // What checkpoint_load has learned about the file so far; each step below
-// fills in some of it, and checkpoint_load frees it at the end.
+// fills in some of it, and loader_close frees it at the end, whatever happened.
 typedef struct {
-    const char *path;                     // for messages
+    const char *path;          // for messages
     Error *err;
     FILE *f;
-    uint64_t file_size;                   // bytes
-    uint64_t header_len;                  // N
-    uint64_t data_size;                   // bytes in the data section: file_size - 8 - N
-    char *header;                         // [N] the JSON text
-    JsonValue *root;                      // the parsed header
-    const JsonValue *vocab;               // the metadata's "vocab" string, inside "root"
+    uint64_t file_size;        // bytes
+    uint64_t header_len;       // N
+    uint64_t data_size;        // bytes in the data section: file_size - 8 - N
+    char *header;              // [N] the JSON text
+    JsonValue *root;           // the parsed header
+    const JsonValue *vocab;    // the metadata's "vocab" string, inside "root"
     ModelConfig cfg;
     long step;
-    TensorSpec specs[NUM_PARAM_TENSORS];  // what the metadata says the tensors must be
-    uint64_t begin[NUM_PARAM_TENSORS];    // where each one starts in the data section, in bytes
+    TensorTable table;         // what the metadata says the tensors must be (param_table)
+    const JsonValue **entries; // [table.count] each tensor's entry in "root"
+    uint64_t *begin;           // [table.count] where each one starts in the data section, in bytes
 } Loader;
+
+// loader_close: free whatever the steps allocated and close the file.
+static void loader_close(Loader *ld) {
+    if (ld->table.specs) table_free(&ld->table);
+    free(ld->entries);
+    free(ld->begin);
+    json_free(ld->root);
+    free(ld->header);
+    fclose(ld->f);
+}
 
 // reject: fill "err" with "'<path>' is not a valid tinygpt checkpoint: ..."
 // (the rest from "fmt", which should end by saying what to do); returns false.
@@ -308,6 +327,36 @@ static bool metadata_double(Loader *ld, const JsonValue *meta, const char *key, 
     return true;
 }
 
+// read_architecture: "arch" and "n_layer" from the metadata. A file saved
+// before gpt existed has neither and is card, whose one block makes n_layer
+// 1; a gpt file must say how many blocks it has. n_layer is bounded here,
+// before anything sized by it (the parameter table) is allocated.
+static bool read_architecture(Loader *ld, const JsonValue *meta, Arch *arch, long *n_layer) {
+    *arch = ARCH_CARD;
+    if (json_get(meta, "arch")) {
+        const JsonValue *name = metadata_string(ld, meta, "arch");
+        if (!name) return false;
+        char shown[48];
+        if (strlen(name->string) != name->string_len || !arch_from_name(name->string, arch))
+            return reject(ld, "its __metadata__ \"arch\" is \"%s\", an architecture this tinygpt does not know (it knows \"card\" and \"gpt\"); load it with the tinygpt that saved it, or retrain",
+                          printable(name->string, name->string_len, shown, sizeof shown));
+    }
+    *n_layer = 1;
+    if (json_get(meta, "n_layer")) {
+        if (!metadata_long(ld, meta, "n_layer", LONG_MAX, n_layer)) return false;
+    } else if (*arch != ARCH_CARD) {
+        return reject(ld, "its __metadata__ says \"arch\" is \"%s\" but has no \"n_layer\", the number of blocks; the file is damaged, retrain",
+                      arch_name(*arch));
+    }
+    if (*n_layer < 1 || *n_layer > MODEL_MAX_LAYERS)
+        return reject(ld, "its __metadata__ \"n_layer\" is %ld, outside [1, %d]; the file is damaged, retrain",
+                      *n_layer, MODEL_MAX_LAYERS);
+    if (*arch == ARCH_CARD && *n_layer != 1)
+        return reject(ld, "its __metadata__ \"n_layer\" is %ld but \"arch\" is \"card\", which has exactly one block; the file is damaged, retrain",
+                      *n_layer);
+    return true;
+}
+
 // read_metadata: the format marker, the config, the step and the vocabulary
 // string. The config must pass model_check_config: it bounds every size, so
 // the shape arithmetic that follows cannot overflow.
@@ -333,17 +382,21 @@ static bool read_metadata(Loader *ld) {
     if (!metadata_double(ld, meta, "dropout", &p)) return false;
     ld->vocab = metadata_string(ld, meta, "vocab");
     if (!ld->vocab) return false;
+    Arch arch;
+    long n_layer;
+    if (!read_architecture(ld, meta, &arch, &n_layer)) return false;
 
     ld->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
                             .block_size = (int)block_size,
                             .n_embd = (int)n_embd,
                             .n_head = (int)n_head,
-                            .dropout = (float)p};
+                            .dropout = (float)p,
+                            .arch = arch,
+                            .n_layer = (int)n_layer};
     Error cfg_err;
     if (!model_check_config(&ld->cfg, &cfg_err))
         return reject(ld, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
                       cfg_err.msg);
-    param_table(&ld->cfg, ld->specs);
     return true;
 }
 
@@ -411,23 +464,95 @@ static bool key_is(const JsonValue *entry, const char *name) {
     return entry->key_len == strlen(name) && memcmp(entry->key, name, entry->key_len) == 0;
 }
 
-// check_names: every tensor in the header must be one of the model's, and
-// every one of the model's must be there.
-static bool check_names(Loader *ld) {
+// build_table: the parameter table the metadata describes, with room for
+// each tensor's entry and offset. read_architecture has bounded n_layer, so
+// the table has at most a few thousand entries.
+static void build_table(Loader *ld) {
+    param_table(&ld->table, &ld->cfg);
+    ld->entries = xcalloc((size_t)ld->table.count, sizeof *ld->entries);
+    ld->begin = xcalloc((size_t)ld->table.count, sizeof *ld->begin);
+}
+
+// block_of: the block number in a name "blocks.<i>.<rest>" (saturating at
+// LONG_MAX); false for a name of any other form.
+static bool block_of(const char *name, size_t len, long *block) {
+    const char prefix[] = "blocks.";
+    size_t at = sizeof prefix - 1, digits = 0;
+    if (len <= at || memcmp(name, prefix, at) != 0) return false;
+    long value = 0;
+    for (; at < len && name[at] >= '0' && name[at] <= '9'; at++, digits++)
+        value = value > (LONG_MAX - 9) / 10 ? LONG_MAX : value * 10 + (name[at] - '0');
+    if (digits == 0 || at >= len || name[at] != '.') return false;
+    *block = value;
+    return true;
+}
+
+// has_block: whether any tensor in the header belongs to block "block".
+static bool has_block(const Loader *ld, long block) {
     for (size_t i = 0; i < ld->root->count; i++) {
+        long b;
+        if (block_of(ld->root->items[i].key, ld->root->items[i].key_len, &b) && b == block) return true;
+    }
+    return false;
+}
+
+// A table entry's name and index, for looking names up by binary search:
+// a header may hold millions of entries, and a table thousands.
+typedef struct {
+    const char *name;
+    int index;
+} NamedIndex;
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(((const NamedIndex *)a)->name, ((const NamedIndex *)b)->name);
+}
+
+// check_names: every tensor in the header must be one of the table's, and
+// every one of the table's must be there (the JSON reader has already
+// refused a name given twice). Records each tensor's entry in ld->entries.
+// When the names disagree with n_layer (tensors of a block past the last,
+// or none for a block the table has), the message says so.
+static bool check_names(Loader *ld) {
+    int n = ld->table.count;
+    NamedIndex *sorted = xmalloc((size_t)n * sizeof *sorted);
+    for (int t = 0; t < n; t++) sorted[t] = (NamedIndex){ld->table.specs[t].name, t};
+    qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
+
+    bool ok = true;
+    for (size_t i = 0; ok && i < ld->root->count; i++) {
         const JsonValue *entry = &ld->root->items[i];
         if (key_is(entry, "__metadata__")) continue;
-        bool known = false;
-        for (int t = 0; t < NUM_PARAM_TENSORS && !known; t++) known = key_is(entry, ld->specs[t].name);
+        NamedIndex key = {entry->key, 0};
+        const NamedIndex *found = strlen(entry->key) == entry->key_len
+                                      ? bsearch(&key, sorted, (size_t)n, sizeof *sorted, compare_names)
+                                      : NULL;
+        if (found) {
+            ld->entries[found->index] = entry;
+            continue;
+        }
         char shown[64];
-        if (!known)
-            return reject(ld, "it has a tensor '%s' that tinygpt does not use; was it written by tinygpt train?",
-                          printable(entry->key, entry->key_len, shown, sizeof shown));
+        printable(entry->key, entry->key_len, shown, sizeof shown);
+        long block;
+        if (block_of(entry->key, entry->key_len, &block) && block >= ld->cfg.n_layer)
+            ok = reject(ld, "it has a tensor '%s' of block %ld but its __metadata__ \"n_layer\" is %d (blocks 0 to %d), so n_layer disagrees with the tensors; the file is damaged, retrain",
+                        shown, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
+        else
+            ok = reject(ld, "it has a tensor '%s' that tinygpt's %s model does not have; was it written by tinygpt train with this architecture?",
+                        shown, arch_name(ld->cfg.arch));
     }
-    for (int t = 0; t < NUM_PARAM_TENSORS; t++)
-        if (!json_get(ld->root, ld->specs[t].name))
-            return reject(ld, "tensor '%s' is missing; was it written by tinygpt train?", ld->specs[t].name);
-    return true;
+    free(sorted);
+
+    for (int t = 0; ok && t < n; t++) {
+        if (ld->entries[t]) continue;
+        const char *name = ld->table.specs[t].name;
+        long block;
+        if (block_of(name, strlen(name), &block) && !has_block(ld, block))
+            ok = reject(ld, "tensor '%s' is missing: its __metadata__ \"n_layer\" is %d but it has no tensors of block %ld, so n_layer disagrees with the tensors; the file is damaged, retrain",
+                        name, ld->cfg.n_layer, block);
+        else
+            ok = reject(ld, "tensor '%s' is missing; was it written by tinygpt train?", name);
+    }
+    return ok;
 }
 
 // format_dims: "[a,b]" from "n" dimensions, for messages.
@@ -440,8 +565,8 @@ static void format_dims(char *buf, size_t size, const uint64_t *dims, int n) {
 // shape the metadata implies, and data_offsets [begin, end) inside the data
 // section holding exactly 4 bytes per element. Saves begin in ld->begin[t].
 static bool check_tensor(Loader *ld, int t) {
-    const TensorSpec *spec = &ld->specs[t];
-    const JsonValue *entry = json_get(ld->root, spec->name);
+    const TensorSpec *spec = &ld->table.specs[t];
+    const JsonValue *entry = ld->entries[t];
     if (entry->type != JSON_OBJECT)
         return reject(ld, "tensor '%s' is %s, not an object with dtype, shape and data_offsets; was it written by tinygpt train?",
                       spec->name, json_type_name(entry->type));
@@ -489,32 +614,44 @@ static bool check_tensor(Loader *ld, int t) {
     return true;
 }
 
+// A tensor's index in the table and where it begins in the data section,
+// for sorting by begin.
+typedef struct {
+    uint64_t begin;
+    int index;
+} Placed;
+
+static int compare_begins(const void *a, const void *b) {
+    const Placed *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);  // ties in table order, for a stable message
+}
+
 // check_layout: the tensors must tile the data section: sorted by begin,
 // each starts where the previous one ended, the first at 0, the last ending
 // at the end of the file. (Their lengths are already checked, so comparing
 // begins is enough.) Without this, two tensors could share bytes, or junk
 // could hide between them.
 static bool check_layout(Loader *ld) {
-    int order[NUM_PARAM_TENSORS];
-    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
-        // Insertion sort by begin: nine entries.
-        int i = t;
-        for (; i > 0 && ld->begin[order[i - 1]] > ld->begin[t]; i--) order[i] = order[i - 1];
-        order[i] = t;
-    }
+    int n = ld->table.count;
+    Placed *order = xmalloc((size_t)n * sizeof *order);
+    for (int t = 0; t < n; t++) order[t] = (Placed){ld->begin[t], t};
+    qsort(order, (size_t)n, sizeof *order, compare_begins);
     uint64_t expected = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        int t = order[i];
-        if (ld->begin[t] != expected)
-            return reject(ld, "tensor '%s' starts at byte %llu of the data section, but %s; the file is damaged, retrain",
-                          ld->specs[t].name, (unsigned long long)ld->begin[t],
-                          ld->begin[t] < expected ? "that overlaps the tensor before it" : "that leaves a gap before it");
-        expected += ld->specs[t].size * sizeof(float);
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        const TensorSpec *spec = &ld->table.specs[order[i].index];
+        if (order[i].begin != expected)
+            ok = reject(ld, "tensor '%s' starts at byte %llu of the data section, but %s; the file is damaged, retrain",
+                        spec->name, (unsigned long long)order[i].begin,
+                        order[i].begin < expected ? "that overlaps the tensor before it" : "that leaves a gap before it");
+        expected += spec->size * sizeof(float);
     }
-    if (expected != ld->data_size)
-        return reject(ld, "its tensors take %llu bytes but its data section has %llu; it has extra bytes at the end, so it is damaged",
-                      (unsigned long long)expected, (unsigned long long)ld->data_size);
-    return true;
+    free(order);
+    if (ok && expected != ld->data_size)
+        ok = reject(ld, "its tensors take %llu bytes but its data section has %llu; it has extra bytes at the end, so it is damaged",
+                    (unsigned long long)expected, (unsigned long long)ld->data_size);
+    return ok;
 }
 
 // check_memory: the model and its activations for batches of "max_batch"
@@ -546,8 +683,10 @@ static bool build_vocab(Loader *ld, Tokenizer *tok) {
 // that saved it diverged, and training or sampling from it would only spread
 // the NaN.
 static bool read_tensors(Loader *ld, Model *m) {
-    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
-        const TensorSpec *spec = &ld->specs[t];
+    // model_init built the same table from the same config.
+    assert(m->param_table.count == ld->table.count && m->param_table.total == ld->table.total);
+    for (int t = 0; t < ld->table.count; t++) {
+        const TensorSpec *spec = &ld->table.specs[t];
         float *w = m->params_memory + spec->offset;
         off_t at = (off_t)(LENGTH_BYTES + ld->header_len + ld->begin[t]);
         if (fseeko(ld->f, at, SEEK_SET) != 0)
@@ -568,9 +707,7 @@ bool checkpoint_read_state(const char *path, TrainState *state, long *step, Erro
     if (!ld.f) return false;
     bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && read_state(&ld, state);
     if (ok) *step = ld.step;
-    json_free(ld.root);
-    free(ld.header);
-    fclose(ld.f);
+    loader_close(&ld);
     return ok;
 }
 
@@ -583,8 +720,10 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
     if (!ld.f) return false;
 
     Tokenizer vocab = {0};
-    bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && check_names(&ld);
-    for (int t = 0; ok && t < NUM_PARAM_TENSORS; t++) ok = check_tensor(&ld, t);
+    bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld);
+    if (ok) build_table(&ld);
+    ok = ok && check_names(&ld);
+    for (int t = 0; ok && t < ld.table.count; t++) ok = check_tensor(&ld, t);
     ok = ok && check_layout(&ld) && check_memory(&ld, max_batch, with_grads) && build_vocab(&ld, &vocab);
     if (ok) {
         model_init(m, &ld.cfg, max_batch, with_grads);
@@ -598,9 +737,6 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
         *tok = vocab;
         if (step) *step = ld.step;
     }
-
-    json_free(ld.root);
-    free(ld.header);
-    fclose(ld.f);
+    loader_close(&ld);
     return ok;
 }

@@ -7,8 +7,10 @@
 // The JSON maps each tensor name (see the parameter table in model.h) to
 // {"dtype":"F32","shape":[...],"data_offsets":[begin,end]} and holds a
 // "__metadata__" object of strings: vocab, n_embd, n_head, block_size,
-// vocab_size, dropout, step, and "format": "tinygpt-1"; from `train`, also
-// the run's TrainState (below), which the loader ignores unless resuming.
+// vocab_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
+// card), dropout, step, and "format": "tinygpt-1"; from `train`, also the
+// run's TrainState (below), which the loader ignores unless resuming. A file
+// without "arch" (saved before gpt existed) is a card model with one block.
 #ifndef TINYGPT_CHECKPOINT_H
 #define TINYGPT_CHECKPOINT_H
 
@@ -56,10 +58,11 @@ bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step,
 // written by an older tinygpt), and on any damaged or out-of-range value.
 bool checkpoint_read_state(const char *path, TrainState *state, long *step, Error *err);
 
-// checkpoint_load: validate "path" completely (header size, JSON, names,
-// dtypes, shapes, offsets inside the file, metadata agreeing with the shapes,
-// vocabulary) and only then build "m" (model_init with "max_batch" and
-// "with_grads"), its weights, and "tok". "*step" gets the saved step (may be
+// checkpoint_load: validate "path" completely (header size, JSON, the
+// architecture and n_layer, names: exactly the tensors param_table gives for
+// the metadata's config, dtypes, shapes, offsets inside the file, metadata
+// agreeing with the shapes, vocabulary, finite weights) and only then build
+// "m" (model_init with "max_batch" and "with_grads"), its weights, and "tok". "*step" gets the saved step (may be
 // NULL). On failure nothing is left allocated and "err" says what is wrong.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads,
                      long *step, Error *err);

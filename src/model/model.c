@@ -1,19 +1,48 @@
-// model.c: the parameter and activation tables, and the passes that chain
-// the layers (see model.h for the model in six lines).
+// model.c: the tables, and the passes that chain the layers (see model.h
+// for both architectures in a few lines).
+//
+// The file in four parts: the configuration and the tables; allocation and
+// initialisation; the forward pass (block_forward, called once per block by
+// the window forward and by the one-position forward of sampling); the
+// backward pass (block_backward, the same blocks in reverse).
 #include "model.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
 #include "crossentropy.h"
 #include "encoder.h"
+#include "gelu.h"
+#include "layernorm.h"
 #include "linear.h"
+#include "mlp.h"
+#include "residual.h"
 
-// Upper bound on any one size, so products of three sizes cannot overflow
+// Upper bounds on any one size, so products of three sizes cannot overflow
 // size_t and absurd flags are refused before anything is allocated.
 #define MAX_DIM (1 << 20)
+
+// ===========================================================================
+// The configuration.
+
+const char *arch_name(Arch arch) { return arch == ARCH_GPT ? "gpt" : "card"; }
+
+bool arch_from_name(const char *name, Arch *arch) {
+    if (strcmp(name, "card") == 0) *arch = ARCH_CARD;
+    else if (strcmp(name, "gpt") == 0) *arch = ARCH_GPT;
+    else return false;
+    return true;
+}
+
+ModelParts model_parts(const ModelConfig *cfg) {
+    const bool gpt = cfg->arch == ARCH_GPT;
+    return (ModelParts){.layernorm = gpt, .mlp = gpt, .residual = gpt, .proj_bias = !gpt, .tied_head = gpt};
+}
+
+int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
 
 bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->vocab_size < 1 || cfg->vocab_size > MAX_DIM)
@@ -30,13 +59,22 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
         return error_set(err, "--dropout %g is outside [0, 1); use e.g. 0.1, or 0 to turn it off",
                          (double)cfg->dropout);
+    if (cfg->arch != ARCH_CARD && cfg->arch != ARCH_GPT) return error_set(err, "unknown architecture %d", (int)cfg->arch);
+    if (cfg->arch == ARCH_CARD && cfg->n_layer > 1)
+        return error_set(err, "--layers %d: the card model has exactly one block; use --arch gpt for more",
+                         cfg->n_layer);
+    if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
+        return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
 }
 
-// Saturating size_t arithmetic for model_memory_bytes: a result that does
-// not fit becomes SIZE_MAX and stays there, and SIZE_MAX bytes never fit in
-// memory, so an overflow is refused like any other model too large.
-// (B*NH*T*T alone can reach 2^68 within the flags' ranges.)
+// ===========================================================================
+// The tables.
+
+// Saturating size_t arithmetic: a size that does not fit becomes SIZE_MAX
+// and stays there, and SIZE_MAX bytes never fit in memory, so an overflow
+// is refused like any other model too large. (B*NH*T*T alone can reach
+// 2^68 within the flags' ranges.)
 static size_t sat_mul(size_t a, size_t b) {
     size_t product;
     return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
@@ -46,27 +84,186 @@ static size_t sat_add(size_t a, size_t b) {
     return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
 }
 
-// model_memory_bytes: what model_init allocates, buffer by buffer (the
-// tables are in model.h and README's "Every tensor's size"):
-//   parameters  2VC + TC + 4CC + C + V floats        (and as many gradients)
-//   activations BT(C + 3C + C + C + 2V + 1 + 2C) + 2 B NH T T floats
-//   activation gradients: the prefix up to probs, BT(6C + V) + B NH T T floats
-//   scratch     max(3C, V) C floats; inputs, targets: 2BT ints
-// A test checks the sum against model_init's real allocations.
-size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads) {
-    size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
-    size_t NH = (size_t)cfg->n_head, B = (size_t)max_batch;
-    size_t BT = sat_mul(B, T);
-    size_t attention = sat_mul(sat_mul(B, NH), sat_mul(T, T));  // one [B,NH,T,T] tensor
-    size_t params = sat_add(sat_add(sat_mul(2 * V, C), sat_mul(T, C)), sat_add(sat_mul(4 * C, C), C + V));
-    size_t acts = sat_add(sat_mul(BT, sat_add(8 * C, 2 * V + 1)), sat_mul(2, attention));
-    size_t floats = sat_add(params, acts);
-    if (with_grads) {
-        size_t grad_acts = sat_add(sat_mul(BT, 6 * C + V), attention);
-        floats = sat_add(floats, sat_add(params, grad_acts));
+// Tables are filled in two passes of the same code: the first only counts
+// the entries (specs == NULL), the second writes them.
+typedef struct {
+    TensorTable *table;
+    int capacity;
+} TableBuilder;
+
+// add: append a [rows, cols] tensor (1-d when cols == 0) named by the
+// printf-style "fmt", right after the previous one.
+static void add(TableBuilder *tb, size_t rows, size_t cols, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(TableBuilder *tb, size_t rows, size_t cols, const char *fmt, ...) {
+    TensorTable *t = tb->table;
+    size_t size = sat_mul(rows, cols > 0 ? cols : 1);
+    if (t->specs) {
+        TensorSpec *spec = &t->specs[t->count];
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(spec->name, sizeof spec->name, fmt, args);
+        va_end(args);
+        spec->ndim = cols > 0 ? 2 : 1;
+        spec->shape[0] = rows;
+        spec->shape[1] = cols;
+        spec->offset = t->total;
+        spec->size = size;
     }
-    floats = sat_add(floats, sat_mul(3 * C > V ? 3 * C : V, C));
-    return sat_add(sat_mul(floats, sizeof(float)), sat_mul(sat_mul(2, BT), sizeof(int)));
+    t->count++;
+    t->total = sat_add(t->total, size);
+}
+
+typedef void (*TableFill)(TableBuilder *tb, const ModelConfig *cfg, size_t B);
+
+static void build_table(TensorTable *t, const ModelConfig *cfg, size_t B, TableFill fill) {
+    memset(t, 0, sizeof *t);
+    TableBuilder counting = {t, 0};
+    fill(&counting, cfg, B);
+    int count = t->count;
+    t->specs = xcalloc((size_t)count, sizeof(TensorSpec));
+    t->count = 0;
+    t->total = 0;
+    TableBuilder writing = {t, count};
+    fill(&writing, cfg, B);
+}
+
+// The parameters, in checkpoint order.
+static void fill_params(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
+    (void)B;
+    const ModelParts parts = model_parts(cfg);
+    const size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
+    add(tb, V, C, "tok_emb.weight");
+    add(tb, T, C, "pos_emb.weight");
+    for (int l = 0; l < model_layers(cfg); l++) {
+        if (parts.layernorm) add(tb, C, 0, "blocks.%d.ln1.weight", l);
+        add(tb, C, C, "blocks.%d.attn.q.weight", l);
+        add(tb, C, C, "blocks.%d.attn.k.weight", l);
+        add(tb, C, C, "blocks.%d.attn.v.weight", l);
+        add(tb, C, C, "blocks.%d.attn.proj.weight", l);
+        if (parts.proj_bias) add(tb, C, 0, "blocks.%d.attn.proj.bias", l);
+        if (parts.layernorm && parts.mlp) add(tb, C, 0, "blocks.%d.ln2.weight", l);
+        if (parts.mlp) {
+            add(tb, 4 * C, C, "blocks.%d.mlp.fc.weight", l);
+            add(tb, C, 4 * C, "blocks.%d.mlp.proj.weight", l);
+        }
+    }
+    if (parts.layernorm) add(tb, C, 0, "ln_f.weight");
+    if (!parts.tied_head) {
+        add(tb, V, C, "head.weight");
+        add(tb, V, 0, "head.bias");
+    }
+}
+
+// The activations, for B rows of T = block_size, in forward order.
+static void fill_acts(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
+    const ModelParts parts = model_parts(cfg);
+    const size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
+    const size_t V = (size_t)cfg->vocab_size, BT = sat_mul(B, T), BNH = sat_mul(B, NH);
+    add(tb, BT, C, "encoded");
+    for (int l = 0; l < model_layers(cfg); l++) {
+        if (parts.layernorm) {
+            add(tb, BT, C, "blocks.%d.ln1_out", l);
+            add(tb, BT, 0, "blocks.%d.ln1_mean", l);
+            add(tb, BT, 0, "blocks.%d.ln1_rstd", l);
+        }
+        add(tb, BT, 3 * C, "blocks.%d.qkv", l);
+        add(tb, BNH, sat_mul(T, T), "blocks.%d.attn_weights", l);
+        if (cfg->dropout > 0.0f) add(tb, BNH, sat_mul(T, T), "blocks.%d.dropout_scales", l);
+        add(tb, BNH, (C / NH) * T, "blocks.%d.keys_t", l);
+        add(tb, BNH, (C / NH) * T, "blocks.%d.values_t", l);
+        add(tb, BT, C, "blocks.%d.attn_out", l);
+        add(tb, BT, C, "blocks.%d.res_attn", l);
+        if (parts.mlp) {
+            if (parts.layernorm) {
+                add(tb, BT, C, "blocks.%d.ln2_out", l);
+                add(tb, BT, 0, "blocks.%d.ln2_mean", l);
+                add(tb, BT, 0, "blocks.%d.ln2_rstd", l);
+            }
+            add(tb, BT, 4 * C, "blocks.%d.fc_out", l);
+            add(tb, BT, C, "blocks.%d.res_mlp", l);
+        }
+    }
+    if (parts.residual) add(tb, BT, C, "branch_out");
+    if (parts.mlp) add(tb, BT, 4 * C, "gelu_out");
+    if (parts.layernorm) {
+        add(tb, BT, C, "lnf_out");
+        add(tb, BT, 0, "lnf_mean");
+        add(tb, BT, 0, "lnf_rstd");
+    }
+    add(tb, BT, V, "logits");
+    add(tb, BT, V, "probs");
+    add(tb, BT, 0, "losses");
+}
+
+// The activation gradients: one block's worth, reused by every block.
+static void fill_grad_acts(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
+    const ModelParts parts = model_parts(cfg);
+    const size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
+    const size_t V = (size_t)cfg->vocab_size, BT = sat_mul(B, T);
+    add(tb, BT, C, "dresidual");
+    add(tb, BT, V, "dlogits");
+    if (parts.layernorm || parts.residual) add(tb, BT, C, "dln_out");
+    if (parts.residual) add(tb, BT, C, "dbranch");
+    add(tb, BT, C, "dattn_out");
+    add(tb, BT, 3 * C, "dqkv");
+    add(tb, sat_mul(B, NH), sat_mul(T, T), "dattn_weights");
+    if (parts.mlp) add(tb, BT, 4 * C, "dhidden");
+}
+
+void param_table(TensorTable *t, const ModelConfig *cfg) { build_table(t, cfg, 0, fill_params); }
+void act_table(TensorTable *t, const ModelConfig *cfg, int B) { build_table(t, cfg, (size_t)B, fill_acts); }
+void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B) {
+    build_table(t, cfg, (size_t)B, fill_grad_acts);
+}
+
+void table_free(TensorTable *t) {
+    free(t->specs);
+    memset(t, 0, sizeof *t);
+}
+
+const TensorSpec *table_find(const TensorTable *t, const char *name) {
+    for (int i = 0; i < t->count; i++)
+        if (strcmp(t->specs[i].name, name) == 0) return &t->specs[i];
+    return NULL;
+}
+
+// view: the tensor named by "fmt" inside "memory", or NULL if the table has
+// no such tensor (or there is no memory: a model built without gradients).
+static float *view(const TensorTable *t, float *memory, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static float *view(const TensorTable *t, float *memory, const char *fmt, ...) {
+    char name[sizeof ((TensorSpec *)0)->name];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(name, sizeof name, fmt, args);
+    va_end(args);
+    const TensorSpec *spec = table_find(t, name);
+    return spec && memory ? memory + spec->offset : NULL;
+}
+
+// The widest weight that is transposed at once: a block's four matrices
+// ((3C + C + 4C + 4C) x C in gpt, (3C + C) x C in card), or the head, V x C.
+static size_t weight_scratch_floats(const ModelConfig *cfg) {
+    const size_t C = (size_t)cfg->n_embd, V = (size_t)cfg->vocab_size;
+    const size_t block = (model_parts(cfg).mlp ? 12 : 4) * C * C;
+    return block > V * C ? block : V * C;
+}
+
+size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads) {
+    TensorTable params, acts, grad_acts;
+    param_table(&params, cfg);
+    act_table(&acts, cfg, max_batch);
+    size_t floats = sat_add(params.total, acts.total);
+    if (with_grads) {
+        grad_act_table(&grad_acts, cfg, max_batch);
+        floats = sat_add(floats, sat_add(params.total, grad_acts.total));
+        table_free(&grad_acts);
+    }
+    floats = sat_add(floats, weight_scratch_floats(cfg));
+    size_t positions = sat_mul((size_t)max_batch, (size_t)cfg->block_size);
+    table_free(&acts);
+    table_free(&params);
+    return sat_add(sat_mul(floats, sizeof(float)), sat_mul(sat_mul(2, positions), sizeof(int)));
 }
 
 bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err) {
@@ -76,106 +273,103 @@ bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, 
     char need_text[32];
     if (need == SIZE_MAX) snprintf(need_text, sizeof need_text, "more than 18 EB");
     else snprintf(need_text, sizeof need_text, "%.1f GB", (double)need / 1e9);
-    return error_set(err, "--batch %d --context %d --embd %d --heads %d (with %d characters) need %s for the model%s, more than the %.1f GB of memory here; use a smaller --batch, --context or --embd",
-                     max_batch, cfg->block_size, cfg->n_embd, cfg->n_head, cfg->vocab_size, need_text,
-                     with_grads ? " and its gradients" : "", (double)limit / 1e9);
+    return error_set(err, "--batch %d --context %d --embd %d --heads %d --layers %d (with %d characters) need %s for the model%s, more than the %.1f GB of memory here; use a smaller --batch, --context, --embd or --layers",
+                     max_batch, cfg->block_size, cfg->n_embd, cfg->n_head, model_layers(cfg), cfg->vocab_size,
+                     need_text, with_grads ? " and its gradients" : "", (double)limit / 1e9);
 }
 
-// Fill one table entry (a 1-d tensor when cols == 0) and advance the
-// running offset. Sizes are size_t: B*NH*T*T overflows an int long before
-// it overflows memory.
-static size_t add_tensor(TensorSpec *spec, const char *name, size_t rows, size_t cols, size_t offset) {
-    spec->name = name;
-    spec->ndim = cols > 0 ? 2 : 1;
-    spec->shape[0] = rows;
-    spec->shape[1] = cols;
-    spec->offset = offset;
-    spec->size = rows * (cols > 0 ? cols : 1);
-    return offset + spec->size;
-}
+// ===========================================================================
+// Allocation and initialisation.
 
-size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]) {
-    size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
-    size_t at = 0;
-    at = add_tensor(&specs[PARAM_TOK_EMB], "tok_emb.weight", V, C, at);
-    at = add_tensor(&specs[PARAM_POS_EMB], "pos_emb.weight", T, C, at);
-    at = add_tensor(&specs[PARAM_Q_WEIGHT], "blocks.0.attn.q.weight", C, C, at);
-    at = add_tensor(&specs[PARAM_K_WEIGHT], "blocks.0.attn.k.weight", C, C, at);
-    at = add_tensor(&specs[PARAM_V_WEIGHT], "blocks.0.attn.v.weight", C, C, at);
-    at = add_tensor(&specs[PARAM_PROJ_WEIGHT], "blocks.0.attn.proj.weight", C, C, at);
-    at = add_tensor(&specs[PARAM_PROJ_BIAS], "blocks.0.attn.proj.bias", C, 0, at);
-    at = add_tensor(&specs[PARAM_HEAD_WEIGHT], "head.weight", V, C, at);
-    at = add_tensor(&specs[PARAM_HEAD_BIAS], "head.bias", V, 0, at);
-    return at;
-}
-
-// Activations are [B,T,...] with T = block_size: the largest forward pass.
-// Everything from probs on has no gradient, so the gradient buffer is the
-// prefix of this layout that ends where probs begins.
-size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]) {
-    size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
-    size_t V = (size_t)cfg->vocab_size, BT = (size_t)B * T;
-    size_t at = 0;
-    at = add_tensor(&specs[ACT_ENCODED], "encoded", BT, C, at);
-    at = add_tensor(&specs[ACT_QKV], "qkv", BT, 3 * C, at);
-    at = add_tensor(&specs[ACT_ATTN_WEIGHTS], "attn_weights", (size_t)B * NH, T * T, at);
-    at = add_tensor(&specs[ACT_ATTN_OUT], "attn_out", BT, C, at);
-    at = add_tensor(&specs[ACT_PROJ_OUT], "proj_out", BT, C, at);
-    at = add_tensor(&specs[ACT_LOGITS], "logits", BT, V, at);
-    at = add_tensor(&specs[ACT_PROBS], "probs", BT, V, at);
-    at = add_tensor(&specs[ACT_LOSSES], "losses", BT, 0, at);
-    at = add_tensor(&specs[ACT_DROPOUT_SCALES], "dropout_scales", (size_t)B * NH, T * T, at);
-    at = add_tensor(&specs[ACT_KEYS_T], "keys_t", (size_t)B * NH, (C / NH) * T, at);
-    at = add_tensor(&specs[ACT_VALUES_T], "values_t", (size_t)B * NH, (C / NH) * T, at);
-    return at;
-}
-
-static ParamTensors param_views(float *memory, const TensorSpec specs[NUM_PARAM_TENSORS]) {
+static ParamTensors param_views(const TensorTable *t, float *memory, int n_layer) {
     ParamTensors p;
-    p.tok_emb = memory + specs[PARAM_TOK_EMB].offset;
-    p.pos_emb = memory + specs[PARAM_POS_EMB].offset;
-    p.qkv_weight = memory + specs[PARAM_Q_WEIGHT].offset;  // q, then k and v right after it
-    p.proj_weight = memory + specs[PARAM_PROJ_WEIGHT].offset;
-    p.proj_bias = memory + specs[PARAM_PROJ_BIAS].offset;
-    p.head_weight = memory + specs[PARAM_HEAD_WEIGHT].offset;
-    p.head_bias = memory + specs[PARAM_HEAD_BIAS].offset;
+    p.tok_emb = view(t, memory, "tok_emb.weight");
+    p.pos_emb = view(t, memory, "pos_emb.weight");
+    p.blocks = xcalloc((size_t)n_layer, sizeof(BlockParams));
+    for (int l = 0; l < n_layer; l++) {
+        BlockParams *b = &p.blocks[l];
+        b->ln1_weight = view(t, memory, "blocks.%d.ln1.weight", l);
+        b->qkv_weight = view(t, memory, "blocks.%d.attn.q.weight", l);  // k and v follow it
+        b->proj_weight = view(t, memory, "blocks.%d.attn.proj.weight", l);
+        b->proj_bias = view(t, memory, "blocks.%d.attn.proj.bias", l);
+        b->ln2_weight = view(t, memory, "blocks.%d.ln2.weight", l);
+        b->fc_weight = view(t, memory, "blocks.%d.mlp.fc.weight", l);
+        b->mlp_proj_weight = view(t, memory, "blocks.%d.mlp.proj.weight", l);
+    }
+    p.lnf_weight = view(t, memory, "ln_f.weight");
+    p.head_weight = view(t, memory, "head.weight");
+    p.head_bias = view(t, memory, "head.bias");
+    if (!p.head_weight) p.head_weight = p.tok_emb;  // tied: the head's gradient adds to tok_emb's
     return p;
 }
 
-static ActTensors act_views(float *memory, const TensorSpec specs[NUM_ACT_TENSORS], bool is_gradient) {
+static ActTensors act_views(const TensorTable *t, float *memory, int n_layer) {
     ActTensors a;
-    a.encoded = memory + specs[ACT_ENCODED].offset;
-    a.qkv = memory + specs[ACT_QKV].offset;
-    a.attn_weights = memory + specs[ACT_ATTN_WEIGHTS].offset;
-    a.attn_out = memory + specs[ACT_ATTN_OUT].offset;
-    a.proj_out = memory + specs[ACT_PROJ_OUT].offset;
-    a.logits = memory + specs[ACT_LOGITS].offset;
-    a.probs = is_gradient ? NULL : memory + specs[ACT_PROBS].offset;
-    a.losses = is_gradient ? NULL : memory + specs[ACT_LOSSES].offset;
-    a.dropout_scales = is_gradient ? NULL : memory + specs[ACT_DROPOUT_SCALES].offset;
-    a.keys_t = is_gradient ? NULL : memory + specs[ACT_KEYS_T].offset;
-    a.values_t = is_gradient ? NULL : memory + specs[ACT_VALUES_T].offset;
+    a.encoded = view(t, memory, "encoded");
+    a.blocks = xcalloc((size_t)n_layer, sizeof(BlockActs));
+    for (int l = 0; l < n_layer; l++) {
+        BlockActs *b = &a.blocks[l];
+        b->ln1_out = view(t, memory, "blocks.%d.ln1_out", l);
+        b->ln1_mean = view(t, memory, "blocks.%d.ln1_mean", l);
+        b->ln1_rstd = view(t, memory, "blocks.%d.ln1_rstd", l);
+        b->qkv = view(t, memory, "blocks.%d.qkv", l);
+        b->attn_weights = view(t, memory, "blocks.%d.attn_weights", l);
+        b->dropout_scales = view(t, memory, "blocks.%d.dropout_scales", l);
+        b->keys_t = view(t, memory, "blocks.%d.keys_t", l);
+        b->values_t = view(t, memory, "blocks.%d.values_t", l);
+        b->attn_out = view(t, memory, "blocks.%d.attn_out", l);
+        b->res_attn = view(t, memory, "blocks.%d.res_attn", l);
+        b->ln2_out = view(t, memory, "blocks.%d.ln2_out", l);
+        b->ln2_mean = view(t, memory, "blocks.%d.ln2_mean", l);
+        b->ln2_rstd = view(t, memory, "blocks.%d.ln2_rstd", l);
+        b->fc_out = view(t, memory, "blocks.%d.fc_out", l);
+        b->res_mlp = view(t, memory, "blocks.%d.res_mlp", l);
+    }
+    a.branch_out = view(t, memory, "branch_out");
+    a.gelu_out = view(t, memory, "gelu_out");
+    a.lnf_out = view(t, memory, "lnf_out");
+    a.lnf_mean = view(t, memory, "lnf_mean");
+    a.lnf_rstd = view(t, memory, "lnf_rstd");
+    a.logits = view(t, memory, "logits");
+    a.probs = view(t, memory, "probs");
+    a.losses = view(t, memory, "losses");
     return a;
+}
+
+static GradActs grad_act_views(const TensorTable *t, float *memory) {
+    GradActs g;
+    g.dresidual = view(t, memory, "dresidual");
+    g.dlogits = view(t, memory, "dlogits");
+    g.dln_out = view(t, memory, "dln_out");
+    g.dbranch = view(t, memory, "dbranch");
+    g.dattn_out = view(t, memory, "dattn_out");
+    g.dqkv = view(t, memory, "dqkv");
+    g.dattn_weights = view(t, memory, "dattn_weights");
+    g.dhidden = view(t, memory, "dhidden");
+    return g;
 }
 
 void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads) {
     memset(m, 0, sizeof *m);
     m->config = *cfg;
+    m->parts = model_parts(cfg);
+    m->n_layer = model_layers(cfg);
+    m->config.n_layer = m->n_layer;
     m->max_batch = max_batch;
-    m->num_params = param_table(cfg, m->param_specs);
-    m->params_memory = xcalloc(m->num_params, sizeof(float));
-    m->params = param_views(m->params_memory, m->param_specs);
-    m->num_acts = act_table(cfg, max_batch, m->act_specs);
-    m->acts_memory = xcalloc(m->num_acts, sizeof(float));
-    m->acts = act_views(m->acts_memory, m->act_specs, false);
+    param_table(&m->param_table, cfg);
+    m->params_memory = xcalloc(m->param_table.total, sizeof(float));
+    m->params = param_views(&m->param_table, m->params_memory, m->n_layer);
+    act_table(&m->act_table, cfg, max_batch);
+    m->acts_memory = xcalloc(m->act_table.total, sizeof(float));
+    m->acts = act_views(&m->act_table, m->acts_memory, m->n_layer);
     if (with_grads) {
-        m->grads_memory = xcalloc(m->num_params, sizeof(float));
-        m->grads = param_views(m->grads_memory, m->param_specs);
-        m->grad_acts_memory = xcalloc(m->act_specs[ACT_PROBS].offset, sizeof(float));
-        m->grad_acts = act_views(m->grad_acts_memory, m->act_specs, true);
+        m->grads_memory = xcalloc(m->param_table.total, sizeof(float));
+        m->grads = param_views(&m->param_table, m->grads_memory, m->n_layer);
+        grad_act_table(&m->grad_act_table, cfg, max_batch);
+        m->grad_acts_memory = xcalloc(m->grad_act_table.total, sizeof(float));
+        m->grad_acts = grad_act_views(&m->grad_act_table, m->grad_acts_memory);
     }
-    int widest = 3 * cfg->n_embd > cfg->vocab_size ? 3 * cfg->n_embd : cfg->vocab_size;
-    m->weight_scratch_size = (size_t)widest * cfg->n_embd;
+    m->weight_scratch_size = weight_scratch_floats(cfg);
     m->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
     size_t positions = (size_t)max_batch * cfg->block_size;
     m->inputs = xcalloc(positions, sizeof(int));
@@ -187,90 +381,291 @@ void model_free(Model *m) {
     free(m->inputs);
     free(m->weight_scratch);
     free(m->grad_acts_memory);
+    table_free(&m->grad_act_table);
+    free(m->grads.blocks);
     free(m->grads_memory);
+    free(m->acts.blocks);
     free(m->acts_memory);
+    table_free(&m->act_table);
+    free(m->params.blocks);
     free(m->params_memory);
+    table_free(&m->param_table);
     memset(m, 0, sizeof *m);
 }
 
+// ends_with: "name" ends in "suffix".
+static bool ends_with(const char *name, const char *suffix) {
+    size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && strcmp(name + n - k, suffix) == 0;
+}
+
+// Every tensor is drawn in table order, element by element, from one
+// stream, so a seed gives the same weights on any machine.
 void model_init_weights(Model *m, Rng *rng) {
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
-        const TensorSpec *spec = &m->param_specs[i];
+    const bool gpt = m->config.arch == ARCH_GPT;
+    // card: nn.Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
+    // which keeps each layer's output variance close to its input's.
+    const float linear_bound = 1.0f / sqrtf((float)m->config.n_embd);
+    // gpt: GPT-2's scheme. Each block adds two branches to the stream, so
+    // the projections that end them start 1/sqrt(2L) smaller, and the
+    // stream's variance does not grow with depth.
+    const float branch_end_std = 0.02f / sqrtf(2.0f * (float)m->n_layer);
+    for (int i = 0; i < m->param_table.count; i++) {
+        const TensorSpec *spec = &m->param_table.specs[i];
         float *w = m->params_memory + spec->offset;
-        bool embedding = i == PARAM_TOK_EMB || i == PARAM_POS_EMB;
-        // nn.Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
-        // which keeps each layer's output variance close to its input's.
-        float bound = 1.0f / sqrtf((float)m->config.n_embd);
-        for (size_t j = 0; j < spec->size; j++)
-            w[j] = embedding ? rng_normal(rng) : bound * (2.0f * rng_uniform(rng) - 1.0f);
+        const bool embedding = strstr(spec->name, "_emb.") != NULL;
+        const bool layernorm = ends_with(spec->name, "ln1.weight") || ends_with(spec->name, "ln2.weight") ||
+                               ends_with(spec->name, "ln_f.weight");
+        const bool branch_end = ends_with(spec->name, "attn.proj.weight") || ends_with(spec->name, "mlp.proj.weight");
+        for (size_t j = 0; j < spec->size; j++) {
+            if (!gpt) w[j] = embedding ? rng_normal(rng) : linear_bound * (2.0f * rng_uniform(rng) - 1.0f);
+            else if (layernorm) w[j] = 1.0f;
+            else w[j] = (branch_end ? branch_end_std : 0.02f) * rng_normal(rng);
+        }
     }
+}
+
+// ===========================================================================
+// Which kernels: the fast ones, or, built with `make REFERENCE=1`, the plain
+// reference loops of each layer, which train just as well, only slower.
+// Only the products and GELU have two versions: the other layers are plain
+// loops already.
+
+#ifdef TINYGPT_REFERENCE
+static const bool USE_REFERENCE = true;
+#else
+static const bool USE_REFERENCE = false;
+#endif
+
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; the fast kernel reads
+// the weight transposed, weight_t[C,OC].
+static void linear(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
+                   int N, int C, int OC) {
+    if (USE_REFERENCE) linear_forward_reference(out, inp, weight, bias, N, C, OC);
+    else linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
+}
+
+static void linear_grad(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, int N, int C, int OC) {
+    if (USE_REFERENCE) linear_backward_reference(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    else linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+// ===========================================================================
+// The forward pass.
+
+// Which positions a forward pass computes: the whole window [B,T]
+// (training, evaluation), or only position t of sequence 0 (sampling with
+// the key/value cache; rows before t are already there). Either way the
+// rows to compute are contiguous: [first_row, first_row + rows).
+typedef struct {
+    int B, T;       // the layout: T rows per sequence
+    int position;   // -1 for the whole window, else the one position t
+    size_t first_row;
+    int rows;
+} Span;
+
+static Span window_span(int B, int T) { return (Span){B, T, -1, 0, B * T}; }
+static Span position_span(int T, int t) { return (Span){1, T, t, (size_t)t, 1}; }
+
+// The dropout masks of one step: each place dropout acts gets its own key.
+// Block 0's attention uses the step's key itself, as the one-block card
+// model always has, so card runs keep their masks.
+enum { SITE_ATTN, SITE_ATTN_BRANCH, SITE_MLP_BRANCH, SITE_EMBEDDING };
+static uint64_t site_key(uint64_t step_key, int layer, int site) {
+    if (layer == 0 && site == SITE_ATTN) return step_key;
+    return mix64(step_key ^ (((uint64_t)layer << 8) | (uint64_t)site));
+}
+
+// transpose_block: block l's matrices into "wt" (in m's weight scratch), for
+// the fast matmul.
+static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
+    const int C = m->config.n_embd;
+    const BlockParams *p = &m->params.blocks[l];
+    BlockWeightsT wt = {0};
+    wt.qkv_weight = memory;
+    wt.proj_weight = wt.qkv_weight + (size_t)3 * C * C;
+    linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
+    linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
+    if (m->parts.mlp) {
+        wt.fc_weight = wt.proj_weight + (size_t)C * C;
+        wt.mlp_proj_weight = wt.fc_weight + (size_t)4 * C * C;
+        linear_transpose_weight(wt.fc_weight, p->fc_weight, C, 4 * C);
+        linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, 4 * C, C);
+    }
+    return wt;
+}
+
+// rows_of: the span's rows of a [.., width] activation.
+static float *rows_of(float *tensor, Span s, size_t width) { return tensor + s.first_row * width; }
+
+// The attention layer over the span: the whole window at once, or, for one
+// position, each head's new key and value added to the cache and then that
+// row's five steps (see attention.h).
+static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key) {
+    const int C = cfg->n_embd, NH = cfg->n_head, HS = C / NH;
+    if (s.position < 0) {
+        if (USE_REFERENCE)
+            attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, s.B, s.T, C, NH, dropout_p, key);
+        else
+            attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->values_t, a->qkv, s.B,
+                              s.T, C, NH, dropout_p, key);
+        return;
+    }
+    for (int h = 0; h < NH; h++) {
+        transpose_head(a->keys_t + (size_t)h * HS * s.T, a->values_t + (size_t)h * HS * s.T, a->qkv, s.position,
+                       s.position + 1, s.T, C, HS, h);
+        attention_forward_row(a->attn_out, a->attn_weights, NULL, a->keys_t, a->qkv, 0, h, s.position, s.T, C, NH,
+                              0.0f, 0);
+    }
+}
+
+// The MLP over n rows: out = gelu(inp @ Wfc^T) @ Wproj^T (mlp.h).
+static void mlp_span(float *out, float *fc_out, float *gelu_out, const float *inp, const BlockParams *p,
+                     const BlockWeightsT *wt, int n, int C) {
+    if (USE_REFERENCE) {
+        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
+        gelu_forward_reference(gelu_out, fc_out, (size_t)n * 4 * C);
+        linear_forward_reference(out, gelu_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
+    } else {
+        mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
+    }
+}
+
+// block_input: what block l reads: the embedding, or the previous block's output.
+static float *block_output(const Model *m, int l) {
+    const BlockActs *a = &m->acts.blocks[l];
+    return m->parts.mlp ? a->res_mlp : a->res_attn;
+}
+static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encoded : block_output(m, l - 1); }
+
+// block_forward: block l over the span's rows. With the residual stream:
+//   1. ln1_out = ln1(x)                  (when the block has LayerNorm)
+//   2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+//   3. res_attn = x + dropout(attn_out @ Wproj^T)   (card: the projection itself, + bias)
+//   4. ln2_out = ln2(res_attn); res_mlp = res_attn + dropout(mlp(ln2_out))   (gpt)
+static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+    const ModelConfig *cfg = &m->config;
+    const ModelParts *parts = &m->parts;
+    const int C = cfg->n_embd, n = s.rows;
+    const BlockParams *p = &m->params.blocks[l];
+    BlockActs *a = &m->acts.blocks[l];
+    const float *x = rows_of(block_input(m, l), s, C);
+
+    const float *attn_in = x;  // 1.
+    if (parts->layernorm) {
+        layernorm_forward(rows_of(a->ln1_out, s, C), a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x,
+                          p->ln1_weight, n, C);
+        attn_in = rows_of(a->ln1_out, s, C);
+    }
+    linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
+    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
+    float *res_attn = rows_of(a->res_attn, s, C);  // 3.
+    if (parts->residual) {
+        float *branch = rows_of(m->acts.branch_out, s, C);
+        linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
+        residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+    } else {
+        linear(res_attn, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
+    }
+    if (!parts->mlp) return;
+    const float *mlp_in = res_attn;  // 4.
+    if (parts->layernorm) {
+        layernorm_forward(rows_of(a->ln2_out, s, C), a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn,
+                          p->ln2_weight, n, C);
+        mlp_in = rows_of(a->ln2_out, s, C);
+    }
+    float *res_mlp = rows_of(a->res_mlp, s, C);
+    float *fc_out = rows_of(a->fc_out, s, 4 * C), *gelu_out = rows_of(m->acts.gelu_out, s, 4 * C);
+    if (parts->residual) {
+        float *branch = rows_of(m->acts.branch_out, s, C);
+        mlp_span(branch, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+    } else {
+        mlp_span(res_mlp, fc_out, gelu_out, mlp_in, p, wt, n, C);
+    }
+}
+
+// head_forward: logits for the span's rows from the last block's output,
+// through ln_f when the model has it; "head_t" is the head's weight
+// transposed ([C,V]).
+static float *head_forward(Model *m, const float *head_t, Span s) {
+    const int C = m->config.n_embd, V = m->config.vocab_size;
+    const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
+    ActTensors *a = &m->acts;
+    if (m->parts.layernorm) {
+        layernorm_forward(rows_of(a->lnf_out, s, C), a->lnf_mean + s.first_row, a->lnf_rstd + s.first_row, x,
+                          m->params.lnf_weight, s.rows, C);
+        x = rows_of(a->lnf_out, s, C);
+    }
+    float *logits = rows_of(a->logits, s, V);
+    linear(logits, x, m->params.head_weight, head_t, m->params.head_bias, s.rows, C, V);
+    return logits;
+}
+
+// embed: encoded = tok_emb[tokens] + pos_emb for the span's rows, then
+// (gpt, training) dropout on it.
+static void embed(Model *m, const int *tokens, Span s, float dropout_p, uint64_t key) {
+    const int C = m->config.n_embd;
+    const float *pos_emb = m->params.pos_emb + (s.position < 0 ? 0 : (size_t)s.position * C);
+    float *encoded = rows_of(m->acts.encoded, s, C);
+    encoder_forward(encoded, tokens, m->params.tok_emb, pos_emb, s.position < 0 ? s.B : 1, s.position < 0 ? s.T : 1, C);
+    if (m->parts.residual && dropout_p > 0.0f)
+        dropout_forward(encoded, (size_t)s.rows * C, dropout_p, site_key(key, 0, SITE_EMBEDDING));
 }
 
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key) {
     const ModelConfig *cfg = &m->config;
-    int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size, BT = B * T;
-    ParamTensors p = m->params;
-    ActTensors a = m->acts;
-    float dropout_p = training ? cfg->dropout : 0.0f;
+    const int C = cfg->n_embd, V = cfg->vocab_size, BT = B * T;
+    const float dropout_p = training ? cfg->dropout : 0.0f;
+    const Span s = window_span(B, T);
 
     memcpy(m->inputs, inputs, (size_t)BT * sizeof(int));
     if (targets) memcpy(m->targets, targets, (size_t)BT * sizeof(int));
     m->last_B = B;
     m->last_T = T;
     m->last_training = training;
+    m->last_dropout_key = dropout_key;
 
-    encoder_forward(a.encoded, inputs, p.tok_emb, p.pos_emb, B, T, C);
-    linear_forward(a.qkv, a.encoded, p.qkv_weight, NULL, m->weight_scratch, BT, C, 3 * C);
-    attention_forward(a.attn_out, a.attn_weights, a.dropout_scales, a.keys_t, a.values_t, a.qkv, B, T, C, NH,
-                      dropout_p, dropout_key);
-    linear_forward(a.proj_out, a.attn_out, p.proj_weight, p.proj_bias, m->weight_scratch, BT, C, C);
-    linear_forward(a.logits, a.proj_out, p.head_weight, p.head_bias, m->weight_scratch, BT, C, V);
+    embed(m, inputs, s, dropout_p, dropout_key);
+    for (int l = 0; l < m->n_layer; l++) {
+        BlockWeightsT wt = transpose_block(m, l, m->weight_scratch);
+        block_forward(m, l, &wt, s, dropout_p, dropout_key);
+    }
+    linear_transpose_weight(m->weight_scratch, m->params.head_weight, C, V);
+    head_forward(m, m->weight_scratch, s);
     if (!targets) return 0.0f;
-    return crossentropy_forward(a.losses, a.probs, a.logits, targets, BT, V);
+    return crossentropy_forward(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);
 }
 
 void transposed_weights_init(TransposedWeights *w, const Model *m) {
-    const int C = m->config.n_embd, V = m->config.vocab_size;
-    w->memory = xmalloc((size_t)(4 * C + V) * C * sizeof(float));
-    w->qkv_weight = w->memory;
-    w->proj_weight = w->qkv_weight + (size_t)3 * C * C;
-    w->head_weight = w->proj_weight + (size_t)C * C;
-    linear_transpose_weight(w->qkv_weight, m->params.qkv_weight, C, 3 * C);
-    linear_transpose_weight(w->proj_weight, m->params.proj_weight, C, C);
-    linear_transpose_weight(w->head_weight, m->params.head_weight, C, V);
+    const size_t C = (size_t)m->config.n_embd, V = (size_t)m->config.vocab_size;
+    const size_t per_block = (m->parts.mlp ? 12 : 4) * C * C;
+    w->memory = xmalloc((per_block * (size_t)m->n_layer + C * V) * sizeof(float));
+    w->blocks = xmalloc((size_t)m->n_layer * sizeof(BlockWeightsT));
+    for (int l = 0; l < m->n_layer; l++) w->blocks[l] = transpose_block(m, l, w->memory + (size_t)l * per_block);
+    w->head_weight = w->memory + per_block * (size_t)m->n_layer;
+    linear_transpose_weight(w->head_weight, m->params.head_weight, (int)C, (int)V);
 }
 
 void transposed_weights_free(TransposedWeights *w) {
+    free(w->blocks);
     free(w->memory);
-    w->memory = w->qkv_weight = w->proj_weight = w->head_weight = NULL;
+    memset(w, 0, sizeof *w);
 }
 
-// One row through the same kernels as model_forward (the fast matmul with
-// one row adds the same terms in the same order as with many), so the bits
-// agree.
+// The same blocks as model_forward, on one row: every kernel computes a row
+// the same way whether it runs on one row or many, so the bits agree.
 const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t) {
-    const ModelConfig *cfg = &m->config;
-    const int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size, T = cfg->block_size, HS = C / NH;
-    ParamTensors p = m->params;
-    ActTensors a = m->acts;
-    float *encoded_t = a.encoded + (size_t)t * C;
-    float *qkv_t = a.qkv + (size_t)t * 3 * C;
-    float *attn_out_t = a.attn_out + (size_t)t * C;
-    float *proj_out_t = a.proj_out + (size_t)t * C;
-    float *logits_t = a.logits + (size_t)t * V;
-
-    encoder_forward(encoded_t, &token, p.tok_emb, p.pos_emb + (size_t)t * C, 1, 1, C);
-    linear_forward_transposed(qkv_t, encoded_t, wt->qkv_weight, NULL, 1, C, 3 * C);
-    for (int h = 0; h < NH; h++) {
-        // Add this position's key and value to the cache, then attend.
-        transpose_head(a.keys_t + (size_t)h * HS * T, a.values_t + (size_t)h * HS * T, a.qkv, t, t + 1, T, C, HS, h);
-        attention_forward_row(a.attn_out, a.attn_weights, NULL, a.keys_t, a.qkv, 0, h, t, T, C, NH, 0.0f, 0);
-    }
-    linear_forward_transposed(proj_out_t, attn_out_t, wt->proj_weight, p.proj_bias, 1, C, C);
-    linear_forward_transposed(logits_t, proj_out_t, wt->head_weight, p.head_bias, 1, C, V);
-    return logits_t;
+    const Span s = position_span(m->config.block_size, t);
+    embed(m, &token, s, 0.0f, 0);
+    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, &wt->blocks[l], s, 0.0f, 0);
+    return head_forward(m, wt->head_weight, s);
 }
+
+// ===========================================================================
+// The backward pass.
 
 // Split over threads: at the L size of `make bench` this is 30 MB of memory
 // to clear every step, too much for one core's bandwidth.
@@ -279,36 +674,132 @@ static void zero_floats(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = 0.0f;
 }
 
-// Only the parameter gradients: backward adds to those, but writes every
-// activation gradient before anything reads it (each activation feeds one
-// layer, so its gradient has one source; see crossentropy.h).
-void model_zero_grad(Model *m) { zero_floats(m->grads_memory, m->num_params); }
+void model_zero_grad(Model *m) { zero_floats(m->grads_memory, m->param_table.total); }
+
+static void add_floats(float *sum, const float *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) sum[i] += x[i];
+}
+
+// branch_grad: where the gradient of a branch's output is: with a residual
+// stream, dbranch = dropout's backward of dresidual (the stream itself
+// keeps dresidual: the skip path passes it on unchanged); without one, the
+// branch's output is the stream, so its gradient is dresidual itself.
+static const float *branch_grad(Model *m, size_t n, float dropout_p, uint64_t key) {
+    GradActs *g = &m->grad_acts;
+    if (!m->parts.residual) return g->dresidual;
+    residual_backward(g->dbranch, g->dresidual, n, dropout_p, key);
+    return g->dbranch;
+}
+
+// input_grad: where a branch's first layer writes the gradient of its
+// input. Without LayerNorm or residual (card) that input is the stream
+// itself, whose gradient nothing else needs any more: write dresidual.
+static float *input_grad(Model *m) {
+    return m->parts.layernorm || m->parts.residual ? m->grad_acts.dln_out : m->grad_acts.dresidual;
+}
+
+// join_stream: the branch has left the gradient of its input in dln_out;
+// pass it back to the stream x it read (through LayerNorm when the block
+// has one): added to dresidual with a residual stream, written without one.
+static void join_stream(Model *m, float *dln_weight, const float *x, const float *ln_weight, const float *mean,
+                        const float *rstd, size_t BT) {
+    GradActs *g = &m->grad_acts;
+    const int C = m->config.n_embd;
+    const size_t n = BT * (size_t)C;
+    if (m->parts.layernorm) {
+        if (!m->parts.residual) zero_floats(g->dresidual, n);
+        layernorm_backward(g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
+    } else if (m->parts.residual) {
+        add_floats(g->dresidual, g->dln_out, n);
+    }
+}
+
+// block_backward: block l's forward read backwards. On entry dresidual is
+// d loss / d (block output); on exit, d loss / d (block input).
+static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
+    const ModelConfig *cfg = &m->config;
+    const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
+    const size_t n = (size_t)BT * C;
+    const BlockParams *p = &m->params.blocks[l], *g = &m->grads.blocks[l];
+    const BlockActs *a = &m->acts.blocks[l];
+    GradActs *d = &m->grad_acts;
+    const float *x = block_input(m, l);
+
+    if (m->parts.mlp) {  // 4. backwards
+        const float *dmlp_out = branch_grad(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+        const float *mlp_in = m->parts.layernorm ? a->ln2_out : a->res_attn;
+        if (USE_REFERENCE) {
+            gelu_forward_reference(m->acts.gelu_out, a->fc_out, (size_t)BT * 4 * C);
+            linear_backward_reference(d->dhidden, g->mlp_proj_weight, NULL, dmlp_out, m->acts.gelu_out,
+                                      p->mlp_proj_weight, BT, 4 * C, C);
+            gelu_backward_reference(d->dhidden, a->fc_out, d->dhidden, (size_t)BT * 4 * C);
+            linear_backward_reference(input_grad(m), g->fc_weight, NULL, d->dhidden, mlp_in, p->fc_weight, BT, C,
+                                      4 * C);
+        } else {
+            mlp_backward(input_grad(m), g->fc_weight, g->mlp_proj_weight, d->dhidden, m->acts.gelu_out, dmlp_out,
+                         mlp_in, a->fc_out, p->fc_weight, p->mlp_proj_weight, BT, C);
+        }
+        join_stream(m, g->ln2_weight, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd, (size_t)BT);
+    }
+    // 3. backwards: the projection
+    const float *dproj = branch_grad(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+    linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
+    // 2. backwards: attention, then the q/k/v projection
+    const uint64_t attn_key = site_key(key, l, SITE_ATTN);
+    if (USE_REFERENCE)
+        attention_backward_reference(d->dqkv, d->dattn_weights, d->dattn_out, a->qkv, a->attn_weights, B, T, C, NH,
+                                     dropout_p, attn_key);
+    else
+        attention_backward(d->dqkv, d->dattn_weights, d->dattn_out, a->qkv, a->attn_weights, a->dropout_scales,
+                           a->values_t, B, T, C, NH, dropout_p);
+    const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
+    linear_grad(input_grad(m), g->qkv_weight, NULL, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);
+    join_stream(m, g->ln1_weight, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, (size_t)BT);  // 1. backwards
+}
 
 // The forward pass read backwards: each layer turns the gradient of its
 // output into gradients of its inputs and parameters.
 void model_backward(Model *m) {
     const ModelConfig *cfg = &m->config;
-    int B = m->last_B, T = m->last_T, BT = B * T;
-    int C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
-    float dropout_p = m->last_training ? cfg->dropout : 0.0f;
-    ParamTensors p = m->params, g = m->grads;
-    ActTensors a = m->acts, da = m->grad_acts;
+    const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, V = cfg->vocab_size;
+    const float dropout_p = m->last_training ? cfg->dropout : 0.0f;
+    const uint64_t key = m->last_dropout_key;
+    ParamTensors *p = &m->params, *g = &m->grads;
+    ActTensors *a = &m->acts;
+    GradActs *d = &m->grad_acts;
 
-    crossentropy_backward(da.logits, a.probs, m->targets, BT, V);
-    linear_backward(da.proj_out, g.head_weight, g.head_bias, da.logits, a.proj_out, p.head_weight, BT, C, V);
-    linear_backward(da.attn_out, g.proj_weight, g.proj_bias, da.proj_out, a.attn_out, p.proj_weight, BT, C, C);
-    attention_backward(da.qkv, da.attn_weights, da.attn_out, a.qkv, a.attn_weights, a.dropout_scales, a.values_t, B,
-                       T, C, NH, dropout_p);
-    linear_backward(da.encoded, g.qkv_weight, NULL, da.qkv, a.encoded, p.qkv_weight, BT, C, 3 * C);
-    encoder_backward(g.tok_emb, g.pos_emb, da.encoded, m->inputs, B, T, C);
+    crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V);
+    // The head: its input's gradient starts the stream's (through ln_f).
+    // Tied, its weight's gradient is tok_emb's, and adds to it.
+    const float *top = block_output(m, m->n_layer - 1);
+    if (m->parts.layernorm) {
+        linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);
+        zero_floats(d->dresidual, (size_t)BT * C);
+        layernorm_backward(d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT,
+                           C);
+    } else {
+        linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
+    }
+    for (int l = m->n_layer - 1; l >= 0; l--) block_backward(m, l, dropout_p, key);
+    // The embedding, through its dropout (gpt).
+    const float *dencoded = d->dresidual;
+    if (m->parts.residual && dropout_p > 0.0f) {
+        residual_backward(d->dbranch, d->dresidual, (size_t)BT * C, dropout_p, site_key(key, 0, SITE_EMBEDDING));
+        dencoded = d->dbranch;
+    }
+    encoder_backward(g->tok_emb, g->pos_emb, dencoded, m->inputs, B, T, C);
 }
 
 void model_sgd_step(Model *m, float lr) {
     float *w = m->params_memory;
     const float *grad = m->grads_memory;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < m->num_params; i++) w[i] -= lr * grad[i];
+    for (size_t i = 0; i < m->param_table.total; i++) w[i] -= lr * grad[i];
 }
+
+// ===========================================================================
+// Finding a NaN.
 
 // first_nonfinite: the index of the first NaN or infinity in x[n], or n.
 // Training asks twice a step and almost always finds nothing, so blocks of
@@ -332,26 +823,22 @@ static size_t first_nonfinite(const float *x, size_t n) {
     return n;
 }
 
-int model_find_nonfinite(const Model *m, const float *memory, size_t *element) {
-    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
-        const TensorSpec *spec = &m->param_specs[t];
-        size_t i = first_nonfinite(memory + spec->offset, spec->size);
-        if (i < spec->size) {
-            *element = i;
-            return t;
+static int table_find_nonfinite(const TensorTable *t, const float *memory, size_t *element) {
+    for (int i = 0; i < t->count; i++) {
+        const TensorSpec *spec = &t->specs[i];
+        size_t at = first_nonfinite(memory + spec->offset, spec->size);
+        if (at < spec->size) {
+            *element = at;
+            return i;
         }
     }
     return -1;
 }
 
+int model_find_nonfinite(const Model *m, const float *memory, size_t *element) {
+    return table_find_nonfinite(&m->param_table, memory, element);
+}
+
 int model_find_nonfinite_act(const Model *m, size_t *element) {
-    for (int t = 0; t < NUM_ACT_TENSORS; t++) {
-        const TensorSpec *spec = &m->act_specs[t];
-        size_t i = first_nonfinite(m->acts_memory + spec->offset, spec->size);
-        if (i < spec->size) {
-            *element = i;
-            return t;
-        }
-    }
-    return -1;
+    return table_find_nonfinite(&m->act_table, m->acts_memory, element);
 }

@@ -1,21 +1,34 @@
 // model.h: the whole model: its sizes, its parameter and activation tables,
 // and forward, backward and the SGD update that tie the layers together.
 //
-// Reading order: file 9, after the four layers (encoder, linear, attention,
-// crossentropy) it calls.
+// Reading order: the first file of src/model/, after the layers it calls
+// (encoder, linear, attention, layernorm, gelu, residual, mlp, crossentropy).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")
 //   C  channels (n_embd)     NH number of attention heads
 //   HS head size = C / NH    V  vocabulary size
+//   L  number of blocks (n_layer)
 //
-// The model, one line per layer (PyTorch names in quotes):
-//   encoded[B,T,C]   = tok_emb[inputs] + pos_emb[0..T)          "tok_emb", "pos_emb"
-//   qkv[B,T,3C]      = encoded @ [Wq;Wk;Wv]^T                   "blocks.0.attn.{q,k,v}"
-//   attn_out[B,T,C]  = causal multi-head attention(q, k, v) with dropout
-//   proj_out[B,T,C]  = attn_out @ Wproj^T + bproj               "blocks.0.attn.proj"
-//   logits[B,T,V]    = proj_out @ Whead^T + bhead               "head"
-//   loss             = mean cross-entropy(logits, targets)
+// Two architectures are built from the same layers (PyTorch names in quotes):
+//
+// card, the attention model: one block that is attention and nothing else.
+//   x[B,T,C]       = tok_emb[inputs] + pos_emb[0..T)              "tok_emb", "pos_emb"
+//   qkv[B,T,3C]    = x @ [Wq;Wk;Wv]^T                             "blocks.0.attn.{q,k,v}"
+//   x              = attention(qkv) @ Wproj^T + bproj             "blocks.0.attn.proj"
+//   logits[B,T,V]  = x @ Whead^T + bhead                          "head"
+//
+// gpt, nanoGPT's model without biases: L blocks on a residual stream.
+//   x              = dropout(tok_emb[inputs] + pos_emb[0..T))
+//   for each block i:
+//     x            = x + dropout(attention(ln1(x)) @ Wproj^T)     "blocks.{i}.ln1", ".attn.*"
+//     x            = x + dropout(mlp(ln2(x)))                     "blocks.{i}.ln2", ".mlp.fc", ".mlp.proj"
+//   logits[B,T,V]  = ln_f(x) @ tok_emb^T                          "ln_f"; the head is tied to tok_emb
+//
+// and in both, loss = mean cross-entropy(logits, targets).
+//
+// The two differ only in which parts a block has (ModelParts below), so one
+// block_forward and one block_backward, called in a loop, serve both.
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -26,118 +39,194 @@
 #include "common.h"
 #include "rng.h"
 
+typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
+
+// The most blocks a gpt may have: a bound that keeps every table small and
+// lets a checkpoint's n_layer be refused before anything is allocated.
+#define MODEL_MAX_LAYERS 1024
+
 typedef struct {
     int vocab_size;  // V
     int block_size;  // the longest context the model can see; pos_emb has this many rows
     int n_embd;      // C
     int n_head;      // NH; must divide C
-    float dropout;   // p: probability of zeroing each attention weight while training
+    float dropout;   // p: probability of zeroing an attention weight (and, in gpt, a stream input)
+    Arch arch;       // ARCH_CARD (what a zeroed config means) or ARCH_GPT
+    int n_layer;     // L for gpt; card has one block (0 or 1 here)
 } ModelConfig;
+
+// arch_name / arch_from_name: "card" and "gpt"; arch_from_name returns false
+// for any other name.
+const char *arch_name(Arch arch);
+bool arch_from_name(const char *name, Arch *arch);
+
+// What each block and the ends of the model are made of. A function of the
+// architecture: card has none of these parts but the projection's bias and
+// its own head; gpt has every part, no biases, and a head tied to tok_emb.
+typedef struct {
+    bool layernorm;  // ln1, ln2 before the branches and ln_f before the head
+    bool mlp;        // the MLP after attention
+    bool residual;   // x + dropout(branch(x)) instead of branch(x)
+    bool proj_bias;  // attn.proj has a bias
+    bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight and head.bias
+} ModelParts;
+ModelParts model_parts(const ModelConfig *cfg);
+// model_layers: how many blocks "cfg" has (card: 1).
+int model_layers(const ModelConfig *cfg);
 
 // One named tensor inside a contiguous buffer.
 typedef struct {
-    const char *name;  // the PyTorch / safetensors name
+    char name[48];     // the PyTorch / safetensors name, e.g. "blocks.3.mlp.fc.weight"
     int ndim;          // 1 or 2
     size_t shape[2];   // shape[1] unused when ndim == 1
     size_t offset;     // in floats, from the start of the buffer
     size_t size;       // number of floats
 } TensorSpec;
 
-// ---- Parameters: the table, in buffer order -------------------------------
-// q, k and v are adjacent, so together they are one [3C,C] matrix, and a
-// single matmul computes all three projections.
-enum {
-    PARAM_TOK_EMB,    // tok_emb.weight            [V,C]
-    PARAM_POS_EMB,    // pos_emb.weight            [T,C]  (T = block_size)
-    PARAM_Q_WEIGHT,   // blocks.0.attn.q.weight    [C,C]
-    PARAM_K_WEIGHT,   // blocks.0.attn.k.weight    [C,C]
-    PARAM_V_WEIGHT,   // blocks.0.attn.v.weight    [C,C]
-    PARAM_PROJ_WEIGHT,// blocks.0.attn.proj.weight [C,C]
-    PARAM_PROJ_BIAS,  // blocks.0.attn.proj.bias   [C]
-    PARAM_HEAD_WEIGHT,// head.weight               [V,C]
-    PARAM_HEAD_BIAS,  // head.bias                 [V]
-    NUM_PARAM_TENSORS
-};
-
-// Named views into the parameter buffer (and, with the same layout, into the
-// gradient buffer).
+// A table: the tensors of one buffer, in buffer order. Built at run time
+// from the config, so it grows with the number of blocks; it is the single
+// source for allocation, checkpoint names and shapes, gradcheck, the
+// NaN guard and the README's memory table.
 typedef struct {
-    float *tok_emb;      // [V,C]
-    float *pos_emb;      // [T,C]
-    float *qkv_weight;   // [3C,C] rows [0,C) are q, [C,2C) k, [2C,3C) v
-    float *proj_weight;  // [C,C]
-    float *proj_bias;    // [C]
-    float *head_weight;  // [V,C]
-    float *head_bias;    // [V]
+    TensorSpec *specs;  // [count]
+    int count;
+    size_t total;       // floats in all (saturates at SIZE_MAX for absurd sizes)
+} TensorTable;
+
+// param_table: the parameters, in checkpoint order. Within a block q, k and
+// v are adjacent, so together they are one [3C,C] matrix and a single
+// matmul computes all three projections.
+void param_table(TensorTable *t, const ModelConfig *cfg);
+// act_table: the activations for batches of up to B rows of T = block_size.
+void act_table(TensorTable *t, const ModelConfig *cfg, int B);
+// grad_act_table: the gradients of the activations. Only one block's worth:
+// the backward pass goes block by block, and each block's gradients are
+// dead once it has passed them on, so every block reuses the same buffers.
+void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B);
+void table_free(TensorTable *t);
+// table_find: the entry named "name", or NULL.
+const TensorSpec *table_find(const TensorTable *t, const char *name);
+
+// ---- Named views into the buffers -------------------------------------------
+// A view is NULL where the architecture has no such tensor.
+
+typedef struct {
+    float *ln1_weight;       // [C]      "blocks.{i}.ln1.weight"
+    float *qkv_weight;       // [3C,C]   rows [0,C) q, [C,2C) k, [2C,3C) v
+    float *proj_weight;      // [C,C]    "blocks.{i}.attn.proj.weight"
+    float *proj_bias;        // [C]      card only
+    float *ln2_weight;       // [C]
+    float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"
+    float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"
+} BlockParams;
+
+typedef struct {
+    float *tok_emb;       // [V,C]
+    float *pos_emb;       // [T,C]
+    BlockParams *blocks;  // [L]
+    float *lnf_weight;    // [C]   gpt
+    float *head_weight;   // [V,C] card; in gpt, the same memory as tok_emb (tied)
+    float *head_bias;     // [V]   card
 } ParamTensors;
 
-// ---- Activations: the table, in buffer order ------------------------------
-// Sized for (max_batch, block_size); a forward pass with smaller B or T uses
-// a prefix of each tensor.
-enum {
-    ACT_ENCODED,       // [B,T,C]     token + position embedding
-    ACT_QKV,           // [B,T,3C]    queries, keys, values
-    ACT_ATTN_WEIGHTS,  // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
-    ACT_ATTN_OUT,      // [B,T,C]     attention output, heads concatenated
-    ACT_PROJ_OUT,      // [B,T,C]     output projection
-    ACT_LOGITS,        // [B,T,V]     classification head
-    ACT_PROBS,         // [B,T,V]     softmax(logits), kept for the backward pass
-    ACT_LOSSES,        // [B,T]       per-position cross-entropy
-    ACT_DROPOUT_SCALES,// [B,NH,T,T]  0 or 1/(1-p) for each attention weight (training only)
-    ACT_KEYS_T,        // [B,NH,HS,T] each head's keys, transposed (see attention.h)
-    ACT_VALUES_T,      // [B,NH,HS,T] each head's values, transposed
-    NUM_ACT_TENSORS
-};
+typedef struct {
+    float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x)
+    float *qkv;             // [B,T,3C]    queries, keys, values
+    float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
+    float *dropout_scales;  // [B,NH,T,T]  0 or 1/(1-p) per weight; only when dropout > 0
+    float *keys_t;          // [B,NH,HS,T] each head's keys, transposed (see attention.h)
+    float *values_t;        // [B,NH,HS,T] each head's values, transposed
+    float *attn_out;        // [B,T,C]     attention output, heads concatenated
+    float *res_attn;        // [B,T,C]     the stream after attention: x + dropout(proj) (card: proj)
+    float *ln2_out, *ln2_mean, *ln2_rstd;  // ln2(res_attn)
+    float *fc_out;          // [B,T,4C]    the MLP's hidden layer, before GELU
+    float *res_mlp;         // [B,T,C]     the stream after the MLP: the block's output
+} BlockActs;
 
 typedef struct {
-    float *encoded;       // [B,T,C]
-    float *qkv;           // [B,T,3C]
-    float *attn_weights;  // [B,NH,T,T]
-    float *attn_out;      // [B,T,C]
-    float *proj_out;      // [B,T,C]
-    float *logits;        // [B,T,V]
-    float *probs;         // [B,T,V]
-    float *losses;        // [B,T]
-    float *dropout_scales;// [B,NH,T,T]
-    float *keys_t;        // [B,NH,HS,T]
-    float *values_t;      // [B,NH,HS,T]
+    float *encoded;          // [B,T,C]  token + position embedding (gpt: after dropout)
+    BlockActs *blocks;       // [L]
+    float *branch_out;       // [B,T,C]  a branch's output before it joins the stream (gpt; shared by all blocks)
+    float *gelu_out;         // [B,T,4C] GELU of fc_out (gpt; shared: backward recomputes it)
+    float *lnf_out, *lnf_mean, *lnf_rstd;  // ln_f(x) (gpt)
+    float *logits;           // [B,T,V]
+    float *probs;            // [B,T,V]  softmax(logits), kept for the backward pass
+    float *losses;           // [B,T]    per-position cross-entropy
 } ActTensors;
+
+// The gradients of the activations (see grad_act_table). The convention,
+// once: a backward pass WRITES the gradient of its input activation, and
+// ADDS to parameter gradients and to `dresidual`. The residual stream feeds
+// two consumers in every block (the branch and the skip connection), so its
+// gradient is the sum of both: the skip path leaves dresidual as it is, and
+// the branch's backward adds its part to it.
+typedef struct {
+    float *dresidual;      // [B,T,C]    d loss / d stream, at the point the backward pass has reached
+    float *dlogits;        // [B,T,V]
+    float *dln_out;        // [B,T,C]    gradient of a branch's input (a LayerNorm's output)
+    float *dbranch;        // [B,T,C]    gradient of a branch's output
+    float *dattn_out;      // [B,T,C]
+    float *dqkv;           // [B,T,3C]
+    float *dattn_weights;  // [B,NH,T,T] scratch of attention_backward
+    float *dhidden;        // [B,T,4C]   scratch of mlp_backward (gpt)
+} GradActs;
+
+// Weights transposed to [in, out], the layout the fast matmul reads
+// (linear_forward_transposed). Training transposes one block at a time into
+// Model.weight_scratch; sampling, whose weights do not change, keeps a
+// TransposedWeights for the whole model.
+typedef struct {
+    float *qkv_weight;       // [C,3C]
+    float *proj_weight;      // [C,C]
+    float *fc_weight;        // [C,4C]  gpt
+    float *mlp_proj_weight;  // [4C,C]  gpt
+} BlockWeightsT;
+
+typedef struct {
+    float *memory;
+    BlockWeightsT *blocks;  // [L]
+    float *head_weight;     // [C,V]  head.weight, or tok_emb in gpt, transposed
+} TransposedWeights;
 
 typedef struct {
     ModelConfig config;
-    int max_batch;                                // activations are sized for this many rows
+    ModelParts parts;
+    int n_layer;                 // L
+    int max_batch;               // activations are sized for this many rows
 
-    TensorSpec param_specs[NUM_PARAM_TENSORS];
-    size_t num_params;
-    float *params_memory;                         // [num_params]
+    TensorTable param_table;
+    float *params_memory;        // [param_table.total]
     ParamTensors params;
-    float *grads_memory;                          // [num_params]; NULL when built without grads
+    float *grads_memory;         // [param_table.total]; NULL when built without grads
     ParamTensors grads;
 
-    TensorSpec act_specs[NUM_ACT_TENSORS];
-    size_t num_acts;
-    float *acts_memory;                           // [num_acts]
+    TensorTable act_table;
+    float *acts_memory;          // [act_table.total]
     ActTensors acts;
-    float *grad_acts_memory;                      // [num_acts]; NULL without grads
-    ActTensors grad_acts;                         // only up to logits: the rest have no gradient (NULL)
-    float *weight_scratch;                        // [weight_scratch_size] for the fast matmul
-    size_t weight_scratch_size;                   // max(3C, V) * C
+    TensorTable grad_act_table;
+    float *grad_acts_memory;     // [grad_act_table.total]; NULL without grads
+    GradActs grad_acts;
+
+    float *weight_scratch;       // one block's weights (or the head's) transposed, for the fast matmul
+    size_t weight_scratch_size;
 
     // What the last forward pass saw, for the backward pass.
-    int *inputs;                                  // [max_batch, block_size]
-    int *targets;                                 // [max_batch, block_size]
+    int *inputs;                 // [max_batch, block_size]
+    int *targets;                // [max_batch, block_size]
     int last_B, last_T;
     bool last_training;
+    uint64_t last_dropout_key;
 } Model;
 
 // model_check_config: false (with a message naming the flag) when the sizes
-// are invalid: non-positive, heads not dividing embd, dropout outside [0,1).
+// are invalid: non-positive, heads not dividing embd, dropout outside [0,1),
+// a layer count out of range or given to card.
 bool model_check_config(const ModelConfig *cfg, Error *err);
 
 // model_memory_bytes: the bytes model_init allocates for "cfg" with batches
-// of up to "max_batch" rows (and gradients when "with_grads"), computed in
-// saturating size_t arithmetic: SIZE_MAX means "more than a size_t holds".
-// "cfg" must pass model_check_config.
+// of up to "max_batch" rows (and gradients when "with_grads"), summed from
+// the tables in saturating size_t arithmetic: SIZE_MAX means "more than a
+// size_t holds". "cfg" must pass model_check_config.
 size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads);
 // model_check_memory: false, with a message naming the size flags and the
 // bytes needed, when model_memory_bytes is more than memory_limit_bytes().
@@ -145,34 +234,23 @@ size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads
 // and cannot back would kill the process later, without a message.
 bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err);
 
-// param_table / act_table: fill in the tables above; return the total floats.
-size_t param_table(const ModelConfig *cfg, TensorSpec specs[NUM_PARAM_TENSORS]);
-size_t act_table(const ModelConfig *cfg, int B, TensorSpec specs[NUM_ACT_TENSORS]);
-
 // model_init: allocate parameters (zeroed) and activations for batches of up
 // to "max_batch" rows; gradients too when "with_grads". model_free releases.
 void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads);
 void model_free(Model *m);
 
-// model_init_weights: PyTorch's default initialisation: embeddings N(0,1);
-// Linear weights and biases U(-1/sqrt(C), 1/sqrt(C)).
+// model_init_weights: card: PyTorch's defaults (embeddings N(0,1); Linear
+// weights and biases U(-1/sqrt(C), 1/sqrt(C))). gpt: nanoGPT's (every
+// Linear and Embedding weight N(0, 0.02), the two projections that end a
+// branch N(0, 0.02/sqrt(2L)), LayerNorm weights 1).
 void model_init_weights(Model *m, Rng *rng);
 
 // model_forward: run the model on inputs[B,T] (B <= max_batch, T <= block_size).
 // With targets[B,T] it returns the mean cross-entropy loss; with targets NULL
 // it only computes logits and returns 0. "training" turns dropout on, with
-// its mask a function of "dropout_key".
+// its masks a function of "dropout_key".
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key);
-// The three Linear weights transposed ([in, out]), made once for sampling,
-// whose weights do not change, so each token's forward pass can use the
-// fast kernel without transposing again (see linear_forward_transposed).
-typedef struct {
-    float *memory;      // [(3C + C + V) * C]
-    float *qkv_weight;  // [C,3C]
-    float *proj_weight; // [C,C]
-    float *head_weight; // [C,V]
-} TransposedWeights;
 
 // transposed_weights_init: allocate and fill from m's current parameters.
 void transposed_weights_init(TransposedWeights *w, const Model *m);
@@ -180,16 +258,15 @@ void transposed_weights_free(TransposedWeights *w);
 
 // model_forward_position: the forward pass for position t (< block_size) of a
 // single sequence (row 0 of the batch), dropout off, computing only row t of
-// every activation and reading rows 0..t-1 as an earlier call or forward
-// pass left them. Those rows are the key/value cache: generating a token
-// costs O(T*C + C*C) instead of a forward pass over the whole window.
-// Activations are laid out for T = block_size here, so do not mix it with
-// model_forward on the same rows. The arithmetic, and so every bit of the
-// result, is the same as model_forward's. "wt" holds m's weights,
-// transposed. Returns logits[V] for position t.
+// every activation of every block and reading rows 0..t-1 as an earlier call
+// or forward pass left them. Those rows are the key/value cache: generating
+// a token costs O(L (T*C + C*C)) instead of a forward pass over the whole
+// window. Activations are laid out for T = block_size here, so do not mix it
+// with model_forward on the same rows. It runs the same block_forward as
+// model_forward, on one row, so every bit of the result is the same. "wt"
+// holds m's weights, transposed. Returns logits[V] for position t.
 const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t);
-// model_zero_grad: zero the parameter gradients (backward adds to them; it
-// writes the activation gradients afresh).
+// model_zero_grad: zero the parameter gradients (backward adds to them).
 void model_zero_grad(Model *m);
 // model_backward: gradients of the last forward's loss into m->grads.
 void model_backward(Model *m);
@@ -198,9 +275,9 @@ void model_sgd_step(Model *m, float lr);
 
 // model_find_nonfinite: the first tensor of the parameter table, read in
 // "memory" (m->params_memory, or m->grads_memory for the gradients), that
-// holds a NaN or an infinity: its index, with the element in "*element";
-// -1 if every value is finite. Training calls it after every step, so a
-// diverging run stops before its weights reach a checkpoint.
+// holds a NaN or an infinity: its index in m->param_table, with the element
+// in "*element"; -1 if every value is finite. Training calls it after every
+// step, so a diverging run stops before its weights reach a checkpoint.
 int model_find_nonfinite(const Model *m, const float *memory, size_t *element);
 // model_find_nonfinite_act: the same over the activation table (forward
 // order), to say where a non-finite loss came from.

@@ -255,7 +255,7 @@ void plot_losses(Canvas *c, const LossHistory *h, const char *source) {
 int cmd_plot(int argc, char **argv) {
     const char *out_path = NULL;  // default: loss.png in the log's directory
     Flag flags[] = {
-        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv)", 0, 0, false},
+        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv)", 0, 0, false, NULL},
     };
     Command cmd = {"plot", "LOG.csv",
                    "Draw the train and validation loss curves of a log.csv written by 'tinygpt train' as a PNG "

@@ -33,22 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     float dropout = 0.1f, lr = 0.5f, val_fraction = 0.1f;
     bool quiet = false;
     Flag flags[] = {
-        {"--out", FLAG_STRING, &out_dir, "DIR", "output directory", 0, 0, false},
-        {"--steps", FLAG_LONG, &steps, "N", "number of SGD steps", 0, 1e12, false},
-        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false},
-        {"--context", FLAG_INT, &context, "T", "characters per window", 1, 1 << 16, false},
-        {"--embd", FLAG_INT, &embd, "C", "embedding channels", 1, 1 << 16, false},
-        {"--heads", FLAG_INT, &heads, "NH", "attention heads", 1, 1 << 16, false},
-        {"--dropout", FLAG_FLOAT, &dropout, "P", "dropout", 0, 0.999f, false},
-        {"--lr", FLAG_FLOAT, &lr, "LR", "SGD learning rate", 0, 1e6, false},
-        {"--val-fraction", FLAG_FLOAT, &val_fraction, "F", "validation fraction", 0, 0.9f, false},
-        {"--eval-interval", FLAG_INT, &eval_interval, "N", "steps between validation losses", 1, 1e9, false},
-        {"--eval-batches", FLAG_INT, &eval_batches, "N", "batches per validation loss", 1, 1e6, false},
-        {"--init", FLAG_STRING, &init_path, "MODEL", "start from this .safetensors", 0, 0, false},
-        {"--order", FLAG_STRING, &order, "ORDER", "random or sequential", 0, 0, false},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads", 0, 1024, false},
-        {"--quiet", FLAG_SWITCH, &quiet, NULL, "a switch, as in sample's --no-cache", 0, 0, false},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "output directory", 0, 0, false, NULL},
+        {"--steps", FLAG_LONG, &steps, "N", "number of SGD steps", 0, 1e12, false, NULL},
+        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false, NULL},
+        {"--context", FLAG_INT, &context, "T", "characters per window", 1, 1 << 16, false, NULL},
+        {"--embd", FLAG_INT, &embd, "C", "embedding channels", 1, 1 << 16, false, NULL},
+        {"--heads", FLAG_INT, &heads, "NH", "attention heads", 1, 1 << 16, false, NULL},
+        {"--dropout", FLAG_FLOAT, &dropout, "P", "dropout", 0, 0.999f, false, NULL},
+        {"--lr", FLAG_FLOAT, &lr, "LR", "SGD learning rate", 0, 1e6, false, NULL},
+        {"--val-fraction", FLAG_FLOAT, &val_fraction, "F", "validation fraction", 0, 0.9f, false, NULL},
+        {"--eval-interval", FLAG_INT, &eval_interval, "N", "steps between validation losses", 1, 1e9, false, NULL},
+        {"--eval-batches", FLAG_INT, &eval_batches, "N", "batches per validation loss", 1, 1e6, false, NULL},
+        {"--init", FLAG_STRING, &init_path, "MODEL", "start from this .safetensors", 0, 0, false, NULL},
+        {"--order", FLAG_STRING, &order, "ORDER", "random or sequential", 0, 0, false, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads", 0, 1024, false, NULL},
+        {"--quiet", FLAG_SWITCH, &quiet, NULL, "a switch, as in sample's --no-cache", 0, 0, false, NULL},
     };
     Command cmd = {"train", "FILE", "fuzzed train", "tinygpt train FILE", flags, (int)(sizeof flags / sizeof flags[0])};
     const char *positional = NULL;

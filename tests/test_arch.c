@@ -1,0 +1,205 @@
+// test_arch.c: the two architectures from the outside.
+//
+// 1. `--arch card` is the attention model exactly as it was before the gpt
+//    architecture existed: the same flags, seed and thread count give the
+//    same log.csv losses, the same tensor bytes in the checkpoint and the
+//    same sample. The expected values below were recorded with tinygpt at
+//    commit 5bf5f41 (the last one before the gpt work) on
+//    tests/data/card_golden.txt; they are not computed by the code under test.
+// 2. The reference build (`make REFERENCE=1`: every product, attention and
+//    GELU by the plain `_reference` loops) trains: over 20 steps its losses
+//    stay within REFERENCE_LOSS_TOLERANCE of the fast kernels', for card and
+//    for gpt, from the same initial checkpoint.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "tests.h"
+
+#define GOLDEN_TEXT "tests/data/card_golden.txt"
+#define TEST_TIMEOUT_SECONDS 240
+
+// log.csv's train_loss column (printed with 6 decimals) of the recorded run:
+//   train card_golden.txt --steps 30 --batch 4 --context 16 --embd 32 --heads 4
+//         --seed 7 --threads 1 --eval-interval 10 --save-every 0
+static const char *const GOLDEN_TRAIN_LOSSES[30] = {
+    "3.104417", "3.021992", "2.969200", "2.906529", "2.841758", "2.903660", "2.844134", "2.773648",
+    "2.852694", "2.776957", "2.658737", "2.692095", "2.655573", "2.647896", "2.679212", "2.593713",
+    "2.662184", "2.553617", "2.464190", "2.633922", "2.754888", "2.663072", "2.400547", "2.590819",
+    "2.489910", "2.464844", "2.583181", "2.510022", "2.422186", "2.513310",
+};
+static const char *const GOLDEN_VAL_LOSSES[4] = {"3.075250", "2.715936", "2.606958", "2.509616"};  // steps 0, 10, 20, 29
+// FNV-1a 64 of the checkpoint's tensor data (everything after the JSON
+// header: 24,020 bytes of float32), so every weight is compared to the bit.
+static const uint64_t GOLDEN_TENSOR_HASH = 0xe72ff8251e6ed8d4ull;
+static const size_t GOLDEN_TENSOR_BYTES = 24020;
+// `sample --seed 3 --tokens 80 --prompt "the "` from that checkpoint (stdout).
+static const char GOLDEN_SAMPLE[] =
+    "the thne hnecl me rsmgecrsa umln sinearhe nenolioyetwsre aeoyeer mcnamseitdewialeetm";
+
+static char dir[256];
+
+static void setup(void) { scratch_dir_create(dir, sizeof dir); }
+static void teardown(void) { scratch_dir_remove(dir); }
+
+// column: field "index" (0-based) of the CSV row "line" into "out".
+static void column(const char *line, int index, char *out, size_t cap) {
+    for (int i = 0; i < index && line; i++) {
+        line = strchr(line, ',');
+        if (line) line++;
+    }
+    size_t n = 0;
+    while (line && line[n] && line[n] != ',' && line[n] != '\n' && n + 1 < cap) n++;
+    memcpy(out, line ? line : "", n);
+    out[n] = '\0';
+}
+
+// tensor_data_hash: FNV-1a 64 over the bytes after a safetensors header.
+static uint64_t tensor_data_hash(const char *path, size_t *bytes) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    unsigned char len_bytes[8];
+    ck_assert_uint_eq(fread(len_bytes, 1, 8, f), 8);
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | len_bytes[i];
+    ck_assert_int_eq(fseek(f, (long)header, SEEK_CUR), 0);
+    uint64_t hash = 0xcbf29ce484222325ull;
+    int c;
+    *bytes = 0;
+    while ((c = fgetc(f)) != EOF) {
+        hash = (hash ^ (uint64_t)c) * 0x100000001b3ull;
+        (*bytes)++;
+    }
+    fclose(f);
+    return hash;
+}
+
+START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architecture) {
+    char args[1024];
+    snprintf(args, sizeof args,
+             "train %s --arch card --steps 30 --batch 4 --context 16 --embd 32 --heads 4 --seed 7 --threads 1 "
+             "--eval-interval 10 --save-every 0 --out %s/run",
+             GOLDEN_TEXT, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "train failed (%d): %s", r->status, r->err);
+
+    char path[512], log[1 << 14];
+    snprintf(path, sizeof path, "%s/run/log.csv", dir);
+    read_text_file(path, log, sizeof log);
+    const char *line = strchr(log, '\n');  // past the header
+    int val_seen = 0;
+    for (int step = 0; step < 30; step++) {
+        ck_assert_msg(line && line[1], "log.csv ends before step %d", step);
+        line++;
+        char loss[32], val[32];
+        column(line, 1, loss, sizeof loss);
+        column(line, 2, val, sizeof val);
+        ck_assert_msg(strcmp(loss, GOLDEN_TRAIN_LOSSES[step]) == 0, "step %d: train loss %s, recorded %s", step, loss,
+                      GOLDEN_TRAIN_LOSSES[step]);
+        if (val[0]) {
+            ck_assert_int_lt(val_seen, 4);
+            ck_assert_msg(strcmp(val, GOLDEN_VAL_LOSSES[val_seen]) == 0, "step %d: val loss %s, recorded %s", step,
+                          val, GOLDEN_VAL_LOSSES[val_seen]);
+            val_seen++;
+        }
+        line = strchr(line, '\n');
+    }
+    ck_assert_int_eq(val_seen, 4);
+
+    snprintf(path, sizeof path, "%s/run/model.safetensors", dir);
+    size_t bytes;
+    uint64_t hash = tensor_data_hash(path, &bytes);
+    ck_assert_uint_eq(bytes, GOLDEN_TENSOR_BYTES);
+    ck_assert_msg(hash == GOLDEN_TENSOR_HASH, "tensor data hash %016llx, recorded %016llx", (unsigned long long)hash,
+                  (unsigned long long)GOLDEN_TENSOR_HASH);
+
+    snprintf(args, sizeof args, "sample --model %s --seed 3 --tokens 80 --prompt \"the \"", path);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "sample failed (%d): %s", r->status, r->err);
+    ck_assert_str_eq(r->out, GOLDEN_SAMPLE);
+}
+END_TEST
+
+// ---- The reference build trains like the fast one ----------------------------
+
+// The two builds add the same terms, but not always in the same order (the
+// reference attention takes its dot products one at a time, the fast one in
+// tiles; GELU's fast erf differs from libm's by ~1e-6), so their losses
+// drift apart by float32 rounding, step after step. 20 steps of SGD keep
+// that drift far below 2e-3, while any real difference in the math (a
+// missing term, a wrong scale) moves the loss by more than 1e-2 at once.
+static const double REFERENCE_LOSS_TOLERANCE = 2e-3;
+
+static const char *reference_binary(void) {
+    const char *bin = getenv("TINYGPT_REFERENCE_BIN");
+    ck_assert_msg(bin != NULL, "TINYGPT_REFERENCE_BIN is not set: run the tests with `make test`");
+    return bin;
+}
+
+// train_losses: run "binary" for 20 steps from "init" and read log.csv's
+// train_loss column into losses[20].
+static void train_losses(const char *binary, const char *init, const char *out, double losses[20]) {
+    char args[1024];
+    snprintf(args, sizeof args,
+             "train %s --init %s --steps 20 --order sequential --seed 5 --batch 4 --save-every 0 --out %s/%s",
+             GOLDEN_TEXT, init, dir, out);
+    RunResult *r = run_binary(binary, dir, args);
+    ck_assert_msg(r->status == 0, "%s train failed (%d): %s", binary, r->status, r->err);
+    char path[512], log[1 << 14];
+    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
+    read_text_file(path, log, sizeof log);
+    const char *line = strchr(log, '\n');
+    for (int step = 0; step < 20; step++) {
+        ck_assert_msg(line && line[1], "%s: log.csv ends before step %d", out, step);
+        line++;
+        char loss[32];
+        column(line, 1, loss, sizeof loss);
+        losses[step] = atof(loss);
+        line = strchr(line, '\n');
+    }
+}
+
+static void check_reference_agrees(const char *arch_flags) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s %s --steps 0 --seed 11 --out %s/init", GOLDEN_TEXT, arch_flags, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "init failed (%d): %s", r->status, r->err);
+    char init[512];
+    snprintf(init, sizeof init, "%s/init/model.safetensors", dir);
+    double fast[20], reference[20];
+    train_losses(tinygpt_binary(), init, "fast", fast);
+    train_losses(reference_binary(), init, "reference", reference);
+    for (int step = 0; step < 20; step++)
+        ck_assert_msg(fabs(fast[step] - reference[step]) <= REFERENCE_LOSS_TOLERANCE,
+                      "%s step %d: fast loss %.6f, reference %.6f", arch_flags, step, fast[step], reference[step]);
+    ck_assert_msg(fast[19] < fast[0], "%s: the loss did not fall (%.4f -> %.4f)", arch_flags, fast[0], fast[19]);
+}
+
+START_TEST(the_reference_build_trains_the_card_model_like_the_fast_one) {
+    check_reference_agrees("--arch card --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.5");
+}
+END_TEST
+
+START_TEST(the_reference_build_trains_the_gpt_model_like_the_fast_one) {
+    check_reference_agrees("--arch gpt --layers 2 --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.1");
+}
+END_TEST
+
+Suite *arch_suite(void) {
+    Suite *s = suite_create("arch");
+    TCase *tc = tcase_create("card_golden");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(tc, card_training_is_bit_identical_to_the_model_before_the_gpt_architecture);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("reference_build");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(tc, the_reference_build_trains_the_card_model_like_the_fast_one);
+    tcase_add_test(tc, the_reference_build_trains_the_gpt_model_like_the_fast_one);
+    suite_add_tcase(s, tc);
+    return s;
+}
