@@ -60,14 +60,21 @@ memcheck() {
 
 model="$dir/run/model.safetensors"
 flags=(--batch 4 --context 16 --embd 16 --heads 2 --eval-interval 5 --eval-batches 2 --save-every 4)
-memcheck train "$dir/text.txt" --out "$dir/run" --steps 12 "${flags[@]}" --stop-after 6
+# A two-block gpt (the default architecture) through every command, then
+# the card model through training, sampling and attention.
+memcheck train "$dir/text.txt" --out "$dir/run" --steps 12 --layers 2 --dropout 0.1 "${flags[@]}" --stop-after 6
 memcheck train --resume "$dir/run"
 memcheck sample --model "$model" --prompt "the " --tokens 40
 memcheck sample --model "$model" --prompt "the " --tokens 40 --no-cache --top-k 5
 memcheck eval --model "$model" "$dir/text.txt" --json
+mkdir -p "$dir/maps"
+memcheck attention --model "$model" --prompt "the whale" --out "$dir/maps"
+memcheck train "$dir/text.txt" --out "$dir/card" --arch card --steps 6 "${flags[@]}"
+memcheck sample --model "$dir/card/model.safetensors" --prompt "the " --tokens 40
+memcheck attention --model "$dir/card/model.safetensors" --prompt "the whale" --out "$dir/maps"
 # Error paths free what they allocated too.
 expect=1 memcheck sample --model "$dir/text.txt"
 expect=2 memcheck sample --model "$model" --prompt "Zebra"
 expect=1 memcheck train "$dir/missing.txt" --out "$dir/x"
-expect=1 memcheck train "$dir/text.txt" --out "$dir/x" --steps 50 --lr 100 "${flags[@]}"
+expect=1 memcheck train "$dir/text.txt" --out "$dir/x" --arch card --steps 50 --lr 100 "${flags[@]}"
 echo "valgrind_check: no errors and no leaks"

@@ -1,6 +1,6 @@
 // checkpoint.c: save and load the model as .safetensors (see checkpoint.h).
 //
-// Reading order: file 12, after model.c (the parameter table) and json.c.
+// Reading order: file 16, after model.c (the parameter table) and json.c.
 //
 // The file, byte by byte:
 //

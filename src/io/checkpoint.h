@@ -1,6 +1,6 @@
 // checkpoint.h: save and load the model as a standard .safetensors file.
 //
-// Reading order: file 12 (after model.h and json.h).
+// Reading order: file 16 (after model.h and json.h).
 //
 // Format (https://github.com/huggingface/safetensors): 8 bytes little-endian
 // header length N; N bytes of JSON; then the raw little-endian F32 data.

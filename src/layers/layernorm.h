@@ -1,7 +1,8 @@
 // layernorm.h: layer normalisation with a learned weight and no bias.
 //
-// Reading order: after attention.h (file 7), the first of the transformer
-// block's other layers (layernorm, residual, gelu, mlp). Each block reads
+// Reading order: file 9, after crossentropy.h (the card model is complete
+// by then), the first of the gpt block's other layers (layernorm,
+// residual, gelu, mlp). Each block reads
 // the residual stream through a LayerNorm before attention and before the
 // MLP: however large the stream grows as blocks add to it, each sublayer
 // sees every position's C numbers at mean 0 and variance 1, times a learned

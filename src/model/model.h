@@ -1,8 +1,8 @@
 // model.h: the whole model: its sizes, its parameter and activation tables,
 // and forward, backward and the SGD update that tie the layers together.
 //
-// Reading order: the first file of src/model/, after the layers it calls
-// (encoder, linear, attention, layernorm, gelu, residual, mlp, crossentropy).
+// Reading order: file 13, after the layers it calls (files 5-12: encoder,
+// linear, attention, crossentropy, then layernorm, residual, gelu, mlp).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")

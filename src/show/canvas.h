@@ -1,8 +1,9 @@
 // canvas.h: an RGB picture in memory that can draw rectangles, lines and
 // ASCII text, and save itself as a PNG.
 //
-// Reading order: the first of the files that make the learning visible (see
-// README, "How to read the code"); glue code, skip it on a first read. The
+// Reading order: file 19 with plot.h and watch.h, before train.c, which
+// draws through them (README, "How to read the code"); glue code, skip it on
+// a first read. The
 // loss plot (plot.h) and the attention heatmaps (attention_map.h) draw on it.
 //
 // It leaves out: everything a real graphics library has. Pixels are bytes,
