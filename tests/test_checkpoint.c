@@ -1050,6 +1050,39 @@ START_TEST(gpt_save_then_load_restores_arch_n_layer_and_every_weight_bit_exactly
 }
 END_TEST
 
+// `make ladder`'s gpts without some parts: the metadata says which parts
+// are gone, the tables (and so the tensors) follow, and the loaded model
+// has the same parts and weights. A whole gpt writes no such keys.
+START_TEST(gpt_without_some_parts_saves_and_loads_which_parts_it_lacks) {
+    Parts whole = split();
+    ck_assert_ptr_null(strstr(whole.header, "\"no_"));
+    free_parts(&whole);
+    ModelConfig cfg = model.config;
+    cfg.no_layernorm = true;
+    cfg.no_residual = true;
+    Model lacking;
+    model_init(&lacking, &cfg, 1, false);
+    Rng rng;
+    rng_init(&rng, 3);
+    model_init_weights(&lacking, &rng);
+    char lacking_path[160];
+    snprintf(lacking_path, sizeof lacking_path, "%s/lacking.safetensors", dir);
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_save(&lacking, &tok, 0, lacking_path, &err), "%s", err.msg);
+    Model back;
+    Tokenizer t;
+    ck_assert_msg(checkpoint_load(lacking_path, &back, &t, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert(back.config.no_layernorm && !back.config.no_mlp && back.config.no_residual);
+    ck_assert_ptr_null(table_find(&back.param_table, "ln_f.weight"));
+    ck_assert_ptr_nonnull(table_find(&back.param_table, "blocks.0.mlp.fc.weight"));
+    ck_assert_uint_eq(back.param_table.total, lacking.param_table.total);
+    ck_assert_mem_eq(back.params_memory, lacking.params_memory, lacking.param_table.total * sizeof(float));
+    model_free(&back);
+    tokenizer_free(&t);
+    model_free(&lacking);
+}
+END_TEST
+
 START_TEST(gpt_saving_a_loaded_checkpoint_gives_identical_bytes) {
     Model m;
     Tokenizer t;
@@ -1422,6 +1455,7 @@ Suite *checkpoint_suite(void) {
 
     TCase *gpt = tcase_create("gpt");
     tcase_add_checked_fixture(gpt, setup_gpt, teardown);
+    tcase_add_test(gpt, gpt_without_some_parts_saves_and_loads_which_parts_it_lacks);
     tcase_set_timeout(gpt, 60);  // the every-length truncation test loads the file ~9000 times
     tcase_add_test(gpt, gpt_save_then_load_restores_arch_n_layer_and_every_weight_bit_exactly);
     tcase_add_test(gpt, gpt_saving_a_loaded_checkpoint_gives_identical_bytes);

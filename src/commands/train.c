@@ -31,6 +31,7 @@ typedef struct {
     Arch arch;
     long steps;
     int layers, batch, context, embd, heads;
+    bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
     float dropout, lr, val_fraction;
     int eval_interval, eval_batches, threads;
     long seed;
@@ -205,6 +206,14 @@ static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
             usage_error(cmd, "%s %d conflicts with the --init checkpoint, which has %d; drop the flag", f->name, given,
                         sizes[i].saved);
     }
+    const struct {
+        const char *flag;
+        bool removed;  // in the checkpoint's model
+    } parts[] = {{"--no-layernorm", cfg->no_layernorm}, {"--no-mlp", cfg->no_mlp}, {"--no-residual", cfg->no_residual}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (command_flag(cmd, parts[i].flag)->seen && !parts[i].removed)
+            usage_error(cmd, "%s conflicts with the --init checkpoint, whose model has that part; drop the flag",
+                        parts[i].flag);
 }
 
 // ---- Resuming ---------------------------------------------------------------------
@@ -212,7 +221,7 @@ static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
 // The flags whose values make a run what it is: with --resume they come from
 // the checkpoint, and giving one is an error rather than a silent change.
 static const char *const RUN_FLAGS[] = {
-    "--out", "--arch", "--layers", "--batch", "--context", "--embd", "--heads", "--dropout",
+    "--out", "--arch", "--layers", "--no-layernorm", "--no-mlp", "--no-residual", "--batch", "--context", "--embd", "--heads", "--dropout",
     "--lr", "--val-fraction", "--eval-interval", "--eval-batches", "--init", "--order", "--seed",
 };
 
@@ -419,7 +428,10 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
                            .n_head = opt->heads,
                            .dropout = opt->dropout,
                            .arch = opt->arch,
-                           .n_layer = opt->arch == ARCH_GPT ? opt->layers : 1};
+                           .n_layer = opt->arch == ARCH_GPT ? opt->layers : 1,
+                           .no_layernorm = opt->no_layernorm,
+                           .no_mlp = opt->no_mlp,
+                           .no_residual = opt->no_residual};
         build_model(run, opt, cmd, &cfg);
         Rng init_rng;
         rng_init(&init_rng, (uint64_t)opt->seed);
@@ -563,6 +575,9 @@ int cmd_train(int argc, char **argv) {
         {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false, NULL},
         {"--arch", FLAG_STRING, &opt.arch_name, "ARCH", "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)", 0, 0, false, NULL},
         {"--layers", FLAG_INT, &opt.layers, "L", "transformer blocks (gpt only: card has one)", 1, 1 << 16, false, NULL},
+        {"--no-layernorm", FLAG_SWITCH, &opt.no_layernorm, NULL, "gpt without its LayerNorms (ln1, ln2, ln_f)", 0, 0, false, NULL},
+        {"--no-mlp", FLAG_SWITCH, &opt.no_mlp, NULL, "gpt without the MLP in each block", 0, 0, false, NULL},
+        {"--no-residual", FLAG_SWITCH, &opt.no_residual, NULL, "gpt without the residual stream: each branch replaces its input", 0, 0, false, NULL},
         {"--steps", FLAG_LONG, &opt.steps, "N", "number of SGD steps (0 saves the initial model)", 0, 1e12, false, NULL},
         {"--batch", FLAG_INT, &opt.batch, "B", "windows per step", 1, 1 << 20, false, NULL},
         {"--context", FLAG_INT, &opt.context, "T", "characters per window (the model's block size)", 1, 1 << 16, false, NULL},

@@ -78,6 +78,11 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
     json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
                     cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
     json_buf_printf(b, ",\"arch\":\"%s\",\"n_layer\":\"%d\"", arch_name(cfg->arch), model_layers(cfg));
+    // A gpt with parts removed (`make ladder`) says which; a whole gpt and
+    // card write nothing more, so their files stay as they were.
+    if (cfg->no_layernorm) json_buf_printf(b, ",\"no_layernorm\":\"1\"");
+    if (cfg->no_mlp) json_buf_printf(b, ",\"no_mlp\":\"1\"");
+    if (cfg->no_residual) json_buf_printf(b, ",\"no_residual\":\"1\"");
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"", (double)cfg->dropout, step);
     if (state) {
@@ -383,8 +388,12 @@ static bool read_metadata(Loader *ld) {
     ld->vocab = metadata_string(ld, meta, "vocab");
     if (!ld->vocab) return false;
     Arch arch;
-    long n_layer;
+    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0;
     if (!read_architecture(ld, meta, &arch, &n_layer)) return false;
+    if ((json_get(meta, "no_layernorm") && !metadata_long(ld, meta, "no_layernorm", 1, &no_layernorm)) ||
+        (json_get(meta, "no_mlp") && !metadata_long(ld, meta, "no_mlp", 1, &no_mlp)) ||
+        (json_get(meta, "no_residual") && !metadata_long(ld, meta, "no_residual", 1, &no_residual)))
+        return false;
 
     ld->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
                             .block_size = (int)block_size,
@@ -392,7 +401,10 @@ static bool read_metadata(Loader *ld) {
                             .n_head = (int)n_head,
                             .dropout = (float)p,
                             .arch = arch,
-                            .n_layer = (int)n_layer};
+                            .n_layer = (int)n_layer,
+                            .no_layernorm = no_layernorm != 0,
+                            .no_mlp = no_mlp != 0,
+                            .no_residual = no_residual != 0};
     Error cfg_err;
     if (!model_check_config(&ld->cfg, &cfg_err))
         return reject(ld, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",

@@ -39,7 +39,11 @@ bool arch_from_name(const char *name, Arch *arch) {
 
 ModelParts model_parts(const ModelConfig *cfg) {
     const bool gpt = cfg->arch == ARCH_GPT;
-    return (ModelParts){.layernorm = gpt, .mlp = gpt, .residual = gpt, .proj_bias = !gpt, .tied_head = gpt};
+    return (ModelParts){.layernorm = gpt && !cfg->no_layernorm,
+                        .mlp = gpt && !cfg->no_mlp,
+                        .residual = gpt && !cfg->no_residual,
+                        .proj_bias = !gpt,
+                        .tied_head = gpt};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -63,6 +67,10 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->arch == ARCH_CARD && cfg->n_layer > 1)
         return error_set(err, "--layers %d: the card model has exactly one block; use --arch gpt for more",
                          cfg->n_layer);
+    if (cfg->arch == ARCH_CARD && (cfg->no_layernorm || cfg->no_mlp || cfg->no_residual))
+        return error_set(err, "--no-%s: the card model has no %s to remove; use --arch gpt",
+                         cfg->no_layernorm ? "layernorm" : cfg->no_mlp ? "mlp" : "residual",
+                         cfg->no_layernorm ? "LayerNorm" : cfg->no_mlp ? "MLP" : "residual stream");
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;

@@ -53,6 +53,9 @@ typedef struct {
     float dropout;   // p: probability of zeroing an attention weight (and, in gpt, a stream input)
     Arch arch;       // ARCH_CARD (what a zeroed config means) or ARCH_GPT
     int n_layer;     // L for gpt; card has one block (0 or 1 here)
+    // A gpt without some of its parts, to see what each one buys (`make
+    // ladder`); all false is the whole gpt. card has none of these parts.
+    bool no_layernorm, no_mlp, no_residual;
 } ModelConfig;
 
 // arch_name / arch_from_name: "card" and "gpt"; arch_from_name returns false
@@ -62,7 +65,8 @@ bool arch_from_name(const char *name, Arch *arch);
 
 // What each block and the ends of the model are made of. A function of the
 // architecture: card has none of these parts but the projection's bias and
-// its own head; gpt has every part, no biases, and a head tied to tok_emb.
+// its own head; gpt has every part (less those its no_* switches remove),
+// no biases, and a head tied to tok_emb.
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head
     bool mlp;        // the MLP after attention
