@@ -1,4 +1,5 @@
-// test_args.c: tests for src/args.c (the flag tables): parsing, and --help.
+// test_args.c: tests for src/args.c (the flag tables): parsing (one
+// positional argument, or a list of them), and --help.
 //
 // parse_flags exits on a bad flag, so these call its core,
 // parse_flags_report, which returns the same message instead. The binary's
@@ -152,6 +153,47 @@ START_TEST(parse_lets_an_optional_positional_argument_be_left_out) {
 }
 END_TEST
 
+// parse_list: parse_flags_list_report, room for 3, on a NULL-terminated list.
+static ParseResult parse_list(const char **positionals, int *n, Error *err, const char *const *args) {
+    char *argv[16] = {"train"};
+    int argc = 1;
+    for (; args[argc - 1]; argc++) argv[argc] = (char *)args[argc - 1];
+    return parse_flags_list_report(&cmd, argc, argv, positionals, 3, n, err);
+}
+#define PARSE_LIST(positionals, n, err, ...) \
+    parse_list((positionals), (n), (err), (const char *const[]){__VA_ARGS__, NULL})
+
+START_TEST(parse_collects_one_or_more_positionals_when_the_name_ends_in_dots) {
+    reset("FILE...");
+    const char *files[3];
+    int n = -1;
+    Error err = {{0}};
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "a.txt", "--batch", "8", "b.txt", "--verbose", "c.txt"), PARSE_OK);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(files[0], "a.txt");
+    ck_assert_str_eq(files[1], "b.txt");
+    ck_assert_str_eq(files[2], "c.txt");
+    ck_assert_int_eq(batch, 8);
+    ck_assert(verbose);
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "a.txt"), PARSE_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "--batch", "8"), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "missing FILE");
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "a", "b", "c", "d\n"), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "at most 3 FILE, got more: 'd?'");
+    // Brackets and dots together: any number, none included.
+    reset("[FILE...]");
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "--batch", "8"), PARSE_OK);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "a.txt", "b.txt"), PARSE_OK);
+    ck_assert_int_eq(n, 2);
+    // Without dots, the list parser still takes one.
+    reset("FILE");
+    ck_assert_int_eq(PARSE_LIST(files, &n, &err, "a.txt", "b.txt"), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "expected one FILE, got 'a.txt' and 'b.txt'");
+}
+END_TEST
+
 // Found by tests/fuzz/fuzz_flags.c: an argument holding a newline was
 // quoted as it was, splitting the one-line message in two.
 START_TEST(parse_quotes_arguments_on_one_line_whatever_they_hold) {
@@ -210,6 +252,7 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_rejects_zero_negative_and_too_large_sizes);
     tcase_add_test(tc, parse_checks_the_positional_argument);
     tcase_add_test(tc, parse_lets_an_optional_positional_argument_be_left_out);
+    tcase_add_test(tc, parse_collects_one_or_more_positionals_when_the_name_ends_in_dots);
     tcase_add_test(tc, parse_quotes_arguments_on_one_line_whatever_they_hold);
     tcase_add_test(tc, help_shows_each_default_or_the_text_that_stands_for_it);
     suite_add_tcase(s, tc);

@@ -1,12 +1,16 @@
 // test_plot.c: tests for src/plot.c: the bounded loss history (every step
 // kept until it is full, then neighbours merged into their means), reading
-// a log.csv with and without validation rows, refusing what is not one with
-// a message naming the file, and `tinygpt plot` writing a PNG of the stated
-// size, or failing in one line with exit status 1.
+// a log.csv with and without validation rows, its columns found by name,
+// with x the step or the training time so far, refusing what is not one
+// with a message naming the file, a comparison drawing each run in its own
+// colour, and `tinygpt plot` writing a PNG of the stated size for one log
+// or several, or failing in one line with exit status 1 (2 for usage).
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "plot.h"
@@ -164,6 +168,131 @@ START_TEST(windows_line_ends_are_accepted) {
 }
 END_TEST
 
+// A log like a later train's: columns in another order and an extra one at
+// the end, step s taking ms_per_step * (s + 1) ms, validation every
+// "every" steps and at the last; "rate" sets how fast the loss falls.
+static void write_timed_log(const char *path, int steps, int every, double ms_per_step, double rate) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "step,lr,ms,train_loss,val_loss,tokens_per_s,grad_norm\n");
+    for (int s = 0; s < steps; s++) {
+        fprintf(f, "%d,0.5,%.3f,%.6f,", s, ms_per_step * (s + 1), 4.0 / (1.0 + rate * s));
+        if (s % every == 0 || s == steps - 1) fprintf(f, "%.6f", 4.2 / (1.0 + rate * s));
+        fprintf(f, ",50000,1.25\n");
+    }
+    fclose(f);
+}
+
+START_TEST(columns_are_found_by_their_names_in_the_header) {
+    write_timed_log(in_dir("log.csv"), 25, 10, 2.0, 0.01);
+    LossHistory h;
+    loss_history_init(&h);
+    Error err;
+    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    ck_assert_uint_eq(h.train.n, 25);
+    ck_assert_uint_eq(h.val.n, 4);  // steps 0, 10, 20 and the last, 24
+    const double val_steps[4] = {0, 10, 20, 24};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_double_eq(px(&h.val.points[i]), val_steps[i]);
+        ck_assert_double_eq_tol(py(&h.val.points[i]), 4.2 / (1.0 + 0.01 * val_steps[i]), 1e-6);
+    }
+    ck_assert_double_eq_tol(py(&h.train.points[7]), 4.0 / 1.07, 1e-6);
+    loss_history_free(&h);
+}
+END_TEST
+
+START_TEST(time_x_is_the_sum_of_ms_up_to_and_including_each_step) {
+    write_timed_log(in_dir("log.csv"), 25, 10, 2.0, 0.01);
+    LossHistory h;
+    loss_history_init(&h);
+    h.x = PLOT_X_TIME;
+    Error err;
+    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    // Step s took 2 (s + 1) ms, so steps 0..s took (s + 1)(s + 2) ms.
+    const double val_steps[4] = {0, 10, 20, 24};
+    ck_assert_uint_eq(h.val.n, 4);
+    for (size_t i = 0; i < 4; i++) {
+        double s = val_steps[i], seconds = (s + 1) * (s + 2) / 1e3;
+        ck_assert_double_eq_tol(px(&h.val.points[i]), seconds, 1e-9);
+        ck_assert_double_eq_tol(py(&h.val.points[i]), 4.2 / (1.0 + 0.01 * s), 1e-6);
+    }
+    ck_assert_uint_eq(h.train.n, 25);
+    ck_assert_double_eq_tol(px(&h.train.points[24]), 25 * 26 / 1e3, 1e-9);
+    loss_history_free(&h);
+}
+END_TEST
+
+START_TEST(time_x_needs_an_ms_column_holding_durations) {
+    const struct {
+        const char *name, *text, *must_mention;
+    } cases[] = {
+        {"no_ms.csv", "step,train_loss,val_loss\n0,1.5,1.6\n", "no ms column"},
+        {"bad_ms.csv", "step,train_loss,val_loss,ms\n0,1.5,1.6,3\n1,1.4,,fast\n", "line 3 has no valid ms"},
+        {"empty_ms.csv", "step,train_loss,val_loss,ms\n0,1.5,1.6,\n", "line 2 has no valid ms"},
+        {"negative_ms.csv", "step,train_loss,val_loss,ms\n0,1.5,1.6,-2\n", "line 2 has no valid ms"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_text_file(in_dir(cases[i].name), cases[i].text);
+        LossHistory h;
+        loss_history_init(&h);
+        h.x = PLOT_X_TIME;
+        Error err = {{0}};
+        ck_assert_msg(!loss_history_read_csv(&h, in_dir(cases[i].name), &err), "%s was accepted", cases[i].name);
+        ck_assert_msg(strstr(err.msg, cases[i].name) != NULL, "does not name the file: %s", err.msg);
+        ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "%s: message does not say '%s': %s",
+                      cases[i].name, cases[i].must_mention, err.msg);
+        ck_assert_ptr_null(strchr(err.msg, '\n'));
+        loss_history_free(&h);
+        // Against the step, the ms column is not read at all.
+        loss_history_init(&h);
+        ck_assert_msg(loss_history_read_csv(&h, in_dir(cases[i].name), &err), "%s", err.msg);
+        loss_history_free(&h);
+    }
+}
+END_TEST
+
+// count_color: pixels of "c" exactly "color".
+static long count_color(const Canvas *c, Rgb color) {
+    long n = 0;
+    for (int i = 0; i < c->width * c->height; i++) {
+        const unsigned char *p = &c->pixels[3 * i];
+        n += p[0] == color.r && p[1] == color.g && p[2] == color.b;
+    }
+    return n;
+}
+
+START_TEST(a_comparison_draws_each_run_in_its_own_colour) {
+    for (int i = 0; i < PLOT_MAX_LOGS; i++)
+        for (int j = 0; j < i; j++) {
+            Rgb a = plot_run_colors[i], b = plot_run_colors[j];
+            ck_assert_msg(abs(a.r - b.r) + abs(a.g - b.g) + abs(a.b - b.b) > 60, "colours %d and %d look alike", j, i);
+        }
+    enum { RUNS = 3 };
+    LossHistory runs[RUNS];
+    const char *labels[RUNS] = {"small", "medium", "large"};
+    for (int r = 0; r < RUNS; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "run%d.csv", r);
+        write_timed_log(in_dir(name), 200, 20, 1.0 + r, 0.01 * (r + 1));
+        loss_history_init(&runs[r]);
+        Error err;
+        ck_assert_msg(loss_history_read_csv(&runs[r], in_dir(name), &err), "%s", err.msg);
+    }
+    Canvas c;
+    canvas_init(&c, PLOT_WIDTH, PLOT_HEIGHT);
+    plot_compare(&c, runs, labels, RUNS, "three runs");
+    // Each run's curve and dots (and legend entry) are in its colour; the
+    // colours of runs that are not there are not.
+    for (int r = 0; r < PLOT_MAX_LOGS; r++) {
+        long n = count_color(&c, plot_run_colors[r]);
+        if (r < RUNS) ck_assert_msg(n > 200, "run %d: only %ld pixels of its colour", r, n);
+        else ck_assert_msg(n == 0, "colour %d drawn for a run that is not there (%ld pixels)", r, n);
+    }
+    canvas_free(&c);
+    for (int r = RUNS - 1; r >= 0; r--) loss_history_free(&runs[r]);
+}
+END_TEST
+
 static void assert_png(const char *path, int width, int height) {
     char why[512];
     int w = 0, h = 0;
@@ -213,6 +342,82 @@ START_TEST(plot_command_on_a_bad_log_fails_in_one_line_naming_the_file) {
 }
 END_TEST
 
+// run_here: run "tinygpt args" with the scratch directory as the current
+// directory (where several logs' compare.png goes by default).
+static RunResult *run_here(const char *args) {
+    char binary[PATH_MAX], cmd[PATH_MAX + 700];
+    ck_assert_ptr_nonnull(realpath(tinygpt_binary(), binary));
+    snprintf(cmd, sizeof cmd, "cd %s && %s", dir, binary);
+    return run_binary(cmd, dir, args);
+}
+
+// make_runs: logs dir/run1/log.csv .. dir/runN/log.csv, and "list", their
+// paths relative to dir separated by spaces.
+static void make_runs(int n, char *list, size_t cap) {
+    list[0] = '\0';
+    for (int r = 1; r <= n; r++) {
+        char sub[32], path[700];
+        snprintf(sub, sizeof sub, "run%d", r);
+        snprintf(path, sizeof path, "mkdir -p %s", in_dir(sub));
+        ck_assert_int_eq(system(path), 0);
+        snprintf(path, sizeof path, "%s/log.csv", in_dir(sub));
+        write_timed_log(path, 100 * r, 25, 1.5 * r, 0.01 * r);
+        size_t used = strlen(list);
+        snprintf(list + used, cap - used, "%s%s/log.csv", r > 1 ? " " : "", sub);
+    }
+}
+
+START_TEST(plot_command_compares_several_logs_in_compare_png_here) {
+    char logs[1024];
+    make_runs(3, logs, sizeof logs);
+    char args[1200];
+    snprintf(args, sizeof args, "plot %s", logs);
+    RunResult *r = run_here(args);
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "3 validation curves of 5, 9, 13 points") != NULL, "%s", r->err);
+    assert_png(in_dir("compare.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    // Against time, with names, a title and a place of its own.
+    snprintf(args, sizeof args, "plot %s --x time --labels 'a,b,c' --title 'three runs' --out %s", logs,
+             in_dir("time.png"));
+    r = run_here(args);
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    assert_png(in_dir("time.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    // One log against time is the one-log picture, next to the log.
+    r = run_here("plot run1/log.csv --x time");
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    ck_assert_ptr_nonnull(strstr(r->err, "100 train and 5 validation points"));
+    assert_png(in_dir("run1/loss.png"), PLOT_WIDTH, PLOT_HEIGHT);
+}
+END_TEST
+
+START_TEST(plot_command_refuses_bad_comparisons_in_one_line) {
+    char logs[1024], args[2400];
+    make_runs(9, logs, sizeof logs);
+    write_text_file(in_dir("notes.txt"), "not a log\n");
+    write_text_file(in_dir("no_ms.csv"), "step,train_loss,val_loss\n0,1.5,1.6\n");
+    const struct {
+        const char *args, *must_mention;
+        int status;
+    } cases[] = {
+        {logs, "at most 8 LOG.csv", 2},  // nine logs
+        {"run1/log.csv run2/log.csv --labels 'a,b,c'", "--labels has 3 names for 2 logs", 2},
+        {"run1/log.csv run2/log.csv --labels a", "--labels has 1 name for 2 logs", 2},
+        {"run1/log.csv run2/log.csv --x wall", "--x takes step or time", 2},
+        {"run1/log.csv notes.txt", "notes.txt", 1},
+        {"run1/log.csv no_ms.csv --x time", "'no_ms.csv' has no ms column", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "plot %s", cases[i].args);
+        RunResult *r = run_here(args);
+        ck_assert_msg(r->status == cases[i].status, "'%s': status %d: %s", args, r->status, r->err);
+        ck_assert_msg(strstr(r->err, cases[i].must_mention) != NULL, "'%s' does not say '%s': %s", args,
+                      cases[i].must_mention, r->err);
+        ck_assert_msg(stderr_is_one_line(r), "'%s': not one line: %s", args, r->err);
+    }
+    ck_assert_int_ne(access(in_dir("compare.png"), F_OK), 0);  // nothing drawn
+}
+END_TEST
+
 Suite *plot_suite(void) {
     Suite *s = suite_create("plot");
     TCase *history = tcase_create("history");
@@ -224,6 +429,10 @@ Suite *plot_suite(void) {
     tcase_add_test(history, reading_a_log_without_validation_rows_gives_only_the_train_curve);
     tcase_add_test(history, a_file_that_is_not_a_log_is_refused_naming_the_file);
     tcase_add_test(history, windows_line_ends_are_accepted);
+    tcase_add_test(history, columns_are_found_by_their_names_in_the_header);
+    tcase_add_test(history, time_x_is_the_sum_of_ms_up_to_and_including_each_step);
+    tcase_add_test(history, time_x_needs_an_ms_column_holding_durations);
+    tcase_add_test(history, a_comparison_draws_each_run_in_its_own_colour);
     suite_add_tcase(s, history);
 
     TCase *command = tcase_create("command");
@@ -232,6 +441,8 @@ Suite *plot_suite(void) {
     tcase_add_test(command, plot_command_draws_a_log_with_validation_rows_next_to_it);
     tcase_add_test(command, plot_command_draws_a_log_without_validation_rows_where_out_says);
     tcase_add_test(command, plot_command_on_a_bad_log_fails_in_one_line_naming_the_file);
+    tcase_add_test(command, plot_command_compares_several_logs_in_compare_png_here);
+    tcase_add_test(command, plot_command_refuses_bad_comparisons_in_one_line);
     suite_add_tcase(s, command);
     return s;
 }

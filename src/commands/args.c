@@ -78,11 +78,22 @@ static Shown show(const char *arg, size_t len) {
 }
 
 // positional_name: the positional argument's name without the brackets
-// that mark it optional ("[FILE]" -> "FILE"), as "%.*s" arguments.
+// that mark it optional or the dots that mark it repeated ("[FILE]" and
+// "FILE..." -> "FILE"), as "%.*s" arguments.
 static int positional_name(const Command *cmd, const char **name) {
     bool optional = cmd->positional[0] == '[';
     *name = cmd->positional + optional;
-    return (int)strlen(*name) - optional;
+    int len = (int)strlen(*name) - optional;
+    if (len >= 3 && strncmp(*name + len - 3, "...", 3) == 0) len -= 3;
+    return len;
+}
+
+// repeated: the positional ends in "..." ("FILE...", "[FILE...]"): the
+// command takes several, collected by parse_flags_list.
+static bool repeated(const Command *cmd) {
+    const char *name;
+    int len = positional_name(cmd, &name);
+    return strncmp(name + len, "...", 3) == 0;
 }
 
 // check_range: false (naming the flag) when "x" is outside the flag's range.
@@ -148,8 +159,11 @@ static ParseResult parse_error(Error *err, const char *fmt, ...) {
     return PARSE_ERROR;
 }
 
-ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err) {
-    *positional = NULL;
+ParseResult parse_flags_list_report(Command *cmd, int argc, char **argv, const char **positionals, int max, int *n,
+                                    Error *err) {
+    assert(max >= 1);
+    bool many = cmd->positional && repeated(cmd);
+    *n = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return PARSE_HELP;
@@ -157,10 +171,13 @@ ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char *
             const char *name;
             int name_len = cmd->positional ? positional_name(cmd, &name) : 0;
             if (!cmd->positional) return parse_error(err, "unexpected argument '%s'", show(arg, strlen(arg)).text);
-            if (*positional)
+            if (*n > 0 && !many)
                 return parse_error(err, "expected one %.*s, got '%s' and '%s'", name_len, name,
-                                   show(*positional, strlen(*positional)).text, show(arg, strlen(arg)).text);
-            *positional = arg;
+                                   show(positionals[0], strlen(positionals[0])).text, show(arg, strlen(arg)).text);
+            if (*n == max)
+                return parse_error(err, "at most %d %.*s, got more: '%s'", max, name_len, name,
+                                   show(arg, strlen(arg)).text);
+            positionals[(*n)++] = arg;
             continue;
         }
         const char *eq = strchr(arg, '=');
@@ -179,20 +196,35 @@ ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char *
         }
         if (!ok) return PARSE_ERROR;
     }
-    if (cmd->positional && cmd->positional[0] != '[' && !*positional)
-        return parse_error(err, "missing %s", cmd->positional);
+    if (cmd->positional && cmd->positional[0] != '[' && *n == 0) {
+        const char *name;
+        int name_len = positional_name(cmd, &name);
+        return parse_error(err, "missing %.*s", name_len, name);
+    }
     return PARSE_OK;
 }
 
-const char *parse_flags(Command *cmd, int argc, char **argv) {
-    const char *positional;
+ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err) {
+    int n;
+    *positional = NULL;
+    return parse_flags_list_report(cmd, argc, argv, positional, 1, &n, err);
+}
+
+int parse_flags_list(Command *cmd, int argc, char **argv, const char **positionals, int max) {
+    int n = 0;
     Error err;
-    switch (parse_flags_report(cmd, argc, argv, &positional, &err)) {
+    switch (parse_flags_list_report(cmd, argc, argv, positionals, max, &n, &err)) {
     case PARSE_HELP:
         print_command_help(cmd, stdout);
         exit(0);
     case PARSE_ERROR: usage_error(cmd, "%s", err.msg);
     case PARSE_OK: break;
     }
+    return n;
+}
+
+const char *parse_flags(Command *cmd, int argc, char **argv) {
+    const char *positional = NULL;
+    parse_flags_list(cmd, argc, argv, &positional, 1);
     return positional;
 }

@@ -32,7 +32,8 @@ typedef struct {
 
 typedef struct {
     const char *name;         // "train"
-    const char *positional;   // "FILE"; "[FILE]" when it may be left out (the command checks); NULL for none
+    const char *positional;   // "FILE"; "[FILE]" when it may be left out (the command checks); "FILE..."
+                              // for one or more (parse with parse_flags_list); NULL for none
     const char *summary;      // one line: what the command does
     const char *example;      // one example command line
     Flag *flags;
@@ -48,12 +49,24 @@ typedef struct {
 typedef enum { PARSE_OK, PARSE_HELP, PARSE_ERROR } ParseResult;
 ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err);
 
+// parse_flags_list_report: the same parser for a positional that ends in
+// "..." ("LOG.csv...": one or more; "[LOG.csv...]": any number): stores
+// them in order in "positionals" [max] and their count in "*n"; more than
+// "max" is a PARSE_ERROR. parse_flags_report is this with max 1.
+ParseResult parse_flags_list_report(Command *cmd, int argc, char **argv, const char **positionals, int max, int *n,
+                                    Error *err);
+
 // parse_flags: fill the table's variables from argv (argv[0] is the command
 // name). Accepts "--flag value" and "--flag=value". "--help" prints the help
 // and exits 0. Any problem (unknown flag, missing value, not a number, out of
 // range, wrong number of positional arguments) prints one line naming the
 // flag and exits 2. Returns the positional argument, or NULL if none.
 const char *parse_flags(Command *cmd, int argc, char **argv);
+
+// parse_flags_list: parse_flags for a "FILE..." positional: stores the
+// positional arguments in "positionals" [max] and returns how many; more
+// than "max" is a usage error like any other.
+int parse_flags_list(Command *cmd, int argc, char **argv, const char **positionals, int max);
 
 // command_flag: the entry of "cmd" named "name" (which must exist).
 const Flag *command_flag(const Command *cmd, const char *name);

@@ -1,7 +1,10 @@
-// plot.c: the loss history, the loss plot, and `tinygpt plot` (see plot.h).
+// plot.c: the loss history, the loss plot, the comparison of several runs,
+// and `tinygpt plot` (see plot.h).
 #include "plot.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,7 @@ static double point_y(const SeriesPoint *p) { return p->y_sum / (double)p->count
 void loss_history_init(LossHistory *h) {
     series_init(&h->train);
     series_init(&h->val);
+    h->x = PLOT_X_STEP;
 }
 
 void loss_history_free(LossHistory *h) {
@@ -59,57 +63,144 @@ void loss_history_free(LossHistory *h) {
 
 // A loss that is not finite (a run that diverged) cannot be drawn; it is
 // left out rather than poisoning the mean of its point.
+static void history_add(LossHistory *h, double x, float train_loss, float val_loss) {
+    if (isfinite(train_loss)) series_add(&h->train, x, train_loss);
+    if (isfinite(val_loss)) series_add(&h->val, x, val_loss);
+}
+
 void loss_history_add(LossHistory *h, long step, float train_loss, float val_loss) {
-    if (isfinite(train_loss)) series_add(&h->train, (double)step, train_loss);
-    if (isfinite(val_loss)) series_add(&h->val, (double)step, val_loss);
+    assert(h->x == PLOT_X_STEP && "loss_history_add records steps");
+    history_add(h, (double)step, train_loss, val_loss);
 }
 
 // ---------------------------------------------------------------------------
 // Reading a log.csv
+//
+// Columns are found by the names in the header, not by position, so a log
+// that gains a column (a grad_norm, say) still reads. Only these four are
+// looked at; ms only when x is the training time.
 
-// One data row: "step,train_loss,val_loss[,anything]" with val_loss empty
-// when the step was not evaluated. False if the row does not look like that.
-static bool parse_row(const char *line, long *step, double *train, double *val) {
+enum { COL_STEP, COL_TRAIN, COL_VAL, COL_MS, N_COLUMNS };
+static const char *const COLUMN_NAMES[N_COLUMNS] = {"step", "train_loss", "val_loss", "ms"};
+
+// Where one field of a comma-separated line is: its start and length.
+typedef struct {
+    const char *start;  // NULL: the line has no such field
+    size_t len;
+} Field;
+
+// next_line: the line at "*rest", NUL-terminated in place without its line
+// end ("\n", or "\r\n" in a log saved on Windows); "*rest" moves on to the
+// line after it. NULL once the text is used up.
+static char *next_line(char **rest) {
+    char *line = *rest;
+    if (!line || *line == '\0') return NULL;
+    char *newline = strchr(line, '\n');
+    if (newline) *newline = '\0';
+    *rest = newline ? newline + 1 : NULL;
+    size_t n = strlen(line);
+    if (n > 0 && line[n - 1] == '\r') line[n - 1] = '\0';
+    return line;
+}
+
+// next_field: the field at "*p" of a comma-separated line; "*p" moves past
+// its comma, or to NULL after the line's last field.
+static Field next_field(const char **p) {
+    const char *comma = strchr(*p, ',');
+    Field f = {*p, comma ? (size_t)(comma - *p) : strlen(*p)};
+    *p = comma ? comma + 1 : NULL;
+    return f;
+}
+
+// find_columns: each column's position in the "header" line (the first
+// field of that name), -1 when it has none.
+static void find_columns(const char *header, int column[N_COLUMNS]) {
+    for (int k = 0; k < N_COLUMNS; k++) column[k] = -1;
+    for (int i = 0; header; i++) {
+        Field f = next_field(&header);
+        for (int k = 0; k < N_COLUMNS; k++)
+            if (column[k] < 0 && strlen(COLUMN_NAMES[k]) == f.len && strncmp(f.start, COLUMN_NAMES[k], f.len) == 0)
+                column[k] = i;
+    }
+}
+
+// split_fields: for each column k, the field of "line" at position
+// column[k] (none when column[k] is -1 or the line is shorter).
+static void split_fields(const char *line, const int column[N_COLUMNS], Field field[N_COLUMNS]) {
+    for (int k = 0; k < N_COLUMNS; k++) field[k] = (Field){NULL, 0};
+    for (int i = 0; line; i++) {
+        Field f = next_field(&line);
+        for (int k = 0; k < N_COLUMNS; k++)
+            if (column[k] == i) field[k] = f;
+    }
+}
+
+// read_number: field "f" as a number in "*x": true if it is exactly one
+// number; an empty field is NAN when "may_be_empty" (a step that was not
+// evaluated has no val_loss).
+static bool read_number(Field f, bool may_be_empty, double *x) {
+    if (!f.start) return false;
+    if (f.len == 0) {
+        *x = NAN;
+        return may_be_empty;
+    }
     char *end;
     errno = 0;
-    *step = strtol(line, &end, 10);
-    if (end == line || *end != ',' || errno == ERANGE) return false;
-    const char *p = end + 1;
-    *train = strtod(p, &end);
-    if (end == p || *end != ',') return false;
-    p = end + 1;
-    *val = NAN;
-    if (*p == ',' || *p == '\0') return true;
-    *val = strtod(p, &end);
-    return end != p && (*end == ',' || *end == '\0');
+    *x = strtod(f.start, &end);
+    return end == f.start + f.len && errno != ERANGE;
+}
+
+// read_row: one data row into "step", "train", "val" (NAN when not
+// evaluated) and "ms" (when "want_ms"). NULL if it is a good row, or else
+// the name of the first column that does not hold what it should.
+static const char *read_row(const char *line, const int column[N_COLUMNS], bool want_ms, long *step, double *train,
+                            double *val, double *ms) {
+    Field f[N_COLUMNS];
+    split_fields(line, column, f);
+    char *end;
+    errno = 0;
+    if (!f[COL_STEP].start) return "step";
+    *step = strtol(f[COL_STEP].start, &end, 10);
+    if (f[COL_STEP].len == 0 || end != f[COL_STEP].start + f[COL_STEP].len || errno == ERANGE) return "step";
+    if (!read_number(f[COL_TRAIN], false, train)) return "train_loss";
+    if (!read_number(f[COL_VAL], true, val)) return "val_loss";
+    if (want_ms && (!read_number(f[COL_MS], false, ms) || !isfinite(*ms) || *ms < 0)) return "ms";
+    return NULL;
 }
 
 bool loss_history_read_csv(LossHistory *h, const char *path, Error *err) {
-    static const char header[] = "step,train_loss,val_loss";
     char *text;
     size_t len;
     if (!read_file(path, &text, &len, err)) return false;
-    bool ok = true;
-    if (strncmp(text, header, strlen(header)) != 0)
-        ok = error_set(err, "'%s' is not a tinygpt log: its first line should start with '%s'; give the log.csv "
-                            "that 'tinygpt train' wrote", path, header);
+    bool ok = true, want_ms = h->x == PLOT_X_TIME;
+
+    // 1. The header: where each column is.
+    char *rest = text, *header = next_line(&rest);
+    int column[N_COLUMNS];
+    find_columns(header ? header : "", column);
+    if (column[COL_STEP] < 0 || column[COL_TRAIN] < 0 || column[COL_VAL] < 0)
+        ok = error_set(err, "'%s' is not a tinygpt log: its first line should name the columns step, train_loss "
+                            "and val_loss; give the log.csv that 'tinygpt train' wrote", path);
+    else if (want_ms && column[COL_MS] < 0)
+        ok = error_set(err, "'%s' has no ms column, so its training time is unknown; plot it against the step "
+                            "(--x step)", path);
+
+    // 2. The rows, each a point at x = its step, or at the training time
+    // so far: the ms of every row up to and including this one.
     size_t line_no = 1, rows = 0;
-    char *line = strchr(text, '\n');
-    while (ok && line && line[1] != '\0') {
-        line++;
+    double ms_so_far = 0.0;
+    for (char *line; ok && (line = next_line(&rest)); rows++) {
         line_no++;
-        char *next = strchr(line, '\n');
-        if (next) *next = '\0';
-        size_t n = strlen(line);
-        if (n > 0 && line[n - 1] == '\r') line[n - 1] = '\0';  // a log saved with Windows line ends
         long step;
-        double train, val;
-        if (!parse_row(line, &step, &train, &val))
-            ok = error_set(err, "'%s' line %zu is not 'step,train_loss,val_loss,...': '%.40s'; give the log.csv that "
-                                "'tinygpt train' wrote", path, line_no, line);
-        else loss_history_add(h, step, (float)train, (float)val);
-        rows++;
-        line = next;
+        double train, val, ms = 0.0;
+        const char *bad = read_row(line, column, want_ms, &step, &train, &val, &ms);
+        if (bad) {
+            ok = error_set(err, "'%s' line %zu has no valid %s: '%.40s'; give the log.csv that 'tinygpt train' "
+                                "wrote", path, line_no, bad, line);
+            break;
+        }
+        ms_so_far += ms;
+        history_add(h, want_ms ? ms_so_far / 1e3 : (double)step, (float)train, (float)val);
     }
     if (ok && rows == 0)
         ok = error_set(err, "'%s' has no rows after its header; train for at least one step first", path);
@@ -121,7 +212,8 @@ bool loss_history_read_csv(LossHistory *h, const char *path, Error *err) {
 // Drawing
 
 // The plot area inside the picture, in pixels: room on the left for the y
-// tick labels, below for the x tick labels and "step", above for the title.
+// tick labels, below for the x tick labels and the x axis's name, above for
+// the title.
 enum { MARGIN_LEFT = 80, MARGIN_RIGHT = 24, MARGIN_TOP = 56, MARGIN_BOTTOM = 56 };
 enum { FONT = 2 };  // text scale: 14-pixel capitals
 
@@ -152,13 +244,22 @@ static void series_range(const Series *s, bool use_x, double *lo, double *hi) {
     }
 }
 
-static Axes choose_axes(const LossHistory *h, int width, int height) {
-    Axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY, MARGIN_LEFT, width - MARGIN_RIGHT, MARGIN_TOP,
-              height - MARGIN_BOTTOM};
-    series_range(&h->train, true, &a.x0, &a.x1);
-    series_range(&h->val, true, &a.x0, &a.x1);
-    series_range(&h->train, false, &a.y0, &a.y1);
-    series_range(&h->val, false, &a.y0, &a.y1);
+// One curve of a picture: a series and how it looks.
+typedef struct {
+    const Series *series;
+    Rgb color;
+    float width;        // of its line, in pixels
+    bool dots;          // a disc 3 times as wide at every point
+    const char *label;  // its legend entry
+} Curve;
+
+// choose_axes: the data range that shows every point of the curves; time
+// starts from 0, where training did.
+static Axes choose_axes(const Curve *curves, int n, PlotX x, int width, int height) {
+    Axes a = {x == PLOT_X_TIME ? 0.0 : INFINITY, -INFINITY, INFINITY, -INFINITY, MARGIN_LEFT, width - MARGIN_RIGHT,
+              MARGIN_TOP, height - MARGIN_BOTTOM};
+    for (int i = 0; i < n; i++) series_range(curves[i].series, true, &a.x0, &a.x1);
+    for (int i = 0; i < n; i++) series_range(curves[i].series, false, &a.y0, &a.y1);
     if (!(a.x0 <= a.x1)) a.x0 = 0, a.x1 = 1;  // nothing to draw yet
     if (!(a.y0 <= a.y1)) a.y0 = 0, a.y1 = 1;
     if (a.x1 - a.x0 < 1) a.x0 -= 0.5, a.x1 += 0.5;  // a single step
@@ -203,34 +304,36 @@ static void draw_series(Canvas *c, const Axes *a, const Series *s, Rgb color, fl
     }
 }
 
-static void draw_legend(Canvas *c, const Axes *a, const LossHistory *h) {
-    char train_label[64];
-    if (h->train.per_point == 1) snprintf(train_label, sizeof train_label, "train loss (each step)");
-    else snprintf(train_label, sizeof train_label, "train loss (mean of %ld steps)", h->train.per_point);
-    const char *val_label = h->val.n > 0 ? "validation loss" : "validation loss (none in this log)";
-    int text_w = canvas_text_width(train_label, FONT);
-    if (canvas_text_width(val_label, FONT) > text_w) text_w = canvas_text_width(val_label, FONT);
+// The legend: a boxed row per curve in the top right corner, where falling
+// loss curves leave room. Its sample line is at least 2 pixels thick, so a
+// thin curve's colour still reads.
+static void draw_legend(Canvas *c, const Axes *a, const Curve *curves, int n) {
+    int text_w = 0;
+    for (int i = 0; i < n; i++)
+        if (canvas_text_width(curves[i].label, FONT) > text_w) text_w = canvas_text_width(curves[i].label, FONT);
     const int row = 24, sample = 28, pad = 10;
-    int box_w = pad + sample + 8 + text_w + pad, box_h = 2 * row + pad;
+    int box_w = pad + sample + 8 + text_w + pad, box_h = n * row + pad;
     int x = a->right - box_w - 10, y = a->top + 10;
     canvas_fill_rect(c, x, y, box_w, box_h, (Rgb){255, 255, 255});
     canvas_fill_rect(c, x, y, box_w, 1, INK);
     canvas_fill_rect(c, x, y + box_h - 1, box_w, 1, INK);
     canvas_fill_rect(c, x, y, 1, box_h, INK);
     canvas_fill_rect(c, x + box_w - 1, y, 1, box_h, INK);
-    const char *labels[2] = {train_label, val_label};
-    const Rgb colors[2] = {TRAIN_COLOR, VAL_COLOR};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
+        const Curve *cv = &curves[i];
         float mid = (float)(y + pad + i * row + TEXT_HEIGHT * FONT / 2) + 0.5f;
-        canvas_line(c, (float)(x + pad), mid, (float)(x + pad + sample), mid, i == 0 ? 2.0f : 2.5f, colors[i]);
-        if (i == 1) canvas_line(c, x + pad + sample / 2.0f, mid, x + pad + sample / 2.0f, mid, 7.5f, colors[i]);
-        canvas_text(c, x + pad + sample + 8, y + pad + i * row, labels[i], FONT, INK);
+        canvas_line(c, (float)(x + pad), mid, (float)(x + pad + sample), mid, fmaxf(cv->width, 2.0f), cv->color);
+        if (cv->dots)
+            canvas_line(c, x + pad + sample / 2.0f, mid, x + pad + sample / 2.0f, mid, 3 * cv->width, cv->color);
+        canvas_text(c, x + pad + sample + 8, y + pad + i * row, cv->label, FONT, INK);
     }
 }
 
-void plot_losses(Canvas *c, const LossHistory *h, const char *source) {
+// plot_curves: the whole picture: ticks and grid, the frame, the curves
+// in order (later ones on top), the legend, the title and the axis names.
+static void plot_curves(Canvas *c, const Curve *curves, int n, PlotX x, const char *title) {
     canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
-    Axes a = choose_axes(h, c->width, c->height);
+    Axes a = choose_axes(curves, n, x, c->width, c->height);
     draw_ticks(c, &a, true);
     draw_ticks(c, &a, false);
     // the frame
@@ -238,49 +341,159 @@ void plot_losses(Canvas *c, const LossHistory *h, const char *source) {
     canvas_fill_rect(c, a.left, a.bottom, a.right - a.left + 1, 1, INK);
     canvas_fill_rect(c, a.left, a.top, 1, a.bottom - a.top, INK);
     canvas_fill_rect(c, a.right, a.top, 1, a.bottom - a.top, INK);
-    draw_series(c, &a, &h->train, TRAIN_COLOR, 1.5f, false);
-    draw_series(c, &a, &h->val, VAL_COLOR, 2.5f, true);
-    draw_legend(c, &a, h);
+    for (int i = 0; i < n; i++) draw_series(c, &a, curves[i].series, curves[i].color, curves[i].width, curves[i].dots);
+    draw_legend(c, &a, curves, n);
 
-    char title[160];
-    snprintf(title, sizeof title, "loss: %s", source);
+    const char *x_name = x == PLOT_X_TIME ? "training time (s)" : "step";
     canvas_text(c, (c->width - canvas_text_width(title, FONT)) / 2, 10, title, FONT, INK);
     canvas_text(c, 8, a.top - 12 - TEXT_HEIGHT * FONT, "loss (nats per character)", FONT, INK);
-    canvas_text(c, (a.left + a.right - canvas_text_width("step", FONT)) / 2, a.bottom + 32, "step", FONT, INK);
+    canvas_text(c, (a.left + a.right - canvas_text_width(x_name, FONT)) / 2, a.bottom + 32, x_name, FONT, INK);
+}
+
+// plot_history: one run's picture: its training loss (thin, no dots) and
+// its validation loss (thicker, a dot at each evaluation).
+static void plot_history(Canvas *c, const LossHistory *h, const char *title) {
+    char train_label[64];
+    if (h->train.per_point == 1) snprintf(train_label, sizeof train_label, "train loss (each step)");
+    else snprintf(train_label, sizeof train_label, "train loss (mean of %ld steps)", h->train.per_point);
+    const Curve curves[2] = {
+        {&h->train, TRAIN_COLOR, 1.5f, false, train_label},
+        {&h->val, VAL_COLOR, 2.5f, true, h->val.n > 0 ? "validation loss" : "validation loss (none in this log)"},
+    };
+    plot_curves(c, curves, 2, h->x, title);
+}
+
+void plot_losses(Canvas *c, const LossHistory *h, const char *source) {
+    char title[160];
+    snprintf(title, sizeof title, "loss: %s", source);
+    plot_history(c, h, title);
+}
+
+// Tableau's ten colours (matplotlib's default cycle) without grey and
+// olive: eight hues told apart at a glance.
+const Rgb plot_run_colors[PLOT_MAX_LOGS] = {
+    {31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40},
+    {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207},
+};
+
+void plot_compare(Canvas *c, const LossHistory *runs, const char *const *labels, int n, const char *title) {
+    assert(n >= 1 && n <= PLOT_MAX_LOGS);
+    Curve curves[PLOT_MAX_LOGS];
+    char label[PLOT_MAX_LOGS][64];
+    for (int i = 0; i < n; i++) {
+        assert(runs[i].x == runs[0].x && "one x axis for every run");
+        // A long label is cut, so the legend stays inside the picture.
+        snprintf(label[i], sizeof label[i], "%.40s%s%s", labels[i], strlen(labels[i]) > 40 ? "..." : "",
+                 runs[i].val.n > 0 ? "" : " (no validation)");
+        curves[i] = (Curve){&runs[i].val, plot_run_colors[i], 2.0f, true, label[i]};
+    }
+    plot_curves(c, curves, n, runs[0].x, title);
 }
 
 // ---------------------------------------------------------------------------
 // The command
 
+// run_name: a log's default label, the name of the directory it is in
+// ("runs/ladder/l3/log.csv" -> "l3"), into "name" [cap]. A log given as
+// "log.csv", "./log.csv" or "../log.csv" asks the file system for the name.
+static void run_name(const char *log_path, char *name, size_t cap) {
+    char dir[4096];
+    const char *slash = strrchr(log_path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - log_path) : 1, slash ? log_path : ".");
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';  // "runs/x//log.csv"
+    const char *last = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    char resolved[PATH_MAX];
+    if ((strcmp(last, ".") == 0 || strcmp(last, "..") == 0 || *last == '\0') && realpath(dir, resolved)) {
+        last = strrchr(resolved, '/') + 1;
+        if (*last == '\0') last = "/";
+    }
+    snprintf(name, cap, "%s", last);
+}
+
 int cmd_plot(int argc, char **argv) {
-    const char *out_path = NULL;  // default: loss.png in the log's directory
+    const char *out_path = NULL;     // default: loss.png next to one log, compare.png here for several
+    const char *x_text = "step";     // what x is: step or time
+    const char *labels_text = NULL;  // one name per log, "a,b,c"; default: each log's directory
+    const char *title = NULL;        // default: "loss: LOG.csv" for one log, "validation loss" for several
     Flag flags[] = {
-        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv)", 0, 0, false, NULL},
+        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv; compare.png here for several logs)", 0, 0, false, NULL},
+        {"--x", FLAG_STRING, &x_text, "step|time", "x axis: the step, or the training seconds so far (the running sum of the log's ms column)", 0, 0, false, NULL},
+        {"--labels", FLAG_STRING, &labels_text, "A,B,...", "the logs' names in the legend (the title for one log), comma-separated, one per log", 0, 0, false, "each log's directory"},
+        {"--title", FLAG_STRING, &title, "TEXT", "the picture's title", 0, 0, false, "'loss: LOG.csv', or 'validation loss' for several"},
     };
-    Command cmd = {"plot", "LOG.csv",
+    Command cmd = {"plot", "LOG.csv...",
                    "Draw the train and validation loss curves of a log.csv written by 'tinygpt train' as a PNG "
-                   "(the loss.png that train itself refreshes at every evaluation).",
-                   "tinygpt plot runs/default/log.csv --out loss.png", flags, (int)(sizeof flags / sizeof flags[0])};
-    const char *log_path = parse_flags(&cmd, argc, argv);
+                   "(the loss.png that train itself refreshes at every evaluation); given several logs (up to 8), "
+                   "draw one validation curve per log on one picture to compare the runs.",
+                   "tinygpt plot runs/a/log.csv runs/b/log.csv --x time --labels \"small,large\"", flags,
+                   (int)(sizeof flags / sizeof flags[0])};
+    const char *logs[PLOT_MAX_LOGS];
+    int n = parse_flags_list(&cmd, argc, argv, logs, PLOT_MAX_LOGS);
+
+    // 1. Check the flags against the logs.
+    PlotX x = PLOT_X_STEP;
+    if (strcmp(x_text, "time") == 0) x = PLOT_X_TIME;
+    else if (strcmp(x_text, "step") != 0) usage_error(&cmd, "--x takes step or time");
+    char names[PLOT_MAX_LOGS][256];  // the default labels
+    const char *labels[PLOT_MAX_LOGS];
+    char *labels_copy = NULL;
+    if (labels_text) {
+        int count = 1;
+        for (const char *p = labels_text; *p; p++) count += *p == ',';
+        if (count != n) usage_error(&cmd, "--labels has %d name%s for %d log%s", count, count == 1 ? "" : "s", n, n == 1 ? "" : "s");
+        labels_copy = xmalloc(strlen(labels_text) + 1);
+        strcpy(labels_copy, labels_text);
+        char *p = labels_copy;
+        for (int i = 0; i < n; i++) {
+            labels[i] = p;
+            p += strcspn(p, ",");
+            *p++ = '\0';
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            run_name(logs[i], names[i], sizeof names[i]);
+            labels[i] = names[i];
+        }
+    }
     char default_out[4096];
-    if (!out_path) {
-        const char *slash = strrchr(log_path, '/');
-        int dir_len = slash ? (int)(slash - log_path) + 1 : 0;
-        snprintf(default_out, sizeof default_out, "%.*sloss.png", dir_len, log_path);
+    if (!out_path && n == 1) {
+        const char *slash = strrchr(logs[0], '/');
+        int dir_len = slash ? (int)(slash - logs[0]) + 1 : 0;
+        snprintf(default_out, sizeof default_out, "%.*sloss.png", dir_len, logs[0]);
         out_path = default_out;
+    } else if (!out_path) {
+        out_path = "compare.png";
     }
 
-    LossHistory h;
-    loss_history_init(&h);
+    // 2. Read every log, then draw: one log as train draws it, several as
+    // their validation curves.
+    LossHistory runs[PLOT_MAX_LOGS];
     Error err;
-    if (!loss_history_read_csv(&h, log_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        loss_history_init(&runs[i]);
+        runs[i].x = x;
+        if (!loss_history_read_csv(&runs[i], logs[i], &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    }
     Canvas canvas;
     canvas_init(&canvas, PLOT_WIDTH, PLOT_HEIGHT);
-    plot_losses(&canvas, &h, log_path);
+    if (n == 1) {
+        char one_title[4200];
+        snprintf(one_title, sizeof one_title, "loss: %s", labels_text ? labels[0] : logs[0]);
+        plot_history(&canvas, &runs[0], title ? title : one_title);
+    } else {
+        plot_compare(&canvas, runs, labels, n, title ? title : "validation loss");
+    }
     if (!canvas_write_png(&canvas, out_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    fprintf(stderr, "wrote %s (%d x %d): %zu train and %zu validation points\n", out_path, PLOT_WIDTH, PLOT_HEIGHT,
-            h.train.n, h.val.n);
+    if (n == 1) {
+        fprintf(stderr, "wrote %s (%d x %d): %zu train and %zu validation points\n", out_path, PLOT_WIDTH, PLOT_HEIGHT,
+                runs[0].train.n, runs[0].val.n);
+    } else {
+        fprintf(stderr, "wrote %s (%d x %d): %d validation curves of", out_path, PLOT_WIDTH, PLOT_HEIGHT, n);
+        for (int i = 0; i < n; i++) fprintf(stderr, "%s %zu", i == 0 ? "" : ",", runs[i].val.n);
+        fprintf(stderr, " points\n");
+    }
     canvas_free(&canvas);
-    loss_history_free(&h);
+    for (int i = n - 1; i >= 0; i--) loss_history_free(&runs[i]);
+    free(labels_copy);
     return 0;
 }

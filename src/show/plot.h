@@ -1,10 +1,12 @@
 // plot.h: the loss curves: a bounded loss history, the picture drawn from
-// it, and the `tinygpt plot` command that redraws it from a log.csv.
+// it, and the `tinygpt plot` command that redraws it from a log.csv, or
+// compares the validation curves of several logs on one picture.
 //
 // Reading order: after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
 // LOG.csv` reads the same numbers back from the log and draws the same
-// picture.
+// picture; `tinygpt plot A/log.csv B/log.csv ...` draws one validation
+// curve per log, against step or against training time.
 //
 // A history never allocates after loss_history_init, however long training
 // runs: each curve holds at most SERIES_CAPACITY points, and when it is
@@ -22,6 +24,7 @@
 
 enum { PLOT_WIDTH = 800, PLOT_HEIGHT = 500 };  // pixels of loss.png
 enum { SERIES_CAPACITY = 4096 };              // points per curve; even
+enum { PLOT_MAX_LOGS = 8 };                   // logs one comparison holds: a colour each
 
 // One point of a curve: the mean of "count" (x, y) samples.
 typedef struct {
@@ -35,27 +38,45 @@ typedef struct {
     long per_point;       // samples per full point: 1, then 2, 4, ... once full
 } Series;
 
+// What a point's x is: the step, or the training seconds so far: the sum of
+// the log's ms column over every row up to and including that step's (time
+// spent evaluating is not in it). train measures a row's validation loss
+// before that step trains, so its point sits one step's time late: a few
+// milliseconds, invisible at a plot's scale.
+typedef enum { PLOT_X_STEP, PLOT_X_TIME } PlotX;
+
 typedef struct {
-    Series train;  // x = step, y = that step's training loss
-    Series val;    // x = step, y = validation loss, at evaluated steps only
+    Series train;  // x (see PlotX), y = that step's training loss
+    Series val;    // x, y = validation loss, at evaluated steps only
+    PlotX x;       // what x is: the step after loss_history_init
 } LossHistory;
 
 // loss_history_init / loss_history_free: the only allocation and its release.
 void loss_history_init(LossHistory *h);
 void loss_history_free(LossHistory *h);
-// loss_history_add: record one step; "val_loss" is NAN when not evaluated.
-// Allocates nothing.
+// loss_history_add: record one step (h->x must be PLOT_X_STEP); "val_loss"
+// is NAN when not evaluated. Allocates nothing.
 void loss_history_add(LossHistory *h, long step, float train_loss, float val_loss);
 
-// loss_history_read_csv: fill "h" (already initialised) from a log.csv with
-// columns step,train_loss,val_loss,... (val_loss empty when not evaluated).
-// False with a one-line message naming the file (and line) if it is not one.
+// loss_history_read_csv: fill "h" (already initialised; set h->x first for
+// PLOT_X_TIME) from a log.csv whose header names its columns: step,
+// train_loss and val_loss (empty when not evaluated) are required, ms only
+// for PLOT_X_TIME, and any other column is ignored, wherever each one is.
+// False with a one-line message naming the file (and line) if it is not a
+// log, or has no ms column for PLOT_X_TIME.
 bool loss_history_read_csv(LossHistory *h, const char *path, Error *err);
 
 // plot_losses: draw both curves onto "c" (PLOT_WIDTH x PLOT_HEIGHT): axes
-// with numbered ticks, step on x, loss on y, and a legend. "source" names
-// the run in the title.
+// with numbered ticks, step (or training time) on x, loss on y, and a
+// legend. "source" names the run in the title.
 void plot_losses(Canvas *c, const LossHistory *h, const char *source);
+
+// plot_compare: the validation curves of "n" runs (1..PLOT_MAX_LOGS, all
+// read with the same x) onto "c": runs[i] in plot_run_colors[i], a dot at
+// each evaluation and lines between them, named labels[i] in the legend,
+// under "title". The axes, ticks and legend are plot_losses's.
+void plot_compare(Canvas *c, const LossHistory *runs, const char *const *labels, int n, const char *title);
+extern const Rgb plot_run_colors[PLOT_MAX_LOGS];
 
 // cmd_plot: the `tinygpt plot` command.
 int cmd_plot(int argc, char **argv);
