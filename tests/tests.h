@@ -31,5 +31,6 @@ Suite *layernorm_suite(void);
 Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *mlp_suite(void);
+Suite *optimizer_suite(void);
 
 #endif
