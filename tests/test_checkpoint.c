@@ -8,7 +8,8 @@
 // rejection tests then damage that file in one specific way, by editing its
 // JSON header as text (and rewriting the 8-byte length to match), or its
 // data bytes, and check that loading fails with a one-line message naming
-// the file and the problem, and leaves nothing allocated.
+// the file and the problem, and leaves nothing allocated. The last tests do
+// the same for AdamW's state (optimizer.safetensors), saved beside the model.
 #include <dirent.h>
 #include <float.h>
 #include <malloc.h>
@@ -22,6 +23,7 @@
 
 #include "checkpoint.h"
 #include "json.h"
+#include "optimizer.h"
 #include "sanitized.h"
 #include "tests.h"
 
@@ -36,6 +38,9 @@ enum { GPT_LAYERS = 2 };
 
 static char dir[64];    // a fresh directory for each test
 static char path[128];  // dir/m.safetensors, the fixture's saved checkpoint
+// The file the editing helpers below (split, join and those built on them)
+// read and rewrite: the checkpoint, or in the optimizer tests AdamW's state.
+static const char *edit_target = path;
 static Model model;
 static Tokenizer tok;
 static Arch fixture_arch;  // which architecture the fixture is, for start_over
@@ -43,6 +48,7 @@ static Arch fixture_arch;  // which architecture the fixture is, for start_over
 // setup_arch: build and save the fixture model, of architecture "arch".
 static void setup_arch(Arch arch) {
     fixture_arch = arch;
+    edit_target = path;
     snprintf(dir, sizeof dir, "/tmp/tinygpt_ckpt_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
@@ -135,10 +141,10 @@ static uint64_t length_at(const char *bytes) {
     return n;
 }
 
-// split: the fixture file's header and data section.
+// split: the edited file's header and data section.
 static Parts split(void) {
     size_t len;
-    char *bytes = slurp(path, &len);
+    char *bytes = slurp(edit_target, &len);
     Parts p;
     p.header_len = (size_t)length_at(bytes);
     ck_assert(8 + p.header_len <= len);
@@ -152,14 +158,14 @@ static Parts split(void) {
     return p;
 }
 
-// join: write "p" back to the fixture file, with the length of its (maybe edited) header.
+// join: write "p" back to the edited file, with the length of its (maybe edited) header.
 static void join(const Parts *p) {
     size_t len = 8 + p->header_len + p->data_len;
     char *bytes = xmalloc(len);
     for (int i = 0; i < 8; i++) bytes[i] = (char)((uint64_t)p->header_len >> (8 * i));
     memcpy(bytes + 8, p->header, p->header_len);
     memcpy(bytes + 8 + p->header_len, p->data, p->data_len);
-    spit(path, bytes, len);
+    spit(edit_target, bytes, len);
     free(bytes);
 }
 
@@ -224,7 +230,7 @@ static void set_metadata(const char *key, const char *value, size_t len) {
 
 // set_offsets_in: give tensor "name" the data_offsets [begin, end] in "p".
 static void set_offsets_in(Parts *p, const char *name, size_t begin, size_t end) {
-    char key[64], value[64];
+    char key[96], value[64];
     snprintf(key, sizeof key, "\"%s\":{", name);
     size_t from = find(p, "\"data_offsets\":[", find(p, key, 0)) + strlen("\"data_offsets\":[");
     size_t to = find(p, "]", from);
@@ -328,26 +334,32 @@ static void run_on_a_thread(void *(*fn)(void *), void *arg) {
     ck_assert_int_eq(pthread_join(thread, NULL), 0);
 }
 
-// load_measured: checkpoint_load "file" into "load" and return the bytes of
-// heap the call left allocated. The load runs on a thread of its own because
-// glibc keeps a thread's recently freed small blocks in a cache (tcache)
-// that mallinfo2 counts as in use, and empties it into the heap only when
-// the thread ends. The first call starts one thread more, unmeasured, which
-// leaves the arena and the stack that later threads reuse. Under
-// AddressSanitizer there is nothing to measure, and threads are slow to
-// start: the load runs on this thread and 0 is returned.
-static ptrdiff_t load_measured(Load *load, const char *file) {
-    *load = (Load){.file = file, .step = -1};
+// heap_left_by: run "fn"("arg") (a load) and return the bytes of heap the
+// call left allocated. It runs on a thread of its own because glibc keeps a
+// thread's recently freed small blocks in a cache (tcache) that mallinfo2
+// counts as in use, and empties it into the heap only when the thread ends.
+// The first call starts one thread more, unmeasured, which leaves the arena
+// and the stack that later threads reuse. Under AddressSanitizer there is
+// nothing to measure, and threads are slow to start: "fn" runs on this
+// thread and 0 is returned.
+static ptrdiff_t heap_left_by(void *(*fn)(void *), void *arg) {
     if (TINYGPT_SANITIZED) {
-        run_load(load);
+        fn(arg);
         return 0;
     }
     static bool warm;
     if (!warm) run_on_a_thread(touch_heap, NULL);
     warm = true;
     size_t before = heap_in_use();
-    run_on_a_thread(run_load, load);
+    run_on_a_thread(fn, arg);
     return (ptrdiff_t)(heap_in_use() - before);
+}
+
+// load_measured: checkpoint_load "file" into "load" and return the bytes of
+// heap the call left allocated.
+static ptrdiff_t load_measured(Load *load, const char *file) {
+    *load = (Load){.file = file, .step = -1};
+    return heap_left_by(run_load, load);
 }
 
 // expect_file_rejected: loading "file" must fail with one line that names
@@ -1385,6 +1397,464 @@ START_TEST(save_into_the_current_directory_by_a_bare_file_name_works) {
 }
 END_TEST
 
+// ---- AdamW's state (optimizer.safetensors) ----------------------------------------
+//
+// The fixture: the model fixture, card or gpt, and an AdamW optimizer for it
+// whose moments hold every kind of value a lossy round trip would change,
+// saved to dir/optimizer.safetensors, which the editing helpers then damage.
+
+// The fixture's update count: not STEP, as in a run that began with SGD.
+static const long UPDATES = 1000;
+static char opt_path[128];   // dir/optimizer.safetensors
+static Optimizer optimizer;  // AdamW for "model", saved to opt_path
+
+static OptimizerConfig adamw_config(void) {
+    return (OptimizerConfig){.kind = OPT_ADAMW, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.99};
+}
+
+// save_optimizer: (re)write opt_path from "optimizer", at training step STEP.
+static void save_optimizer(void) {
+    Error err = {{0}};
+    ck_assert_msg(optimizer_state_save(&optimizer, &model, STEP, opt_path, &err), "%s", err.msg);
+}
+
+// setup_opt_arch: the model fixture of "arch" and its saved AdamW state: m
+// with -0, the smallest denormal and +-FLT_MAX among small normal values, v
+// (never negative) with 0, -0, the denormal and FLT_MAX.
+static void setup_opt_arch(Arch arch) {
+    setup_arch(arch);
+    snprintf(opt_path, sizeof opt_path, "%s/optimizer.safetensors", dir);
+    edit_target = opt_path;
+    OptimizerConfig cfg = adamw_config();
+    optimizer_init(&optimizer, &cfg, &model);
+    Rng rng;
+    rng_init(&rng, 11);
+    for (size_t i = 0; i < optimizer.size; i++) {
+        optimizer.m[i] = 1e-3f * rng_normal(&rng);
+        optimizer.v[i] = 1e-6f * rng_uniform(&rng);
+    }
+    optimizer.m[0] = -0.0f;
+    optimizer.m[1] = 1e-45f;
+    optimizer.m[2] = -FLT_MAX;
+    optimizer.m[optimizer.size - 1] = FLT_MAX;
+    optimizer.v[0] = 0.0f;
+    optimizer.v[1] = -0.0f;
+    optimizer.v[2] = 1e-45f;
+    optimizer.v[optimizer.size - 1] = FLT_MAX;
+    optimizer.step = UPDATES;
+    save_optimizer();
+}
+
+static void setup_opt(void) { setup_opt_arch(ARCH_CARD); }
+
+static void teardown_opt(void) {
+    optimizer_free(&optimizer);
+    teardown();
+}
+
+// opt_start_over: a fresh optimizer fixture of architecture "arch".
+static void opt_start_over(Arch arch) {
+    teardown_opt();
+    setup_opt_arch(arch);
+}
+
+// The values a load's optimizer holds before the call; a failed load must
+// leave them.
+#define SENTINEL_M 0.5f
+#define SENTINEL_V 0.25f
+#define SENTINEL_UPDATES 77
+
+// One optimizer_state_load call and what it returned.
+typedef struct {
+    const char *file;
+    const Model *m;
+    Optimizer opt;  // AdamW for m, holding the sentinels before the call
+    long step;      // -1 before the call
+    Error err;
+    bool loaded;
+} OptLoad;
+
+static void *run_opt_load(void *arg) {
+    OptLoad *load = arg;
+    load->loaded = optimizer_state_load(&load->opt, load->m, load->file, &load->step, &load->err);
+    return NULL;
+}
+
+// opt_load_measured: optimizer_state_load "file" for model "m" into a new
+// optimizer (the caller frees load->opt) and return the bytes of heap the
+// call left allocated.
+static ptrdiff_t opt_load_measured(OptLoad *load, const Model *m, const char *file) {
+    *load = (OptLoad){.file = file, .m = m, .step = -1};
+    OptimizerConfig cfg = adamw_config();
+    optimizer_init(&load->opt, &cfg, m);
+    for (size_t i = 0; i < load->opt.size; i++) {
+        load->opt.m[i] = SENTINEL_M;
+        load->opt.v[i] = SENTINEL_V;
+    }
+    load->opt.step = SENTINEL_UPDATES;
+    return heap_left_by(run_opt_load, load);
+}
+
+// expect_opt_rejected_for: loading "file" as AdamW's state of "m" must fail
+// with one line that names the file and contains "needle", leave the
+// optimizer and the step as they were, and leave nothing allocated.
+static void expect_opt_rejected_for(const Model *m, const char *file, const char *needle) {
+    OptLoad load;
+    ptrdiff_t leaked = opt_load_measured(&load, m, file);
+    const char *msg = load.err.msg;
+    ck_assert_msg(!load.loaded, "a damaged optimizer state loaded (wanted '%s')", needle);
+    ck_assert_msg(leaked == 0, "a failed load left %td bytes allocated (wanted '%s'): %s", leaked, needle, msg);
+    ck_assert_msg(strstr(msg, file) != NULL, "the message must name the file: %s", msg);
+    ck_assert_msg(strstr(msg, needle) != NULL, "the message must mention '%s': %s", needle, msg);
+    ck_assert_msg(strchr(msg, '\n') == NULL, "the message must be one line: %s", msg);
+    ck_assert_int_eq(load.step, -1);
+    ck_assert_int_eq(load.opt.step, SENTINEL_UPDATES);
+    for (size_t i = 0; i < load.opt.size; i++)
+        ck_assert_msg(load.opt.m[i] == SENTINEL_M && load.opt.v[i] == SENTINEL_V,
+                      "a failed load changed element %zu of the moments (wanted '%s')", i, needle);
+    optimizer_free(&load.opt);
+}
+
+// expect_opt_rejected: the same for the fixture model.
+static void expect_opt_rejected(const char *file, const char *needle) {
+    expect_opt_rejected_for(&model, file, needle);
+}
+
+// set_moment: overwrite element "index" of moment "k" (0: exp_avg, 1:
+// exp_avg_sq) of parameter "name" in the saved optimizer state, where the
+// saver put it: m's buffer, then v's.
+static void set_moment(int k, const char *name, size_t index, float value) {
+    Parts p = split();
+    size_t at = (size_t)k * model.param_table.total * sizeof(float) + begin_of(index_of(name)) + index * sizeof value;
+    memcpy(p.data + at, &value, sizeof value);
+    join(&p);
+    free_parts(&p);
+}
+
+// check_opt_round_trip: the saved state loads into a new optimizer bit for
+// bit, with its step and update count, and saving that gives the same bytes.
+static void check_opt_round_trip(void) {
+    OptLoad load;
+    ptrdiff_t leaked = opt_load_measured(&load, &model, opt_path);
+    ck_assert_msg(load.loaded, "%s", load.err.msg);
+    ck_assert_int_eq(leaked, 0);
+    ck_assert_int_eq(load.step, STEP);
+    ck_assert_int_eq(load.opt.step, UPDATES);
+    ck_assert_uint_eq(load.opt.size, optimizer.size);
+    ck_assert_mem_eq(load.opt.m, optimizer.m, optimizer.size * sizeof(float));
+    ck_assert_mem_eq(load.opt.v, optimizer.v, optimizer.size * sizeof(float));
+
+    char again[160];
+    snprintf(again, sizeof again, "%s/again.safetensors", dir);
+    Error err = {{0}};
+    ck_assert_msg(optimizer_state_save(&load.opt, &model, load.step, again, &err), "%s", err.msg);
+    size_t len1, len2;
+    char *first = slurp(opt_path, &len1), *second = slurp(again, &len2);
+    ck_assert_uint_eq(len1, len2);
+    ck_assert_mem_eq(first, second, len1);
+    free(first);
+    free(second);
+    optimizer_free(&load.opt);
+}
+
+START_TEST(optimizer_state_round_trips_m_v_step_and_updates_bit_for_bit_for_card_and_gpt) {
+    check_opt_round_trip();
+    opt_start_over(ARCH_GPT);
+    check_opt_round_trip();
+}
+END_TEST
+
+START_TEST(optimizer_state_load_accepts_a_null_step_pointer) {
+    Optimizer o;
+    OptimizerConfig cfg = adamw_config();
+    optimizer_init(&o, &cfg, &model);
+    Error err = {{0}};
+    ck_assert_msg(optimizer_state_load(&o, &model, opt_path, NULL, &err), "%s", err.msg);
+    ck_assert_int_eq(o.step, UPDATES);
+    optimizer_free(&o);
+}
+END_TEST
+
+// check_opt_file: the saved state is a plain safetensors file, parsed here
+// by hand: the 8-byte length, the JSON header with four metadata strings,
+// then "exp_avg.<name>" for every parameter in table order, then
+// "exp_avg_sq.<name>" for every one, each F32 with the parameter's shape at
+// consecutive offsets, and the data section m's floats, then v's.
+static void check_opt_file(void) {
+    size_t len;
+    char *bytes = slurp(opt_path, &len);
+    uint64_t n = length_at(bytes);
+    ck_assert_uint_eq(bytes[8], '{');
+    ck_assert_uint_eq((8 + n) % 8, 0);
+    size_t total = model.param_table.total;
+    ck_assert_uint_eq(len, 8 + n + 2 * total * sizeof(float));
+    ck_assert_mem_eq(bytes + 8 + n, optimizer.m, total * sizeof(float));
+    ck_assert_mem_eq(bytes + 8 + n + total * sizeof(float), optimizer.v, total * sizeof(float));
+
+    JsonValue *root = NULL;
+    Error err = {{0}};
+    ck_assert_msg(json_parse(bytes + 8, (size_t)n, &root, &err), "%s", err.msg);
+    const JsonValue *meta = &root->items[0];
+    ck_assert_str_eq(meta->key, "__metadata__");
+    ck_assert_uint_eq(meta->count, 4);
+    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-optimizer-1");
+    ck_assert_str_eq(json_get(meta, "optimizer")->string, "adamw");
+    ck_assert_str_eq(json_get(meta, "step")->string, "1234");
+    ck_assert_str_eq(json_get(meta, "updates")->string, "1000");
+
+    int count = model.param_table.count;
+    ck_assert_uint_eq(root->count, 1 + 2 * (size_t)count);
+    uint64_t expected_begin = 0;
+    for (int k = 0; k < 2; k++) {
+        for (int t = 0; t < count; t++) {
+            const TensorSpec *spec = &model.param_table.specs[t];
+            const JsonValue *entry = &root->items[1 + k * count + t];
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", k == 0 ? "exp_avg." : "exp_avg_sq.", spec->name);
+            ck_assert_str_eq(entry->key, name);
+            ck_assert_str_eq(json_get(entry, "dtype")->string, "F32");
+            const JsonValue *shape = json_get(entry, "shape");
+            ck_assert_uint_eq(shape->count, (size_t)spec->ndim);
+            for (int d = 0; d < spec->ndim; d++) ck_assert(shape->items[d].number == spec->shape[d]);
+            const JsonValue *offsets = json_get(entry, "data_offsets");
+            uint64_t begin, end;
+            ck_assert(json_as_uint(&offsets->items[0], &begin) && json_as_uint(&offsets->items[1], &end));
+            ck_assert_uint_eq(begin, expected_begin);
+            ck_assert_uint_eq(end - begin, spec->size * sizeof(float));
+            expected_begin = end;
+        }
+    }
+    ck_assert_uint_eq(expected_begin, 2 * total * sizeof(float));
+
+    // Two names written out, rather than built from the table as above.
+    const JsonValue *tok_emb = json_get(json_get(root, "exp_avg.tok_emb.weight"), "shape");
+    ck_assert_uint_eq(tok_emb->count, 2);
+    ck_assert(tok_emb->items[0].number == model.config.vocab_size && tok_emb->items[1].number == 8);
+    const char *last = fixture_arch == ARCH_CARD ? "exp_avg_sq.head.bias" : "exp_avg_sq.ln_f.weight";
+    const JsonValue *last_shape = json_get(json_get(root, last), "shape");
+    ck_assert_uint_eq(last_shape->count, 1);
+    ck_assert(last_shape->items[0].number == (fixture_arch == ARCH_CARD ? model.config.vocab_size : 8));
+    json_free(root);
+    free(bytes);
+}
+
+START_TEST(optimizer_state_file_is_plain_safetensors_with_torch_adamw_names) {
+    check_opt_file();
+    opt_start_over(ARCH_GPT);
+    check_opt_file();
+}
+END_TEST
+
+START_TEST(optimizer_state_save_replaces_the_old_file_and_leaves_no_tmp_file) {
+    optimizer.step = UPDATES + 1;
+    optimizer.v[3] = 42.0f;
+    Error err = {{0}};
+    ck_assert_msg(optimizer_state_save(&optimizer, &model, STEP + 1, opt_path, &err), "%s", err.msg);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", opt_path);
+    struct stat st;
+    ck_assert_int_ne(stat(tmp, &st), 0);
+
+    Optimizer o;
+    OptimizerConfig cfg = adamw_config();
+    optimizer_init(&o, &cfg, &model);
+    long step = -1;
+    ck_assert_msg(optimizer_state_load(&o, &model, opt_path, &step, &err), "%s", err.msg);
+    ck_assert_int_eq(step, STEP + 1);
+    ck_assert_int_eq(o.step, UPDATES + 1);
+    ck_assert(o.v[3] == 42.0f);
+    optimizer_free(&o);
+}
+END_TEST
+
+START_TEST(optimizer_state_save_into_a_missing_directory_fails_naming_the_file) {
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/optimizer.safetensors", dir);
+    Error err = {{0}};
+    ck_assert(!optimizer_state_save(&optimizer, &model, STEP, missing, &err));
+    ck_assert_msg(strstr(err.msg, missing) != NULL, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(optimizer_state_load_accepts_tensors_stored_in_another_order) {
+    // The data section rewritten with the tensors in reverse order.
+    Parts p = split();
+    char *data = xmalloc(p.data_len);
+    size_t at = 0, moment_bytes = model.param_table.total * sizeof(float);
+    for (int k = 1; k >= 0; k--) {
+        for (int t = model.param_table.count - 1; t >= 0; t--) {
+            size_t begin = k * moment_bytes + begin_of(t), bytes = end_of(t) - begin_of(t);
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", k == 0 ? "exp_avg." : "exp_avg_sq.", model.param_table.specs[t].name);
+            memcpy(data + at, p.data + begin, bytes);
+            set_offsets_in(&p, name, at, at + bytes);
+            at += bytes;
+        }
+    }
+    free(p.data);
+    p.data = data;
+    join(&p);
+    free_parts(&p);
+    OptLoad load;
+    ck_assert_int_eq(opt_load_measured(&load, &model, opt_path), 0);
+    ck_assert_msg(load.loaded, "%s", load.err.msg);
+    ck_assert_mem_eq(load.opt.m, optimizer.m, optimizer.size * sizeof(float));
+    ck_assert_mem_eq(load.opt.v, optimizer.v, optimizer.size * sizeof(float));
+    optimizer_free(&load.opt);
+}
+END_TEST
+
+START_TEST(optimizer_state_load_of_a_missing_file_says_what_to_do) {
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/missing/optimizer.safetensors", dir);
+    expect_opt_rejected(missing, "No such file");
+    expect_opt_rejected(missing, "start a new run from the weights with --init");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_the_file_truncated_at_every_length) {
+    struct stat st;
+    ck_assert_int_eq(stat(opt_path, &st), 0);
+    size_t len = (size_t)st.st_size;
+    for (size_t n = len; n-- > 0;) {
+        ck_assert_int_eq(truncate(opt_path, (off_t)n), 0);
+        OptLoad load;
+        ptrdiff_t leaked = opt_load_measured(&load, &model, opt_path);
+        ck_assert_msg(!load.loaded && strstr(load.err.msg, opt_path) != NULL && !strchr(load.err.msg, '\n'),
+                      "cut at %zu of %zu bytes: loaded=%d, '%s'", n, len, load.loaded, load.err.msg);
+        ck_assert_msg(leaked == 0, "cut at %zu of %zu bytes: the failed load left %td bytes allocated: %s", n, len,
+                      leaked, load.err.msg);
+        ck_assert_msg(load.opt.step == SENTINEL_UPDATES && load.opt.m[0] == SENTINEL_M &&
+                          load.opt.v[load.opt.size - 1] == SENTINEL_V,
+                      "cut at %zu of %zu bytes: the failed load changed the optimizer", n, len);
+        optimizer_free(&load.opt);
+    }
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_another_format_or_optimizer) {
+    set_metadata("format", "tinygpt-optimizer-2", 19);
+    expect_opt_rejected(opt_path, "format is \"tinygpt-optimizer-2\" but this tinygpt reads \"tinygpt-optimizer-1\"");
+    save_optimizer();
+    set_metadata("optimizer", "sgd", 3);
+    expect_opt_rejected(opt_path, "\"optimizer\" is \"sgd\"");
+    save_optimizer();
+    edit_header("\"format\":\"tinygpt-optimizer-1\",", "");
+    expect_opt_rejected(opt_path, "no \"format\"");
+    save_optimizer();
+    edit_header("{\"__metadata__\":{", "{\"__metadata\":{");
+    expect_opt_rejected(opt_path, "no \"__metadata__\"");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_a_missing_tensor) {
+    remove_tensor("exp_avg_sq.blocks.0.attn.proj.bias");
+    expect_opt_rejected(opt_path, "tensor 'exp_avg_sq.blocks.0.attn.proj.bias' is missing");
+    save_optimizer();
+    remove_tensor("exp_avg.tok_emb.weight");
+    expect_opt_rejected(opt_path, "tensor 'exp_avg.tok_emb.weight' is missing");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_an_extra_tensor) {
+    // amsgrad's third moment, which tinygpt's AdamW does not keep.
+    add_tensor("max_exp_avg_sq.head.bias", "[1]", "exp_avg_sq.tok_emb.weight");
+    expect_opt_rejected(opt_path, "it has a tensor 'max_exp_avg_sq.head.bias', which is not AdamW's state");
+    save_optimizer();
+    add_tensor("exp_avg.blocks.1.attn.q.weight", "[8,8]", "exp_avg.pos_emb.weight");
+    expect_opt_rejected(opt_path, "'exp_avg.blocks.1.attn.q.weight'");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_a_wrong_shape) {
+    int V = model.config.vocab_size;
+    char from[128], to[128], needle[128];
+    snprintf(from, sizeof from, "\"exp_avg.tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,8]", V);
+    snprintf(to, sizeof to, "\"exp_avg.tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[8,%d]", V);
+    edit_header(from, to);
+    snprintf(needle, sizeof needle, "tensor 'exp_avg.tok_emb.weight' has shape [8,%d] but this model", V);
+    expect_opt_rejected(opt_path, needle);
+    snprintf(needle, sizeof needle, "needs [%d,8]", V);
+    expect_opt_rejected(opt_path, needle);
+    save_optimizer();
+    edit_header("\"exp_avg_sq.head.bias\":{\"dtype\":\"F32\"", "\"exp_avg_sq.head.bias\":{\"dtype\":\"F16\"");
+    expect_opt_rejected(opt_path, "tensor 'exp_avg_sq.head.bias' has dtype \"F16\"");
+}
+END_TEST
+
+START_TEST(optimizer_state_of_another_model_is_rejected) {
+    // The same architecture twice as wide: every name matches, no shape does.
+    ModelConfig cfg = model.config;
+    cfg.n_embd = 16;
+    Model wide;
+    model_init(&wide, &cfg, 1, false);
+    expect_opt_rejected_for(&wide, opt_path, "tensor 'exp_avg.tok_emb.weight' has shape");
+    model_free(&wide);
+    // A gpt: the names differ.
+    cfg = model.config;
+    cfg.arch = ARCH_GPT;
+    cfg.n_layer = 1;
+    Model gpt;
+    model_init(&gpt, &cfg, 1, false);
+    expect_opt_rejected_for(&gpt, opt_path, "which is not AdamW's state of this gpt model");
+    model_free(&gpt);
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_a_model_checkpoint) {
+    expect_opt_rejected(path, "it is a model checkpoint (format \"tinygpt-1\"), not AdamW's state");
+    // The model file with the optimizer's metadata: its names give it away.
+    edit_target = path;
+    edit_header("\"format\":\"tinygpt-1\"", "\"format\":\"tinygpt-optimizer-1\",\"optimizer\":\"adamw\",\"updates\":\"5\"");
+    expect_opt_rejected(path, "it has a tensor 'tok_emb.weight', which is not AdamW's state");
+}
+END_TEST
+
+START_TEST(checkpoint_load_rejects_an_optimizer_state) {
+    expect_file_rejected(opt_path, "it holds AdamW's state");
+    expect_file_rejected(opt_path, "give the model.safetensors saved next to it");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_non_finite_or_negative_moments) {
+    set_moment(0, "blocks.0.attn.q.weight", 3, NAN);
+    expect_opt_rejected(opt_path, "tensor 'exp_avg.blocks.0.attn.q.weight' holds NaN at element 3");
+    save_optimizer();
+    set_moment(1, "head.bias", 2, INFINITY);
+    expect_opt_rejected(opt_path, "tensor 'exp_avg_sq.head.bias' holds an infinity at element 2");
+    save_optimizer();
+    set_moment(0, "tok_emb.weight", 5, -INFINITY);
+    expect_opt_rejected(opt_path, "tensor 'exp_avg.tok_emb.weight' holds an infinity at element 5");
+    save_optimizer();
+    set_moment(1, "pos_emb.weight", 1, -1e-30f);
+    expect_opt_rejected(opt_path, "tensor 'exp_avg_sq.pos_emb.weight' holds -1e-30 at element 1, but a mean of squares cannot be negative");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_negative_missing_or_malformed_counts) {
+    set_metadata("updates", "-1", 2);
+    expect_opt_rejected(opt_path, "\"updates\" is \"-1\", not a whole number");
+    save_optimizer();
+    set_metadata("step", "12x", 3);
+    expect_opt_rejected(opt_path, "\"step\" is \"12x\"");
+    save_optimizer();
+    edit_header(",\"updates\":\"1000\"", "");
+    expect_opt_rejected(opt_path, "no \"updates\"");
+}
+END_TEST
+
+START_TEST(optimizer_state_load_rejects_overlapping_or_out_of_file_offsets) {
+    int tok_emb = index_of("tok_emb.weight");
+    set_offsets("exp_avg_sq.tok_emb.weight", begin_of(tok_emb), end_of(tok_emb));
+    expect_opt_rejected(opt_path, "overlaps the tensor before it");
+    save_optimizer();
+    size_t data = 2 * model.param_table.total * sizeof(float);
+    int pos_emb = index_of("pos_emb.weight");
+    set_offsets("exp_avg_sq.pos_emb.weight", data, data + end_of(pos_emb) - begin_of(pos_emb));
+    expect_opt_rejected(opt_path, "the data section is only");
+}
+END_TEST
+
 Suite *checkpoint_suite(void) {
     Suite *s = suite_create("checkpoint");
     TCase *round_trip = tcase_create("round trip");
@@ -1480,5 +1950,28 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(state, read_state_rejects_missing_malformed_or_impossible_values);
     tcase_add_test(state, save_into_the_current_directory_by_a_bare_file_name_works);
     suite_add_tcase(s, state);
+
+    TCase *adamw = tcase_create("optimizer state");
+    tcase_add_checked_fixture(adamw, setup_opt, teardown_opt);
+    tcase_set_timeout(adamw, 60);  // the every-length truncation test loads the file ~7000 times
+    tcase_add_test(adamw, optimizer_state_round_trips_m_v_step_and_updates_bit_for_bit_for_card_and_gpt);
+    tcase_add_test(adamw, optimizer_state_load_accepts_a_null_step_pointer);
+    tcase_add_test(adamw, optimizer_state_file_is_plain_safetensors_with_torch_adamw_names);
+    tcase_add_test(adamw, optimizer_state_save_replaces_the_old_file_and_leaves_no_tmp_file);
+    tcase_add_test(adamw, optimizer_state_save_into_a_missing_directory_fails_naming_the_file);
+    tcase_add_test(adamw, optimizer_state_load_accepts_tensors_stored_in_another_order);
+    tcase_add_test(adamw, optimizer_state_load_of_a_missing_file_says_what_to_do);
+    tcase_add_test(adamw, optimizer_state_load_rejects_the_file_truncated_at_every_length);
+    tcase_add_test(adamw, optimizer_state_load_rejects_another_format_or_optimizer);
+    tcase_add_test(adamw, optimizer_state_load_rejects_a_missing_tensor);
+    tcase_add_test(adamw, optimizer_state_load_rejects_an_extra_tensor);
+    tcase_add_test(adamw, optimizer_state_load_rejects_a_wrong_shape);
+    tcase_add_test(adamw, optimizer_state_of_another_model_is_rejected);
+    tcase_add_test(adamw, optimizer_state_load_rejects_a_model_checkpoint);
+    tcase_add_test(adamw, checkpoint_load_rejects_an_optimizer_state);
+    tcase_add_test(adamw, optimizer_state_load_rejects_non_finite_or_negative_moments);
+    tcase_add_test(adamw, optimizer_state_load_rejects_negative_missing_or_malformed_counts);
+    tcase_add_test(adamw, optimizer_state_load_rejects_overlapping_or_out_of_file_offsets);
+    suite_add_tcase(s, adamw);
     return s;
 }

@@ -1,4 +1,5 @@
-// checkpoint.c: save and load the model as .safetensors (see checkpoint.h).
+// checkpoint.c: save and load the model, and AdamW's state beside it, as
+// .safetensors (see checkpoint.h).
 //
 // Reading order: file 16, after model.c (the parameter table) and json.c.
 //
@@ -32,6 +33,11 @@
 // gives a one-line message, never a crash, a hang or a huge allocation.
 // What it leaves out: dtypes other than F32, big-endian machines, and
 // memory-mapping the file.
+//
+// AdamW's state (optimizer.safetensors, at the end of this file) is the same
+// container with other metadata and other names, written by the same writer
+// and checked by the same loader steps, against a table of the names and
+// shapes it must hold built from the model's parameter table.
 #include "checkpoint.h"
 
 #include <assert.h>
@@ -58,22 +64,42 @@ _Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
 
 // The value of "__metadata__"."format"; bump it if the meaning of the file changes.
 #define CHECKPOINT_FORMAT "tinygpt-1"
+// The same for AdamW's state (optimizer_state_save).
+#define OPTIMIZER_FORMAT "tinygpt-optimizer-1"
 // The largest header accepted, the limit the safetensors library itself uses.
 #define MAX_HEADER_BYTES (100u * 1000u * 1000u)
 // The bytes before the header: N as a little-endian u64.
 #define LENGTH_BYTES 8
 
 // ---- Saving -------------------------------------------------------------------
+//
+// Both files tinygpt writes, the model and AdamW's state, are made the same
+// way: a "__metadata__" object and groups of tensors (TensorGroup), which
+// save_safetensors turns into the header's entries and the data section, in
+// the same order, and writes atomically.
 
-// build_header: the JSON header for "cfg", "tok" and "step", with one entry
-// per tensor of "table" at consecutive data offsets, padded with spaces so
-// that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
-// reader that memory-maps the file can use the floats in place.
-static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
-                         const TrainState *state, const TensorTable *table) {
+// One group of tensors in a file: those of "table", in table order, each
+// named "prefix" followed by its name in the table, its floats at "memory" +
+// its offset. A model checkpoint is one group (the parameters, no prefix);
+// AdamW's state is two (MOMENT_PREFIX below).
+typedef struct {
+    const char *prefix;
+    const TensorTable *table;
+    const float *memory;
+} TensorGroup;
+
+// The names of AdamW's two moments, torch.optim.AdamW's, in the order its
+// file holds them: every "exp_avg.<parameter>" (m), then every
+// "exp_avg_sq.<parameter>" (v), each in parameter-table order.
+static const char *const MOMENT_PREFIX[2] = {"exp_avg.", "exp_avg_sq."};
+
+// build_model_metadata: the "__metadata__" object of a model checkpoint:
+// "cfg", "tok"'s vocabulary, "step" and, if not NULL, "state".
+static void build_model_metadata(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
+                                 const TrainState *state) {
     size_t vocab_len;
     char *vocab = tokenizer_vocab_utf8(tok, &vocab_len);
-    json_buf_printf(b, "{\"__metadata__\":{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
+    json_buf_printf(b, "{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
     json_buf_string(b, vocab, vocab_len);
     json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
                     cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
@@ -96,34 +122,42 @@ static void build_header(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *to
         json_buf_printf(b, ",\"eval_interval\":\"%d\",\"eval_batches\":\"%d\",\"save_every\":\"%ld\",\"order\":",
                         state->eval_interval, state->eval_batches, state->save_every);
         json_buf_string(b, state->order, strlen(state->order));
+        const OptimizerConfig *o = &state->optimizer;
+        json_buf_printf(b, ",\"optimizer\":\"%s\",\"lr_schedule\":\"%s\",\"warmup\":\"%ld\"",
+                        o->kind == OPT_ADAMW ? "adamw" : "sgd", o->schedule == LR_COSINE ? "cosine" : "constant",
+                        o->warmup_steps);
+        json_buf_printf(b, ",\"min_lr\":\"%.17g\",\"grad_clip\":\"%.17g\",\"beta1\":\"%.17g\",\"beta2\":\"%.17g\",\"weight_decay\":\"%.17g\"",
+                        o->min_lr, o->grad_clip, o->beta1, o->beta2, o->weight_decay);
     }
     json_buf_append(b, "}", 1);
     free(vocab);
+}
 
+// build_header: {"__metadata__": "metadata", then one entry per tensor of
+// "groups", in order, at consecutive data offsets}, padded with spaces so
+// that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
+// reader that memory-maps the file can use the floats in place.
+static void build_header(JsonBuf *b, const JsonBuf *metadata, const TensorGroup *groups, int n_groups) {
+    json_buf_printf(b, "{\"__metadata__\":");
+    json_buf_append(b, metadata->data, metadata->len);
     size_t begin = 0;
-    for (int i = 0; i < table->count; i++) {
-        const TensorSpec *spec = &table->specs[i];
-        size_t end = begin + spec->size * sizeof(float);
-        json_buf_append(b, ",", 1);
-        json_buf_string(b, spec->name, strlen(spec->name));
-        json_buf_printf(b, ":{\"dtype\":\"F32\",\"shape\":[%zu", spec->shape[0]);
-        if (spec->ndim == 2) json_buf_printf(b, ",%zu", spec->shape[1]);
-        json_buf_printf(b, "],\"data_offsets\":[%zu,%zu]}", begin, end);
-        begin = end;
+    for (int g = 0; g < n_groups; g++) {
+        for (int i = 0; i < groups[g].table->count; i++) {
+            const TensorSpec *spec = &groups[g].table->specs[i];
+            size_t end = begin + spec->size * sizeof(float);
+            char name[sizeof spec->name + 16];
+            int len = snprintf(name, sizeof name, "%s%s", groups[g].prefix, spec->name);
+            assert(len > 0 && (size_t)len < sizeof name);
+            json_buf_append(b, ",", 1);
+            json_buf_string(b, name, (size_t)len);
+            json_buf_printf(b, ":{\"dtype\":\"F32\",\"shape\":[%zu", spec->shape[0]);
+            if (spec->ndim == 2) json_buf_printf(b, ",%zu", spec->shape[1]);
+            json_buf_printf(b, "],\"data_offsets\":[%zu,%zu]}", begin, end);
+            begin = end;
+        }
     }
     json_buf_append(b, "}", 1);
     while ((LENGTH_BYTES + b->len) % 8 != 0) json_buf_append(b, " ", 1);
-}
-
-// checkpoint_save: header, then the tensors, into "<path>.tmp"; then fflush
-// (our buffer to the kernel), fsync (the kernel's cache to the disk) and
-// fclose, each checked, since a full disk may only show up at any of them.
-// Only then rename over "path": rename is atomic, so "path" is always either
-// the old checkpoint or the complete new one. On any failure the .tmp file is
-// removed. Last, fsync the directory: until then a crash could lose the
-// rename itself (the old file would survive).
-bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err) {
-    return checkpoint_save_with_state(m, tok, step, NULL, path, err);
 }
 
 // sync_parent_dir: fsync the directory holding "path", which makes a rename
@@ -142,12 +176,18 @@ static bool sync_parent_dir(const char *path, Error *err) {
     return ok;
 }
 
-bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step, const TrainState *state,
-                                const char *path, Error *err) {
-    assert(tok->vocab_size == m->config.vocab_size && step >= 0);
-    const TensorTable *table = &m->param_table;
+// save_safetensors: the header ("metadata" and the entries of "groups"),
+// then the groups' tensors, into "<path>.tmp"; then fflush (our buffer to the
+// kernel), fsync (the kernel's cache to the disk) and fclose, each checked,
+// since a full disk may only show up at any of them. Only then rename over
+// "path": rename is atomic, so "path" is always either the old file or the
+// complete new one. On any failure the .tmp file is removed. Last, fsync the
+// directory: until then a crash could lose the rename itself (the old file
+// would survive). Both savers below end here.
+static bool save_safetensors(const char *path, const JsonBuf *metadata, const TensorGroup *groups, int n_groups,
+                             Error *err) {
     JsonBuf header = {0};
-    build_header(&header, &m->config, tok, step, state, table);
+    build_header(&header, metadata, groups, n_groups);
 
     unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
     for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
@@ -160,9 +200,12 @@ bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step,
     bool ok = f != NULL;
     ok = ok && write_exact(length, sizeof length, f, tmp, err);
     ok = ok && write_exact(header.data, header.len, f, tmp, err);
-    for (int i = 0; i < table->count; i++)
-        ok = ok && write_exact(m->params_memory + table->specs[i].offset, table->specs[i].size * sizeof(float), f,
-                               tmp, err);
+    for (int g = 0; g < n_groups; g++) {
+        const TensorTable *table = groups[g].table;
+        for (int i = 0; i < table->count; i++)
+            ok = ok && write_exact(groups[g].memory + table->specs[i].offset, table->specs[i].size * sizeof(float),
+                                   f, tmp, err);
+    }
     if (ok && fflush(f) != 0)
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
     if (ok && fsync(fileno(f)) != 0)
@@ -180,12 +223,41 @@ bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step,
     return ok;
 }
 
-// ---- Loading --------------------------------------------------------------------
+// checkpoint_save / checkpoint_save_with_state: the parameters, one group
+// under their own names, after the model's metadata.
+bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err) {
+    return checkpoint_save_with_state(m, tok, step, NULL, path, err);
+}
 
-// What checkpoint_load has learned about the file so far; each step below
-// fills in some of it, and loader_close frees it at the end, whatever happened.
+bool checkpoint_save_with_state(const Model *m, const Tokenizer *tok, long step, const TrainState *state,
+                                const char *path, Error *err) {
+    assert(tok->vocab_size == m->config.vocab_size && step >= 0);
+    JsonBuf metadata = {0};
+    build_model_metadata(&metadata, &m->config, tok, step, state);
+    const TensorGroup params = {"", &m->param_table, m->params_memory};
+    bool ok = save_safetensors(path, &metadata, &params, 1, err);
+    json_buf_free(&metadata);
+    return ok;
+}
+
+// ---- Loading --------------------------------------------------------------------
+//
+// Both loaders, checkpoint_load and optimizer_state_load, run the same steps
+// on a Loader: read_header and parse_header (the container), their own
+// metadata reader (read_metadata or read_adamw_metadata), then check_tensors
+// against the table of tensors the file must hold (the parameters the
+// metadata describes, or AdamW's moments of the model's parameters), then
+// read_tensors into the memory that table describes. Only the metadata and
+// a few messages differ between the two: those ask ld->kind.
+
+// Which file a Loader reads.
+typedef enum { MODEL_FILE, OPTIMIZER_FILE } FileKind;
+
+// What a loader has learned about the file so far; each step below fills in
+// some of it, and loader_close frees it at the end, whatever happened.
 typedef struct {
     const char *path;          // for messages
+    FileKind kind;             // the model or AdamW's state: which metadata, and the messages
     Error *err;
     FILE *f;
     uint64_t file_size;        // bytes
@@ -193,17 +265,15 @@ typedef struct {
     uint64_t data_size;        // bytes in the data section: file_size - 8 - N
     char *header;              // [N] the JSON text
     JsonValue *root;           // the parsed header
-    const JsonValue *vocab;    // the metadata's "vocab" string, inside "root"
-    ModelConfig cfg;
-    long step;
-    TensorTable table;         // what the metadata says the tensors must be (param_table)
-    const JsonValue **entries; // [table.count] each tensor's entry in "root"
-    uint64_t *begin;           // [table.count] where each one starts in the data section, in bytes
+    const JsonValue *vocab;    // model: the metadata's "vocab" string, inside "root"
+    ModelConfig cfg;           // model: the metadata's config; optimizer: the model's
+    long step;                 // the metadata's "step"
+    const JsonValue **entries; // [table->count] each expected tensor's entry in "root" (check_tensors)
+    uint64_t *begin;           // [table->count] where each one starts in the data section, in bytes
 } Loader;
 
 // loader_close: free whatever the steps allocated and close the file.
 static void loader_close(Loader *ld) {
-    if (ld->table.specs) table_free(&ld->table);
     free(ld->entries);
     free(ld->begin);
     json_free(ld->root);
@@ -211,8 +281,12 @@ static void loader_close(Loader *ld) {
     fclose(ld->f);
 }
 
+// kind_name: what a file of "kind" is called in messages.
+static const char *kind_name(FileKind kind) { return kind == MODEL_FILE ? "checkpoint" : "optimizer state"; }
+
 // reject: fill "err" with "'<path>' is not a valid tinygpt checkpoint: ..."
-// (the rest from "fmt", which should end by saying what to do); returns false.
+// (or "optimizer state"; the rest from "fmt", which should end by saying
+// what to do); returns false.
 __attribute__((format(printf, 2, 3)))
 static bool reject(const Loader *ld, const char *fmt, ...) {
     char detail[400];
@@ -220,7 +294,7 @@ static bool reject(const Loader *ld, const char *fmt, ...) {
     va_start(args, fmt);
     vsnprintf(detail, sizeof detail, fmt, args);
     va_end(args);
-    return error_set(ld->err, "'%s' is not a valid tinygpt checkpoint: %s", ld->path, detail);
+    return error_set(ld->err, "'%s' is not a valid tinygpt %s: %s", ld->path, kind_name(ld->kind), detail);
 }
 
 // printable: "s" ("len" bytes, from the file) cut to fit "buf", with control
@@ -240,8 +314,8 @@ static bool read_header(Loader *ld) {
         return error_set(ld->err, "cannot read the size of '%s': %s", ld->path, strerror(errno));
     ld->file_size = (uint64_t)st.st_size;
     if (ld->file_size < LENGTH_BYTES)
-        return reject(ld, "it is only %llu bytes long, shorter than the 8-byte header length; it is truncated (copy it again) or not a checkpoint",
-                      (unsigned long long)ld->file_size);
+        return reject(ld, "it is only %llu bytes long, shorter than the 8-byte header length; it is truncated (copy it again) or not a %s",
+                      (unsigned long long)ld->file_size, kind_name(ld->kind));
 
     unsigned char length[LENGTH_BYTES];
     if (!read_exact(length, sizeof length, ld->f, ld->path, ld->err)) return false;
@@ -272,6 +346,11 @@ static bool parse_header(Loader *ld) {
     if (!json_parse(ld->header, (size_t)ld->header_len, &ld->root, &json_err))
         return reject(ld, "its header is damaged (%s); save it again or retrain", json_err.msg);
     return true;
+}
+
+// string_is: whether the JSON string "v" is exactly "text" (it may hold NULs).
+static bool string_is(const JsonValue *v, const char *text) {
+    return v->string_len == strlen(text) && memcmp(v->string, text, v->string_len) == 0;
 }
 
 // metadata_string: the metadata entry "key", which must be a string.
@@ -362,6 +441,25 @@ static bool read_architecture(Loader *ld, const JsonValue *meta, Arch *arch, lon
     return true;
 }
 
+// check_format: the metadata's "format" must be the one of ld->kind. The
+// other kind's is the likely mix-up (the model and AdamW's state sit side by
+// side in a run directory), and the message says which file to give instead.
+static bool check_format(Loader *ld, const JsonValue *meta) {
+    const JsonValue *format = metadata_string(ld, meta, "format");
+    if (!format) return false;
+    const char *want = ld->kind == MODEL_FILE ? CHECKPOINT_FORMAT : OPTIMIZER_FORMAT;
+    if (string_is(format, want)) return true;
+    if (ld->kind == MODEL_FILE && string_is(format, OPTIMIZER_FORMAT))
+        return reject(ld, "it holds AdamW's state (format \"%s\"), not a model; give the model.safetensors saved next to it",
+                      OPTIMIZER_FORMAT);
+    if (ld->kind == OPTIMIZER_FILE && string_is(format, CHECKPOINT_FORMAT))
+        return reject(ld, "it is a model checkpoint (format \"%s\"), not AdamW's state; give the optimizer.safetensors saved next to it",
+                      CHECKPOINT_FORMAT);
+    char shown[48];
+    return reject(ld, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
+                  printable(format->string, format->string_len, shown, sizeof shown), want);
+}
+
 // read_metadata: the format marker, the config, the step and the vocabulary
 // string. The config must pass model_check_config: it bounds every size, so
 // the shape arithmetic that follows cannot overflow.
@@ -369,12 +467,7 @@ static bool read_metadata(Loader *ld) {
     const JsonValue *meta = json_get(ld->root, "__metadata__");
     if (!meta || meta->type != JSON_OBJECT)
         return reject(ld, "its header has no \"__metadata__\" object with the vocabulary and sizes; was it written by tinygpt train?");
-    const JsonValue *format = metadata_string(ld, meta, "format");
-    if (!format) return false;
-    char shown[48];
-    if (format->string_len != strlen(CHECKPOINT_FORMAT) || strcmp(format->string, CHECKPOINT_FORMAT) != 0)
-        return reject(ld, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
-                      printable(format->string, format->string_len, shown, sizeof shown), CHECKPOINT_FORMAT);
+    if (!check_format(ld, meta)) return false;
 
     long vocab_size, n_embd, n_head, block_size;
     if (!metadata_long(ld, meta, "vocab_size", INT_MAX, &vocab_size) ||
@@ -412,9 +505,32 @@ static bool read_metadata(Loader *ld) {
     return true;
 }
 
-// string_is: whether the JSON string "v" is exactly "text" (it may hold NULs).
-static bool string_is(const JsonValue *v, const char *text) {
-    return v->string_len == strlen(text) && memcmp(v->string, text, v->string_len) == 0;
+// read_optimizer_state: TrainState's optimizer flags. A checkpoint saved
+// before they existed trained with plain SGD at a constant rate and no
+// clipping: that is what it resumes with.
+static bool read_optimizer_state(Loader *ld, const JsonValue *meta, TrainState *state) {
+    OptimizerConfig *o = &state->optimizer;
+    *o = (OptimizerConfig){.kind = OPT_SGD, .lr = state->lr, .min_lr = state->lr, .beta1 = 0.9, .beta2 = 0.99,
+                           .weight_decay = 0.0, .grad_clip = 0.0, .schedule = LR_CONSTANT, .warmup_steps = 0,
+                           .decay_steps = state->steps};
+    if (!json_get(meta, "optimizer")) return true;
+    const JsonValue *kind = metadata_string(ld, meta, "optimizer"), *schedule = metadata_string(ld, meta, "lr_schedule");
+    if (!kind || !schedule) return false;
+    if (!string_is(kind, "sgd") && !string_is(kind, "adamw"))
+        return reject(ld, "its __metadata__ \"optimizer\" is neither \"sgd\" nor \"adamw\"; the file is damaged, retrain");
+    if (!string_is(schedule, "constant") && !string_is(schedule, "cosine"))
+        return reject(ld, "its __metadata__ \"lr_schedule\" is neither \"constant\" nor \"cosine\"; the file is damaged, retrain");
+    o->kind = string_is(kind, "adamw") ? OPT_ADAMW : OPT_SGD;
+    o->schedule = string_is(schedule, "cosine") ? LR_COSINE : LR_CONSTANT;
+    if (!metadata_long(ld, meta, "warmup", LONG_MAX, &o->warmup_steps) ||
+        !metadata_double(ld, meta, "min_lr", &o->min_lr) || !metadata_double(ld, meta, "grad_clip", &o->grad_clip) ||
+        !metadata_double(ld, meta, "beta1", &o->beta1) || !metadata_double(ld, meta, "beta2", &o->beta2) ||
+        !metadata_double(ld, meta, "weight_decay", &o->weight_decay))
+        return false;
+    if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1) || o->min_lr > 1e6 || o->grad_clip > 1e9 ||
+        o->weight_decay > 1e6)
+        return reject(ld, "its __metadata__ optimizer settings are out of range (betas in [0, 1), min_lr at most 1e6); the file is damaged, retrain");
+    return true;
 }
 
 // read_state: the TrainState in the metadata (see checkpoint.h), each value
@@ -468,21 +584,12 @@ static bool read_state(Loader *ld, TrainState *state) {
     state->save_every = save_every;
     state->lr = (float)lr;
     state->val_fraction = (float)val_fraction;
-    return true;
+    return read_optimizer_state(ld, meta, state);
 }
 
 // key_is: whether the header entry "entry" is named "name" (keys may hold NULs).
 static bool key_is(const JsonValue *entry, const char *name) {
     return entry->key_len == strlen(name) && memcmp(entry->key, name, entry->key_len) == 0;
-}
-
-// build_table: the parameter table the metadata describes, with room for
-// each tensor's entry and offset. read_architecture has bounded n_layer, so
-// the table has at most a few thousand entries.
-static void build_table(Loader *ld) {
-    param_table(&ld->table, &ld->cfg);
-    ld->entries = xcalloc((size_t)ld->table.count, sizeof *ld->entries);
-    ld->begin = xcalloc((size_t)ld->table.count, sizeof *ld->begin);
 }
 
 // block_of: the block number in a name "blocks.<i>.<rest>" (saturating at
@@ -519,15 +626,15 @@ static int compare_names(const void *a, const void *b) {
     return strcmp(((const NamedIndex *)a)->name, ((const NamedIndex *)b)->name);
 }
 
-// check_names: every tensor in the header must be one of the table's, and
-// every one of the table's must be there (the JSON reader has already
-// refused a name given twice). Records each tensor's entry in ld->entries.
-// When the names disagree with n_layer (tensors of a block past the last,
-// or none for a block the table has), the message says so.
-static bool check_names(Loader *ld) {
-    int n = ld->table.count;
+// check_names: every tensor in the header must be one of "table"'s, and
+// every one of "table"'s must be there (the JSON reader has already refused
+// a name given twice). Records each tensor's entry in ld->entries. When a
+// model's names disagree with n_layer (tensors of a block past the last, or
+// none for a block the table has), the message says so.
+static bool check_names(Loader *ld, const TensorTable *table) {
+    int n = table->count;
     NamedIndex *sorted = xmalloc((size_t)n * sizeof *sorted);
-    for (int t = 0; t < n; t++) sorted[t] = (NamedIndex){ld->table.specs[t].name, t};
+    for (int t = 0; t < n; t++) sorted[t] = (NamedIndex){table->specs[t].name, t};
     qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
 
     bool ok = true;
@@ -545,7 +652,10 @@ static bool check_names(Loader *ld) {
         char shown[64];
         printable(entry->key, entry->key_len, shown, sizeof shown);
         long block;
-        if (block_of(entry->key, entry->key_len, &block) && block >= ld->cfg.n_layer)
+        if (ld->kind == OPTIMIZER_FILE)
+            ok = reject(ld, "it has a tensor '%s', which is not AdamW's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each of its parameters); give the optimizer.safetensors saved with this model",
+                        shown, arch_name(ld->cfg.arch));
+        else if (block_of(entry->key, entry->key_len, &block) && block >= ld->cfg.n_layer)
             ok = reject(ld, "it has a tensor '%s' of block %ld but its __metadata__ \"n_layer\" is %d (blocks 0 to %d), so n_layer disagrees with the tensors; the file is damaged, retrain",
                         shown, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
         else
@@ -556,9 +666,11 @@ static bool check_names(Loader *ld) {
 
     for (int t = 0; ok && t < n; t++) {
         if (ld->entries[t]) continue;
-        const char *name = ld->table.specs[t].name;
+        const char *name = table->specs[t].name;
         long block;
-        if (block_of(name, strlen(name), &block) && !has_block(ld, block))
+        if (ld->kind == OPTIMIZER_FILE)
+            ok = reject(ld, "tensor '%s' is missing; give the optimizer.safetensors saved with this model", name);
+        else if (block_of(name, strlen(name), &block) && !has_block(ld, block))
             ok = reject(ld, "tensor '%s' is missing: its __metadata__ \"n_layer\" is %d but it has no tensors of block %ld, so n_layer disagrees with the tensors; the file is damaged, retrain",
                         name, ld->cfg.n_layer, block);
         else
@@ -573,11 +685,11 @@ static void format_dims(char *buf, size_t size, const uint64_t *dims, int n) {
     else snprintf(buf, size, "[%llu,%llu]", (unsigned long long)dims[0], (unsigned long long)dims[1]);
 }
 
-// check_tensor: tensor "t" of the table: an object with dtype "F32", the
-// shape the metadata implies, and data_offsets [begin, end) inside the data
-// section holding exactly 4 bytes per element. Saves begin in ld->begin[t].
-static bool check_tensor(Loader *ld, int t) {
-    const TensorSpec *spec = &ld->table.specs[t];
+// check_tensor: tensor "t" of "table": an object with dtype "F32", the
+// table's shape, and data_offsets [begin, end) inside the data section
+// holding exactly 4 bytes per element. Saves begin in ld->begin[t].
+static bool check_tensor(Loader *ld, const TensorTable *table, int t) {
+    const TensorSpec *spec = &table->specs[t];
     const JsonValue *entry = ld->entries[t];
     if (entry->type != JSON_OBJECT)
         return reject(ld, "tensor '%s' is %s, not an object with dtype, shape and data_offsets; was it written by tinygpt train?",
@@ -604,6 +716,9 @@ static bool check_tensor(Loader *ld, int t) {
                         json_as_uint(&shape->items[0], &got[0]) &&
                         (shape->count == 1 || json_as_uint(&shape->items[1], &got[1]));
         if (readable) format_dims(found, sizeof found, got, (int)shape->count);
+        if (ld->kind == OPTIMIZER_FILE)
+            return reject(ld, "tensor '%s' has shape %s but this model (vocab_size %d, n_embd %d, block_size %d) needs %s; give the optimizer.safetensors saved with this model",
+                          spec->name, found, ld->cfg.vocab_size, ld->cfg.n_embd, ld->cfg.block_size, wanted);
         return reject(ld, "tensor '%s' has shape %s but the metadata (vocab_size %d, n_embd %d, block_size %d) needs %s; the file is damaged, retrain",
                       spec->name, found, ld->cfg.vocab_size, ld->cfg.n_embd, ld->cfg.block_size, wanted);
     }
@@ -639,20 +754,20 @@ static int compare_begins(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);  // ties in table order, for a stable message
 }
 
-// check_layout: the tensors must tile the data section: sorted by begin,
-// each starts where the previous one ended, the first at 0, the last ending
-// at the end of the file. (Their lengths are already checked, so comparing
-// begins is enough.) Without this, two tensors could share bytes, or junk
-// could hide between them.
-static bool check_layout(Loader *ld) {
-    int n = ld->table.count;
+// check_layout: "table"'s tensors must tile the data section: sorted by
+// begin, each starts where the previous one ended, the first at 0, the last
+// ending at the end of the file. (Their lengths are already checked, so
+// comparing begins is enough.) Without this, two tensors could share bytes,
+// or junk could hide between them.
+static bool check_layout(Loader *ld, const TensorTable *table) {
+    int n = table->count;
     Placed *order = xmalloc((size_t)n * sizeof *order);
     for (int t = 0; t < n; t++) order[t] = (Placed){ld->begin[t], t};
     qsort(order, (size_t)n, sizeof *order, compare_begins);
     uint64_t expected = 0;
     bool ok = true;
     for (int i = 0; ok && i < n; i++) {
-        const TensorSpec *spec = &ld->table.specs[order[i].index];
+        const TensorSpec *spec = &table->specs[order[i].index];
         if (order[i].begin != expected)
             ok = reject(ld, "tensor '%s' starts at byte %llu of the data section, but %s; the file is damaged, retrain",
                         spec->name, (unsigned long long)order[i].begin,
@@ -664,6 +779,20 @@ static bool check_layout(Loader *ld) {
         ok = reject(ld, "its tensors take %llu bytes but its data section has %llu; it has extra bytes at the end, so it is damaged",
                     (unsigned long long)expected, (unsigned long long)ld->data_size);
     return ok;
+}
+
+// check_tensors: the header's tensors are exactly "table"'s (check_names),
+// each well formed (check_tensor), together tiling the data section
+// (check_layout). "table" is what the file must hold: for a model the
+// parameter table its metadata describes, which read_architecture has kept
+// to a few thousand entries by bounding n_layer; for AdamW's state, the
+// moments of the model's parameters (moment_table).
+static bool check_tensors(Loader *ld, const TensorTable *table) {
+    ld->entries = xcalloc((size_t)table->count, sizeof *ld->entries);
+    ld->begin = xcalloc((size_t)table->count, sizeof *ld->begin);
+    bool ok = check_names(ld, table);
+    for (int t = 0; ok && t < table->count; t++) ok = check_tensor(ld, table, t);
+    return ok && check_layout(ld, table);
 }
 
 // check_memory: the model and its activations for batches of "max_batch"
@@ -690,16 +819,14 @@ static bool build_vocab(Loader *ld, Tokenizer *tok) {
     return true;
 }
 
-// read_tensors: each tensor's floats into its place in m->params_memory,
-// then a check that every one is finite: a NaN or infinity means the run
-// that saved it diverged, and training or sampling from it would only spread
-// the NaN.
-static bool read_tensors(Loader *ld, Model *m) {
-    // model_init built the same table from the same config.
-    assert(m->param_table.count == ld->table.count && m->param_table.total == ld->table.total);
-    for (int t = 0; t < ld->table.count; t++) {
-        const TensorSpec *spec = &ld->table.specs[t];
-        float *w = m->params_memory + spec->offset;
+// read_tensors: each tensor of "table" (checked by check_tensors) into its
+// place in "memory" (memory + its offset), then a check that every value is
+// finite: a NaN or infinity means the run that saved it diverged, and
+// training or sampling from it would only spread the NaN.
+static bool read_tensors(Loader *ld, const TensorTable *table, float *memory) {
+    for (int t = 0; t < table->count; t++) {
+        const TensorSpec *spec = &table->specs[t];
+        float *w = memory + spec->offset;
         off_t at = (off_t)(LENGTH_BYTES + ld->header_len + ld->begin[t]);
         if (fseeko(ld->f, at, SEEK_SET) != 0)
             return error_set(ld->err, "cannot seek in '%s': %s", ld->path, strerror(errno));
@@ -714,7 +841,7 @@ static bool read_tensors(Loader *ld, Model *m) {
 
 // checkpoint_read_state: the header steps of checkpoint_load, then the state.
 bool checkpoint_read_state(const char *path, TrainState *state, long *step, Error *err) {
-    Loader ld = {.path = path, .err = err};
+    Loader ld = {.path = path, .kind = MODEL_FILE, .err = err};
     ld.f = fopen_checked(path, "rb", err);
     if (!ld.f) return false;
     bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld) && read_state(&ld, state);
@@ -727,19 +854,20 @@ bool checkpoint_read_state(const char *path, TrainState *state, long *step, Erro
 // once the header has passed every check, and freed again if the data fails.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
                      Error *err) {
-    Loader ld = {.path = path, .err = err};
+    Loader ld = {.path = path, .kind = MODEL_FILE, .err = err};
     ld.f = fopen_checked(path, "rb", err);
     if (!ld.f) return false;
 
     Tokenizer vocab = {0};
+    TensorTable params = {0};  // the parameters the metadata describes
     bool ok = read_header(&ld) && parse_header(&ld) && read_metadata(&ld);
-    if (ok) build_table(&ld);
-    ok = ok && check_names(&ld);
-    for (int t = 0; ok && t < ld.table.count; t++) ok = check_tensor(&ld, t);
-    ok = ok && check_layout(&ld) && check_memory(&ld, max_batch, with_grads) && build_vocab(&ld, &vocab);
+    if (ok) param_table(&params, &ld.cfg);
+    ok = ok && check_tensors(&ld, &params) && check_memory(&ld, max_batch, with_grads) && build_vocab(&ld, &vocab);
     if (ok) {
         model_init(m, &ld.cfg, max_batch, with_grads);
-        ok = read_tensors(&ld, m);
+        // model_init built the same table from the same config.
+        assert(m->param_table.count == params.count && m->param_table.total == params.total);
+        ok = read_tensors(&ld, &params, m->params_memory);
         if (!ok) {
             model_free(m);
             tokenizer_free(&vocab);
@@ -749,6 +877,114 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
         *tok = vocab;
         if (step) *step = ld.step;
     }
+    table_free(&params);
+    loader_close(&ld);
+    return ok;
+}
+
+// ---- AdamW's state ----------------------------------------------------------------
+//
+// DIR/optimizer.safetensors (see checkpoint.h): the same container, written
+// by save_safetensors and checked by the same loader steps. What is its own:
+// the metadata, the names (each parameter's, behind "exp_avg." and
+// "exp_avg_sq."), and one more check, that exp_avg_sq is never negative.
+
+bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err) {
+    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    assert(step >= 0 && opt->step >= 0);
+    JsonBuf metadata = {0};
+    json_buf_printf(&metadata, "{\"format\":\"%s\",\"optimizer\":\"adamw\",\"step\":\"%ld\",\"updates\":\"%ld\"}",
+                    OPTIMIZER_FORMAT, step, opt->step);
+    const TensorGroup moments[2] = {{MOMENT_PREFIX[0], &m->param_table, opt->m},
+                                    {MOMENT_PREFIX[1], &m->param_table, opt->v}};
+    bool ok = save_safetensors(path, &metadata, moments, 2, err);
+    json_buf_free(&metadata);
+    return ok;
+}
+
+// moment_table: the tensors of AdamW's state for parameters "params", as
+// optimizer_state_save writes them: "exp_avg.<name>" of every parameter, then
+// "exp_avg_sq.<name>" of every one, each with its parameter's shape, laid
+// out over one buffer of 2 * params->total floats: m, then v. table_free
+// releases it.
+static void moment_table(TensorTable *t, const TensorTable *params) {
+    t->count = 2 * params->count;
+    t->total = 2 * params->total;
+    t->specs = xcalloc((size_t)t->count, sizeof *t->specs);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < params->count; i++) {
+            TensorSpec *spec = &t->specs[k * params->count + i];
+            *spec = params->specs[i];
+            int len = snprintf(spec->name, sizeof spec->name, "%s%s", MOMENT_PREFIX[k], params->specs[i].name);
+            assert(len > 0 && (size_t)len < sizeof spec->name);  // the longest, "exp_avg_sq.blocks.1023.attn.proj.weight", fits
+            spec->offset += (size_t)k * params->total;
+        }
+    }
+}
+
+// read_adamw_metadata: the format marker, "optimizer" (which must be
+// "adamw"), the training "step" the state belongs to and the number of
+// "updates" that made it, both whole numbers >= 0.
+static bool read_adamw_metadata(Loader *ld, long *updates) {
+    const JsonValue *meta = json_get(ld->root, "__metadata__");
+    if (!meta || meta->type != JSON_OBJECT)
+        return reject(ld, "its header has no \"__metadata__\" object with the format and the step; was it written by tinygpt train?");
+    if (!check_format(ld, meta)) return false;
+    const JsonValue *name = metadata_string(ld, meta, "optimizer");
+    if (!name) return false;
+    char shown[48];
+    if (!string_is(name, "adamw"))
+        return reject(ld, "its __metadata__ \"optimizer\" is \"%s\" but only AdamW (\"adamw\") keeps a state; the file is damaged: start a new run from the weights with --init",
+                      printable(name->string, name->string_len, shown, sizeof shown));
+    return metadata_long(ld, meta, "step", LONG_MAX, &ld->step) && metadata_long(ld, meta, "updates", LONG_MAX, updates);
+}
+
+// check_second_moments: every exp_avg_sq value (the second half of
+// "moments", read into "memory") is a running mean of squares, so it is >= 0
+// (-0 included); the square root of a negative one would make the next
+// update NaN.
+static bool check_second_moments(Loader *ld, const TensorTable *moments, const float *memory) {
+    for (int t = moments->count / 2; t < moments->count; t++) {
+        const TensorSpec *spec = &moments->specs[t];
+        const float *v = memory + spec->offset;
+        for (size_t i = 0; i < spec->size; i++)
+            if (v[i] < 0.0f)
+                return reject(ld, "tensor '%s' holds %g at element %zu, but a mean of squares cannot be negative; the file is damaged: start a new run from the weights with --init",
+                              spec->name, (double)v[i], i);
+    }
+    return true;
+}
+
+// optimizer_state_load: the loader's steps against moment_table of m's
+// parameters, reading m and v into a buffer of its own; only when all of it
+// has passed are they copied into "opt".
+bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err) {
+    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    Loader ld = {.path = path, .kind = OPTIMIZER_FILE, .err = err, .cfg = m->config};
+    Error open_err;
+    ld.f = fopen_checked(path, "rb", &open_err);
+    if (!ld.f)
+        return error_set(err, "%s; an --optimizer adamw run saves AdamW's moments there with each checkpoint: resume a run that has them, or start a new run from the weights with --init",
+                         open_err.msg);
+
+    long updates = 0;
+    TensorTable moments = {0};
+    float *read = NULL;  // [2 * opt->size] m, then v, as read from the file
+    bool ok = read_header(&ld) && parse_header(&ld) && read_adamw_metadata(&ld, &updates);
+    if (ok) moment_table(&moments, &m->param_table);
+    ok = ok && check_tensors(&ld, &moments);
+    if (ok) {
+        read = xmalloc(moments.total * sizeof *read);
+        ok = read_tensors(&ld, &moments, read) && check_second_moments(&ld, &moments, read);
+    }
+    if (ok) {
+        memcpy(opt->m, read, opt->size * sizeof *opt->m);
+        memcpy(opt->v, read + opt->size, opt->size * sizeof *opt->v);
+        opt->step = updates;
+        if (step) *step = ld.step;
+    }
+    free(read);
+    table_free(&moments);
     loader_close(&ld);
     return ok;
 }

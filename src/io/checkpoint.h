@@ -1,4 +1,5 @@
-// checkpoint.h: save and load the model as a standard .safetensors file.
+// checkpoint.h: save and load the model as a standard .safetensors file,
+// and AdamW's state as another, beside it (at the end of this header).
 //
 // Reading order: file 16 (after model.h and json.h).
 //
@@ -19,14 +20,16 @@
 
 #include "common.h"
 #include "model.h"
+#include "optimizer.h"
 #include "tokenizer.h"
 
 // What `train --resume` needs besides the weights and the step to continue a
 // run exactly as if it had never stopped: the flags that shape the run, the
 // state of the random stream that draws the batches, and which text it
-// trains on. (Plain SGD keeps no optimizer state, no momentum or moments: the
-// weights are all of it. Dropout masks and validation batches are functions
-// of the seed and the step, so they need nothing.) Saved in __metadata__ as
+// trains on, and how the optimizer is set (AdamW's moments are too large for
+// metadata: they go in their own file, see optimizer_state_save; plain SGD
+// keeps no state. Dropout masks and validation batches are functions of the
+// seed and the step, so they need nothing.) Saved in __metadata__ as
 // strings under the keys in quotes; whole numbers in decimal.
 typedef struct {
     char data_path[4096];   // "data": the training file's absolute path ("" if unknown)
@@ -42,6 +45,12 @@ typedef struct {
     int eval_batches;       // "eval_batches"
     long save_every;        // "save_every": --save-every
     char order[16];         // "order": "random" or "sequential"
+    // The optimizer's flags ("optimizer" "sgd"/"adamw", "lr_schedule"
+    // "constant"/"cosine", "warmup", "min_lr", "grad_clip", "beta1", "beta2",
+    // "weight_decay"); a checkpoint older than them trained with plain SGD
+    // at a constant rate, and reads as that. lr is "lr" above; decay_steps
+    // is "steps".
+    OptimizerConfig optimizer;
 } TrainState;
 
 // checkpoint_save: write parameters, vocabulary and "step" to "path". Writes
@@ -66,5 +75,35 @@ bool checkpoint_read_state(const char *path, TrainState *state, long *step, Erro
 // NULL). On failure nothing is left allocated and "err" says what is wrong.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads,
                      long *step, Error *err);
+
+// ---- AdamW's state: DIR/optimizer.safetensors, next to DIR/model.safetensors ----
+//
+// The model file stays a model that sample, eval and PyTorch read alone;
+// AdamW's moments (as large as the weights, twice) go in a file of their own,
+// also a standard safetensors file. It holds, all F32 with the parameter's
+// shape: "exp_avg.<name>" (m) for every parameter <name> of param_table, in
+// table order, then "exp_avg_sq.<name>" (v) for every one, in the same order
+// (torch.optim.AdamW's names for the two moments), so its data section is m's
+// buffer followed by v's. Its "__metadata__" strings: "format":
+// "tinygpt-optimizer-1", "optimizer": "adamw", "step": the training step the
+// state belongs to (the "step" of the model checkpoint saved with it), and
+// "updates": how many AdamW updates made it (Optimizer.step, AdamW's t; equal
+// to "step" for a run that used AdamW from its first step).
+
+// optimizer_state_save: opt's moments and update count, belonging to the
+// weights of training step "step", to "path". Written as checkpoints are
+// (path.tmp, fsync, rename, directory sync), so a crash leaves the old file
+// or the new one. "opt" must be AdamW, built for "m" (optimizer_init).
+bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err);
+
+// optimizer_state_load: validate "path" completely against m's parameter
+// table (header size, JSON, format, names: none missing, none extra; shapes;
+// dtypes; offsets inside the file and not overlapping; finite values,
+// exp_avg_sq >= 0; updates >= 0) and only then fill opt->m, opt->v and
+// opt->step ("opt" must be AdamW, optimizer_init'ed for "m"). "*step" gets
+// the saved training step (may be NULL). On failure "opt" and "*step" are
+// unchanged, nothing stays allocated, and "err" is one line naming the file,
+// what is wrong and what to do.
+bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err);
 
 #endif
