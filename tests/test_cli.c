@@ -110,6 +110,20 @@ START_TEST(bad_flags_are_usage_errors_that_name_the_flag) {
     assert_fails(args, 2, "--layers");
     snprintf(args, sizeof args, "train %s --arch foo", corpus);
     assert_fails(args, 2, "--arch 'foo'");
+    snprintf(args, sizeof args, "train %s --arch card --no-mlp", corpus);
+    assert_fails(args, 2, "--no-mlp");
+    snprintf(args, sizeof args, "train %s --optimizer rmsprop", corpus);
+    assert_fails(args, 2, "--optimizer 'rmsprop'");
+    snprintf(args, sizeof args, "train %s --lr-schedule linear", corpus);
+    assert_fails(args, 2, "--lr-schedule 'linear'");
+    snprintf(args, sizeof args, "train %s --optimizer sgd --beta1 0.8", corpus);
+    assert_fails(args, 2, "--beta1 is for --optimizer adamw");
+    snprintf(args, sizeof args, "train %s --arch card --weight-decay 0.1", corpus);
+    assert_fails(args, 2, "--weight-decay is for --optimizer adamw");
+    snprintf(args, sizeof args, "train %s --beta2 1", corpus);
+    assert_fails(args, 2, "--beta2");
+    snprintf(args, sizeof args, "train %s --grad-clip -1", corpus);
+    assert_fails(args, 2, "--grad-clip");
     assert_fails("train", 2, "FILE");
     assert_fails("sample --tokens 5", 2, "--model");
 }
@@ -158,7 +172,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 
     char log[65536];
     read_text_file(in_work("run/log.csv"), log, sizeof log);
-    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s\n"));
+    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n"));
     double first = log_value(log, 0, 1), last_val = log_value(log, 299, 2);
     double mean_last = 0;
     for (int i = 280; i < 300; i++) mean_last += log_value(log, i, 1) / 20;
@@ -203,7 +217,7 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args,
              "train %s --arch gpt --layers 2 --embd 16 --heads 2 --context 8 --batch 4 --steps 60 --eval-interval 20 "
-             "--out %s --threads 2",
+             "--warmup 5 --out %s --threads 2",  // the default warmup, 100 steps, is longer than this run
              corpus, in_work("gpt"));
     RunResult *r = run(args);
     ck_assert_msg(r->status == 0, "train --arch gpt failed: %s", r->err);
@@ -213,6 +227,13 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     double first = log_value(log, 0, 2), last = log_value(log, 59, 2);
     ck_assert_msg(isfinite(first) && isfinite(last) && last < first - 0.2,
                   "validation loss fell only from %.3f to %.3f", first, last);
+    // The lr column is the schedule's (warmup 5 to 1e-3, cosine to 1e-4 at
+    // step 60), and grad_norm the gradients' norm before clipping.
+    ck_assert_double_eq_tol(log_value(log, 0, 3), 1e-3 * 1 / 6, 1e-9);
+    ck_assert_double_eq_tol(log_value(log, 5, 3), 1e-3, 1e-9);
+    ck_assert_double_eq_tol(log_value(log, 59, 3), 1e-4 + 0.5 * (1 + cos(M_PI * 54 / 55)) * 9e-4, 1e-9);
+    for (int step = 0; step < 60; step++)
+        ck_assert_msg(log_value(log, step, 6) > 0, "grad_norm of step %d is %g", step, log_value(log, step, 6));
 
     snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 30 --seed 3", in_work("gpt/model.safetensors"));
     r = run(args);

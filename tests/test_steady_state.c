@@ -13,6 +13,7 @@
 #include "common.h"
 #include "helpers.h"
 #include "model.h"
+#include "optimizer.h"
 #include "rng.h"
 #include "sanitized.h"
 #include "tests.h"
@@ -39,19 +40,22 @@ void *realloc(void *p, size_t size) {
 #endif
 
 // Sizes at which every layer splits its work between two threads (as in
-// test_model.c's thread tests), with dropout on: card, and a gpt of 2 blocks.
+// test_model.c's thread tests), with dropout on: card with SGD, and a gpt
+// of 2 blocks with AdamW, its schedule and clipping (the train loop's step).
 enum { SB = 4, ST = 32, STEPS = 5 };
 static const ModelConfig STEADY_CFG[2] = {
     {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_CARD, .n_layer = 1},
     {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_GPT, .n_layer = 2},
 };
 
-static void train_steps(Model *m, Rng *rng, const int *inputs, const int *targets, int steps) {
+static void train_steps(Model *m, Optimizer *opt, Rng *rng, const int *inputs, const int *targets, int steps) {
     for (int step = 0; step < steps; step++) {
+        const double lr = optimizer_lr(&opt->cfg, opt->step);
         model_forward(m, inputs, targets, SB, ST, true, rng_u64(rng));
         model_zero_grad(m);
         model_backward(m);
-        model_sgd_step(m, 0.1f);
+        optimizer_clip_grads(m, opt->cfg.grad_clip);
+        optimizer_step(opt, m, lr);
         size_t element;
         model_find_nonfinite(m, m->grads_memory, &element);
         model_find_nonfinite(m, m->params_memory, &element);
@@ -71,18 +75,25 @@ START_TEST(a_training_step_allocates_nothing_after_the_first) {
     rng_init(&rng, 3);
     model_init(&m, cfg, SB, true);
     model_init_weights(&m, &rng);
+    const OptimizerConfig sgd = {.kind = OPT_SGD, .lr = 0.1, .schedule = LR_CONSTANT};
+    const OptimizerConfig adamw = {.kind = OPT_ADAMW, .lr = 1e-3, .min_lr = 1e-4, .beta1 = 0.9, .beta2 = 0.99,
+                                   .weight_decay = 0.1, .grad_clip = 1.0, .schedule = LR_COSINE, .warmup_steps = 2,
+                                   .decay_steps = 10};
+    Optimizer opt;
+    optimizer_init(&opt, cfg->arch == ARCH_GPT ? &adamw : &sgd, &m);
     int inputs[SB * ST], targets[SB * ST];
     for (int i = 0; i < SB * ST; i++) {
         inputs[i] = (int)rng_below(&rng, cfg->vocab_size);
         targets[i] = (int)rng_below(&rng, cfg->vocab_size);
     }
-    train_steps(&m, &rng, inputs, targets, 2);  // OpenMP starts its threads here
+    train_steps(&m, &opt, &rng, inputs, targets, 2);  // OpenMP starts its threads here
     long before = atomic_load(&allocations);
-    train_steps(&m, &rng, inputs, targets, STEPS);
+    train_steps(&m, &opt, &rng, inputs, targets, STEPS);
     long during = atomic_load(&allocations) - before;
     // The counter works: a malloc of ours is seen.
     free(xmalloc(16));
     long probe = atomic_load(&allocations) - before - during;
+    optimizer_free(&opt);
     model_free(&m);
     set_threads(saved_threads);
     ck_assert_msg(probe == 1, "the malloc counter saw %ld calls for one xmalloc", probe);

@@ -15,12 +15,14 @@
 
 #include "common.h"
 
-typedef enum { FLAG_INT, FLAG_LONG, FLAG_FLOAT, FLAG_STRING, FLAG_SWITCH } FlagType;
+// FLAG_DOUBLE for values that meet Python's doubles exactly (AdamW's betas:
+// 0.9 as a float would change 1 - beta1 in its eighth digit).
+typedef enum { FLAG_INT, FLAG_LONG, FLAG_FLOAT, FLAG_DOUBLE, FLAG_STRING, FLAG_SWITCH } FlagType;
 
 typedef struct {
     const char *name;     // "--steps"
     FlagType type;
-    void *value;          // int*, long*, float*, const char**, or bool* (FLAG_SWITCH)
+    void *value;          // int*, long*, float*, double*, const char**, or bool* (FLAG_SWITCH)
     const char *metavar;  // "N", "DIR", ...; unused for FLAG_SWITCH
     const char *help;     // one line; NULL keeps the flag out of --help (a hook for tests)
     double min, max;      // inclusive range for numbers (ignored when min == max == 0)

@@ -20,6 +20,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "model.h"
+#include "optimizer.h"
 #include "watch.h"
 
 typedef struct {
@@ -33,6 +34,11 @@ typedef struct {
     int layers, batch, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
     float dropout, lr, val_fraction;
+    const char *optimizer_name;  // --optimizer: sgd or adamw
+    const char *schedule_name;   // --lr-schedule: constant or cosine
+    long warmup;                 // --warmup: steps of linear warmup
+    double min_lr;               // --min-lr: where cosine ends; < 0 until set (default lr/10)
+    double beta1, beta2, weight_decay, grad_clip;
     int eval_interval, eval_batches, threads;
     long seed;
     const char *resume_dir;  // --resume: continue the run saved in this directory
@@ -46,9 +52,11 @@ typedef struct {
     Dataset data;
     Tokenizer tok;
     Model model;
+    Optimizer optimizer;    // the update rule, and AdamW's moments
     int *inputs, *targets;  // [B,T] the current batch
     FILE *log;              // <out>/log.csv
     char checkpoint_path[4096];
+    char optimizer_path[4096];     // <out>/optimizer.safetensors: AdamW's moments
     long start_step;        // 0, or the step a resumed run continues from
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     TrainState state;       // with --resume: what the checkpoint said about its run
@@ -57,6 +65,10 @@ typedef struct {
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
     Error fault;            // why training stopped early, when train_loop returns -1
 } TrainRun;
+
+// log.csv's columns: one row per step (README, "train"). lr is the rate the
+// step used; grad_norm the gradients' norm before clipping.
+#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n"
 
 // ---- Stopping on a signal -------------------------------------------------------
 // A signal handler may only touch a volatile sig_atomic_t and call
@@ -124,23 +136,26 @@ static void make_dir(const char *path) {
 
 // ---- Defaults that depend on the architecture ------------------------------------
 
-// The learning rate for gpt with SGD: the best of a sweep over 0.1, 0.2,
-// 0.3, 0.5, 0.7 and 1.0 (2000 steps on tiny Shakespeare; README, "The model").
-#define GPT_DEFAULT_LR 0.2f
-
-// The flags whose defaults differ between the architectures. card's are the
-// values it has always had, so a `--arch card` run is bit for bit what it
-// was. Set after parsing, for each flag not given (arch_defaults), and shown
-// by --help as "(default gpt 12, card 32)" (arch_default_texts).
+// The flags whose defaults differ between the architectures. gpt's are
+// nanoGPT's CPU recipe for tiny Shakespeare (AdamW at 1e-3, 100 warmup
+// steps, cosine to 1e-4, clipping at 1); card's are the values it has
+// always had, so a `--arch card` run is bit for bit what it was. Set after
+// parsing, for each flag not given (arch_defaults), and shown by --help as
+// "(default gpt 12, card 32)" (arch_default_texts).
 static const struct {
     const char *flag;
-    double gpt, card;  // each exactly the flag's value (an int, a long, or a float)
+    double gpt, card;                 // a number flag's value (an int, a long, a float or a double)
+    const char *gpt_text, *card_text; // a string flag's
 } ARCH_DEFAULTS[] = {
-    {"--steps", 2000, 7000},   // card: about two minutes on 2 cores
-    {"--batch", 12, 32},
-    {"--dropout", 0.0f, 0.1f},
-    {"--lr", GPT_DEFAULT_LR, 0.5f},
-    {"--eval-interval", 250, 500},
+    {"--steps", 2000, 7000, NULL, NULL},  // card: about a minute on 2 cores
+    {"--batch", 12, 32, NULL, NULL},
+    {"--dropout", 0.0f, 0.1f, NULL, NULL},
+    {"--optimizer", 0, 0, "adamw", "sgd"},
+    {"--lr", 1e-3f, 0.5f, NULL, NULL},
+    {"--warmup", 100, 0, NULL, NULL},
+    {"--lr-schedule", 0, 0, "cosine", "constant"},
+    {"--grad-clip", 1.0, 0.0, NULL, NULL},
+    {"--eval-interval", 250, 500, NULL, NULL},
 };
 #define NUM_ARCH_DEFAULTS (sizeof ARCH_DEFAULTS / sizeof ARCH_DEFAULTS[0])
 
@@ -155,8 +170,11 @@ static void arch_defaults(const Command *cmd, Arch arch) {
         case FLAG_INT: *(int *)f->value = (int)x; break;
         case FLAG_LONG: *(long *)f->value = (long)x; break;
         case FLAG_FLOAT: *(float *)f->value = (float)x; break;
+        case FLAG_DOUBLE: *(double *)f->value = x; break;
         case FLAG_STRING:
-        case FLAG_SWITCH: assert(!"ARCH_DEFAULTS holds numbers only");
+            *(const char **)f->value = arch == ARCH_GPT ? ARCH_DEFAULTS[i].gpt_text : ARCH_DEFAULTS[i].card_text;
+            break;
+        case FLAG_SWITCH: assert(!"ARCH_DEFAULTS holds no switches");
         }
     }
 }
@@ -165,7 +183,9 @@ static void arch_defaults(const Command *cmd, Arch arch) {
 // written into texts[i].
 static void arch_default_texts(Command *cmd, char texts[][48]) {
     for (size_t i = 0; i < NUM_ARCH_DEFAULTS; i++) {
-        snprintf(texts[i], 48, "gpt %g, card %g", ARCH_DEFAULTS[i].gpt, ARCH_DEFAULTS[i].card);
+        if (ARCH_DEFAULTS[i].gpt_text)
+            snprintf(texts[i], 48, "gpt %s, card %s", ARCH_DEFAULTS[i].gpt_text, ARCH_DEFAULTS[i].card_text);
+        else snprintf(texts[i], 48, "gpt %g, card %g", ARCH_DEFAULTS[i].gpt, ARCH_DEFAULTS[i].card);
         for (int j = 0; j < cmd->n_flags; j++)
             if (strcmp(cmd->flags[j].name, ARCH_DEFAULTS[i].flag) == 0) cmd->flags[j].default_text = texts[i];
     }
@@ -216,13 +236,28 @@ static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
                         parts[i].flag);
 }
 
+// check_optimizer_flags: names that exist, AdamW's flags only with AdamW,
+// and --min-lr's default. Called once the architecture's defaults are set.
+static void check_optimizer_flags(const Command *cmd, TrainOptions *opt) {
+    if (opt->optimizer_name && strcmp(opt->optimizer_name, "sgd") != 0 && strcmp(opt->optimizer_name, "adamw") != 0)
+        usage_error(cmd, "--optimizer '%s' is not one of: sgd, adamw", opt->optimizer_name);
+    if (opt->schedule_name && strcmp(opt->schedule_name, "constant") != 0 && strcmp(opt->schedule_name, "cosine") != 0)
+        usage_error(cmd, "--lr-schedule '%s' is not one of: constant, cosine", opt->schedule_name);
+    const char *adamw_only[] = {"--beta1", "--beta2", "--weight-decay"};
+    for (size_t i = 0; i < sizeof adamw_only / sizeof adamw_only[0]; i++)
+        if (opt->optimizer_name && strcmp(opt->optimizer_name, "sgd") == 0 && command_flag(cmd, adamw_only[i])->seen)
+            usage_error(cmd, "%s is for --optimizer adamw; drop it, or use adamw", adamw_only[i]);
+    if (opt->min_lr < 0) opt->min_lr = opt->lr / 10.0f;
+}
+
 // ---- Resuming ---------------------------------------------------------------------
 
 // The flags whose values make a run what it is: with --resume they come from
 // the checkpoint, and giving one is an error rather than a silent change.
 static const char *const RUN_FLAGS[] = {
     "--out", "--arch", "--layers", "--no-layernorm", "--no-mlp", "--no-residual", "--batch", "--context", "--embd", "--heads", "--dropout",
-    "--lr", "--val-fraction", "--eval-interval", "--eval-batches", "--init", "--order", "--seed",
+    "--lr", "--optimizer", "--beta1", "--beta2", "--weight-decay", "--warmup", "--lr-schedule", "--min-lr",
+    "--grad-clip", "--val-fraction", "--eval-interval", "--eval-batches", "--init", "--order", "--seed",
 };
 
 // resume_options: with --resume DIR, read DIR's checkpoint state and take the
@@ -249,6 +284,15 @@ static void resume_options(const Command *cmd, TrainOptions *opt, TrainRun *run)
     opt->seed = (long)st->seed;
     opt->batch = st->batch;
     opt->lr = st->lr;
+    const OptimizerConfig *o = &st->optimizer;
+    opt->optimizer_name = o->kind == OPT_ADAMW ? "adamw" : "sgd";
+    opt->schedule_name = o->schedule == LR_COSINE ? "cosine" : "constant";
+    opt->warmup = o->warmup_steps;
+    opt->min_lr = o->min_lr;
+    opt->beta1 = o->beta1;
+    opt->beta2 = o->beta2;
+    opt->weight_decay = o->weight_decay;
+    opt->grad_clip = o->grad_clip;
     opt->val_fraction = st->val_fraction;
     opt->eval_interval = st->eval_interval;
     opt->eval_batches = st->eval_batches;
@@ -279,7 +323,7 @@ static FILE *reopen_log(const char *path, long start_step, Error *err) {
     size_t len;
     if (access(path, F_OK) != 0) {
         FILE *f = fopen_checked(path, "w", err);
-        if (f) fprintf(f, "step,train_loss,val_loss,lr,ms,tokens_per_s\n");
+        if (f) fputs(LOG_HEADER, f);
         return f;
     }
     if (!read_file(path, &text, &len, err)) return NULL;
@@ -331,8 +375,15 @@ static void save_checkpoint(TrainRun *run, const TrainOptions *opt, long done) {
     st.eval_batches = opt->eval_batches;
     st.save_every = opt->save_every;
     snprintf(st.order, sizeof st.order, "%s", opt->order);
+    st.optimizer = run->optimizer.cfg;
 
     Error err;
+    // AdamW's moments first, in their own file; then the model, which names
+    // the step. A crash between the two leaves files of different steps,
+    // which --resume refuses (load_optimizer_state) rather than mix.
+    if (run->optimizer.cfg.kind == OPT_ADAMW &&
+        !optimizer_state_save(&run->optimizer, &run->model, done, run->optimizer_path, &err))
+        die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
     fflush(run->log);
     if (!checkpoint_save_with_state(&run->model, &run->tok, done, &st, run->checkpoint_path, &err)) {
         if (run->last_saved_step >= 0)
@@ -395,6 +446,34 @@ static void build_model(TrainRun *run, const TrainOptions *opt, const Command *c
     model_init(&run->model, cfg, opt->batch, true);
 }
 
+// optimizer_config: the flags as the optimizer takes them. The cosine
+// decays over the whole run (--steps, also after a resume), as nanoGPT's
+// lr_decay_iters = max_iters.
+static OptimizerConfig optimizer_config(const TrainOptions *opt) {
+    return (OptimizerConfig){.kind = strcmp(opt->optimizer_name, "adamw") == 0 ? OPT_ADAMW : OPT_SGD,
+                             .lr = opt->lr,
+                             .min_lr = opt->min_lr,
+                             .beta1 = opt->beta1,
+                             .beta2 = opt->beta2,
+                             .weight_decay = opt->weight_decay,
+                             .grad_clip = opt->grad_clip,
+                             .schedule = strcmp(opt->schedule_name, "cosine") == 0 ? LR_COSINE : LR_CONSTANT,
+                             .warmup_steps = opt->warmup,
+                             .decay_steps = opt->steps};
+}
+
+// load_optimizer_state: with --resume of an AdamW run, its moments, which
+// must belong to the same step as the weights.
+static void load_optimizer_state(TrainRun *run) {
+    Error err;
+    long saved_step;
+    if (!optimizer_state_load(&run->optimizer, &run->model, run->optimizer_path, &saved_step, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
+    if (saved_step != run->start_step)
+        die(EXIT_RUNTIME, "'%s' holds AdamW's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
+            run->optimizer_path, saved_step, run->checkpoint_path, run->start_step);
+}
+
 // Build the model, tokenizer and data: from a checkpoint (--init, or
 // --resume's) or fresh. A checkpoint's architecture decides the defaults of
 // the flags in ARCH_DEFAULTS, and --batch decides the size of the model's
@@ -409,6 +488,7 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
             die(EXIT_RUNTIME, "%s", err.msg);
         check_init_conflicts(cmd, &saved.config);
         if (!opt->resume_dir) arch_defaults(cmd, saved.config.arch);  // resume_options set them all
+        check_optimizer_flags(cmd, opt);
         ModelConfig cfg = saved.config;
         // Dropout is not a size: the flag, when given, overrides the file's.
         if (command_flag(cmd, "--dropout")->seen) cfg.dropout = opt->dropout;
@@ -420,6 +500,7 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
             die(EXIT_RUNTIME, "%s", err.msg);
     } else {
         arch_defaults(cmd, opt->arch);
+        check_optimizer_flags(cmd, opt);
         if (!dataset_load(&run->data, &run->tok, true, opt->data_path, opt->val_fraction, opt->context, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         ModelConfig cfg = {.vocab_size = run->tok.vocab_size,
@@ -437,6 +518,8 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
         rng_init(&init_rng, (uint64_t)opt->seed);
         model_init_weights(&run->model, &init_rng);
     }
+    OptimizerConfig ocfg = optimizer_config(opt);
+    optimizer_init(&run->optimizer, &ocfg, &run->model);
     size_t positions = (size_t)opt->batch * opt->context;
     run->inputs = xmalloc(positions * sizeof(int));
     run->targets = xmalloc(positions * sizeof(int));
@@ -449,17 +532,20 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
     char log_path[4096];
     snprintf(log_path, sizeof log_path, "%s/log.csv", opt->out_dir);
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", opt->out_dir);
+    snprintf(run->optimizer_path, sizeof run->optimizer_path, "%s/optimizer.safetensors", opt->out_dir);
+    if (opt->resume_dir && ocfg.kind == OPT_ADAMW) load_optimizer_state(run);
     if (opt->resume_dir) {
         run->log = reopen_log(log_path, run->start_step, &err);
     } else {
         run->log = fopen_checked(log_path, "w", &err);
-        if (run->log) fprintf(run->log, "step,train_loss,val_loss,lr,ms,tokens_per_s\n");
+        if (run->log) fputs(LOG_HEADER, run->log);
     }
     if (!run->log) die(EXIT_RUNTIME, "%s", err.msg);
 }
 
 static void free_run(TrainRun *run) {
     if (run->log) fclose(run->log);
+    optimizer_free(&run->optimizer);
     free(run->targets);
     free(run->inputs);
     model_free(&run->model);
@@ -485,9 +571,17 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     double params = (double)m->param_table.total, acts = (double)m->act_table.total;
     double grad_acts = (double)m->grad_act_table.total;
     double scratch = (double)(m->weight_scratch_size + 2 * (size_t)m->max_batch * T);
-    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB = %.1f MB\n",
-            params * mb, params * mb, acts * mb, grad_acts * mb, scratch * mb,
-            (2.0 * params + acts + grad_acts + scratch) * mb);
+    double moments = run->optimizer.m ? 2.0 * params : 0.0;  // AdamW's m and v
+    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB = %.1f MB\n",
+            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb, scratch * mb,
+            (2.0 * params + moments + acts + grad_acts + scratch) * mb);
+    const OptimizerConfig *o = &run->optimizer.cfg;
+    fprintf(stderr, "optimizer: %s, lr %g", o->kind == OPT_ADAMW ? "adamw" : "sgd", o->lr);
+    if (o->warmup_steps > 0) fprintf(stderr, " after %ld warmup steps", o->warmup_steps);
+    if (o->schedule == LR_COSINE) fprintf(stderr, ", cosine to %g at step %ld", o->min_lr, o->decay_steps);
+    if (o->kind == OPT_ADAMW)
+        fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
+    fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
@@ -501,6 +595,7 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
         else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
 
         double start = now_seconds();
+        const double lr = optimizer_lr(&run->optimizer.cfg, step);
         uint64_t dropout_key = mix64(mix64((uint64_t)opt->seed) + (uint64_t)step);
         float loss = model_forward(&run->model, run->inputs, run->targets, B, T, true, dropout_key);
         if (!check_loss(run, opt, step, loss)) {
@@ -513,7 +608,8 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
             result = -1;
             break;
         }
-        model_sgd_step(&run->model, opt->lr);
+        const double grad_norm = optimizer_clip_grads(&run->model, run->optimizer.cfg.grad_clip);
+        optimizer_step(&run->optimizer, &run->model, lr);
         if (!check_tensors(run, opt, step, run->model.params_memory, "weight")) {
             result = -1;
             break;
@@ -523,7 +619,7 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
         double tokens_per_s = (double)B * T / seconds;
         fprintf(run->log, "%ld,%.6f,", step, (double)loss);
         if (evaluate) fprintf(run->log, "%.6f", (double)val_loss);
-        fprintf(run->log, ",%g,%.3f,%.0f\n", (double)opt->lr, 1e3 * seconds, tokens_per_s);
+        fprintf(run->log, ",%.9g,%.3f,%.0f,%.9g\n", lr, 1e3 * seconds, tokens_per_s, grad_norm);
         watch_step(&watch, step, loss, val_loss, seconds);
 
         interval_loss += loss;
@@ -570,6 +666,10 @@ int cmd_train(int argc, char **argv) {
         .threads = 0,            // 0 = OpenMP's default
         .seed = 1337,
         .save_every = 1000,      // a checkpoint every 1000 steps
+        .beta1 = 0.9,            // AdamW: nanoGPT's betas for small models
+        .beta2 = 0.99,
+        .weight_decay = 0.1,     // AdamW: nanoGPT's
+        .min_lr = -1.0,          // not given: --lr / 10 (set after parsing)
     };
     Flag flags[] = {
         {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false, NULL},
@@ -584,7 +684,15 @@ int cmd_train(int argc, char **argv) {
         {"--embd", FLAG_INT, &opt.embd, "C", "embedding channels", 1, 1 << 16, false, NULL},
         {"--heads", FLAG_INT, &opt.heads, "NH", "attention heads; must divide --embd", 1, 1 << 16, false, NULL},
         {"--dropout", FLAG_FLOAT, &opt.dropout, "P", "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", 0, 0.999f, false, NULL},
-        {"--lr", FLAG_FLOAT, &opt.lr, "LR", "SGD learning rate", 0, 1e6, false, NULL},
+        {"--optimizer", FLAG_STRING, &opt.optimizer_name, "NAME", "sgd (w -= lr * grad) or adamw (torch.optim.AdamW)", 0, 0, false, NULL},
+        {"--lr", FLAG_FLOAT, &opt.lr, "LR", "learning rate (the peak, after warmup)", 0, 1e6, false, NULL},
+        {"--beta1", FLAG_DOUBLE, &opt.beta1, "B1", "AdamW's averaging rate of the gradient", 0, 0.999999, false, NULL},
+        {"--beta2", FLAG_DOUBLE, &opt.beta2, "B2", "AdamW's averaging rate of the squared gradient", 0, 0.999999, false, NULL},
+        {"--weight-decay", FLAG_DOUBLE, &opt.weight_decay, "WD", "AdamW's decoupled weight decay, on matrices and embeddings only", 0, 1e6, false, NULL},
+        {"--warmup", FLAG_LONG, &opt.warmup, "N", "steps of linear warmup to --lr", 0, 1e12, false, NULL},
+        {"--lr-schedule", FLAG_STRING, &opt.schedule_name, "NAME", "constant, or cosine: from --lr down to --min-lr at the last step", 0, 0, false, NULL},
+        {"--min-lr", FLAG_DOUBLE, &opt.min_lr, "X", "where the cosine schedule ends", 0, 1e6, false, "lr/10"},
+        {"--grad-clip", FLAG_DOUBLE, &opt.grad_clip, "X", "clip the global L2 norm of the gradients to X; 0 = off", 0, 1e9, false, NULL},
         {"--val-fraction", FLAG_FLOAT, &opt.val_fraction, "F", "fraction of the text, at the end, for validation", 0, 0.9f, false, NULL},
         {"--eval-interval", FLAG_INT, &opt.eval_interval, "N", "steps between validation losses", 1, 1e9, false, NULL},
         {"--eval-batches", FLAG_INT, &opt.eval_batches, "N", "batches per validation loss", 1, 1e6, false, NULL},
