@@ -368,6 +368,25 @@ START_TEST(resume_refuses_a_different_text) {
 }
 END_TEST
 
+// The weights and AdamW's moments must come from the same save: here the
+// optimizer file is put back to an older step (as a crash between the two
+// writes would leave it), and --resume refuses, naming both steps.
+START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    size_t len;
+    char *older = slurp(in_work("r/optimizer.safetensors"), &len);
+    ck_assert_uint_gt(len, 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
+    write_text("r/optimizer.safetensors", older, len);
+    free(older);
+    expect_status(RUN("train", "--resume", in_work("r")), 1, "holds AdamW's state after step 5 but");
+    ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
+    // Without the file at all, it says what to do.
+    ck_assert_int_eq(unlink(in_work("r/optimizer.safetensors")), 0);
+    expect_status(RUN("train", "--resume", in_work("r")), 1, "--init");
+}
+END_TEST
+
 START_TEST(resume_from_a_directory_without_a_checkpoint_names_the_file) {
     mkdir(in_work("empty"), 0700);
     expect_status(RUN("train", "--resume", in_work("empty")), 1, "empty/model.safetensors");
@@ -583,6 +602,7 @@ Suite *train_suite(void) {
     tcase_add_test(resume, resume_refuses_flags_that_would_change_the_run);
     tcase_add_test(resume, resume_of_a_finished_run_asks_for_a_larger_steps);
     tcase_add_test(resume, resume_refuses_a_different_text);
+    tcase_add_test(resume, resume_refuses_an_optimizer_state_of_another_step_naming_both);
     tcase_add_test(resume, resume_from_a_directory_without_a_checkpoint_names_the_file);
     tcase_add_test(resume, resume_from_a_checkpoint_without_training_state_says_to_use_init);
     tcase_add_test(resume, train_without_file_or_resume_is_a_usage_error);
