@@ -18,9 +18,11 @@
 //   held in registers while k runs, so each Bmat load feeds TILE_ROWS FMAs
 //   (the tile kernels are in tile.h);
 // - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
-//   for one block (K_BLOCK * TILE_COLS floats, 64 KB) stays in L2 while all
-//   the row tiles of a chunk use it (block sizes measured best on the
-//   S, M and L shapes of `make bench`);
+//   for one block (K_BLOCK * TILE_COLS floats, 32 KB) stays in L1 (48 KB on
+//   Zen 4 and 5) while all the row tiles of a chunk use it. Block sizes
+//   measured on the gpt shapes of `make bench` (N = 768 rows, K and M in
+//   128-512): 128-row chunks and 128-deep blocks ran the step's products
+//   ~7% faster than 64 and 256 on one thread, ~5% on two;
 // - threads: a work item is one column tile of one CHUNK_ROWS-row chunk,
 //   handed out dynamically.
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
@@ -34,8 +36,8 @@
 
 #define TILE_ROWS 4
 #define TILE_COLS 64
-#define CHUNK_ROWS 64
-#define K_BLOCK 256
+#define CHUNK_ROWS 128
+#define K_BLOCK 128
 
 // One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
 // the fastest tile.h kernel that fits: full tiles and the edge tiles whose
@@ -43,8 +45,9 @@
 // attention, say) run in registers, one row at a time if fewer than
 // TILE_ROWS are left; only widths like a V = 65 head's last column take
 // the plain loops.
-static void matmul_tile(float *out, size_t ldo, StridedMatrix A, const float *Bmat, size_t ldb, int k0, int k1,
-                        int n0, int rows, int m0, int cols, TileStart start) {
+static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t ldo, StridedMatrix A,
+                                                              const float *Bmat, size_t ldb, int k0, int k1, int n0,
+                                                              int rows, int m0, int cols, TileStart start) {
     if (cols % 16 != 0) {
         tile_any(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0, rows, m0, cols, start);
         return;
@@ -88,17 +91,24 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
         for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bmat[(size_t)k * M + m0 + j];
 }
 
-// out[N,M] (+)= A(N,K) @ Bmat[K,M]; "accumulate" adds to out, otherwise out
-// starts from init_row (or zeros).
-void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
-                   const float *init_row) {
+// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], shared among the
+// threads of the parallel region the caller is in: an orphaned `omp for`,
+// which binds to that region, or runs them all when there is none. "nowait":
+// no barrier after them; the region's end is the barrier, so a region can
+// run two independent products back to back (matmul_pair) and a thread done
+// with the first starts on the second.
+// (One copy of it, called from three places, with the tile kernels
+// compiled into it: left to itself gcc made two copies and called
+// matmul_tile as a function, ~2% slower.)
+static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, int N, int K,
+                                                   int M, bool accumulate, const float *init_row) {
     int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
     // Dynamic scheduling: work items differ in cost (a ragged edge tile of
     // the head, V = 65 columns, is one column wide), and a static split can
     // hand one thread all the full tiles. Which thread computes a tile does
     // not change its bits.
-#pragma omp parallel for collapse(2) schedule(dynamic) if ((size_t)N * K * M >= MIN_PARALLEL_WORK)
+#pragma omp for collapse(2) schedule(dynamic) nowait
     for (int ct = 0; ct < col_tiles; ct++) {
         for (int rc = 0; rc < row_chunks; rc++) {
             int m0 = ct * TILE_COLS, cols = min_int(TILE_COLS, M - m0);
@@ -114,15 +124,49 @@ void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M,
                 StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
                 TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
                 int n0 = rc * CHUNK_ROWS;
-                if (A.col_stride != 1 && cols == TILE_COLS)  // A transposed: taller tiles, see above
+                if (A.row_stride == 1 && A.col_stride != 1 && cols == TILE_COLS) {
+                    // A transposed: taller tiles, see above. Its row stride
+                    // written as the constant 1, so the compiler addresses
+                    // the 8 numbers as one pointer plus 0..7 rather than
+                    // keeping 8 offsets, more than the free registers.
+                    const StridedMatrix A_t = {A_block.data, 1, A_block.col_stride};
                     for (; n0 + 8 <= chunk_end; n0 += 8)
                         for (int m = 0; m < TILE_COLS; m += 32)
-                            tile_vec(out + m0, (size_t)M, A_block, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
+                            tile_vec(out + m0, (size_t)M, A_t, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
+                }
                 for (; n0 < chunk_end; n0 += TILE_ROWS)
                     matmul_tile(out + m0, (size_t)M, A_block, b_block, ldb, 0, k1 - k0, n0,
                                 min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
         }
+    }
+}
+
+// Small products run on this thread without starting a parallel region at
+// all: even a region with an `if` clause that turns it off starts a team of
+// one and ends it with a futex system call, ~3 us on this machine, which
+// was most of the time of a sampled token (one-row products).
+void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+            const float *init_row) {
+    if ((size_t)N * K * M < MIN_PARALLEL_WORK) {
+        matmul_items(out, A, Bmat, N, K, M, accumulate, init_row);
+        return;
+    }
+#pragma omp parallel
+    matmul_items(out, A, Bmat, N, K, M, accumulate, init_row);
+}
+
+void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
+                 float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2) {
+    if ((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2 < MIN_PARALLEL_WORK) {
+        matmul_items(out1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
+        return;
+    }
+#pragma omp parallel
+    {
+        matmul_items(out1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
     }
 }
 

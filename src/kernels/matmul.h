@@ -19,6 +19,13 @@
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
             const float *init_row);
 
+// Two independent products (neither reads the other's out), as two calls of
+// matmul without a bias, but in one parallel region whose threads share the
+// work items of both: one start and one wait of the threads instead of two
+// (linear_backward's dinp and dweight).
+void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
+                 float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2);
+
 // One tile of rows <= 4 by cols <= 64 of out[.,M] = A @ Bmat,
 //   out[n,m] = sum over k < K of A[n*lda + k] * Bmat[k*M + m]
 // for n in [n0, n0+rows), m in [m0, m0+cols), each sum in increasing k.

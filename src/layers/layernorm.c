@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "simd.h"
+
 // Below this many numbers (a row or a few, when sampling), waking the other
 // threads costs more than the work.
 #define MIN_PARALLEL_WORK (1 << 15)
@@ -16,15 +18,23 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 // Steps 1-3 for one row x[C]. Two passes: the mean first, then the squared
 // distances from it, which stay accurate when the mean is large next to the
-// spread (sum(x^2)/C - mean^2 would cancel).
+// spread (sum(x^2)/C - mean^2 would cancel). Both sums run in 16 lanes
+// (simd.h's lane sums): with one running float, each of the C additions
+// waits for the one before, and the two passes took most of the layer's time.
 static void row_statistics(float *mean, float *rstd, const float *x, int C) {
-    float sum = 0.0f;
-    for (int c = 0; c < C; c++) sum += x[c];
-    const float m = sum / (float)C;
-    float squares = 0.0f;
-    for (int c = 0; c < C; c++) squares += (x[c] - m) * (x[c] - m);
+    const float m = row_sum(x, C) / (float)C;
+    vec16 squares = {0};
+    int c = 0;
+    for (; c + 16 <= C; c += 16) {
+        const vec16 d = load16(x + c) - m;
+        squares += d * d;
+    }
+    if (c < C) {  // the last partial vector, padded with the mean: distance 0
+        const vec16 d = load_tail16(x + c, C - c, m) - m;
+        squares += d * d;
+    }
     *mean = m;
-    *rstd = 1.0f / sqrtf(squares / (float)C + LAYERNORM_EPS);
+    *rstd = 1.0f / sqrtf(sum16(squares) / (float)C + LAYERNORM_EPS);
 }
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
@@ -47,18 +57,28 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 //   Summed over c against dxhat[c]:
 //     dx[j] = rstd * (dxhat[j] - mean(dxhat) - xhat[j] * mean(dxhat * xhat))
 //   i.e. dxhat with the parts that would move the mean or the variance removed.
+// The two sums run in 16 lanes, as in row_statistics; a last partial
+// vector is padded so that its xhat and dxhat are 0 (inp with the mean,
+// dout with 0).
 static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n, const float *weight, float mean_n,
                          float rstd_n, int C) {
-    float dxhat_sum = 0.0f, dxhat_xhat_sum = 0.0f;
-    for (int c = 0; c < C; c++) {
-        const float xhat = (inp_n[c] - mean_n) * rstd_n;
-        const float dxhat = dout_n[c] * weight[c];
+    vec16 dxhat_sum = {0}, dxhat_xhat_sum = {0};
+    int c = 0;
+    for (; c + 16 <= C; c += 16) {
+        const vec16 xhat = (load16(inp_n + c) - mean_n) * rstd_n;
+        const vec16 dxhat = load16(dout_n + c) * load16(weight + c);
         dxhat_sum += dxhat;
         dxhat_xhat_sum += dxhat * xhat;
     }
-    const float dxhat_mean = dxhat_sum / (float)C;
-    const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
-    for (int c = 0; c < C; c++) {
+    if (c < C) {
+        const vec16 xhat = (load_tail16(inp_n + c, C - c, mean_n) - mean_n) * rstd_n;
+        const vec16 dxhat = load_tail16(dout_n + c, C - c, 0.0f) * load_tail16(weight + c, C - c, 0.0f);
+        dxhat_sum += dxhat;
+        dxhat_xhat_sum += dxhat * xhat;
+    }
+    const float dxhat_mean = sum16(dxhat_sum) / (float)C;
+    const float dxhat_xhat_mean = sum16(dxhat_xhat_sum) / (float)C;
+    for (c = 0; c < C; c++) {
         const float xhat = (inp_n[c] - mean_n) * rstd_n;
         const float dxhat = dout_n[c] * weight[c];
         dinp_n[c] += rstd_n * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean);
@@ -68,27 +88,33 @@ static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n,
 void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                         const float *mean, const float *rstd, int N, int C) {
     const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
-    // dinp: rows are independent, one thread per row.
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int n = 0; n < N; n++) {
-        const size_t row = (size_t)n * C;
-        row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
-    }
-    // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
-    // the threads split the channels instead, in runs of CHANNEL_RUN. Each
-    // channel adds its rows in increasing n, whatever the thread count; each
-    // run reads dout and inp a row at a time (a column at a time would touch
-    // a new cache line for every number).
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
-        const int width = min_int(C - c0, CHANNEL_RUN);
-        float sum[CHANNEL_RUN];
-        for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
+    // The two loops below write different tensors from the same inputs, so
+    // they share one parallel region, and a thread done with its rows of the
+    // first goes on to the second without waiting ("nowait").
+#pragma omp parallel if (parallel)
+    {
+        // dinp: rows are independent, one thread per row.
+#pragma omp for schedule(static) nowait
         for (int n = 0; n < N; n++) {
-            const float *dout_n = dout + (size_t)n * C + c0;
-            const float *inp_n = inp + (size_t)n * C + c0;
-            for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
+            const size_t row = (size_t)n * C;
+            row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
         }
-        for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
+        // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
+        // the threads split the channels instead, in runs of CHANNEL_RUN. Each
+        // channel adds its rows in increasing n, whatever the thread count; each
+        // run reads dout and inp a row at a time (a column at a time would touch
+        // a new cache line for every number).
+#pragma omp for schedule(static) nowait
+        for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
+            const int width = min_int(C - c0, CHANNEL_RUN);
+            float sum[CHANNEL_RUN];
+            for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
+            for (int n = 0; n < N; n++) {
+                const float *dout_n = dout + (size_t)n * C + c0;
+                const float *inp_n = inp + (size_t)n * C + c0;
+                for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
+            }
+            for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
+        }
     }
 }

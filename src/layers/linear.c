@@ -58,9 +58,13 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 // In 16 x 16 blocks: a plain row-by-row transpose writes each number a
 // whole row of weight_t away from the last, a new cache line every time;
 // within a block, the 16 lines read and the 16 written stay in L1.
+// The blocks are shared among the threads of the caller's parallel region
+// (an orphaned `omp for`; alone, one thread does them all), with no wait at
+// the end: the model transposes a block's four matrices in one region
+// (transpose_block in model.c), not four.
 #define TRANSPOSE_BLOCK 16
 void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {
-#pragma omp parallel for schedule(static) if ((size_t)C * OC >= (1 << 16))
+#pragma omp for schedule(static) nowait
     for (int o0 = 0; o0 < OC; o0 += TRANSPOSE_BLOCK) {
         const int o1 = min_int(OC, o0 + TRANSPOSE_BLOCK);
         for (int c0 = 0; c0 < C; c0 += TRANSPOSE_BLOCK) {
@@ -87,8 +91,8 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int N, int C, int OC) {
     StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
-    matmul(dinp, dout_rows, weight, N, OC, C, false, NULL);
-    matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);
+    matmul_pair(dinp, dout_rows, weight, N, OC, C, false,     // dinp = dout @ weight
+                dweight, dout_cols, inp, OC, N, C, true);    // dweight += dout^T @ inp
     if (dbias) {
         // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
         // run reads dout row by row (a column at a time would touch a new

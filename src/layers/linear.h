@@ -37,7 +37,8 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
 
 // linear_forward is these two steps. Sampling, whose weights do not change,
 // transposes them once and then runs only the second.
-// weight_t[C,OC] = weight[OC,C]^T
+// weight_t[C,OC] = weight[OC,C]^T; called inside a parallel region, its
+// threads share the work and the caller's region waits for it.
 void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
 // out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,

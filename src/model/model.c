@@ -493,13 +493,20 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
     BlockWeightsT wt = {0};
     wt.qkv_weight = memory;
     wt.proj_weight = wt.qkv_weight + (size_t)3 * C * C;
-    linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
-    linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
     if (m->parts.mlp) {
         wt.fc_weight = wt.proj_weight + (size_t)C * C;
         wt.mlp_proj_weight = wt.fc_weight + (size_t)4 * C * C;
-        linear_transpose_weight(wt.fc_weight, p->fc_weight, C, 4 * C);
-        linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, 4 * C, C);
+    }
+    // One parallel region for all four: each transpose shares its blocks
+    // among the threads without waiting, and the region's end waits once.
+#pragma omp parallel if ((size_t)C * C >= (1 << 14))
+    {
+        linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
+        linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
+        if (m->parts.mlp) {
+            linear_transpose_weight(wt.fc_weight, p->fc_weight, C, 4 * C);
+            linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, 4 * C, C);
+        }
     }
     return wt;
 }
@@ -693,9 +700,12 @@ static void add_floats(float *sum, const float *x, size_t n) {
 // stream, dbranch = dropout's backward of dresidual (the stream itself
 // keeps dresidual: the skip path passes it on unchanged); without one, the
 // branch's output is the stream, so its gradient is dresidual itself.
+// Without dropout the two are equal, and dresidual is read in place rather
+// than copied (the branch's backward only reads it, and the stream adds to
+// dresidual only after the branch is done).
 static const float *branch_grad(Model *m, size_t n, float dropout_p, uint64_t key) {
     GradActs *g = &m->grad_acts;
-    if (!m->parts.residual) return g->dresidual;
+    if (!m->parts.residual || dropout_p == 0.0f) return g->dresidual;
     residual_backward(g->dbranch, g->dresidual, n, dropout_p, key);
     return g->dbranch;
 }
