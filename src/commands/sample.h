@@ -1,6 +1,6 @@
 // sample.h: generate text from a trained model, one character at a time.
 //
-// Reading order: file 18. To generate, the model reads the context (the
+// Reading order: file 19. To generate, the model reads the context (the
 // prompt plus everything generated so far), turns the logits at the last
 // position into probabilities, and draws the next character from them.
 //

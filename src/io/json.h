@@ -1,7 +1,7 @@
 // json.h: a small JSON reader and a string-escaping writer, just big enough
 // for a safetensors header.
 //
-// Reading order: file 15, just before checkpoint.h, its one user. It
+// Reading order: file 16, just before checkpoint.h, its one user. It
 // reuses utf8_decode and utf8_encode from tokenizer.h (file 3).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is
