@@ -6,6 +6,9 @@
 //    same sample. The expected values below were recorded with tinygpt at
 //    commit 5bf5f41 (the last one before the gpt work) on
 //    tests/data/card_golden.txt; they are not computed by the code under test.
+//    The recording is of the gcc -O3 build that `make` makes; the sanitizer
+//    build (clang -O1) fuses multiply-adds in other places and differs in
+//    the last digits, so there the test only checks that the run works.
 // 2. The reference build (`make REFERENCE=1`: every product, attention and
 //    GELU by the plain `_reference` loops) trains: over 20 steps its losses
 //    stay within REFERENCE_LOSS_TOLERANCE of the fast kernels', for card and
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "sanitized.h"
 #include "tests.h"
 
 #define GOLDEN_TEXT "tests/data/card_golden.txt"
@@ -85,6 +89,7 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
              GOLDEN_TEXT, dir);
     RunResult *r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_msg(r->status == 0, "train failed (%d): %s", r->status, r->err);
+    if (TINYGPT_SANITIZED) return;  // another compiler's roundings: see the top of the file
 
     char path[512], log[1 << 14];
     snprintf(path, sizeof path, "%s/run/log.csv", dir);
