@@ -6,13 +6,19 @@ the C code, and checks the C program from the outside: it reads the
 checkpoints tinygpt writes, replays the same training batches in float64 with
 autograd, and compares the losses, the final weights and (for the GPT) the
 loss `tinygpt eval` reports, also on a GPT checkpoint written here with
-weights of order 1. `bench` times tinygpt against the same models
-written as ordinary nn.Modules, and writes a markdown report.
+weights of order 1; then the GPT trained by AdamW (torch.optim.AdamW,
+nanoGPT's learning-rate schedule, clip_grad_norm_), comparing the logged
+learning rate and gradient norm too. `bench` times tinygpt against the same
+models written as ordinary nn.Modules, and writes a markdown report. `learn`
+trains the default gpt with nanoGPT's recipe in tinygpt and in PyTorch and
+compares the validation loss each reaches in its training time.
 
-    /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE] [--only card|gpt]
+    /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE]
+                                                       [--only card|gpt|adamw]
     /usr/bin/python3 scripts/torch_reference.py selftest
     /usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt [--data FILE] [--out FILE]
                                                       [--configs S,M,L,gpt]
+    /usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt [--data FILE] [--steps N]
 
 Run it with Debian's Python (/usr/bin/python3) and python3-torch; install them
 with `scripts/setup.sh --python`.
@@ -41,7 +47,8 @@ The GPT (`tinygpt train --arch gpt`, nanoGPT with bias=False):
     logits = ln_f(x) @ tok_emb.weight^T                          [B,T,V] tied head
     loss   = mean cross-entropy
 LayerNorm has a weight and no bias (eps 1e-5); gelu is the exact one (erf).
-Both are trained with plain SGD.
+parity trains both with plain SGD, and the GPT also with AdamW (see "the
+optimizer" below); bench times plain SGD; learn trains with AdamW.
 """
 
 import argparse
@@ -61,6 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 
@@ -98,6 +106,12 @@ GRAD_TOLERANCE = 1e-5
 # evaluates it and trains PROBE_STEPS steps from it.
 PROBE_SEED = 3
 PROBE_STEPS = 5
+# The GPT trained by AdamW (its recipe, PARITY_ADAMW, is with the optimizer below).
+LR_TOLERANCE = 1e-7         # largest allowed |tinygpt lr - reference lr| at any step
+GRAD_NORM_TOLERANCE = 1e-4  # largest allowed |tinygpt grad_norm / reference grad_norm - 1|
+# Which tensors decay: tinygpt's final weights must be this many times
+# further from a reference with a wrong split than from the right one.
+DECAY_SEPARATION = 10
 
 
 # ---- safetensors ----------------------------------------------------------
@@ -397,6 +411,161 @@ def eval_loss(loss_fn, tokens, T, chunk=64):
     return total / inputs.numel(), inputs.numel()
 
 
+# ---- the optimizer: nanoGPT's recipe ----------------------------------------
+#
+# What `tinygpt train --optimizer adamw` does with the gradients each step, in
+# nanoGPT's order: clip their global norm, take this step's learning rate from
+# the schedule, and update the weights by AdamW. parity and learn use the
+# library's own clip_grad_norm_ and torch.optim.AdamW (with nanogpt_lr and
+# adamw_param_groups, which the library has no twin of); the written-out
+# clip_gradients and adamw_update below say what those two compute, and the
+# self-test holds them to the library's, and nanogpt_lr to torch's own
+# lr_scheduler.
+
+# A training recipe, each field as the `tinygpt train` flag of the same name
+# (--optimizer, --lr, --beta1, --beta2, --weight-decay, --warmup,
+# --lr-schedule, --min-lr, --grad-clip).
+Recipe = collections.namedtuple(
+    "Recipe", "optimizer lr beta1 beta2 weight_decay warmup schedule min_lr grad_clip")
+# nanoGPT's CPU recipe for tiny Shakespeare, tinygpt's gpt defaults.
+GPT_RECIPE = Recipe("adamw", 1e-3, 0.9, 0.99, 0.1, 100, "cosine", 1e-4, 1.0)
+# torch.optim.AdamW's default eps, which tinygpt uses too.
+ADAMW_EPS = 1e-8
+# torch.nn.utils.clip_grad_norm_ adds this to the norm before dividing.
+CLIP_EPS = 1e-6
+# parity's AdamW run: the same recipe with a 10-step warmup and a larger
+# lr, so that 50 steps go through the warmup, most of the cosine and a real
+# change of the weights. Clipping at 1.0 triggers: this model's gradient norm
+# on parity's batches ranges from about 0.5 to 5 (measured), and 20 of the 50
+# steps clip.
+PARITY_ADAMW = Recipe("adamw", 3e-3, 0.9, 0.99, 0.1, 10, "cosine", 1e-4, 1.0)
+
+
+def recipe_flags(recipe):
+    """The `tinygpt train` flags that ask for "recipe" (a Recipe)."""
+    return ["--optimizer", recipe.optimizer, "--lr", repr(recipe.lr),
+            "--beta1", repr(recipe.beta1), "--beta2", repr(recipe.beta2),
+            "--weight-decay", repr(recipe.weight_decay), "--warmup", str(recipe.warmup),
+            "--lr-schedule", recipe.schedule, "--min-lr", repr(recipe.min_lr),
+            "--grad-clip", repr(recipe.grad_clip)]
+
+
+def nanogpt_lr(it, recipe, steps):
+    """The learning rate of step "it" (from 0) of a run of "steps" steps: nanoGPT's get_lr.
+
+    1. warmup: lr * (it + 1) / (warmup + 1), rising linearly to lr;
+    2. constant schedule: lr from then on;
+    3. cosine: from lr at it = warmup down to min_lr at it = steps
+       (nanoGPT's lr_decay_iters), half a cosine wave; min_lr after that.
+    """
+    if it < recipe.warmup:
+        return recipe.lr * (it + 1) / (recipe.warmup + 1)
+    if recipe.schedule == "constant":
+        return recipe.lr
+    if it > steps:
+        return recipe.min_lr
+    decay_ratio = (it - recipe.warmup) / (steps - recipe.warmup)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+    return recipe.min_lr + coeff * (recipe.lr - recipe.min_lr)
+
+
+def adamw_param_groups(named_params, weight_decay):
+    """torch.optim parameter groups split as nanoGPT's configure_optimizers
+    splits them: the 2-D tensors (matrices and embeddings, tok_emb among them)
+    decay by "weight_decay", the others (LayerNorm weights, biases) do not.
+
+    "named_params": (name, tensor) pairs. Each group also carries "names", the
+    tensors' names in order (torch ignores the extra key), so a caller can
+    say which tensor went where.
+    """
+    pairs = list(named_params)
+    decay = [(n, p) for n, p in pairs if p.dim() >= 2]
+    no_decay = [(n, p) for n, p in pairs if p.dim() < 2]
+    return [{"params": [p for _, p in group], "names": [n for n, _ in group],
+             "weight_decay": wd}
+            for group, wd in ((decay, weight_decay), (no_decay, 0.0))]
+
+
+def make_adamw(param_groups, recipe):
+    """torch.optim.AdamW over "param_groups" (adamw_param_groups' split, as a
+    rule) with "recipe"'s betas, eps 1e-8; the caller sets each step's lr."""
+    return torch.optim.AdamW(param_groups, lr=recipe.lr, betas=(recipe.beta1, recipe.beta2),
+                             eps=ADAMW_EPS)
+
+
+def set_lr(optimizer, lr):
+    """Give every parameter group of "optimizer" the learning rate "lr" (as nanoGPT does)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def clip_gradients(grads, max_norm):
+    """What torch.nn.utils.clip_grad_norm_ does, written out; returns the norm before clipping.
+
+    1. norm = sqrt(sum of g^2 over every element of every gradient in "grads");
+    2. every gradient, in place, *= min(1, max_norm / (norm + 1e-6)).
+    """
+    norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
+    scale = min(1.0, max_norm / (norm + CLIP_EPS))
+    for g in grads:
+        g.mul_(scale)
+    return norm
+
+
+def adamw_update(params, grads, state, lr, recipe):
+    """One AdamW update of torch.optim.AdamW, written out; "params" in place.
+
+    "params", "grads": name -> tensor; "state": {} before the first update,
+    then what this function keeps in it (t and each tensor's m and v).
+    For each weight w with gradient g, at update t = 1, 2, ...:
+      1. w -= lr * weight_decay * w        2-D tensors only (adamw_param_groups)
+      2. m  = beta1 * m + (1 - beta1) * g   the gradient's running mean
+      3. v  = beta2 * v + (1 - beta2) * g^2 its running mean square
+      4. m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t): undo the pull
+         of the zero start
+      5. w -= lr * m_hat / (sqrt(v_hat) + eps)
+    """
+    state["t"] = t = state.get("t", 0) + 1
+    for name, w in params.items():
+        g = grads[name]
+        m = state.setdefault("m." + name, torch.zeros_like(w))
+        v = state.setdefault("v." + name, torch.zeros_like(w))
+        if w.dim() >= 2:
+            w.mul_(1.0 - lr * recipe.weight_decay)                               # 1.
+        m.mul_(recipe.beta1).add_((1.0 - recipe.beta1) * g)                       # 2.
+        v.mul_(recipe.beta2).add_((1.0 - recipe.beta2) * g * g)                   # 3.
+        m_hat = m / (1.0 - recipe.beta1 ** t)                                     # 4.
+        v_hat = v / (1.0 - recipe.beta2 ** t)
+        w.sub_(lr * m_hat / (v_hat.sqrt() + ADAMW_EPS))                           # 5.
+
+
+def torch_scheduler_lrs(recipe, steps):
+    """nanoGPT's schedule built from torch.optim.lr_scheduler instead, for the
+    self-test: LinearLR for the warmup (factor (it+1)/(warmup+1) at step it),
+    then CosineAnnealingLR down to min_lr at "steps" (or ConstantLR, factor 1).
+    Needs warmup >= 2. Returns the lr of steps 0 .. steps-1."""
+    w = recipe.warmup
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=recipe.lr)
+    schedulers = torch.optim.lr_scheduler
+    warmup = schedulers.LinearLR(optimizer, start_factor=1 / (w + 1), end_factor=w / (w + 1),
+                                 total_iters=w - 1)
+    if recipe.schedule == "cosine":
+        after = schedulers.CosineAnnealingLR(optimizer, T_max=steps - w, eta_min=recipe.min_lr)
+    else:
+        after = schedulers.ConstantLR(optimizer, factor=1.0, total_iters=0)
+    schedule = schedulers.SequentialLR(optimizer, [warmup, after], milestones=[w])
+    lrs = []
+    with warnings.catch_warnings():
+        # SequentialLR steps the second scheduler with an epoch number, which
+        # torch 1.13 warns is deprecated; it is torch's own call.
+        warnings.simplefilter("ignore", UserWarning)
+        for _ in range(steps):
+            lrs.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            schedule.step()
+    return lrs
+
+
 # ---- data -----------------------------------------------------------------
 
 def encode(text, vocab):
@@ -406,6 +575,17 @@ def encode(text, vocab):
     if missing:
         raise ValueError(f"characters not in the checkpoint's vocab: {missing[:10]}")
     return [to_id[ch] for ch in text]
+
+
+def float32(x):
+    """"x" rounded to the nearest float32, as tinygpt holds its float flags."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def n_val_tokens(n_tokens, val_fraction):
+    """How many tokens, at the end of the text, tinygpt keeps for validation:
+    floor(n_tokens * F), F being --val-fraction as the float32 it is parsed to."""
+    return math.floor(n_tokens * float32(val_fraction))
 
 
 def sequential_batch(train_tokens, step, B, T):
@@ -475,11 +655,35 @@ def run(command):
 
 
 @functools.lru_cache(maxsize=None)
-def train_has_arch_flag(tinygpt):
-    """True when `tinygpt train --help` lists --arch (a tinygpt that has the GPT)."""
+def train_help(tinygpt):
+    """What `tinygpt train --help` prints (once per binary)."""
     result = subprocess.run([tinygpt, "train", "--help"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    return "--arch" in result.stdout
+    return result.stdout
+
+
+def train_has_arch_flag(tinygpt):
+    """True when `tinygpt train --help` lists --arch (a tinygpt that has the GPT)."""
+    return "--arch" in train_help(tinygpt)
+
+
+def train_has_optimizer_flag(tinygpt):
+    """True when `tinygpt train --help` lists --optimizer (a tinygpt that has AdamW)."""
+    return "--optimizer" in train_help(tinygpt)
+
+
+def sgd_flags(tinygpt):
+    """The flags that ask `tinygpt train` for plain SGD at a constant learning rate.
+
+    Once tinygpt has --optimizer, the gpt's default is AdamW with warmup,
+    a cosine schedule and clipping, so the SGD checks say what they want. A
+    tinygpt from before --optimizer trains by SGD only and would refuse the
+    flags, so it gets none.
+    """
+    if not train_has_optimizer_flag(tinygpt):
+        return []
+    return ["--optimizer", "sgd", "--warmup", "0", "--lr-schedule", "constant",
+            "--grad-clip", "0"]
 
 
 def card_arch_flags(tinygpt):
@@ -497,6 +701,20 @@ def read_log(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     return [(int(r["step"]), float(r["train_loss"]), float(r["lr"])) for r in rows]
+
+
+def read_log_columns(path, columns):
+    """tinygpt's log.csv as a list of dicts, one per row, column name -> float
+    (None where the cell is empty), for the named "columns" only. Columns are
+    found by their names in the header. Raises ParityFailure naming any that
+    is missing."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ParityFailure(f"{path} has no column {', '.join(missing)} "
+                                f"(its header: {','.join(reader.fieldnames or [])})")
+        return [{c: float(r[c]) if r[c] != "" else None for c in columns} for r in reader]
 
 
 def expected_tensors(meta):
@@ -618,7 +836,7 @@ def parity_card(args, workdir, data):
     # 2. tinygpt trains it: plain SGD, batches in order, no dropout.
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
          "--dropout", "0", "--steps", str(args.steps), "--out", trained_dir,
-         "--lr", str(PARITY_LR)] + arch + common)
+         "--lr", str(PARITY_LR)] + sgd_flags(args.tinygpt) + arch + common)
     log = read_log(os.path.join(trained_dir, "log.csv"))
     final_path = os.path.join(trained_dir, "model.safetensors")
     final_tensors, _ = read_safetensors(final_path)
@@ -662,7 +880,8 @@ def step0_gradients(args, data, init_path, init_tensors, n_head, train_tokens, T
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
          "--dropout", "0", "--steps", "1", "--out", one_dir, "--lr", str(PARITY_LR),
          "--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
-         "--val-fraction", str(PARITY_VAL_FRACTION)] + PARITY_GPT_ARCH_FLAGS)
+         "--val-fraction", str(PARITY_VAL_FRACTION)]
+        + sgd_flags(args.tinygpt) + PARITY_GPT_ARCH_FLAGS)
     after, _ = read_safetensors(os.path.join(one_dir, "model.safetensors"))
     params = {name: t.to(torch.float64).requires_grad_() for name, t in init_tensors.items()}
     inputs, targets = sequential_batch(train_tokens, 0, PARITY_BATCH, T)
@@ -746,7 +965,8 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head):
     run([args.tinygpt, "train", data, "--init", probe_path, "--order", "sequential",
          "--dropout", "0", "--steps", str(PROBE_STEPS), "--out", trained_dir,
          "--lr", str(PARITY_LR), "--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
-         "--val-fraction", str(PARITY_VAL_FRACTION)] + PARITY_GPT_ARCH_FLAGS)
+         "--val-fraction", str(PARITY_VAL_FRACTION)] + sgd_flags(args.tinygpt)
+        + PARITY_GPT_ARCH_FLAGS)
     log = read_log(os.path.join(trained_dir, "log.csv"))
     final_tensors, _ = read_safetensors(os.path.join(trained_dir, "model.safetensors"))
     params = {name: t.clone().requires_grad_() for name, t in stored.items()}
@@ -801,7 +1021,7 @@ def parity_gpt(args, workdir, data):
     # 2. tinygpt trains it from that file.
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
          "--dropout", "0", "--steps", str(args.steps), "--out", trained_dir,
-         "--lr", str(PARITY_LR)] + PARITY_GPT_ARCH_FLAGS + common)
+         "--lr", str(PARITY_LR)] + sgd_flags(args.tinygpt) + PARITY_GPT_ARCH_FLAGS + common)
     log = read_log(os.path.join(trained_dir, "log.csv"))
     final_path = os.path.join(trained_dir, "model.safetensors")
     final_tensors, final_meta = read_safetensors(final_path)
@@ -863,13 +1083,160 @@ def parity_gpt(args, workdir, data):
     return failures
 
 
+def replay_adamw(params, recipe, steps, loss_fn, train_tokens, T, groups=None):
+    """Train "params" (name -> float64 tensor, requires_grad) in place for
+    "steps" steps of "recipe" on sequential batches, as nanoGPT trains:
+    forward, backward, clip_grad_norm_, this step's nanogpt_lr, AdamW step.
+
+    "groups"(named_params) gives the parameter groups (default
+    adamw_param_groups: the 2-D tensors decay). Returns one dict per step:
+    loss (before the update), lr, grad_norm (before clipping).
+    """
+    if groups is None:
+        groups = functools.partial(adamw_param_groups, weight_decay=recipe.weight_decay)
+    optimizer = make_adamw(groups(params.items()), recipe)
+    rows = []
+    for step in range(steps):
+        lr = nanogpt_lr(step, recipe, steps)
+        set_lr(optimizer, lr)
+        inputs, targets = sequential_batch(train_tokens, step, PARITY_BATCH, T)
+        loss = loss_fn(params, inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), recipe.grad_clip)
+        optimizer.step()
+        rows.append({"loss": loss.item(), "lr": lr, "grad_norm": norm.item()})
+    return rows
+
+
+def parity_gpt_adamw(args, workdir, data):
+    """The GPT trained by AdamW: tinygpt and torch.optim.AdamW (float64) from
+    the same init on the same sequential batches, with PARITY_ADAMW's warmup,
+    cosine schedule and clipping. Compares every step's loss, learning rate
+    and gradient norm and the final weights, checks that clipping happened,
+    and that the weight decay went to the 2-D tensors only. Returns the
+    failures."""
+    if not train_has_optimizer_flag(args.tinygpt):
+        raise ParityFailure(f"`{args.tinygpt} train --help` lists no --optimizer: this tinygpt "
+                            "has no AdamW (run with --only card or --only gpt)")
+    recipe = PARITY_ADAMW
+
+    # 1. The initial GPT, as tinygpt initialises it (the SGD check's, if it ran).
+    init_dir = os.path.join(workdir, "gpt-init")
+    common = ["--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
+              "--val-fraction", str(PARITY_VAL_FRACTION)]
+    init_path = os.path.join(init_dir, "model.safetensors")
+    if not os.path.exists(init_path):
+        run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
+            + PARITY_GPT_ARCH_FLAGS + PARITY_MODEL_FLAGS + common)
+    init_tensors, meta = read_safetensors(init_path)
+    vocab, n_head = check_metadata(init_tensors, meta, init_path)
+
+    # 2. tinygpt trains it with the recipe.
+    trained_dir = os.path.join(workdir, "gpt-adamw-trained")
+    run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
+         "--dropout", "0", "--steps", str(args.steps), "--out", trained_dir]
+        + recipe_flags(recipe) + PARITY_GPT_ARCH_FLAGS + common)
+    log = read_log_columns(os.path.join(trained_dir, "log.csv"),
+                           ["step", "train_loss", "lr", "grad_norm"])
+    final_tensors, _ = read_safetensors(os.path.join(trained_dir, "model.safetensors"))
+    failures = []
+    if [int(r["step"]) for r in log] != list(range(args.steps)):
+        raise ParityFailure(f"{trained_dir}/log.csv does not hold steps 0..{args.steps - 1}")
+
+    # 3. The same in float64 here: nanoGPT's split of the parameters, and two
+    # wrong splits to show the weight comparison can tell them apart: every
+    # tensor decaying (LayerNorm weights too), and minGPT's split, where the
+    # embeddings do not decay.
+    tokens = read_tokens(data, vocab)
+    n_train = len(tokens) - math.floor(len(tokens) * PARITY_VAL_FRACTION)
+    T = int(meta["block_size"])
+    def loss_fn(p, i, t):
+        return gpt_forward(p, i, t, n_head)[0]
+    def split(decays):
+        def groups(named_params):
+            pairs = list(named_params)
+            return [{"params": [p for n, p in pairs if decays(n, p)],
+                     "weight_decay": recipe.weight_decay},
+                    {"params": [p for n, p in pairs if not decays(n, p)], "weight_decay": 0.0}]
+        return groups
+    replays = {}
+    for name, groups in (("nanoGPT", None),
+                         ("every tensor decays", split(lambda n, p: True)),
+                         ("embeddings do not decay",
+                          split(lambda n, p: p.dim() >= 2 and "_emb." not in n))):
+        params = {n: t.to(torch.float64).requires_grad_() for n, t in init_tensors.items()}
+        rows = replay_adamw(params, recipe, args.steps, loss_fn, tokens[:n_train], T, groups)
+        replays[name] = (params, rows)
+    params, rows = replays["nanoGPT"]
+    groups = adamw_param_groups(params.items(), recipe.weight_decay)
+    print(f"parity gpt adamw: decays {', '.join(groups[0]['names'])}; "
+          f"does not decay {', '.join(groups[1]['names'])}")
+    if args.verbose:
+        for c, r in zip(log, rows):
+            print(f"  gpt adamw step {int(c['step']):3d}  loss tinygpt {c['train_loss']:.6f} "
+                  f"torch {r['loss']:.6f}  lr {c['lr']:.6g}/{r['lr']:.6g}  "
+                  f"grad_norm {c['grad_norm']:.6f}/{r['grad_norm']:.6f}")
+
+    # 4. Compare, step by step, then the final weights.
+    worst_loss = max((abs(c["train_loss"] - r["loss"]), s) for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt adamw", f"losses over {len(rows)} steps", worst_loss[0], LOSS_TOLERANCE,
+                   f"; worst at step {worst_loss[1]}; loss {rows[0]['loss']:.4f} -> "
+                   f"{rows[-1]['loss']:.4f}"):
+        failures.append("gpt adamw losses differ beyond tolerance")
+    worst_lr = max((abs(c["lr"] - r["lr"]), s) for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt adamw", "logged lr (warmup, then cosine)", worst_lr[0], LR_TOLERANCE,
+                   f"; worst at step {worst_lr[1]}; lr {rows[0]['lr']:.3g} -> "
+                   f"{max(r['lr'] for r in rows):.3g} -> {rows[-1]['lr']:.3g}"):
+        failures.append("gpt adamw learning rates differ beyond tolerance")
+    worst_norm = max((abs(c["grad_norm"] / r["grad_norm"] - 1), s)
+                     for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt adamw", "logged grad_norm, relative", worst_norm[0], GRAD_NORM_TOLERANCE,
+                   f"; worst at step {worst_norm[1]}; norms "
+                   f"{min(r['grad_norm'] for r in rows):.3f} .. "
+                   f"{max(r['grad_norm'] for r in rows):.3f}"):
+        failures.append("gpt adamw gradient norms differ beyond tolerance")
+    worst_weight = largest_weight_difference(final_tensors, params)
+    if not verdict("gpt adamw", "final weights", worst_weight[0], WEIGHT_TOLERANCE,
+                   f"; worst in {worst_weight[1]}"):
+        failures.append("gpt adamw final weights differ beyond tolerance")
+
+    # 5. Clipping must have happened, or this check says nothing about it.
+    clipped_c = sum(c["grad_norm"] > recipe.grad_clip for c in log)
+    clipped_r = sum(r["grad_norm"] > recipe.grad_clip for r in rows)
+    print(f"parity gpt adamw: clipping at {recipe.grad_clip:g}: tinygpt clipped {clipped_c} of "
+          f"{len(log)} steps, the reference {clipped_r}")
+    if clipped_c == 0 or clipped_r == 0:
+        failures.append(f"gpt adamw: no step clipped at --grad-clip {recipe.grad_clip:g}, so "
+                        "the check proves nothing about clipping; lower PARITY_ADAMW.grad_clip")
+
+    # 6. Which tensors decay: tinygpt's final weights must be those of
+    # nanoGPT's split, and clearly not those of either wrong one.
+    for what, wrong, names in (
+            ("LayerNorm weights do not decay", "every tensor decays",
+             [n for n in params if params[n].dim() == 1]),
+            ("embeddings decay", "embeddings do not decay",
+             [n for n in params if "_emb." in n])):
+        right = max(largest_weight_difference(final_tensors, {n: params[n]})[0] for n in names)
+        wrong_params = replays[wrong][0]
+        off = max(largest_weight_difference(final_tensors, {n: wrong_params[n]})[0]
+                  for n in names)
+        passed = right <= WEIGHT_TOLERANCE and off > DECAY_SEPARATION * right
+        print(f"parity gpt adamw: {'PASS' if passed else 'FAIL'} {what}: tinygpt's "
+              f"{len(names)} tensors within {right:.2e} of the reference, "
+              f"{off:.2e} from \"{wrong}\" (must be over {DECAY_SEPARATION}x)", flush=True)
+        if not passed:
+            failures.append(f"gpt adamw: {what} does not hold")
+    return failures
+
+
 def cmd_parity(args):
     """Train with tinygpt and with this file's models on the same batches; compare."""
     with tempfile.TemporaryDirectory(prefix="tinygpt-parity-") as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         data = write_parity_data(args, workdir)
-        checks = [("card", parity_card), ("gpt", parity_gpt)]
+        checks = [("card", parity_card), ("gpt", parity_gpt), ("adamw", parity_gpt_adamw)]
         failures = []
         for label, check in checks:
             if args.only not in (None, label):
@@ -1064,6 +1431,75 @@ def cmd_selftest(args):
     attention = L * 2 * 2 * C * (T + 1) / 2
     report("GPT FLOP count", forward_flops_per_token(cfg, V) == 2 * matmul_weights + attention,
            f"({forward_flops_per_token(cfg, V):.0f} per token)")
+
+    # 12. The optimizer's pieces against torch's own, on random tensors.
+    gen = torch.Generator().manual_seed(12)
+    shapes = {"a.weight": [5, 3], "b.weight": [4], "c.weight": [2, 6], "d.bias": [3]}
+    def random_tensors(scale):
+        return {n: scale * torch.randn(s, generator=gen, dtype=torch.float64)
+                for n, s in shapes.items()}
+
+    # 12a. clip_gradients against clip_grad_norm_, a limit below the norm
+    # (clips) and above it (leaves the gradients alone).
+    for max_norm in (0.5, 100.0):
+        grads = random_tensors(1.0)
+        mine = {n: g.clone() for n, g in grads.items()}
+        norm = clip_gradients(list(mine.values()), max_norm)
+        theirs = {n: torch.nn.Parameter(torch.zeros_like(g)) for n, g in grads.items()}
+        for n, p in theirs.items():
+            p.grad = grads[n].clone()
+        torch_norm = torch.nn.utils.clip_grad_norm_(list(theirs.values()), max_norm).item()
+        diff = max([abs(norm - torch_norm)] + [(mine[n] - theirs[n].grad).abs().max().item()
+                                              for n in grads])
+        report(f"clip_gradients matches clip_grad_norm_ (limit {max_norm:g}, norm {norm:.2f})",
+               diff < 1e-12, f"(max diff {diff:.1e})")
+
+    # 12b. adamw_update against torch.optim.AdamW (make_adamw: the 2-D
+    # tensors decay), 6 updates with changing lr and gradients.
+    recipe = GPT_RECIPE._replace(weight_decay=0.3)
+    start = random_tensors(1.0)
+    mine = {n: w.clone() for n, w in start.items()}
+    theirs = {n: torch.nn.Parameter(w.clone()) for n, w in start.items()}
+    optimizer = make_adamw(adamw_param_groups(theirs.items(), recipe.weight_decay), recipe)
+    state = {}
+    for t in range(6):
+        grads = random_tensors(10.0 ** (t % 3 - 1))
+        lr = 1e-2 * (t + 1)
+        adamw_update(mine, grads, state, lr, recipe)
+        for n, p in theirs.items():
+            p.grad = grads[n].clone()
+        set_lr(optimizer, lr)
+        optimizer.step()
+    diff = max((mine[n] - theirs[n].detach()).abs().max().item() for n in start)
+    moved = min((mine[n] - start[n]).abs().max().item() for n in start)
+    report("adamw_update matches torch.optim.AdamW (6 updates)", diff < 1e-12 and moved > 1e-3,
+           f"(max diff {diff:.1e}, every tensor moved at least {moved:.1e})")
+
+    # 12c. The split: 2-D tensors (tok_emb among them) decay, LayerNorm
+    # weights do not.
+    groups = adamw_param_groups(gpt_params.items(), 0.1)
+    decays = dict.fromkeys(groups[0]["names"], True) | dict.fromkeys(groups[1]["names"], False)
+    report("weight decay for the 2-D tensors only",
+           decays["tok_emb.weight"] and decays["blocks.0.mlp.fc.weight"]
+           and not decays["ln_f.weight"] and not decays["blocks.1.ln1.weight"]
+           and groups[0]["weight_decay"] == 0.1 and groups[1]["weight_decay"] == 0.0
+           and len(decays) == len(gpt_params),
+           f"({len(groups[0]['names'])} decay, {len(groups[1]['names'])} do not)")
+
+    # 12d. nanogpt_lr against the same schedule made of torch's lr_scheduler.
+    for schedule, warmup, steps in (("cosine", 5, 40), ("constant", 3, 20)):
+        r = GPT_RECIPE._replace(lr=3e-3, warmup=warmup, schedule=schedule)
+        theirs = torch_scheduler_lrs(r, steps)
+        ours = [nanogpt_lr(it, r, steps) for it in range(steps)]
+        diff = max(abs(a - b) for a, b in zip(ours, theirs))
+        report(f"nanogpt_lr matches torch's LinearLR + "
+               f"{'CosineAnnealingLR' if schedule == 'cosine' else 'ConstantLR'}",
+               diff < 1e-15 and ours[warmup] == r.lr and ours[0] == r.lr / (warmup + 1),
+               f"(warmup {warmup}, {steps} steps, max diff {diff:.1e})")
+    r = GPT_RECIPE._replace(lr=1.0, min_lr=0.1, warmup=0)
+    report("nanogpt_lr: cosine halfway down at the middle, min_lr at it = steps and after",
+           nanogpt_lr(10, r, 10) == 0.1 and abs(nanogpt_lr(5, r, 10) - 0.55) < 1e-15
+           and nanogpt_lr(11, r, 10) == 0.1)
 
     print("selftest: " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1
@@ -1758,10 +2194,378 @@ def cmd_bench(args):
     return 0
 
 
+# ---- learn: nanoGPT's recipe, tinygpt and PyTorch side by side -------------
+#
+# `learn` trains the default gpt with nanoGPT's recipe (GPT_RECIPE) twice on
+# the same text: with tinygpt, and with BenchNanoGPT and torch.optim.AdamW
+# in fp32 (`learn-torch-worker`, a fresh process, so that its OpenMP settings
+# take effect). It compares what a user sees in the end: the validation loss
+# each reaches, and the training time it takes to get there.
+#
+# The validation protocol is tinygpt's (train.c, validation_loss): at every
+# LEARN_EVAL_INTERVAL-th step and at the last, before that step's update,
+# the mean loss of LEARN_EVAL_BATCHES fixed batches of the validation split
+# (the last floor(N * 0.1) tokens), dropout off; batch k is batch k of
+# `--order sequential` over the validation tokens: row b starts at
+# ((k*B + b) * T) mod (n_val - T). Training windows are random, each side
+# drawing its own. Training time is the sum of the steps' times (forward,
+# backward, clipping, update), evaluation and batch making left out, as in
+# tinygpt's `ms` column.
+
+LEARN_CONFIG = BenchConfig("learn", "gpt", 4, 128, 4, 64, 12, 0.0)  # tinygpt's gpt defaults
+LEARN_STEPS = 2000
+LEARN_EVAL_INTERVAL = 250
+LEARN_EVAL_BATCHES = 20
+LEARN_VAL_FRACTION = 0.1
+LEARN_SEED = 1337
+LEARN_TARGET_VAL = 1.92       # tinygpt's final validation loss: at most this
+LEARN_TARGET_SPEEDUP = 2.5    # tinygpt's training time: at most PyTorch's / this
+LEARN_PROMPT = "ROMEO:"
+LEARN_SAMPLE_TOKENS = 300
+# Each side trains at its fastest thread setting among bench's (tinygpt: 1
+# or 2 threads; PyTorch: 1 thread, 2 waiting passively, 2 spinning briefly),
+# each timed over this many steps in a fresh process before the real runs,
+# the first LEARN_CALIBRATION_SKIP not counted.
+LEARN_CALIBRATION_STEPS = 40
+LEARN_CALIBRATION_SKIP = 10
+LOG_HEADER = "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm"
+
+
+def learn_model_flags(config):
+    """The `tinygpt train` flags for the model and batch of "config"."""
+    return ["--arch", config.arch, "--layers", str(config.layers), "--batch", str(config.B),
+            "--context", str(config.T), "--embd", str(config.C), "--heads", str(config.NH),
+            "--dropout", str(config.dropout)]
+
+
+def cmd_learn_torch_worker(args):
+    """PyTorch's side of `learn`, in a process of its own: BenchNanoGPT (fp32)
+    trained by torch.optim.AdamW with GPT_RECIPE, clip_grad_norm_ and
+    nanogpt_lr on random windows; validation as tinygpt's (see the section's
+    comment). Writes args.log in tinygpt's log.csv format, prints a line at
+    each evaluation, and prints "data: N train + M val tokens" on stderr.
+    """
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    config, recipe = LEARN_CONFIG, GPT_RECIPE
+    B, T = config.B, config.T
+    vocab = read_safetensors_metadata(args.vocab_from)["vocab"]
+    to_id = {ch: i for i, ch in enumerate(vocab)}
+    with open(args.data, encoding="utf-8", newline="") as f:
+        ids = array.array("i", (to_id[ch] for ch in f.read()))
+    n_train = len(ids) - n_val_tokens(len(ids), LEARN_VAL_FRACTION)
+    print(f"data: {n_train} train + {len(ids) - n_train} val tokens", file=sys.stderr)
+    train_tokens = torch.frombuffer(ids, dtype=torch.int32)[:n_train]
+    val_tokens = ids[n_train:].tolist()
+    val_batches = [sequential_batch(val_tokens, k, B, T) for k in range(args.eval_batches)]
+
+    model = BenchNanoGPT(len(vocab), T, config.C, config.NH, config.layers, config.dropout)
+    optimizer = make_adamw(adamw_param_groups(model.named_parameters(), recipe.weight_decay),
+                           recipe)
+
+    def validation_loss():
+        """Mean loss over the fixed validation batches, dropout off."""
+        model.eval()
+        with torch.no_grad():
+            total = sum(model(i, t)[0].item() for i, t in val_batches)
+        model.train()
+        return total / len(val_batches)
+
+    model.train()
+    os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
+    with open(args.log, "w") as log:
+        log.write(LOG_HEADER + "\n")
+        interval_loss, interval_ms, interval_steps = 0.0, 0.0, 0
+        for step in range(args.steps):
+            evaluate = step % args.eval_interval == 0 or step == args.steps - 1
+            val_loss = validation_loss() if evaluate else None
+            starts = torch.randint(n_train - T, (B, 1))
+            window = train_tokens[starts + torch.arange(T + 1)].long()
+            inputs, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+            lr = nanogpt_lr(step, recipe, args.steps)
+            set_lr(optimizer, lr)
+
+            start = time.perf_counter()
+            loss, _ = model(inputs, targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
+            optimizer.step()
+            ms = 1e3 * (time.perf_counter() - start)
+
+            loss = loss.item()
+            if not math.isfinite(loss):
+                sys.exit(f"learn-torch-worker: the loss is {loss} at step {step}")
+            log.write(f"{step},{loss:.6f},{'' if val_loss is None else f'{val_loss:.6f}'},"
+                      f"{lr:g},{ms:.3f},{B * T / ms * 1e3:.0f},{norm.item():.6f}\n")
+            interval_loss, interval_ms, interval_steps = (interval_loss + loss,
+                                                          interval_ms + ms, interval_steps + 1)
+            if evaluate and not args.quiet:
+                print(f"step {step:6d}/{args.steps} | train loss "
+                      f"{interval_loss / interval_steps:.4f} | val loss {val_loss:.4f} | "
+                      f"{interval_ms / interval_steps:.2f} ms/step | "
+                      f"{B * T * interval_steps / interval_ms * 1e3:.0f} tokens/s", flush=True)
+                interval_loss, interval_ms, interval_steps = 0.0, 0.0, 0
+    return 0
+
+
+def learn_torch_command(args, vocab_from, threads, steps, log_path, quiet):
+    """The command line of one learn-torch-worker run."""
+    command = [sys.executable, os.path.abspath(__file__), "learn-torch-worker",
+               "--data", args.data, "--vocab-from", vocab_from, "--threads", str(threads),
+               "--steps", str(steps), "--eval-interval", str(LEARN_EVAL_INTERVAL),
+               "--eval-batches", str(LEARN_EVAL_BATCHES), "--seed", str(LEARN_SEED),
+               "--log", log_path]
+    return command + (["--quiet"] if quiet else [])
+
+
+def torch_env(impl, threads):
+    """The environment of a PyTorch process: the waiting of TORCH_WAITS[impl]
+    and every OpenMP/BLAS thread count set to "threads" (as bench runs it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(TORCH_WAITS[impl], OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env
+
+
+def read_learn_log(path):
+    """A log.csv (tinygpt's or learn-torch-worker's) summed up: a dict of
+    steps, evals (list of (step, val_loss)), final_val (the last one),
+    train_seconds (the sum of the ms column), median_ms (the median step) and
+    tokens_per_s (over the training time)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    evals = [(int(r["step"]), float(r["val_loss"])) for r in rows if r["val_loss"] != ""]
+    ms = [float(r["ms"]) for r in rows]
+    return {"steps": len(rows), "evals": evals, "final_val": evals[-1][1] if evals else None,
+            "train_seconds": sum(ms) / 1e3, "median_ms": statistics.median(ms),
+            "tokens_per_s": len(rows) * LEARN_CONFIG.B * LEARN_CONFIG.T / (sum(ms) / 1e3)}
+
+
+def learn_tinygpt_command(args, out_dir, threads, steps):
+    """learn's `tinygpt train` command: the model, the recipe's flags spelled
+    out (they are tinygpt's gpt defaults), the evaluation protocol."""
+    return ([args.tinygpt, "train", args.data, "--out", out_dir, "--save-every", "0",
+             "--threads", str(threads)] + learn_model_flags(LEARN_CONFIG)
+            + recipe_flags(GPT_RECIPE)
+            + ["--steps", str(steps), "--eval-interval", str(LEARN_EVAL_INTERVAL),
+               "--eval-batches", str(LEARN_EVAL_BATCHES),
+               "--val-fraction", str(LEARN_VAL_FRACTION), "--seed", str(LEARN_SEED)])
+
+
+def learn_calibrate(args, workdir):
+    """Time each side at each of bench's settings for LEARN_CALIBRATION_STEPS
+    steps, in a fresh process each: tinygpt at 1 and 2 threads, PyTorch at 1
+    and 2 (and at 2 spinning, see TORCH_WAITS). Returns (timings, vocab_from):
+    a list of (implementation, threads, median ms/step), and a tinygpt
+    checkpoint of the text (its vocabulary is PyTorch's)."""
+    timings = []
+    vocab_from = os.path.join(workdir, "tinygpt-1", "model.safetensors")
+    for threads in BENCH_THREADS:
+        for impl in bench_impls(threads):
+            log_path = os.path.join(workdir, f"{impl.replace(' ', '-')}-{threads}", "log.csv")
+            if impl == "tinygpt":
+                command, env = learn_tinygpt_command(args, os.path.dirname(log_path), threads,
+                                                     LEARN_CALIBRATION_STEPS), None
+            else:
+                command = learn_torch_command(args, vocab_from, threads,
+                                              LEARN_CALIBRATION_STEPS, log_path, quiet=True)
+                env = torch_env(impl, threads)
+            result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            if result.returncode != 0:
+                print(result.stderr, end="", file=sys.stderr)
+                sys.exit(f"learn: FAIL: {shlex.join(command)} exited with status "
+                         f"{result.returncode}")
+            with open(log_path, newline="") as f:
+                ms = [float(r["ms"]) for r in csv.DictReader(f)][LEARN_CALIBRATION_SKIP:]
+            timings.append((impl, threads, statistics.median(ms)))
+            print(f"learn: calibrating {impl}, {threads} thread(s): {timings[-1][2]:.2f} ms/step "
+                  f"(median of {len(ms)} steps)", flush=True)
+    return timings, vocab_from
+
+
+def fastest(timings, implementations):
+    """(implementation, threads) of the fastest of "timings" among "implementations"."""
+    impl, threads, _ = min((t for t in timings if t[0] in implementations), key=lambda t: t[2])
+    return impl, threads
+
+
+def run_timed(command, env=None, env_note=""):
+    """Run "command" in "env", its stdout shown as it comes and its stderr
+    captured (and then shown); "env_note" is shown before the command, to say
+    what "env" sets. Returns (stderr, wall seconds, (load average before,
+    after))."""
+    print(f"+ {env_note}{shlex.join(command)}", flush=True)
+    load_before = os.getloadavg()[0]
+    start = time.time()
+    result = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True)
+    wall = time.time() - start
+    print(result.stderr, end="", file=sys.stderr)
+    if result.returncode != 0:
+        sys.exit(f"learn: FAIL: {command[0]} exited with status {result.returncode}")
+    return result.stderr, wall, (load_before, os.getloadavg()[0])
+
+
+def learn_report(info, tg, pt, targets, sample):
+    """bench/learn.md as a string: "info" (key, value) pairs, the two logs
+    summed up (read_learn_log), "targets" (what, value, met), the sample."""
+    lines = ["# Learning: tinygpt against PyTorch, nanoGPT's recipe", ""]
+    lines += [f"- {key}: {value}" for key, value in info]
+    lines += ["", "## Results", "",
+              "| | tinygpt | PyTorch |", "| --- | --- | --- |",
+              f"| final validation loss (step {tg['evals'][-1][0]}) | {tg['final_val']:.4f} "
+              f"| {pt['final_val']:.4f} |",
+              f"| best validation loss | {min(v for _, v in tg['evals']):.4f} "
+              f"| {min(v for _, v in pt['evals']):.4f} |",
+              f"| training seconds (sum of `ms`) | {tg['train_seconds']:.1f} "
+              f"| {pt['train_seconds']:.1f} |",
+              f"| training tokens/s | {tg['tokens_per_s']:,.0f} | {pt['tokens_per_s']:,.0f} |",
+              f"| median ms/step | {tg['median_ms']:.1f} | {pt['median_ms']:.1f} |",
+              f"| wall seconds (with evaluation and start-up) | {tg['wall_seconds']:.1f} "
+              f"| {pt['wall_seconds']:.1f} |",
+              "", f"Speed ratio, PyTorch's training time / tinygpt's: "
+              f"**{format_ratio(pt['train_seconds'] / tg['train_seconds'])}** (by the median "
+              f"step, which a burst of other jobs on the machine moves less: "
+              f"{format_ratio(pt['median_ms'] / tg['median_ms'])}).",
+              "", "## Targets", "", "| target | measured | met |", "| --- | --- | --- |"]
+    lines += [f"| {what} | {value} | {'**met**' if met else '**not met**'} |"
+              for what, value, met in targets]
+    lines += ["", "## Validation loss at each evaluation", "",
+              "| step | tinygpt | PyTorch |", "| --- | --- | --- |"]
+    pt_at = dict(pt["evals"])
+    lines += [f"| {step} | {val:.4f} | {pt_at[step]:.4f} |" if step in pt_at
+              else f"| {step} | {val:.4f} | |" for step, val in tg["evals"]]
+    lines += ["", "Against training time: ![validation loss against training time](learn.png)",
+              "", "## A sample from tinygpt's model", "", "```text", sample, "```", ""]
+    return "\n".join(lines)
+
+
+def cmd_learn(args):
+    """Train nanoGPT's recipe with tinygpt and with PyTorch; report and plot both."""
+    began = time.time()
+    if args.data is None:
+        args.data = default_bench_data()
+    if not os.path.exists(args.data):
+        sys.exit(f"learn: {args.data} does not exist; pass --data FILE (make learn DATA=FILE)")
+    if args.steps < 1:
+        sys.exit("learn: --steps must be at least 1")
+    if not train_has_optimizer_flag(args.tinygpt):
+        sys.exit(f"learn: `{args.tinygpt} train --help` lists no --optimizer: this tinygpt "
+                 "has no AdamW, so it cannot train nanoGPT's recipe")
+    with open(args.data, encoding="utf-8", newline="") as f:
+        n_chars = len(f.read())
+    config, recipe = LEARN_CONFIG, GPT_RECIPE
+    tg_dir, pt_dir = os.path.join(args.out_dir, "tinygpt"), os.path.join(args.out_dir, "pytorch")
+    loads = {}
+
+    # 1. Each side's fastest thread setting.
+    with tempfile.TemporaryDirectory(prefix="tinygpt-learn-") as tmp:
+        timings, vocab_from = learn_calibrate(args, tmp)
+        vocab = read_safetensors_metadata(vocab_from)["vocab"]
+    _, tg_threads = fastest(timings, ["tinygpt"])
+    pt_impl, pt_threads = fastest(timings, TORCH_WAITS)
+
+    # 2. tinygpt trains.
+    tg_command = learn_tinygpt_command(args, tg_dir, tg_threads, args.steps)
+    stderr, tg_wall, loads["tinygpt"] = run_timed(tg_command)
+    found = re.search(r"(\d+) parameters; data: (\d+) train \+ (\d+) val tokens", stderr)
+    n_params = int(found.group(1)) if found else None
+    tg_split = (int(found.group(2)), int(found.group(3))) if found else None
+    model_path = os.path.join(tg_dir, "model.safetensors")
+
+    # 3. PyTorch trains, from its own init, on its own random windows; the
+    # same validation windows.
+    pt_log = os.path.join(pt_dir, "log.csv")
+    stderr, pt_wall, loads["PyTorch"] = run_timed(
+        learn_torch_command(args, model_path, pt_threads, args.steps, pt_log, quiet=False),
+        torch_env(pt_impl, pt_threads),
+        "".join(f"{k}={v} " for k, v in TORCH_WAITS[pt_impl].items())
+        + f"OMP_NUM_THREADS={pt_threads} ")
+    found = re.search(r"data: (\d+) train \+ (\d+) val tokens", stderr)
+    pt_split = (int(found.group(1)), int(found.group(2))) if found else None
+    if tg_split != pt_split:
+        sys.exit(f"learn: FAIL: the splits differ: tinygpt {tg_split}, PyTorch {pt_split} "
+                 "(train, val tokens); the validation losses would not be comparable")
+
+    # 4. The curves against training time, and a sample.
+    tg = dict(read_learn_log(os.path.join(tg_dir, "log.csv")), wall_seconds=tg_wall)
+    pt = dict(read_learn_log(pt_log), wall_seconds=pt_wall)
+    picture = os.path.join(os.path.dirname(args.out) or ".", "learn.png")
+    os.makedirs(os.path.dirname(picture) or ".", exist_ok=True)
+    run([args.tinygpt, "plot", os.path.join(tg_dir, "log.csv"), pt_log, "--x", "time",
+         "--labels", "tinygpt,PyTorch", "--out", picture,
+         "--title", f"validation loss against training time, {os.path.basename(args.data)}"])
+    prompt = LEARN_PROMPT if set(LEARN_PROMPT) <= set(vocab) else None
+    sample = run([args.tinygpt, "sample", "--model", model_path, "--seed", "1",
+                  "--tokens", str(LEARN_SAMPLE_TOKENS)]
+                 + (["--prompt", prompt] if prompt else []))
+
+    # 5. The report.
+    ratio = pt["train_seconds"] / tg["train_seconds"]
+    median_ratio = pt["median_ms"] / tg["median_ms"]
+    targets = [
+        (f"tinygpt final validation loss <= {LEARN_TARGET_VAL}", f"{tg['final_val']:.4f}",
+         tg["final_val"] <= LEARN_TARGET_VAL),
+        (f"tinygpt training time <= PyTorch's / {LEARN_TARGET_SPEEDUP}",
+         f"{tg['train_seconds']:.1f} s vs {pt['train_seconds']:.1f} s / {LEARN_TARGET_SPEEDUP} "
+         f"= {pt['train_seconds'] / LEARN_TARGET_SPEEDUP:.1f} s (ratio {format_ratio(ratio)}; "
+         f"by median step time {format_ratio(median_ratio)})",
+         tg["train_seconds"] <= pt["train_seconds"] / LEARN_TARGET_SPEEDUP),
+    ]
+    calibration = "; ".join(f"{i} {t} thr {ms:.1f}" for i, t, ms in timings)
+    info = [
+        ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
+        ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
+        ("machine", machine_description()),
+        ("load average (1 min) before / after each run",
+         ", ".join(f"{k} {a:.2f} / {b:.2f}" for k, (a, b) in loads.items())
+         + " (the machine is shared: a load above the core count slows both)"),
+        ("PyTorch version", f"{torch.__version__} (Python {sys.version.split()[0]})"),
+        ("data", f"{args.data} ({n_chars:,} characters; {tg_split[0]:,} train + "
+                 f"{tg_split[1]:,} validation tokens, the last {LEARN_VAL_FRACTION:g})"),
+        ("model", f"gpt, {config.layers} layers, {config.NH} heads, embd {config.C}, context "
+                  f"{config.T}, batch {config.B}, dropout {config.dropout:g}; "
+                  f"{n_params:,} parameters" if n_params else "gpt (no `model:` line)"),
+        ("recipe", f"AdamW lr {recipe.lr:g}, betas ({recipe.beta1:g}, {recipe.beta2:g}), eps "
+                   f"{ADAMW_EPS:g}, weight decay {recipe.weight_decay:g} on the 2-D tensors; "
+                   f"warmup {recipe.warmup} steps, {recipe.schedule} to {recipe.min_lr:g} at "
+                   f"step {args.steps}; gradient norm clipped at {recipe.grad_clip:g}; "
+                   f"{args.steps} steps on random windows, seed {LEARN_SEED}"),
+        ("validation", f"every {LEARN_EVAL_INTERVAL} steps and at the last, before the "
+                       f"step's update: the mean loss over {LEARN_EVAL_BATCHES} fixed batches "
+                       "of the validation split (batch k of `--order sequential` over it), "
+                       "the same windows on both sides"),
+        ("training time", "the sum of the per-step times (forward, backward, clipping, "
+                          "update); evaluation and batch making left out"),
+        ("tinygpt side", f"`{shlex.join(['tinygpt'] + tg_command[1:])}` (the recipe's "
+                         "flags are its gpt defaults, spelled out)"),
+        ("PyTorch side", "BenchNanoGPT (nanoGPT's blocks, bias=False, tied head; fp32), "
+                         "torch.optim.AdamW, clip_grad_norm_, nanoGPT's get_lr; "
+                         f"{pt_impl}, {pt_threads} thread(s)"),
+        ("threads", f"each side at its fastest setting: tinygpt {tg_threads} thread(s), "
+                    f"{pt_impl} {pt_threads} thread(s), from {LEARN_CALIBRATION_STEPS} steps "
+                    f"of each setting first (median ms/step after {LEARN_CALIBRATION_SKIP}): "
+                    f"{calibration}"),
+    ]
+    report = learn_report(info, tg, pt, targets, sample)
+    out_dir = os.path.dirname(args.out)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(report)
+    print(report, end="")
+    for what, value, met in targets:
+        print(f"learn: target {'MET' if met else 'NOT MET'}: {what} (measured {value})")
+    print(f"learn: wrote {args.out} and {picture}")
+    return 0
+
+
 def main():
     """Parse the command line and run the subcommand."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{parity,selftest,bench}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{parity,selftest,bench,learn}")
 
     parity = sub.add_parser("parity",
                             help="train with tinygpt and PyTorch, compare losses and weights")
@@ -1771,8 +2575,9 @@ def main():
     parity.add_argument("--workdir",
                         help="keep the checkpoints and logs here (default: a temporary directory)")
     parity.add_argument("--verbose", action="store_true", help="print both losses at every step")
-    parity.add_argument("--only", choices=["card", "gpt"],
-                        help="check only this model (default: the card model, then the GPT)")
+    parity.add_argument("--only", choices=["card", "gpt", "adamw"],
+                        help="check only this (default: the card model, the GPT, then the GPT "
+                             "trained by AdamW)")
     parity.set_defaults(func=cmd_parity)
 
     selftest = sub.add_parser("selftest", help="check the reader, the model and its gradients")
@@ -1795,6 +2600,28 @@ def main():
                        help="comma-separated configs to run (default %(default)s); sampling "
                             f"runs for those among {','.join(BENCH_SAMPLE_CONFIGS)}")
     bench.set_defaults(func=cmd_bench)
+
+    learn = sub.add_parser("learn", help="nanoGPT's recipe trained by tinygpt and by PyTorch: "
+                                         "validation loss against training time")
+    learn.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+    learn.add_argument("--data", help="training text (default: as bench's)")
+    learn.add_argument("--steps", type=int, default=LEARN_STEPS,
+                       help="training steps (default %(default)s; fewer for a quick check)")
+    learn.add_argument("--out-dir", default="runs/learn",
+                       help="the two runs go to DIR/tinygpt and DIR/pytorch (default %(default)s)")
+    learn.add_argument("--out", default="bench/learn.md",
+                       help="the report (default %(default)s); learn.png goes beside it")
+    learn.set_defaults(func=cmd_learn)
+
+    # Internal: PyTorch's run of `learn`, in a fresh process.
+    learn_worker = sub.add_parser("learn-torch-worker")
+    learn_worker.add_argument("--data", required=True)
+    learn_worker.add_argument("--vocab-from", required=True, help="a tinygpt checkpoint")
+    learn_worker.add_argument("--log", required=True, help="write log.csv here")
+    for flag in ("--threads", "--steps", "--eval-interval", "--eval-batches", "--seed"):
+        learn_worker.add_argument(flag, type=int, required=True)
+    learn_worker.add_argument("--quiet", action="store_true", help="no progress lines")
+    learn_worker.set_defaults(func=cmd_learn_torch_worker)
 
     # Internal: one PyTorch measurement, started by `bench` in a fresh process.
     worker = sub.add_parser("bench-torch-worker")
