@@ -563,9 +563,10 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const bool has_val = run->data.n_tokens > run->data.n_train;
 
     const Model *m = &run->model;
-    fprintf(stderr, "model: arch=%s layers=%d V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
-            arch_name(cfg->arch), m->n_layer, cfg->vocab_size, T, cfg->n_embd, cfg->n_head, (double)cfg->dropout,
-            m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train);
+    fprintf(stderr, "model: arch=%s layers=%d%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
+            arch_name(cfg->arch), m->n_layer, cfg->no_layernorm ? " (no layernorm)" : "", cfg->no_mlp ? " (no mlp)" : "",
+            cfg->no_residual ? " (no residual)" : "", cfg->vocab_size, T, cfg->n_embd, cfg->n_head,
+            (double)cfg->dropout, m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train);
     // Counted in floats (an int, of the model's inputs and targets, is as big).
     double mb = sizeof(float) / 1e6;
     double params = (double)m->param_table.total, acts = (double)m->act_table.total;
