@@ -116,11 +116,38 @@ START_TEST(plain_tile_matches_a_double_precision_sum) {
 }
 END_TEST
 
+// simd.h's in-register transpose (attention's keys and values): every
+// number lands at its mirrored place, and transposing twice gives back the
+// block. Distinct values, so a swap of any two entries would show.
+START_TEST(transpose16x16_moves_every_entry_to_its_mirror_image) {
+    vec16 rows[16];
+    float values[16][16];
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++) values[r][c] = (float)(r * 16 + c);
+    for (int r = 0; r < 16; r++) rows[r] = load16(values[r]);
+    transpose16x16(rows);
+    for (int r = 0; r < 16; r++) {
+        float out[16];
+        store16(out, rows[r]);
+        for (int c = 0; c < 16; c++)
+            ck_assert_msg(out[c] == values[c][r], "[%d][%d] holds %g, not %g", r, c, (double)out[c],
+                          (double)values[c][r]);
+    }
+    transpose16x16(rows);
+    for (int r = 0; r < 16; r++) {
+        float out[16];
+        store16(out, rows[r]);
+        ck_assert_mem_eq(out, values[r], sizeof out);
+    }
+}
+END_TEST
+
 Suite *tile_suite(void) {
     Suite *s = suite_create("tile");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, vector_tile_gives_the_bits_of_the_plain_tile, 0, N_SHAPES);
     tcase_add_test(tc, plain_tile_matches_a_double_precision_sum);
+    tcase_add_test(tc, transpose16x16_moves_every_entry_to_its_mirror_image);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,6 +36,45 @@ static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
 #endif
 
 // ---------------------------------------------------------------------------
+// transpose16x16: rows[r][c] becomes rows[c][r] for a 16 x 16 block held in
+// 16 vectors. Four rounds, d = 8, 4, 2, 1: in each, rows r and r + d (r
+// without bit d) swap their entries [r][c + d] and [r + d][c] (c without
+// bit d), a 2 x 2 block transpose at scale d; the four rounds swap the four
+// bits of the row and column numbers one at a time. Each swap is a shuffle
+// of two vectors (one instruction with AVX-512): 64 shuffles move the 256
+// numbers, where loading and storing them one by one takes 512 accesses.
+typedef int ivec16_shuffle __attribute__((vector_size(64)));
+static inline void transpose16x16(vec16 rows[16]) {
+    // lane l of the new row r: its own [l], or row r + d's [l - d]
+    // (shuffle indices 16..31 pick the second vector's lanes)
+    static const ivec16_shuffle low[4] = {
+        {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+        {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+        {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+        {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+    };
+    // lane l of the new row r + d: row r's [l + d], or its own [l]
+    static const ivec16_shuffle high[4] = {
+        {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+        {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+        {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+        {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+    };
+    // (Unrolled completely, so the 16 rows stay in registers.)
+#pragma GCC unroll 4
+    for (int round = 0; round < 4; round++) {
+        const int d = 8 >> round;
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++) {
+            if (r & d) continue;
+            const vec16 a = rows[r], b = rows[r + d];
+            rows[r] = __builtin_shuffle(a, b, low[round]);
+            rows[r + d] = __builtin_shuffle(a, b, high[round]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Lane sums: a sum over a row, in 16 lanes. Lane i adds the entries
 // j = i, i+16, ..., and the lanes are added at the end, lane 0 first. One
 // running float would make every addition wait for the one before (and the
@@ -67,23 +106,38 @@ static inline float sum16(vec16 v) {
     return sum;
 }
 
-// sum over j < n of x[j]
-static inline float row_sum(const float *x, int n) {
+// sums[r] = sum16(lanes[r]) for r < rows: the same additions in the same
+// order, for a block of rows at once. One sum16 is a chain of 16 dependent
+// additions (~50 cycles); here the rows' chains run side by side, one
+// addition of each row per step, and overlap. (Softmax over a block of
+// short rows spent most of its time waiting on these chains.)
+static inline void sum16_rows(float *sums, const vec16 *lanes, int rows) {
+    for (int r = 0; r < rows; r++) sums[r] = 0.0f;
+    for (int i = 0; i < 16; i++)
+        for (int r = 0; r < rows; r++) sums[r] += lanes[r][i];
+}
+
+// x[0..n) added in lanes: lane i holds x[i] + x[i+16] + ..., in increasing j
+static inline vec16 row_sum_lanes(const float *x, int n) {
     vec16 lanes = {0};
     int j = 0;
     for (; j + 16 <= n; j += 16) lanes += load16(x + j);
     if (j < n) lanes += load_tail16(x + j, n - j, 0.0f);
-    return sum16(lanes);
+    return lanes;
 }
+
+// sum over j < n of x[j]
+static inline float row_sum(const float *x, int n) { return sum16(row_sum_lanes(x, n)); }
 
 // sum over j < n of a[j] * b[j]: softmax's backward needs sum_i w_i dw_i
 // (attention_backward).
-static inline float row_dot(const float *a, const float *b, int n) {
+static inline vec16 row_dot_lanes(const float *a, const float *b, int n) {
     vec16 lanes = {0};
     int j = 0;
     for (; j + 16 <= n; j += 16) lanes += load16(a + j) * load16(b + j);
     if (j < n) lanes += load_tail16(a + j, n - j, 0.0f) * load_tail16(b + j, n - j, 0.0f);
-    return sum16(lanes);
+    return lanes;
 }
+static inline float row_dot(const float *a, const float *b, int n) { return sum16(row_dot_lanes(a, b, n)); }
 
 #endif

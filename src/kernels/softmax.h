@@ -1,4 +1,5 @@
-// softmax.h: the softmax of one row, in loops the compiler vectorises.
+// softmax.h: the softmax of a row, or of a block of rows at once (whose
+// lane combinations overlap), in loops the compiler vectorises.
 //
 // Reading order: with attention.h (file 7), after fastexp.h. Used by the
 // attention weights (attention.c) and by the loss (crossentropy.c):
@@ -31,29 +32,67 @@ static inline vec16 max16(vec16 a, vec16 b) {
     return (vec16)((a_wins & (ivec16)a) | (~a_wins & (ivec16)b));
 }
 
-static inline float row_max(const float *x, int n) {
+// The largest of x[0..n), in lanes (lane i: of x[i], x[i+16], ...)
+static inline vec16 row_max_lanes(const float *x, int n) {
     vec16 lanes = (vec16){0} - INFINITY;
     int j = 0;
     for (; j + 16 <= n; j += 16) lanes = max16(lanes, load16(x + j));
     if (j < n) lanes = max16(lanes, load_tail16(x + j, n - j, -INFINITY));
-    float max = lanes[0];
-    for (int i = 1; i < 16; i++) max = lanes[i] > max ? lanes[i] : max;
-    return max;
+    return lanes;
 }
 
-// out[0..n) = softmax(scale * in[0..n)), scale > 0 (attention's
-// 1/sqrt(HS); 1 for the loss); out may be in. Since scale > 0, the largest
-// scale * in[j] is scale * max, so the scale rides along in the exp's
-// argument instead of costing a pass of its own. Returns the row's
-// log-sum-exp, log(sum over j of exp(scale * in[j])), when asked (the loss
-// needs it).
+// Softmax rows are handled in blocks of up to this many (see softmax_rows).
+#define SOFTMAX_BLOCK 16
+
+// softmax_row on a block of "rows" <= SOFTMAX_BLOCK rows, row r of length
+// n0 + r * n_step (attention's causal rows grow by one; the loss's are all
+// V long), reading in + r * ldi and writing out + r * ldo:
+//   out_r[0..n) = softmax(scale * in_r[0..n)),  scale > 0
+// Each row gets exactly softmax_row's bits. Why blocks: a row's max and sum
+// end in a combination of its 16 lanes, a chain of dependent steps that
+// takes longer than the rest of a short row; a block combines the lanes of
+// all its rows side by side (sum16_rows), so the chains overlap.
+// Since scale > 0, the largest scale * in[j] is scale * max, so the scale
+// rides along in the exp's argument instead of costing a pass of its own.
+// log_sum_exp[r], when asked (the loss), is log(sum over j of exp(scale * in_r[j])).
+//
+// "room" >= every n: the entries j < room of each row of in and out may be
+// read and written, and n..room of out are left with garbage for the caller
+// to overwrite (attention's masked weights). The exps and the division run
+// up to the next multiple of 16 within it: a loop of whole vectors, where a
+// row of length n would end in up to 15 single exps, one float at a time,
+// which cost more than the vectors. The loss, without room, passes n.
+static inline void softmax_rows(float *out, size_t ldo, const float *in, size_t ldi, int rows, int n0, int n_step,
+                                int room, float scale, float *log_sum_exp) {
+    vec16 lanes[SOFTMAX_BLOCK];
+    float max[SOFTMAX_BLOCK], sum[SOFTMAX_BLOCK];
+    // 1. each row's max: lanes first, then the lanes of every row
+    for (int r = 0; r < rows; r++) lanes[r] = row_max_lanes(in + r * ldi, n0 + r * n_step);
+    for (int r = 0; r < rows; r++) max[r] = lanes[r][0];
+    for (int i = 1; i < 16; i++)
+        for (int r = 0; r < rows; r++) max[r] = lanes[r][i] > max[r] ? lanes[r][i] : max[r];
+    // 2. the exps and, in lanes, their sums
+    for (int r = 0; r < rows; r++) {
+        const float *in_r = in + r * ldi;
+        float *out_r = out + r * ldo;
+        const int n = n0 + r * n_step, whole = (n + 15) / 16 * 16 < room ? (n + 15) / 16 * 16 : room;
+        for (int j = 0; j < whole; j++) out_r[j] = fast_expf((in_r[j] - max[r]) * scale);
+        lanes[r] = row_sum_lanes(out_r, n);
+    }
+    sum16_rows(sum, lanes, rows);
+    // 3. each row divided by its sum
+    for (int r = 0; r < rows; r++) {
+        float *out_r = out + r * ldo;
+        const int n = n0 + r * n_step, whole = (n + 15) / 16 * 16 < room ? (n + 15) / 16 * 16 : room;
+        const float inv_sum = 1.0f / sum[r];
+        for (int j = 0; j < whole; j++) out_r[j] *= inv_sum;
+        if (log_sum_exp) log_sum_exp[r] = scale * max[r] + logf(sum[r]);
+    }
+}
+
+// out[0..n) = softmax(scale * in[0..n)): one row (out may be in).
 static inline void softmax_row(float *out, const float *in, int n, float scale, float *log_sum_exp) {
-    const float max = row_max(in, n);
-    for (int j = 0; j < n; j++) out[j] = fast_expf((in[j] - max) * scale);
-    const float sum = row_sum(out, n);
-    const float inv_sum = 1.0f / sum;
-    for (int j = 0; j < n; j++) out[j] *= inv_sum;
-    if (log_sum_exp) *log_sum_exp = scale * max + logf(sum);
+    softmax_rows(out, 0, in, 0, 1, n, 0, n, scale, log_sum_exp);
 }
 
 #endif

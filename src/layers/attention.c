@@ -178,13 +178,31 @@ static inline __attribute__((always_inline)) void head_product_nv(float *out, si
         tile_vec(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
 }
 
+// head_product_nv with what is known at the call written as constants, so
+// the compiler drops the "scales" test from the tile's inner loop and, for A
+// transposed (row stride 1), addresses its rows' numbers as one pointer plus
+// 0, 1, ... instead of keeping a register per row (as matmul.c does).
+static inline __attribute__((always_inline)) void head_product_known(float *out, size_t ldo, StridedMatrix A,
+                                                                     const float *scales, const float *B,
+                                                                     size_t ldb, int n0, int rows, int T,
+                                                                     bool lower, TileStart start, const int NV) {
+    if (A.row_stride == 1) {
+        const StridedMatrix A_t = {A.data, 1, A.col_stride};
+        if (scales) head_product_nv(out, ldo, A_t, scales, B, ldb, n0, rows, T, lower, start, NV);
+        else head_product_nv(out, ldo, A_t, NULL, B, ldb, n0, rows, T, lower, start, NV);
+    } else {
+        if (scales) head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, NV);
+        else head_product_nv(out, ldo, A, NULL, B, ldb, n0, rows, T, lower, start, NV);
+    }
+}
+
 static void head_product(float *out, size_t ldo, StridedMatrix A, const float *scales, const float *B, size_t ldb,
                          int n0, int rows, int T, bool lower, TileStart start, int HS) {
     switch (HS % 16 == 0 ? HS / 16 : 0) {
-    case 1: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 1); return;
-    case 2: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 2); return;
-    case 3: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 3); return;
-    case 4: head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 4); return;
+    case 1: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 1); return;
+    case 2: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 2); return;
+    case 3: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 3); return;
+    case 4: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 4); return;
     default:  // other head sizes: the plain tile, one row at a time
         for (int n = n0; n < n0 + rows; n++)
             tile_any(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
@@ -203,6 +221,19 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
     // in a different cache line, T floats from the last.)
     for (int j0 = first; j0 < last; j0 += 16) {
         const int j1 = last - j0 < 16 ? last : j0 + 16;
+        if (j1 - j0 == 16 && HS % 16 == 0) {  // whole 16 x 16 blocks: in registers (simd.h)
+            for (int which = 0; which < 2; which++) {  // keys, then values: 16 vectors each fill the registers
+                const float *from = which == 0 ? keys : values;
+                float *to = which == 0 ? keys_t : values_t;
+                for (int i0 = 0; i0 < HS; i0 += 16) {
+                    vec16 block[16];
+                    for (int r = 0; r < 16; r++) block[r] = load16(from + (size_t)(j0 + r) * C3 + i0);
+                    transpose16x16(block);
+                    for (int c = 0; c < 16; c++) store16(to + (size_t)(i0 + c) * T + j0, block[c]);
+                }
+            }
+            continue;
+        }
         for (int i = 0; i < HS; i++) {
             for (int j = j0; j < j1; j++) {
                 keys_t[(size_t)i * T + j] = keys[(size_t)j * C3 + i];
@@ -222,16 +253,10 @@ static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t
     for (int j = n; j < T; j++) scales[j] = 0.0f;
 }
 
-// Steps 2-3 for one row whose raw dot products q_t . k_j are already in
-// weights_t[0..t]: scale, softmax over j <= t, zero the masked j > t.
-static void scaled_softmax_row(float *weights_t, int t, int T, float scale) {
-    softmax_row(weights_t, weights_t, t + 1, scale, NULL);
-    for (int j = t + 1; j < T; j++) weights_t[j] = 0.0f;
-}
-
-// Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= 4: the score
-// tiles, 64 keys wide, at or left of the diagonal, then each row's
-// softmax and dropout factors.
+// Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= SOFTMAX_BLOCK:
+// the score tiles, 4 rows by up to 64 keys, at or left of the diagonal;
+// then the block's softmaxes at once (softmax_rows: row t over its t + 1
+// visible keys), the masked j > t set to zero, and the dropout factors.
 static void attention_weights_rows(float *attn_weights, float *dropout_scales, const float *keys_t,
                                    const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
                                    float dropout_p, uint64_t dropout_key) {
@@ -240,16 +265,22 @@ static void attention_weights_rows(float *attn_weights, float *dropout_scales, c
     const size_t head = (size_t)b * NH + h;
     const float *qkv_b = qkv + (size_t)b * T * C3;
     float *weights_bh = attn_weights + head * T * T;
-    const int last = t0 + rows - 1;  // the last row's keys reach furthest
     // Step 1: raw scores q_t . k_j; the softmax overwrites the masked
     // entries of a tile that straddles the diagonal with zeros.
-    for (int j0 = 0; j0 <= last; j0 += 64)
-        matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, t0, rows, j0,
-                         causal_tile_cols(j0, last, T));
-    for (int t = t0; t <= last; t++) {
+    for (int r0 = t0; r0 < t0 + rows; r0 += 4) {
+        const int tile_rows = t0 + rows - r0 < 4 ? t0 + rows - r0 : 4;
+        const int last = r0 + tile_rows - 1;  // the last row's keys reach furthest
+        for (int j0 = 0; j0 <= last; j0 += 64)
+            matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, r0, tile_rows, j0,
+                             causal_tile_cols(j0, last, T));
+    }
+    // Steps 2-3: row t's softmax over its t + 1 visible scores, in place
+    float *weights_t0 = weights_bh + (size_t)t0 * T;
+    softmax_rows(weights_t0, (size_t)T, weights_t0, (size_t)T, rows, t0 + 1, 1, T, 1.0f / sqrtf((float)HS), NULL);
+    for (int t = t0; t < t0 + rows; t++) {
         const size_t row_index = (head * T + t) * T;
-        scaled_softmax_row(attn_weights + row_index, t, T, 1.0f / sqrtf((float)HS));  // steps 2-3
-        if (dropout_p > 0.0f)                                                     // step 4
+        for (int j = t + 1; j < T; j++) attn_weights[row_index + j] = 0.0f;
+        if (dropout_p > 0.0f)  // step 4
             dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, row_index, dropout_p);
     }
 }
@@ -286,9 +317,9 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
             const size_t head = (size_t)b * NH + h;
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
             transpose_head(keys_t + head * HS * T, values_t + head * HS * T, qkv_b, 0, T, T, C, HS, h);
-            for (int t0 = 0; t0 < T; t0 += 4)
-                attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0, T - t0 < 4 ? T - t0 : 4,
-                                       T, C, NH, dropout_p, dropout_key);
+            for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
+                attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
+                                       T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key);
             attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, 0, T, T, C, NH, dropout_p);
         }
     }
@@ -329,21 +360,38 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                                      j0, causal_tile_cols(j0, last, T));
             }
             // row by row: through dropout (x m_j), then the softmax:
-            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
-            for (int t = 0; t < T; t++) {
-                const float *weights_t = weights_bh + (size_t)t * T;
-                float *dscores_t = dscores_bh + (size_t)t * T;
-                if (scales_bh)
-                    for (int j = 0; j <= t; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
-                float weighted_sum = row_dot(weights_t, dscores_t, t + 1);
+            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place.
+            // In blocks of rows: each row's sum ends in a chain of 16
+            // dependent additions of its lanes, and a block's chains run
+            // side by side (sum16_rows). Each row's loops run in whole
+            // vectors, up to the next multiple of 16 (the tiles computed that
+            // far); the masked j > t are set to zero afterwards.
+            for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK) {
+                const int rows = T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK;
+                vec16 lanes[SOFTMAX_BLOCK];
+                float weighted_sum[SOFTMAX_BLOCK];
+                for (int r = 0; r < rows; r++) {
+                    const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
+                    float *dscores_t = dscores_bh + (size_t)t * T;
+                    if (scales_bh)
+                        for (int j = 0; j < whole; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
+                    lanes[r] = row_dot_lanes(weights_bh + (size_t)t * T, dscores_t, t + 1);
+                }
+                sum16_rows(weighted_sum, lanes, rows);
+                for (int r = 0; r < rows; r++) {
+                    const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
+                    const float *weights_t = weights_bh + (size_t)t * T;
+                    float *dscores_t = dscores_bh + (size_t)t * T;
 #ifdef TINYGPT_BREAK_SOFTMAX_BACKWARD
-                // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
-                // a classic slip, softmax's backward without its "- weighted_sum"
-                // term, so tests can watch `tinygpt gradcheck` catch a wrong backward.
-                weighted_sum = 0.0f;
+                    // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
+                    // a classic slip, softmax's backward without its "- weighted_sum"
+                    // term, so tests can watch `tinygpt gradcheck` catch a wrong backward.
+                    weighted_sum[r] = 0.0f;
 #endif
-                for (int j = 0; j <= t; j++) dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum) * scale;
-                for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
+                    for (int j = 0; j < whole; j++)
+                        dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum[r]) * scale;
+                    for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
+                }
             }
             // dV = P^T dOut and dK = dS^T Q: row j of each sums over t >= j
             StridedMatrix weights_transposed = {weights_bh, 1, (size_t)T};
