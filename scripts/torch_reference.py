@@ -1824,6 +1824,8 @@ def bench_tinygpt_train(args, config, threads, out_dir):
                "--batch", str(config.B), "--context", str(config.T), "--embd", str(config.C),
                "--heads", str(config.NH), "--dropout", str(config.dropout),
                "--lr", str(BENCH_LR), "--val-fraction", "0", "--threads", str(threads)]
+    # PyTorch's side is torch.optim.SGD: so is tinygpt's (its gpt default is AdamW).
+    command += sgd_flags(args.tinygpt)
     status, rss_mb, _, stderr = run_measured(command)
     if status != 0:
         bench_fail(command, status, stderr)
