@@ -7,6 +7,48 @@
 
 #include "simd.h"
 
+// ---------------------------------------------------------------------------
+// Reference versions: the five steps of layernorm.h as written, one running
+// sum at a time. Read these first.
+
+void layernorm_forward_reference(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                                 int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float sum = 0.0f;
+        for (int c = 0; c < C; c++) sum += x[c];
+        const float m = sum / (float)C;  // 1.
+        float squares = 0.0f;
+        for (int c = 0; c < C; c++) squares += (x[c] - m) * (x[c] - m);
+        const float r = 1.0f / sqrtf(squares / (float)C + LAYERNORM_EPS);  // 2-3.
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (x[c] - m) * r * weight[c];  // 4-5.
+        mean[n] = m;
+        rstd[n] = r;
+    }
+}
+
+void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,
+                                  const float *weight, const float *mean, const float *rstd, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float dxhat_sum = 0.0f, dxhat_xhat_sum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            const float xhat = (x[c] - mean[n]) * rstd[n];
+            dxhat_sum += dy[c] * weight[c];
+            dxhat_xhat_sum += dy[c] * weight[c] * xhat;
+            dweight[c] += dy[c] * xhat;
+        }
+        for (int c = 0; c < C; c++) {
+            const float xhat = (x[c] - mean[n]) * rstd[n];
+            const float dxhat = dy[c] * weight[c];
+            dinp[(size_t)n * C + c] += rstd[n] * (dxhat - dxhat_sum / (float)C - xhat * dxhat_xhat_sum / (float)C);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fast versions: the same math, the row sums in 16 lanes, over threads.
+
 // Below this many numbers (a row or a few, when sampling), waking the other
 // threads costs more than the work.
 #define MIN_PARALLEL_WORK (1 << 15)

@@ -36,4 +36,14 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                         const float *mean, const float *rstd, int N, int C);
 
+// The reference versions: the steps above as plain loops, one running sum
+// per row. The fast ones above run each row's sums in 16 lanes (another
+// order of additions, so they agree to float rounding, not to the bit) and
+// split rows and channels over threads; tests hold the two together, and
+// `make REFERENCE=1` trains with these.
+void layernorm_forward_reference(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                                 int C);
+void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,
+                                  const float *weight, const float *mean, const float *rstd, int N, int C);
+
 #endif

@@ -436,8 +436,8 @@ void model_init_weights(Model *m, Rng *rng) {
 // ===========================================================================
 // Which kernels: the fast ones, or, built with `make REFERENCE=1`, the plain
 // reference loops of each layer, which train just as well, only slower.
-// Only the products and GELU have two versions: the other layers are plain
-// loops already.
+// The products, attention, LayerNorm and GELU have two versions; the other
+// layers are plain loops already.
 
 #ifdef TINYGPT_REFERENCE
 static const bool USE_REFERENCE = true;
@@ -451,6 +451,17 @@ static void linear(float *out, const float *inp, const float *weight, const floa
                    int N, int C, int OC) {
     if (USE_REFERENCE) linear_forward_reference(out, inp, weight, bias, N, C, OC);
     else linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
+}
+
+static void layernorm(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
+    if (USE_REFERENCE) layernorm_forward_reference(out, mean, rstd, inp, weight, N, C);
+    else layernorm_forward(out, mean, rstd, inp, weight, N, C);
+}
+
+static void layernorm_grad(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, int N, int C) {
+    if (USE_REFERENCE) layernorm_backward_reference(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+    else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
 }
 
 static void linear_grad(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
@@ -547,6 +558,8 @@ static void mlp_span(float *out, float *fc_out, float *gelu_out, const float *in
     }
 }
 
+// block_output: what block l leaves on the stream: the MLP's sum, or, in a
+// block without an MLP (card), the attention's.
 // block_input: what block l reads: the embedding, or the previous block's output.
 static float *block_output(const Model *m, int l) {
     const BlockActs *a = &m->acts.blocks[l];
@@ -569,8 +582,8 @@ static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, floa
 
     const float *attn_in = x;  // 1.
     if (parts->layernorm) {
-        layernorm_forward(rows_of(a->ln1_out, s, C), a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x,
-                          p->ln1_weight, n, C);
+        layernorm(rows_of(a->ln1_out, s, C), a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x,
+                  p->ln1_weight, n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
@@ -586,8 +599,8 @@ static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, floa
     if (!parts->mlp) return;
     const float *mlp_in = res_attn;  // 4.
     if (parts->layernorm) {
-        layernorm_forward(rows_of(a->ln2_out, s, C), a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn,
-                          p->ln2_weight, n, C);
+        layernorm(rows_of(a->ln2_out, s, C), a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn,
+                  p->ln2_weight, n, C);
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
@@ -609,8 +622,8 @@ static float *head_forward(Model *m, const float *head_t, Span s) {
     const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
     ActTensors *a = &m->acts;
     if (m->parts.layernorm) {
-        layernorm_forward(rows_of(a->lnf_out, s, C), a->lnf_mean + s.first_row, a->lnf_rstd + s.first_row, x,
-                          m->params.lnf_weight, s.rows, C);
+        layernorm(rows_of(a->lnf_out, s, C), a->lnf_mean + s.first_row, a->lnf_rstd + s.first_row, x,
+                  m->params.lnf_weight, s.rows, C);
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
@@ -727,7 +740,7 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
     const size_t n = BT * (size_t)C;
     if (m->parts.layernorm) {
         if (!m->parts.residual) zero_floats(g->dresidual, n);
-        layernorm_backward(g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
+        layernorm_grad(g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
     } else if (m->parts.residual) {
         add_floats(g->dresidual, g->dln_out, n);
     }
@@ -794,8 +807,7 @@ void model_backward(Model *m) {
     if (m->parts.layernorm) {
         linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);
         zero_floats(d->dresidual, (size_t)BT * C);
-        layernorm_backward(d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT,
-                           C);
+        layernorm_grad(d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }
