@@ -43,35 +43,45 @@ static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
 // bits of the row and column numbers one at a time. Each swap is a shuffle
 // of two vectors (one instruction with AVX-512): 64 shuffles move the 256
 // numbers, where loading and storing them one by one takes 512 accesses.
-typedef int ivec16_shuffle __attribute__((vector_size(64)));
+// Round d swaps 2 x 2 blocks of size d between rows x and y = x + d: lane l
+// of the new x is its own [l] (l without bit d) or y's [l - d]; lane l of the
+// new y is x's [l + d] or its own [l]. __builtin_shufflevector takes lanes
+// 0-15 from its first vector and 16-31 from its second (gcc 12 and clang).
+static inline void swap_blocks_8(vec16 *x, vec16 *y) {
+    const vec16 a = *x, b = *y;
+    *x = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    *y = __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+static inline void swap_blocks_4(vec16 *x, vec16 *y) {
+    const vec16 a = *x, b = *y;
+    *x = __builtin_shufflevector(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    *y = __builtin_shufflevector(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+}
+static inline void swap_blocks_2(vec16 *x, vec16 *y) {
+    const vec16 a = *x, b = *y;
+    *x = __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+    *y = __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+}
+static inline void swap_blocks_1(vec16 *x, vec16 *y) {
+    const vec16 a = *x, b = *y;
+    *x = __builtin_shufflevector(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    *y = __builtin_shufflevector(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+}
+
 static inline void transpose16x16(vec16 rows[16]) {
-    // lane l of the new row r: its own [l], or row r + d's [l - d]
-    // (shuffle indices 16..31 pick the second vector's lanes)
-    static const ivec16_shuffle low[4] = {
-        {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-        {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-        {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-        {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-    };
-    // lane l of the new row r + d: row r's [l + d], or its own [l]
-    static const ivec16_shuffle high[4] = {
-        {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
-        {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-        {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-        {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
-    };
     // (Unrolled completely, so the 16 rows stay in registers.)
-#pragma GCC unroll 4
-    for (int round = 0; round < 4; round++) {
-        const int d = 8 >> round;
 #pragma GCC unroll 16
-        for (int r = 0; r < 16; r++) {
-            if (r & d) continue;
-            const vec16 a = rows[r], b = rows[r + d];
-            rows[r] = __builtin_shuffle(a, b, low[round]);
-            rows[r + d] = __builtin_shuffle(a, b, high[round]);
-        }
-    }
+    for (int r = 0; r < 16; r++)
+        if (!(r & 8)) swap_blocks_8(&rows[r], &rows[r + 8]);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++)
+        if (!(r & 4)) swap_blocks_4(&rows[r], &rows[r + 4]);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++)
+        if (!(r & 2)) swap_blocks_2(&rows[r], &rows[r + 2]);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++)
+        if (!(r & 1)) swap_blocks_1(&rows[r], &rows[r + 1]);
 }
 
 // ---------------------------------------------------------------------------
