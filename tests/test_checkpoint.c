@@ -633,8 +633,9 @@ START_TEST(saved_metadata_holds_strings_for_vocab_sizes_dropout_and_step) {
 }
 END_TEST
 
-START_TEST(load_accepts_tensors_stored_in_another_order) {
-    // Rewrite the data section with the tensors in reverse table order.
+// store_tensors_in_reverse: rewrite the fixture's data section with the
+// tensors in reverse table order, each entry's offsets moved with it.
+static void store_tensors_in_reverse(void) {
     Parts p = split();
     char *data = xmalloc(p.data_len);
     size_t at = 0;
@@ -648,6 +649,10 @@ START_TEST(load_accepts_tensors_stored_in_another_order) {
     p.data = data;
     join(&p);
     free_parts(&p);
+}
+
+START_TEST(load_accepts_tensors_stored_in_another_order) {
+    store_tensors_in_reverse();
 
     Model m;
     Tokenizer t;
@@ -1133,19 +1138,7 @@ START_TEST(gpt_saved_header_lists_its_blocks_and_ln_f_but_no_head) {
 END_TEST
 
 START_TEST(gpt_load_accepts_tensors_stored_in_another_order) {
-    Parts p = split();
-    char *data = xmalloc(p.data_len);
-    size_t at = 0;
-    for (int t = model.param_table.count - 1; t >= 0; t--) {
-        size_t bytes = end_of(t) - begin_of(t);
-        memcpy(data + at, p.data + begin_of(t), bytes);
-        set_offsets_in(&p, model.param_table.specs[t].name, at, at + bytes);
-        at += bytes;
-    }
-    free(p.data);
-    p.data = data;
-    join(&p);
-    free_parts(&p);
+    store_tensors_in_reverse();
     expect_loads_as_the_fixture();
 }
 END_TEST

@@ -1019,20 +1019,26 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Forward
 
-START_TEST(first_loss_is_finite_and_positive) {
-    // A random init does not promise a loss near ln V (N(0,1) embeddings can
-    // make the first logits confident), only a finite, positive one.
+// first_loss: the loss of a freshly initialised model of "cfg" on a random batch.
+static float first_loss(const ModelConfig *cfg) {
     Model m;
     Rng rng;
     rng_init(&rng, 3);
-    model_init(&m, &SMALL, SMALL_B, false);
+    model_init(&m, cfg, SMALL_B, false);
     model_init_weights(&m, &rng);
     int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
-    random_tokens(inputs, SMALL_B * SMALL_T, SMALL.vocab_size, &rng);
-    random_tokens(targets, SMALL_B * SMALL_T, SMALL.vocab_size, &rng);
+    random_tokens(inputs, SMALL_B * SMALL_T, cfg->vocab_size, &rng);
+    random_tokens(targets, SMALL_B * SMALL_T, cfg->vocab_size, &rng);
     float loss = model_forward(&m, inputs, targets, SMALL_B, SMALL_T, false, 0);
-    ck_assert_msg(isfinite(loss) && loss > 0.0f, "first loss %g", (double)loss);
     model_free(&m);
+    return loss;
+}
+
+START_TEST(first_loss_is_finite_and_positive) {
+    // A random init does not promise a loss near ln V (N(0,1) embeddings can
+    // make the first logits confident), only a finite, positive one.
+    float loss = first_loss(&SMALL);
+    ck_assert_msg(isfinite(loss) && loss > 0.0f, "first loss %g", (double)loss);
 }
 END_TEST
 
@@ -1042,18 +1048,9 @@ START_TEST(gpt_first_loss_is_close_to_ln_v) {
     // is about N(0, 0.02^2 C), std 0.06 at C=8. A position's cross-entropy
     // logsumexp(z) - z_target is within max z - min z of ln V, and the mean
     // over B*T positions much closer; 0.1 is several standard deviations.
-    Model m;
-    Rng rng;
-    rng_init(&rng, 3);
-    model_init(&m, &SMALL_GPT, SMALL_B, false);
-    model_init_weights(&m, &rng);
-    int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
-    random_tokens(inputs, SMALL_B * SMALL_T, SMALL_GPT.vocab_size, &rng);
-    random_tokens(targets, SMALL_B * SMALL_T, SMALL_GPT.vocab_size, &rng);
-    float loss = model_forward(&m, inputs, targets, SMALL_B, SMALL_T, false, 0);
+    float loss = first_loss(&SMALL_GPT);
     ck_assert_msg(fabs(loss - log(SMALL_GPT.vocab_size)) < 0.1, "first loss %g, ln V = %g", (double)loss,
                   log(SMALL_GPT.vocab_size));
-    model_free(&m);
 }
 END_TEST
 
