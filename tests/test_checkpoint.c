@@ -1100,25 +1100,6 @@ START_TEST(gpt_without_some_parts_saves_and_loads_which_parts_it_lacks) {
 }
 END_TEST
 
-START_TEST(gpt_saving_a_loaded_checkpoint_gives_identical_bytes) {
-    Model m;
-    Tokenizer t;
-    long step = load_ok(&m, &t, 1, false);
-    char again[160];
-    snprintf(again, sizeof again, "%s/again.safetensors", dir);
-    Error err = {{0}};
-    ck_assert_msg(checkpoint_save(&m, &t, step, again, &err), "%s", err.msg);
-    size_t len1, len2;
-    char *first = slurp(path, &len1), *second = slurp(again, &len2);
-    ck_assert_uint_eq(len1, len2);
-    ck_assert_mem_eq(first, second, len1);
-    free(first);
-    free(second);
-    model_free(&m);
-    tokenizer_free(&t);
-}
-END_TEST
-
 START_TEST(gpt_saved_header_lists_its_blocks_and_ln_f_but_no_head) {
     check_saved_header();
     Parts p = split();
@@ -1921,7 +1902,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(gpt, gpt_without_some_parts_saves_and_loads_which_parts_it_lacks);
     tcase_set_timeout(gpt, 60);  // the every-length truncation test loads the file ~9000 times
     tcase_add_test(gpt, gpt_save_then_load_restores_arch_n_layer_and_every_weight_bit_exactly);
-    tcase_add_test(gpt, gpt_saving_a_loaded_checkpoint_gives_identical_bytes);
+    tcase_add_test(gpt, saving_a_loaded_checkpoint_gives_identical_bytes);  // the same test on the gpt fixture
     tcase_add_test(gpt, gpt_saved_header_lists_its_blocks_and_ln_f_but_no_head);
     tcase_add_test(gpt, gpt_load_accepts_tensors_stored_in_another_order);
     tcase_add_test(gpt, gpt_load_rejects_a_file_without_n_layer);
