@@ -93,6 +93,16 @@ START_TEST(gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor) {
 }
 END_TEST
 
+// expect_verdicts: gradcheck's output has a line for each of "names[n]",
+// and each says "verdict" (PASS or FAIL).
+static void expect_verdicts(const char *out, const char *const *names, size_t n, const char *verdict) {
+    char line[512];
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(line_of(out, names[i], line, sizeof line) != NULL, "no line for %s", names[i]);
+        ck_assert_msg(strstr(line, verdict) != NULL, "%s", line);
+    }
+}
+
 START_TEST(gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward) {
     const char *broken = getenv("TINYGPT_BROKEN_BIN");
     if (!broken) broken = "build/tinygpt-broken";
@@ -105,15 +115,8 @@ START_TEST(gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward) {
     const char *fail[] = {"tok_emb.weight", "pos_emb.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight"};
     const char *pass[] = {"blocks.0.attn.v.weight", "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias",
                           "head.weight", "head.bias"};
-    char line[512];
-    for (size_t i = 0; i < sizeof fail / sizeof fail[0]; i++) {
-        ck_assert_msg(line_of(r->out, fail[i], line, sizeof line) != NULL, "no line for %s", fail[i]);
-        ck_assert_msg(strstr(line, "FAIL") != NULL, "%s", line);
-    }
-    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
-        ck_assert_msg(line_of(r->out, pass[i], line, sizeof line) != NULL, "no line for %s", pass[i]);
-        ck_assert_msg(strstr(line, "PASS") != NULL, "%s", line);
-    }
+    expect_verdicts(r->out, fail, sizeof fail / sizeof fail[0], "FAIL");
+    expect_verdicts(r->out, pass, sizeof pass / sizeof pass[0], "PASS");
     ck_assert_ptr_nonnull(strstr(r->out, "4 of 9 tensors FAIL"));
 }
 END_TEST
@@ -136,15 +139,8 @@ START_TEST(gradcheck_command_fails_a_gpt_on_a_build_with_a_broken_softmax_backwa
                           "blocks.1.attn.q.weight", "blocks.1.attn.k.weight"};
     const char *pass[] = {"blocks.1.attn.v.weight", "blocks.1.attn.proj.weight", "blocks.1.ln2.weight",
                           "blocks.1.mlp.fc.weight", "blocks.1.mlp.proj.weight",  "ln_f.weight"};
-    char line[512];
-    for (size_t i = 0; i < sizeof fail / sizeof fail[0]; i++) {
-        ck_assert_msg(line_of(r->out, fail[i], line, sizeof line) != NULL, "no line for %s", fail[i]);
-        ck_assert_msg(strstr(line, "FAIL") != NULL, "%s", line);
-    }
-    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
-        ck_assert_msg(line_of(r->out, pass[i], line, sizeof line) != NULL, "no line for %s", pass[i]);
-        ck_assert_msg(strstr(line, "PASS") != NULL, "%s", line);
-    }
+    expect_verdicts(r->out, fail, sizeof fail / sizeof fail[0], "FAIL");
+    expect_verdicts(r->out, pass, sizeof pass / sizeof pass[0], "PASS");
     ck_assert_ptr_nonnull(strstr(r->out, "tensors FAIL"));
 }
 END_TEST
