@@ -107,11 +107,14 @@ parity: tinygpt
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
-# threads, and sampling) and write a markdown report to bench/results.md.
+# threads, and sampling) and write a markdown report to bench/results.md;
+# then time the bpe tokenizer, learning 512 tokens from 1, 10 and 100 MB of
+# text and encoding it (bench/tokenizers-speed.md).
 # Needs python3-torch; takes a few minutes.
 bench: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
 
 # Train the default gpt with nanoGPT's recipe (AdamW, warmup, cosine,
 # clipping; 2000 steps) with tinygpt and with PyTorch on DATA (default: tiny
@@ -119,10 +122,18 @@ bench: tinygpt
 # in its training time: bench/learn.md, bench/learn.png. About 4 minutes.
 # Needs python3-torch.
 LEARN_DATA = ../shared/data/tinyshakespeare.txt
-.PHONY: learn ladder
+.PHONY: learn ladder tokenizers
 learn: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
+
+# The tokenizers: bpe's learning and encoding speed, then the default gpt
+# trained with --tokenizer char and with --tokenizer bpe for the same time on
+# DATA (default: tiny Shakespeare), compared in validation bits per byte:
+# bench/tokenizers.md. About 3 minutes. Python's standard library only.
+tokenizers: tinygpt
+	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/tokenizers.py all --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
 
 # From the attention card to a GPT, one ingredient per rung (SGD, AdamW, the
 # MLP, the residual stream, LayerNorm, 4 blocks), each trained for the same

@@ -32,5 +32,6 @@ Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *mlp_suite(void);
 Suite *optimizer_suite(void);
+Suite *tokenize_suite(void);
 
 #endif

@@ -86,11 +86,12 @@ const float *generator_logits(Generator *g) {
     return logits;
 }
 
-// Write token "id" to stdout at once, so text appears as it is generated.
-static void emit_token(const Tokenizer *tok, int id) {
-    char bytes[4];
-    int n = tokenizer_decode(tok, id, bytes);
-    fwrite(bytes, 1, (size_t)n, stdout);
+// Write token "id" to stdout at once, so text appears as it is generated
+// (whole characters only: a bpe token can end inside one, see Utf8Stream).
+static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
+    size_t len;
+    const char *piece = tokenizer_piece(tok, id, &len);
+    utf8_stream_write(stream, piece, len, stdout);
     fflush(stdout);
 }
 
@@ -106,9 +107,9 @@ int cmd_sample(int argc, char **argv) {
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to continue", 0, 0, false, NULL},
-        {"--tokens", FLAG_INT, &tokens, "N", "number of characters to generate", 0, 1e9, false, NULL},
+        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens to generate (characters, or bpe pieces)", 0, 1e9, false, NULL},
         {"--temperature", FLAG_FLOAT, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
-        {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest characters, 0 = all", 0, 1e9, false, NULL},
+        {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL},
@@ -148,13 +149,15 @@ int cmd_sample(int argc, char **argv) {
     Rng rng;
     rng_init(&rng, (uint64_t)seed);
     float *scratch = xmalloc((size_t)tok.vocab_size * sizeof(float));
+    Utf8Stream stream = {0};
     double start = now_seconds();
     for (int i = 0; i < tokens; i++) {
         const float *logits = generator_logits(&gen);
         int next = sample_token(logits, model.config.vocab_size, temperature, top_k, &rng, scratch);
         generator_push(&gen, next);
-        emit_token(&tok, next);
+        emit_token(&tok, &stream, next);
     }
+    utf8_stream_finish(&stream, stdout);
     double elapsed = now_seconds() - start;
     // stdout carries only the text; the newline that ends it on a terminal
     // goes to stderr with the status.
