@@ -86,6 +86,26 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
 }
 END_TEST
 
+START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) {
+    RunResult *r = run("--version");
+    ck_assert_msg(r->status == 0 && strncmp(r->out, "tinygpt ", 8) == 0, "exit %d: %s%s", r->status, r->out, r->err);
+    static char version[256];
+    ck_assert_msg(strlen(r->out) < sizeof version, "%s", r->out);
+    memcpy(version, r->out, strlen(r->out) + 1);
+    ck_assert_msg(strchr(version, '\n') == version + strlen(version) - 1, "not one line: %s", version);
+    const char *commands[] = {"train", "sample", "eval", "walkthrough", "attention", "gradcheck", "plot"};
+    for (int i = 0; i < 7; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "%s --version", commands[i]);
+        r = run(args);
+        ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+        ck_assert_msg(strcmp(r->out, version) == 0, "'%s' printed '%s', not '%s'", args, r->out, version);
+    }
+    r = run("--help");
+    ck_assert_msg(strstr(r->out, "--version") != NULL, "%s", r->out);
+}
+END_TEST
+
 START_TEST(bad_flags_are_usage_errors_that_name_the_flag) {
     char args[4096];
     char corpus[1024];
@@ -451,6 +471,7 @@ Suite *cli_suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, TRAIN_TIMEOUT_SECONDS);
     tcase_add_test(tc, help_lists_the_commands_and_exits_zero);
+    tcase_add_test(tc, version_is_printed_by_tinygpt_and_by_every_command_with_status_zero);
     tcase_add_test(tc, bad_flags_are_usage_errors_that_name_the_flag);
     tcase_add_test(tc, bad_files_are_runtime_errors_that_name_the_file);
     tcase_add_test(tc, training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates);
