@@ -205,6 +205,17 @@ START_TEST(the_pictures_go_next_to_the_checkpoint_by_default) {
 }
 END_TEST
 
+START_TEST(out_is_created_with_its_parents_as_train_creates_its_out) {
+    char args[2048], path[700], why[600];
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "attention into a missing --out failed: %s", r->err);
+    snprintf(path, sizeof path, "%s/no/such/dir/attention_head1.png", dir);
+    int w, h;
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+}
+END_TEST
+
 START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     RunResult *r = run_attention("Zebra");  // 'Z' is not in the vocabulary
     ck_assert_int_eq(r->status, 2);
@@ -221,7 +232,11 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_int_eq(r->status, 1);
     ck_assert_msg(strstr(r->err, "absent.safetensors") != NULL && stderr_is_one_line(r), "%s", r->err);
-    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
+    // --out is a file: one line, before anything is printed.
+    char file[300];
+    snprintf(file, sizeof file, "%s/a_file.txt", dir);
+    write_text_file(file, "not a directory\n");
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s", model_path, file);
     r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_int_eq(r->status, 1);
     ck_assert_msg(strstr(r->err, "--out") != NULL && stderr_is_one_line(r), "%s", r->err);
@@ -373,6 +388,7 @@ Suite *attention_map_suite(void) {
     tcase_add_test(tc, one_png_per_head_is_written_with_the_stated_size);
     tcase_add_test(tc, a_prompt_longer_than_the_block_size_shows_its_last_block_size_characters);
     tcase_add_test(tc, the_pictures_go_next_to_the_checkpoint_by_default);
+    tcase_add_test(tc, out_is_created_with_its_parents_as_train_creates_its_out);
     tcase_add_test(tc, bad_input_is_a_one_line_error_naming_the_flag_or_file);
     tcase_add_test(tc, a_gpt_prints_every_layer_and_head_as_model_forward_computes_them);
     tcase_add_test(tc, a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "args.h"
 #include "checkpoint.h"
@@ -190,7 +189,7 @@ int cmd_attention(int argc, char **argv) {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL},
-        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
     };
     Command cmd = {"attention", NULL,
@@ -208,10 +207,6 @@ int cmd_attention(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - model_path) : 1, slash ? model_path : ".");
         out_dir = dir;
     }
-    struct stat st;  // checked now, not after the first head has been printed
-    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        die(EXIT_RUNTIME, "--out '%s' is not a directory; create it or pick another", out_dir);
-
     Model model;
     Tokenizer tok;
     Error err;
@@ -230,6 +225,7 @@ int cmd_attention(int argc, char **argv) {
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
     }
+    make_dir(out_dir);  // as train does; now, not after the first head has been printed
     const int block = model.config.block_size, NH = model.config.n_head;
     int T = (int)n, first = 0;
     if (n > (size_t)block) {
