@@ -148,7 +148,7 @@ static char *read_prompt_file(const char *path, size_t *len) {
 
 int cmd_sample(int argc, char **argv) {
     const char *model_path = NULL;   // checkpoint to load (required)
-    const char *prompt_arg = "";     // text to continue; printed first
+    const char *prompt_arg = NULL;   // text to continue; printed first (none: start from a newline)
     const char *prompt_file = NULL;  // or the text of this file ("-" = stdin)
     int tokens = 500;                // characters to generate per sample
     int num_samples = 1;             // independent samples, each from the prompt
@@ -180,7 +180,7 @@ int cmd_sample(int argc, char **argv) {
     if (!model_path) usage_error(&cmd, "missing --model FILE");
     // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
     if (sampler.top_p <= 0.0f) usage_error(&cmd, "--top-p %g is out of range (0, 1]", (double)sampler.top_p);
-    if (command_flag(&cmd, "--prompt")->seen && prompt_file)
+    if (prompt_arg && prompt_file)
         usage_error(&cmd, "give --prompt or --prompt-file, not both");
     if (threads > 0) omp_set_num_threads(threads);
 
@@ -191,7 +191,7 @@ int cmd_sample(int argc, char **argv) {
 
     // The text: the prompt's tokens, then each generated one.
     char *file_text = NULL;
-    const char *prompt = prompt_arg, *prompt_source = "--prompt";
+    const char *prompt = prompt_arg ? prompt_arg : "", *prompt_source = "--prompt";
     size_t prompt_len = strlen(prompt);
     if (prompt_file) {
         prompt = file_text = read_prompt_file(prompt_file, &prompt_len);
