@@ -2,6 +2,7 @@
 #include "sample.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -203,6 +204,15 @@ int cmd_sample(int argc, char **argv) {
         tokenizer_free(&tok);
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
+    }
+    if (n_prompt > (size_t)(INT_MAX - 1 - tokens)) {  // the text's length must fit an int
+        const int block = model.config.block_size;
+        free(prompt_ids);
+        free(file_text);
+        tokenizer_free(&tok);
+        model_free(&model);
+        usage_error(&cmd, "the prompt has %zu characters; give at most %d (the model reads only its last %d)", n_prompt,
+                    INT_MAX - 1 - tokens, block);
     }
     Generator gen;
     generator_init(&gen, &model, (int)n_prompt + tokens + 1, !no_cache);
