@@ -158,9 +158,9 @@ int cmd_sample(int argc, char **argv) {
         .top_k = 0,           // 0 = no top-k cut
         .top_p = 1.0f,        // 1 = no top-p cut
     };
-    long seed = 1337;               // sampling seed
-    int threads = 0;                // 0 = OpenMP's default
-    bool no_cache = false;          // recompute the whole window for every token
+    long seed = 1337;                // sampling seed
+    int threads = 0;                 // 0 = OpenMP's default
+    bool no_cache = false;           // recompute the whole window for every token
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL},
@@ -185,12 +185,7 @@ int cmd_sample(int argc, char **argv) {
         usage_error(&cmd, "give --prompt or --prompt-file, not both");
     if (threads > 0) omp_set_num_threads(threads);
 
-    Model model;
-    Tokenizer tok;
-    Error err;
-    if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-
-    // The text: the prompt's tokens, then each generated one.
+    // The prompt first: a missing file is found before a large model loads.
     char *file_text = NULL;
     const char *prompt = prompt_arg ? prompt_arg : "", *prompt_source = "--prompt";
     size_t prompt_len = strlen(prompt);
@@ -198,9 +193,17 @@ int cmd_sample(int argc, char **argv) {
         prompt = file_text = read_prompt_file(prompt_file, &prompt_len);
         prompt_source = strcmp(prompt_file, "-") == 0 ? "stdin" : prompt_file;
     }
+
+    Model model;
+    Tokenizer tok;
+    Error err;
+    if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+
+    // The text: the prompt's tokens, then each generated one.
     int *prompt_ids = NULL;
     size_t n_prompt = 0;
     if (prompt_len > 0 && !tokenizer_encode(&tok, prompt, prompt_len, &prompt_ids, &n_prompt, prompt_source, &err)) {
+        free(file_text);
         tokenizer_free(&tok);
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
