@@ -29,6 +29,22 @@ BUILD = build/reference
 CFLAGS += -DTINYGPT_REFERENCE
 endif
 
+# The version `tinygpt --version` prints, defined here only. A build from a
+# git checkout adds its commit; a build from a tarball (no .git) does not.
+# The header is rewritten only when its text changes, so a new commit
+# recompiles args.c alone, and an unchanged one nothing.
+VERSION = 0.1.0
+GIT_COMMIT = $(shell test -e .git && git rev-parse --short HEAD 2>/dev/null)
+VERSION_TEXT = $(VERSION)$(if $(GIT_COMMIT), ($(GIT_COMMIT)))
+
+.PHONY: FORCE
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define TINYGPT_VERSION "$(VERSION_TEXT)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+$(BUILD)/commands/args.o: $(BUILD)/version.h
+$(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
+
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o

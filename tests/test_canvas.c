@@ -1,7 +1,9 @@
 // test_canvas.c: tests for src/canvas.c: drawing stays inside the canvas,
 // text is as wide as canvas_text_width says and as tall as TEXT_HEIGHT,
-// bytes outside ASCII are drawn as '?', and canvas_write_png writes a
-// valid PNG of the canvas's size (or names the file it could not write).
+// bytes outside ASCII are drawn as '?' by the bitmap font and as
+// themselves by the TrueType font (DejaVu Sans Mono, fonts-dejavu-core), and
+// canvas_write_png writes a valid PNG of the canvas's size (or names the
+// file it could not write).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,91 @@ START_TEST(bytes_outside_printable_ascii_are_drawn_as_question_marks) {
 }
 END_TEST
 
+// ---- TrueType text ------------------------------------------------------------
+
+static Font *load_font(void) {
+    Error err;
+    Font *font = font_load(FONT_DEFAULT_PATH, &err);
+    ck_assert_msg(font != NULL, "%s (scripts/setup.sh installs fonts-dejavu-core)", err.msg);
+    return font;
+}
+
+// text_picture: "utf8" drawn at (4, 4) on a fresh 40 x 30 canvas, with
+// "font" (NULL: the bitmap font).
+static void text_picture(Canvas *c, const Font *font, const char *utf8) {
+    canvas_init(c, 40, 30);
+    canvas_text_utf8(c, font, 4, 4, utf8, strlen(utf8), 2, BLACK);
+}
+
+START_TEST(a_character_outside_ascii_is_drawn_by_the_font_not_as_a_question_mark) {
+    Font *font = load_font();
+    const char *non_ascii[] = {"\xc3\xa9", "\xe2\x80\x94", "\xce\xbb"};  // é, —, λ
+    Canvas question_bitmap, question_font;
+    canvas_init(&question_bitmap, 40, 30);
+    canvas_text(&question_bitmap, 4, 4, "?", 2, BLACK);
+    text_picture(&question_font, font, "?");
+    for (int i = 0; i < 3; i++) {
+        Canvas c;
+        text_picture(&c, font, non_ascii[i]);
+        int x0, y0, x1, y1;
+        ink_box(&c, &x0, &y0, &x1, &y1);
+        ck_assert_msg(x1 >= x0 && y1 >= y0, "'%s' left the canvas blank", non_ascii[i]);
+        ck_assert_msg(memcmp(c.pixels, question_bitmap.pixels, 40 * 30 * 3) != 0, "'%s' is the bitmap '?'", non_ascii[i]);
+        ck_assert_msg(memcmp(c.pixels, question_font.pixels, 40 * 30 * 3) != 0, "'%s' is the font's '?'", non_ascii[i]);
+        canvas_free(&c);
+    }
+    canvas_free(&question_font);
+    canvas_free(&question_bitmap);
+    font_free(font);
+}
+END_TEST
+
+START_TEST(font_capitals_are_text_height_tall_and_the_width_is_the_advance) {
+    Font *font = load_font();
+    Canvas c;
+    canvas_init(&c, 200, 40);
+    canvas_text_utf8(&c, font, 10, 10, "HE", 2, 2, BLACK);
+    int x0, y0, x1, y1;
+    ink_box(&c, &x0, &y0, &x1, &y1);
+    // Anti-aliased edges may add a faint pixel row on either side.
+    ck_assert_msg(abs((y1 - y0 + 1) - TEXT_HEIGHT * 2) <= 1, "capitals %d pixels tall, want %d", y1 - y0 + 1,
+                  TEXT_HEIGHT * 2);
+    ck_assert_msg(abs(y0 - 10) <= 1, "capitals start at y %d, want 10", y0);
+    // A monospaced font: two characters advance twice as far as one, any two.
+    int one = canvas_text_utf8_width(font, "H", 1, 2);
+    ck_assert_int_gt(one, 0);
+    ck_assert_int_le(abs(canvas_text_utf8_width(font, "H\xc3\xa9", 3, 2) - 2 * one), 1);
+    ck_assert_msg(x1 < 10 + canvas_text_utf8_width(font, "HE", 2, 2) + 2, "ink ends at %d", x1);
+    canvas_free(&c);
+    font_free(font);
+}
+END_TEST
+
+START_TEST(without_a_font_utf8_text_is_the_bitmap_font_with_one_question_mark_per_character) {
+    Canvas a, b;
+    text_picture(&a, NULL, "a\xe2\x80\x94z\xff");  // an em dash (3 bytes) and an invalid byte
+    canvas_init(&b, 40, 30);
+    canvas_text(&b, 4, 4, "a?z?", 2, BLACK);
+    ck_assert(memcmp(a.pixels, b.pixels, 40 * 30 * 3) == 0);
+    ck_assert_int_eq(canvas_text_utf8_width(NULL, "a\xe2\x80\x94z\xff", 6, 2), canvas_text_width("a?z?", 2));
+    canvas_free(&b);
+    canvas_free(&a);
+}
+END_TEST
+
+START_TEST(font_load_names_a_missing_file_and_one_that_is_not_a_font) {
+    char path[512];
+    Error err = {{0}};
+    snprintf(path, sizeof path, "%s/absent.ttf", dir);
+    ck_assert_ptr_null(font_load(path, &err));
+    ck_assert_msg(strstr(err.msg, "absent.ttf") != NULL, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/text.ttf", dir);
+    write_text_file(path, "this is not a font, only some text that is long enough\n");
+    ck_assert_ptr_null(font_load(path, &err));
+    ck_assert_msg(strstr(err.msg, "text.ttf") != NULL && strstr(err.msg, "font") != NULL, "%s", err.msg);
+}
+END_TEST
+
 START_TEST(write_png_writes_a_valid_png_of_the_canvas_size) {
     Canvas c;
     canvas_init(&c, 123, 45);
@@ -132,6 +219,10 @@ Suite *canvas_suite(void) {
     tcase_add_test(tc, lines_stay_inside_the_canvas_and_pass_through_their_end_points);
     tcase_add_test(tc, text_fills_its_text_width_and_capitals_are_text_height_tall);
     tcase_add_test(tc, bytes_outside_printable_ascii_are_drawn_as_question_marks);
+    tcase_add_test(tc, a_character_outside_ascii_is_drawn_by_the_font_not_as_a_question_mark);
+    tcase_add_test(tc, font_capitals_are_text_height_tall_and_the_width_is_the_advance);
+    tcase_add_test(tc, without_a_font_utf8_text_is_the_bitmap_font_with_one_question_mark_per_character);
+    tcase_add_test(tc, font_load_names_a_missing_file_and_one_that_is_not_a_font);
     tcase_add_test(tc, write_png_writes_a_valid_png_of_the_canvas_size);
     tcase_add_test(tc, write_png_into_a_missing_directory_fails_naming_the_file);
     suite_add_tcase(s, tc);

@@ -11,8 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "helpers.h"
+#include "model.h"
 #include "tests.h"
+#include "tokenizer.h"
 
 // The integration test trains for real: give it time on a busy 2-core machine.
 #define TRAIN_TIMEOUT_SECONDS 120
@@ -80,6 +83,26 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
     ck_assert_msg(strstr(r->out, "(default gpt 12, card 32)") != NULL, "no per-architecture --batch default: %s", r->out);
     ck_assert_msg(strstr(r->out, "(default gpt 2000, card 7000)") != NULL, "no per-architecture --steps default: %s",
                   r->out);
+}
+END_TEST
+
+START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) {
+    RunResult *r = run("--version");
+    ck_assert_msg(r->status == 0 && strncmp(r->out, "tinygpt ", 8) == 0, "exit %d: %s%s", r->status, r->out, r->err);
+    static char version[256];
+    ck_assert_msg(strlen(r->out) < sizeof version, "%s", r->out);
+    memcpy(version, r->out, strlen(r->out) + 1);
+    ck_assert_msg(strchr(version, '\n') == version + strlen(version) - 1, "not one line: %s", version);
+    const char *commands[] = {"train", "sample", "eval", "walkthrough", "attention", "gradcheck", "plot"};
+    for (int i = 0; i < 7; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "%s --version", commands[i]);
+        r = run(args);
+        ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+        ck_assert_msg(strcmp(r->out, version) == 0, "'%s' printed '%s', not '%s'", args, r->out, version);
+    }
+    r = run("--help");
+    ck_assert_msg(strstr(r->out, "--version") != NULL, "%s", r->out);
 }
 END_TEST
 
@@ -339,12 +362,116 @@ START_TEST(the_same_seed_gives_the_same_losses_bit_for_bit) {
 }
 END_TEST
 
+// ---- sample's flags, on a small random model (no training) -----------------
+
+static const char SAMPLE_CORPUS[] = "the quick brown fox jumps over the lazy dog\n";
+
+// A random gpt over SAMPLE_CORPUS's characters, saved as work_dir/tiny.safetensors.
+static void sample_setup(void) {
+    setup();
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(tokenizer_build(&tok, SAMPLE_CORPUS, strlen(SAMPLE_CORPUS), "corpus", &err), "%s", err.msg);
+    const ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 8, .n_embd = 16, .n_head = 2,
+                             .dropout = 0.0f, .arch = ARCH_GPT, .n_layer = 2};
+    Model m;
+    model_init(&m, &cfg, 1, false);
+    Rng rng;
+    rng_init(&rng, 5);
+    model_init_weights(&m, &rng);
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("tiny.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+}
+
+// sample_text: stdout of `sample --model tiny.safetensors` with "flags", which must succeed.
+static const char *sample_text(const char *flags) {
+    static char out[8][4096];
+    static int which;
+    which = (which + 1) % 8;
+    char args[4096];
+    snprintf(args, sizeof args, "sample --model %s %s", in_work("tiny.safetensors"), flags);
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+    size_t n = strlen(r->out);
+    ck_assert_msg(n < sizeof out[which], "'%s' printed %zu bytes, more than the test keeps", args, n);
+    memcpy(out[which], r->out, n + 1);
+    return out[which];
+}
+
+START_TEST(top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwise) {
+    const char *plain = sample_text("--prompt 'the ' --tokens 60 --seed 5");
+    ck_assert_str_eq(sample_text("--prompt 'the ' --tokens 60 --seed 5 --top-p 1"), plain);
+    ck_assert_str_eq(sample_text("--prompt 'the ' --tokens 60 --seed 5 --top-p 0.3"),
+                     sample_text("--prompt 'the ' --tokens 60 --seed 5 --top-p 0.3"));
+    ck_assert_str_ne(sample_text("--prompt 'the ' --tokens 60 --seed 5 --top-p 0.3"), plain);
+    char args[4096];
+    const char *bad[] = {"0", "-0.5", "1.5", "nan"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "sample --model %s --top-p %s", in_work("tiny.safetensors"), bad[i]);
+        assert_fails(args, 2, "--top-p");
+    }
+}
+END_TEST
+
+START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separator_lines) {
+    static char three[4096];
+    snprintf(three, sizeof three, "%s", sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"));
+    ck_assert_str_eq(sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"), three);  // same seed
+    const char *samples[3];
+    char *p = three;
+    for (int i = 0; i < 3; i++) {
+        samples[i] = p;
+        char *sep = strstr(p, "\n---\n");
+        ck_assert_msg((sep != NULL) == (i < 2), "sample %d: separator %s in: %s", i, sep ? "after the last" : "missing",
+                      three);
+        if (sep) *sep = '\0', p = sep + 5;
+        ck_assert_msg(strncmp(samples[i], "the ", 4) == 0 && strlen(samples[i]) == 4 + 20, "sample %d: '%s'", i,
+                      samples[i]);
+    }
+    // The first is what one sample with this seed gives; the others differ from it.
+    ck_assert_str_eq(samples[0], sample_text("--prompt 'the ' --tokens 20 --seed 8"));
+    ck_assert_str_ne(samples[1], samples[0]);
+    ck_assert_str_ne(samples[2], samples[1]);
+    char args[4096];
+    snprintf(args, sizeof args, "sample --model %s --num-samples 0", in_work("tiny.safetensors"));
+    assert_fails(args, 2, "--num-samples");
+}
+END_TEST
+
+START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
+    write_text_file(in_work("prompt.txt"), "the lazy ");
+    const char *from_flag = sample_text("--prompt 'the lazy ' --tokens 30 --seed 2");
+    char flags[2048];
+    snprintf(flags, sizeof flags, "--prompt-file %s --tokens 30 --seed 2", in_work("prompt.txt"));
+    ck_assert_str_eq(sample_text(flags), from_flag);
+    // stdin: a pipe into tinygpt (run_binary's own stdin is /dev/null, so
+    // the pipe is built inside a shell).
+    char args[4096];
+    snprintf(args, sizeof args, "-c \"printf 'the lazy ' | %s sample --model %s --prompt-file - --tokens 30 --seed 2\"",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    RunResult *r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "stdin prompt failed: %s", r->err);
+    ck_assert_str_eq(r->out, from_flag);
+    // Not both; a missing file is named; a character outside the vocabulary names the file.
+    snprintf(args, sizeof args, "sample --model %s --prompt the --prompt-file %s", in_work("tiny.safetensors"),
+             in_work("prompt.txt"));
+    assert_fails(args, 2, "--prompt-file");
+    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("absent.txt"));
+    assert_fails(args, 1, "absent.txt");
+    write_text_file(in_work("zebra.txt"), "Zebra");
+    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("zebra.txt"));
+    assert_fails(args, 2, "zebra.txt");
+}
+END_TEST
+
 Suite *cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, TRAIN_TIMEOUT_SECONDS);
     tcase_add_test(tc, help_lists_the_commands_and_exits_zero);
+    tcase_add_test(tc, version_is_printed_by_tinygpt_and_by_every_command_with_status_zero);
     tcase_add_test(tc, bad_flags_are_usage_errors_that_name_the_flag);
     tcase_add_test(tc, bad_files_are_runtime_errors_that_name_the_file);
     tcase_add_test(tc, training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates);
@@ -354,5 +481,12 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one);
     tcase_add_test(tc, the_same_seed_gives_the_same_losses_bit_for_bit);
     suite_add_tcase(s, tc);
+    TCase *sample = tcase_create("sample");
+    tcase_add_checked_fixture(sample, sample_setup, teardown);
+    tcase_set_timeout(sample, 30);  // runs the binary a few dozen times
+    tcase_add_test(sample, top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwise);
+    tcase_add_test(sample, num_samples_prints_independent_samples_from_the_prompt_between_separator_lines);
+    tcase_add_test(sample, the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe);
+    suite_add_tcase(s, sample);
     return s;
 }

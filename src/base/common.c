@@ -80,6 +80,12 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;
+    bool ok = read_stream(f, path, out, len, err);
+    fclose(f);
+    return ok;
+}
+
+bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err) {
     // A regular file's buffer is its size plus one byte (where fread finds
     // the end): one allocation of exactly the memory the text needs. A pipe
     // has no size, and a file can grow while we read it, so past that the
@@ -89,11 +95,9 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
         // Say so plainly when the file cannot fit, rather than fail to allocate.
         size_t limit = memory_limit_bytes();
-        if (limit > 0 && (uint64_t)st.st_size >= limit) {
-            fclose(f);
+        if (limit > 0 && (uint64_t)st.st_size >= limit)
             return error_set(err, "'%s' is %.1f GB, more than the %.1f GB of memory here; use a part of it (head -c 1G '%s' > part.txt)",
                              path, (double)st.st_size / 1e9, (double)limit / 1e9, path);
-        }
         cap = (size_t)st.st_size + 1;
     }
     char *buf = xmalloc(cap + 1);
@@ -104,12 +108,9 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
         cap *= 2;
         buf = xrealloc(buf, cap + 1);
     }
-    bool ok = !ferror(f);
-    if (!ok) error_set(err, "error reading '%s': %s", path, strerror(errno));
-    fclose(f);
-    if (!ok) {
+    if (ferror(f)) {
         free(buf);
-        return false;
+        return error_set(err, "error reading '%s': %s", path, strerror(errno));
     }
     buf[n] = '\0';
     *out = buf;
@@ -147,4 +148,22 @@ double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void make_dir(const char *path) {
+    char partial[4096];
+    if (strlen(path) >= sizeof partial) die(EXIT_USAGE, "--out '%.40s...' is too long; use a shorter path", path);
+    strcpy(partial, path);
+    for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';  // each parent in turn
+        if (mkdir(partial, 0777) != 0 && errno != EEXIST)
+            die(EXIT_RUNTIME, "cannot create directory '%s' for --out: %s; pick another --out", partial,
+                strerror(errno));
+        *slash = '/';
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        die(EXIT_RUNTIME, "cannot create output directory '%s': %s; pick another --out", path, strerror(errno));
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        die(EXIT_RUNTIME, "--out '%s' exists and is not a directory; pick another --out", path);
 }

@@ -56,6 +56,14 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
 // convenience, "*len" bytes without the NUL). The caller frees "*out". A
 // regular file takes one allocation of its size + 2 bytes; pipes work too.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
+// read_stream: read_file on a stream already open ("f", read to its end and
+// left open; "path" names it in errors), such as stdin.
+bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err);
+
+// make_dir: create the --out directory "path" and any missing parents, like
+// `mkdir -p` (train and attention both do). A path that cannot be created,
+// or exists and is not a directory, is one line naming it and exit 1.
+void make_dir(const char *path);
 
 // memory_limit_bytes: how much memory this process may use: the machine's
 // physical memory, or less if a cgroup (a container) limits it; 0 when

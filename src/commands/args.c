@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "version.h"  // TINYGPT_VERSION, written by the Makefile from its VERSION
 
 void usage_error(const Command *cmd, const char *fmt, ...) {
     va_list args;
@@ -53,8 +54,11 @@ void print_command_help(const Command *cmd, FILE *out) {
         print_default(f, out);
         fputc('\n', out);
     }
-    fprintf(out, "  %-24s %s\n\nexample:\n  %s\n", "--help", "print this help and exit", cmd->example);
+    fprintf(out, "  %-24s %s\n", "--help", "print this help and exit");
+    fprintf(out, "  %-24s %s\n\nexample:\n  %s\n", "--version", "print the version and exit", cmd->example);
 }
+
+void print_version(FILE *out) { fprintf(out, "tinygpt %s\n", TINYGPT_VERSION); }
 
 // Shown: an argument as a one-line message may quote it. An argument can hold
 // anything, a newline included (found by tests/fuzz/fuzz_flags.c), which
@@ -170,6 +174,7 @@ ParseResult parse_flags_list_report(Command *cmd, int argc, char **argv, const c
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return PARSE_HELP;
+        if (strcmp(arg, "--version") == 0) return PARSE_VERSION;
         if (arg[0] != '-' || arg[1] == '\0') {  // a positional argument ("-" alone counts as one)
             const char *name;
             int name_len = cmd->positional ? positional_name(cmd, &name) : 0;
@@ -219,6 +224,9 @@ int parse_flags_list(Command *cmd, int argc, char **argv, const char **positiona
     switch (parse_flags_list_report(cmd, argc, argv, positionals, max, &n, &err)) {
     case PARSE_HELP:
         print_command_help(cmd, stdout);
+        exit(0);
+    case PARSE_VERSION:
+        print_version(stdout);
         exit(0);
     case PARSE_ERROR: usage_error(cmd, "%s", err.msg);
     case PARSE_OK: break;

@@ -45,10 +45,10 @@ typedef struct {
 // parse_flags_report: the parser itself, which reports instead of exiting:
 // fills the table's variables from argv (argv[0] is the command name) and
 // "*positional" (NULL if none), and returns PARSE_OK; PARSE_HELP when argv
-// asks for --help; PARSE_ERROR with "err" (one line naming the flag, without
+// asks for --help; PARSE_VERSION for --version (every command has both); PARSE_ERROR with "err" (one line naming the flag, without
 // the "tinygpt CMD: " prefix) for anything wrong. The fuzz target
 // (tests/fuzz/fuzz_flags.c) calls this; commands call parse_flags.
-typedef enum { PARSE_OK, PARSE_HELP, PARSE_ERROR } ParseResult;
+typedef enum { PARSE_OK, PARSE_HELP, PARSE_VERSION, PARSE_ERROR } ParseResult;
 ParseResult parse_flags_report(Command *cmd, int argc, char **argv, const char **positional, Error *err);
 
 // parse_flags_list_report: the same parser for a positional that ends in
@@ -60,7 +60,7 @@ ParseResult parse_flags_list_report(Command *cmd, int argc, char **argv, const c
 
 // parse_flags: fill the table's variables from argv (argv[0] is the command
 // name). Accepts "--flag value" and "--flag=value". "--help" prints the help
-// and exits 0. Any problem (unknown flag, missing value, not a number, out of
+// and exits 0; so does "--version", with the version. Any problem (unknown flag, missing value, not a number, out of
 // range, wrong number of positional arguments) prints one line naming the
 // flag and exits 2. Returns the positional argument, or NULL if none.
 const char *parse_flags(Command *cmd, int argc, char **argv);
@@ -76,6 +76,10 @@ const Flag *command_flag(const Command *cmd, const char *name);
 // print_command_help: the usage line, the summary, one line per flag with its
 // default (its default_text, or else its variable's value), and the example.
 void print_command_help(const Command *cmd, FILE *out);
+
+// print_version: "tinygpt <version>" and a newline: the Makefile's VERSION,
+// and the git commit when built from a checkout.
+void print_version(FILE *out);
 
 // usage_error: "tinygpt CMD: <message>; see 'tinygpt CMD --help'", exit 2.
 _Noreturn void usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "args.h"
 #include "checkpoint.h"
@@ -75,11 +74,31 @@ static void hatch(Canvas *c, int x, int y, int size) {
         }
 }
 
+// A character as a label shows it, on the terminal and in the pictures:
+// itself, with a visible sign for the invisible ones.
+static const char *label_text(uint32_t cp, char buf[8]) {
+    if (cp == ' ') return "␣";
+    if (cp == '\n') return "↵";
+    if (cp == '\t') return "→";
+    if (cp < ' ' || cp == 127) return "?";
+    buf[utf8_encode(cp, buf)] = '\0';
+    return buf;
+}
+
 // One character's label, centred on cx, its top at "top", at text scale 2.
-// The font is ASCII: a few invisible characters get a drawn symbol, and
-// anything else outside printable ASCII is a grey '?'.
-static void draw_label(Canvas *c, int cx, int top, uint32_t cp) {
-    if (cp > ' ' && cp < 127) {
+// With the font, any character is itself (label_text; the signs of the
+// invisible ones in grey). Without it, the bitmap font is ASCII: a space
+// and a newline get a drawn sign, and anything else outside printable
+// ASCII is a grey '?'.
+static void draw_label(Canvas *c, const Font *font, int cx, int top, uint32_t cp) {
+    if (font) {
+        char buf[8];
+        const char *text = label_text(cp, buf);
+        size_t len = strlen(text);
+        bool sign = text != buf;  // a sign standing for the character, not the character
+        canvas_text_utf8(c, font, cx - canvas_text_utf8_width(font, text, len, 2) / 2, top, text, len, 2,
+                         sign ? SOFT_INK : INK);
+    } else if (cp > ' ' && cp < 127) {
         char s[2] = {(char)cp, '\0'};
         canvas_text(c, cx - canvas_text_width(s, 2) / 2, top, s, 2, INK);
     } else if (cp == ' ') {  // an open box, like the "␣" sign
@@ -97,7 +116,8 @@ static void draw_label(Canvas *c, int cx, int top, uint32_t cp) {
     }
 }
 
-void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, const char *title) {
+void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const uint32_t *codepoints,
+                        const char *title) {
     Layout l = layout_for(T);
     canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
     canvas_text(c, 12, 10, title, 2, INK);
@@ -106,8 +126,8 @@ void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *
 
     for (int t = 0; t < T; t++) {
         // labels: column t above the grid, row t to its left
-        draw_label(c, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, codepoints[t]);
-        draw_label(c, 12 + 6, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, codepoints[t]);
+        draw_label(c, font, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, codepoints[t]);
+        draw_label(c, font, 12 + 6, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, codepoints[t]);
         for (int j = 0; j < T; j++) {
             // each cell one pixel smaller than its pitch: white lines between cells
             int x = l.left + j * l.cell, y = l.top + t * l.cell, size = l.cell - 1;
@@ -139,27 +159,16 @@ void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *
 // ---------------------------------------------------------------------------
 // The command
 
-// A character as the text table shows it: itself, with a visible sign for
-// the invisible ones.
-static const char *printable(uint32_t cp, char buf[8]) {
-    if (cp == ' ') return "␣";
-    if (cp == '\n') return "↵";
-    if (cp == '\t') return "→";
-    if (cp < ' ' || cp == 127) return "?";
-    buf[utf8_encode(cp, buf)] = '\0';
-    return buf;
-}
-
 // One head's weights under "title": a header of the characters read, then
 // one row per character reading. Every label is one column wide on the
 // terminal.
 static void print_head(const float *weights, int T, const uint32_t *codepoints, const char *title) {
     char buf[8];
     printf("%s: row = the character reading, column = the character it reads; rows sum to 1\n ", title);
-    for (int j = 0; j < T; j++) printf("      %s", printable(codepoints[j], buf));
+    for (int j = 0; j < T; j++) printf("      %s", label_text(codepoints[j], buf));
     printf("\n");
     for (int t = 0; t < T; t++) {
-        printf("%s", printable(codepoints[t], buf));
+        printf("%s", label_text(codepoints[t], buf));
         for (int j = 0; j < T; j++) printf(" %6.3f", (double)weights[(size_t)t * T + j]);
         printf("\n");
     }
@@ -190,7 +199,7 @@ int cmd_attention(int argc, char **argv) {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL},
-        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
     };
     Command cmd = {"attention", NULL,
@@ -208,10 +217,6 @@ int cmd_attention(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - model_path) : 1, slash ? model_path : ".");
         out_dir = dir;
     }
-    struct stat st;  // checked now, not after the first head has been printed
-    if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        die(EXIT_RUNTIME, "--out '%s' is not a directory; create it or pick another", out_dir);
-
     Model model;
     Tokenizer tok;
     Error err;
@@ -230,6 +235,7 @@ int cmd_attention(int argc, char **argv) {
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
     }
+    make_dir(out_dir);  // as train does; now, not after the first head has been printed
     const int block = model.config.block_size, NH = model.config.n_head;
     int T = (int)n, first = 0;
     if (n > (size_t)block) {
@@ -246,6 +252,14 @@ int cmd_attention(int argc, char **argv) {
     attention_map_size(T, &width, &height);
     Canvas canvas;
     canvas_init(&canvas, width, height);
+    // The labels' font: $TINYGPT_FONT, or DejaVu Sans Mono. Without it the
+    // pictures still come, with the bitmap font, and a note says what is lost.
+    const char *font_path = getenv("TINYGPT_FONT");
+    if (!font_path || !font_path[0]) font_path = FONT_DEFAULT_PATH;
+    Font *font = font_load(font_path, &err);
+    if (!font)
+        fprintf(stderr, "note: no label font (%s); labels outside ASCII are drawn as '?' (install fonts-dejavu-core)\n",
+                err.msg);
     const int first_layer = layer > 0 ? layer - 1 : 0, end_layer = layer > 0 ? layer : model.n_layer;
     for (int l = first_layer; l < end_layer; l++)
         for (int h = 0; h < NH; h++) {
@@ -254,11 +268,12 @@ int cmd_attention(int argc, char **argv) {
             char title[64], path[4200];
             head_names(&model, l, h, out_dir, title, sizeof title, path, sizeof path);
             print_head(weights, T, codepoints, title);
-            attention_map_draw(&canvas, weights, T, codepoints, title);
+            attention_map_draw(&canvas, font, weights, T, codepoints, title);
             if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
             fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
         }
 
+    font_free(font);
     canvas_free(&canvas);
     free(codepoints);
     free(ids);

@@ -17,9 +17,13 @@
 // blue for 1, hatched grey above the diagonal (the masked future), each row
 // labelled with the character at that position (the one reading) and each
 // column with the character read; a colour bar on the right. When cells
-// are large enough, each holds its weight to two decimals. The font is
-// ASCII: a space is drawn as an open box, a newline as a return arrow, and
-// any other character outside printable ASCII as a grey '?'.
+// are large enough, each holds its weight to two decimals. Labels are
+// drawn with a TrueType font (DejaVu Sans Mono, or the file $TINYGPT_FONT
+// names), so any character it has is itself, and a space, a newline and a
+// tab are the grey signs the printed matrices use (␣ ↵ →). Without the font
+// file, labels fall back to the ASCII bitmap font of the titles: a space is
+// an open box, a newline a return arrow, and any other character outside
+// printable ASCII a grey '?' (a note on stderr says so once).
 #ifndef TINYGPT_ATTENTION_MAP_H
 #define TINYGPT_ATTENTION_MAP_H
 
@@ -35,8 +39,9 @@ void attention_map_size(int T, int *width, int *height);
 // attention_map_draw: draw one head's weights[T,T] (its slice of
 // attn_weights) onto "c" (of attention_map_size(T)) under the title "title"
 // ("head 1 of 4", or "layer 2 of 4, head 1 of 4"); codepoints[T] are the
-// prompt's characters.
-void attention_map_draw(Canvas *c, const float *weights, int T, const uint32_t *codepoints, const char *title);
+// prompt's characters, labelled with "font" (NULL: the bitmap font).
+void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const uint32_t *codepoints,
+                        const char *title);
 
 // cmd_attention: the `tinygpt attention` command.
 int cmd_attention(int argc, char **argv);

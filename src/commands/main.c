@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "attention_map.h"
 #include "common.h"
 #include "eval.h"
@@ -40,6 +41,7 @@ static void print_help(FILE *out) {
                  "A GPT-style attention model with every forward and backward pass written by hand.\n\n"
                  "commands:\n");
     for (int i = 0; i < NUM_COMMANDS; i++) fprintf(out, "  %-12s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(out, "\n  --version    print the version and exit (also after any command)\n");
     fprintf(out, "\nexample:\n  tinygpt train data/moby-dick.txt --out runs/moby && "
                  "tinygpt sample --model runs/moby/model.safetensors --prompt \"Call me\"\n");
 }
@@ -71,6 +73,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         print_help(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        print_version(stdout);
         return 0;
     }
     for (int i = 0; i < NUM_COMMANDS; i++)

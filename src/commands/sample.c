@@ -1,7 +1,8 @@
-// sample.c: temperature / top-k sampling and the `sample` command.
+// sample.c: temperature / top-k / top-p sampling and the `sample` command.
 #include "sample.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -16,33 +17,67 @@ static int compare_descending(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-int sample_token(const float *logits, int V, float temperature, int top_k, Rng *rng, float *scratch) {
+// The k-th largest of values[V], found by sorting a copy in "scratch" [V].
+static float kth_largest(const float *values, int V, int k, float *scratch) {
+    memcpy(scratch, values, (size_t)V * sizeof(float));
+    qsort(scratch, (size_t)V, sizeof(float), compare_descending);
+    return scratch[k - 1];
+}
+
+double sampling_weights(const float *logits, int V, const SamplerConfig *s, float *weights, float *scratch) {
+    assert(s->temperature > 0.0f && s->top_p > 0.0f && s->top_p <= 1.0f);
     int best = 0;
     for (int v = 1; v < V; v++)
         if (logits[v] > logits[best]) best = v;
-    if (temperature == 0.0f) return best;
-
-    // Only logits >= threshold may be drawn: all of them, or the top k.
-    float threshold = -INFINITY;
-    if (top_k > 0 && top_k < V) {
-        memcpy(scratch, logits, (size_t)V * sizeof(float));
-        qsort(scratch, (size_t)V, sizeof(float), compare_descending);
-        threshold = scratch[top_k - 1];
-    }
-    // softmax(logits / temperature), unnormalised; dividing by the total is
-    // folded into the draw below.
+    // 1. Temperature and top-k: only logits >= threshold may be drawn (all
+    //    of them, or the top k), each with weight exp((logit - max) / temperature).
+    float threshold = s->top_k > 0 && s->top_k < V ? kth_largest(logits, V, s->top_k, scratch) : -INFINITY;
     double total = 0.0;
     for (int v = 0; v < V; v++) {
-        scratch[v] = logits[v] >= threshold ? expf((logits[v] - logits[best]) / temperature) : 0.0f;
-        total += scratch[v];
+        weights[v] = logits[v] >= threshold ? expf((logits[v] - logits[best]) / s->temperature) : 0.0f;
+        total += weights[v];
     }
-    // Walk the cumulative distribution until it passes a uniform draw.
-    double target = rng_uniform(rng) * total, cumulative = 0.0;
+    if (s->top_p >= 1.0f) return total;  // P = 1 keeps everything: skip the sort, change no bit
+    // 2. Top-p on what is left: walk the weights from the largest down until
+    //    they hold a fraction P of the total; that weight is the smallest one
+    //    kept. Ties with it are kept too, so the set does not depend on the
+    //    order of equal weights.
+    qsort(memcpy(scratch, weights, (size_t)V * sizeof(float)), (size_t)V, sizeof(float), compare_descending);
+    double wanted = (double)s->top_p * total, cumulative = 0.0;
+    float smallest_kept = scratch[0];
+    for (int i = 0; i < V && cumulative < wanted; i++) {
+        cumulative += scratch[i];
+        smallest_kept = scratch[i];
+    }
+    // 3. Renormalise: the new total is that of the kept weights.
+    total = 0.0;
     for (int v = 0; v < V; v++) {
-        cumulative += scratch[v];
+        if (weights[v] < smallest_kept) weights[v] = 0.0f;
+        total += weights[v];
+    }
+    return total;
+}
+
+int sample_token(const float *logits, int V, const SamplerConfig *s, Rng *rng, float *scratch) {
+    if (s->temperature == 0.0f) {  // greedy: no draw
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[best]) best = v;
+        return best;
+    }
+    float *weights = scratch, *sort_scratch = scratch + V;
+    // Dividing by the total is folded into the draw: a uniform draw scaled
+    // by the total, against the running sum of the unnormalised weights.
+    double total = sampling_weights(logits, V, s, weights, sort_scratch);
+    double target = rng_uniform(rng) * total, cumulative = 0.0;
+    int last_kept = 0;
+    for (int v = 0; v < V; v++) {
+        if (weights[v] == 0.0f) continue;
+        cumulative += weights[v];
+        last_kept = v;
         if (target < cumulative) return v;
     }
-    return best;  // only reached through rounding when target ~ total
+    return last_kept;  // only reached through rounding when target ~ total
 }
 
 void generator_init(Generator *g, Model *m, int capacity, bool use_cache) {
@@ -60,6 +95,12 @@ void generator_free(Generator *g) {
     if (g->use_cache) transposed_weights_free(&g->weights_t);
     free(g->tokens);
     g->tokens = NULL;
+}
+
+void generator_reset(Generator *g) {
+    g->len = 0;
+    g->window_start = 0;
+    g->cached = 0;  // the cache is rebuilt from position 0 as the new text comes in
 }
 
 void generator_push(Generator *g, int token) {
@@ -95,21 +136,41 @@ static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
     fflush(stdout);
 }
 
+// read_prompt_file: the whole of "path" ("-" = stdin, a pipe included) as
+// the prompt, through the same checked reader as every other file. The text
+// is used as it is, its last newline included: a file that ends in one is a
+// prompt that ends in one.
+static char *read_prompt_file(const char *path, size_t *len) {
+    char *text = NULL;
+    Error err;
+    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "stdin", &text, len, &err) : read_file(path, &text, len, &err);
+    if (!ok) die(EXIT_RUNTIME, "--prompt-file: %s", err.msg);
+    return text;
+}
+
 int cmd_sample(int argc, char **argv) {
-    const char *model_path = NULL;  // checkpoint to load (required)
-    const char *prompt = "";        // text to continue; printed first
-    int tokens = 500;               // characters to generate
-    float temperature = 1.0f;       // 0 = greedy; < 1 sharper, > 1 more random
-    int top_k = 0;                  // 0 = no top-k cut
-    long seed = 1337;               // sampling seed
-    int threads = 0;                // 0 = OpenMP's default
-    bool no_cache = false;          // recompute the whole window for every token
+    const char *model_path = NULL;   // checkpoint to load (required)
+    const char *prompt_arg = NULL;   // text to continue; printed first (none: start from a newline)
+    const char *prompt_file = NULL;  // or the text of this file ("-" = stdin)
+    int tokens = 500;                // characters to generate per sample
+    int num_samples = 1;             // independent samples, each from the prompt
+    SamplerConfig sampler = {
+        .temperature = 1.0f,  // 0 = greedy; < 1 sharper, > 1 more random
+        .top_k = 0,           // 0 = no top-k cut
+        .top_p = 1.0f,        // 1 = no top-p cut
+    };
+    long seed = 1337;                // sampling seed
+    int threads = 0;                 // 0 = OpenMP's default
+    bool no_cache = false;           // recompute the whole window for every token
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to continue", 0, 0, false, NULL},
-        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens to generate (characters, or bpe pieces)", 0, 1e9, false, NULL},
-        {"--temperature", FLAG_FLOAT, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
-        {"--top-k", FLAG_INT, &top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL},
+        {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL},
+        {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL},
+        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL},
+        {"--num-samples", FLAG_INT, &num_samples, "N", "independent samples, each from the prompt, separated by a line '---'", 1, 1e6, false, NULL},
+        {"--temperature", FLAG_FLOAT, &sampler.temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
+        {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL},
+        {"--top-p", FLAG_FLOAT, &sampler.top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL},
@@ -119,7 +180,20 @@ int cmd_sample(int argc, char **argv) {
                    flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     if (!model_path) usage_error(&cmd, "missing --model FILE");
+    // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
+    if (sampler.top_p <= 0.0f) usage_error(&cmd, "--top-p %g is out of range (0, 1]", (double)sampler.top_p);
+    if (prompt_arg && prompt_file)
+        usage_error(&cmd, "give --prompt or --prompt-file, not both");
     if (threads > 0) omp_set_num_threads(threads);
+
+    // The prompt first: a missing file is found before a large model loads.
+    char *file_text = NULL;
+    const char *prompt = prompt_arg ? prompt_arg : "", *prompt_source = "--prompt";
+    size_t prompt_len = strlen(prompt);
+    if (prompt_file) {
+        prompt = file_text = read_prompt_file(prompt_file, &prompt_len);
+        prompt_source = strcmp(prompt_file, "-") == 0 ? "stdin" : prompt_file;
+    }
 
     Model model;
     Tokenizer tok;
@@ -127,47 +201,63 @@ int cmd_sample(int argc, char **argv) {
     if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
 
     // The text: the prompt's tokens, then each generated one.
-    size_t prompt_len = strlen(prompt);
     int *prompt_ids = NULL;
     size_t n_prompt = 0;
-    if (prompt_len > 0 && !tokenizer_encode(&tok, prompt, prompt_len, &prompt_ids, &n_prompt, "--prompt", &err)) {
+    if (prompt_len > 0 && !tokenizer_encode(&tok, prompt, prompt_len, &prompt_ids, &n_prompt, prompt_source, &err)) {
+        free(file_text);
         tokenizer_free(&tok);
         model_free(&model);
         usage_error(&cmd, "%s", err.msg);
     }
+    if (n_prompt > (size_t)(INT_MAX - 1 - tokens)) {  // the text's length must fit an int
+        const int block = model.config.block_size;
+        free(prompt_ids);
+        free(file_text);
+        tokenizer_free(&tok);
+        model_free(&model);
+        usage_error(&cmd, "the prompt has %zu characters; give at most %d (the model reads only its last %d)", n_prompt,
+                    INT_MAX - 1 - tokens, block);
+    }
     Generator gen;
     generator_init(&gen, &model, (int)n_prompt + tokens + 1, !no_cache);
-    if (n_prompt == 0) {
-        // Nothing to continue: start from a newline (or token 0), not printed.
-        int newline = tokenizer_id(&tok, '\n');
-        generator_push(&gen, newline >= 0 ? newline : 0);
-    }
-    for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
-    fwrite(prompt, 1, prompt_len, stdout);
-    fflush(stdout);
-
-    Rng rng;
+    Rng rng;  // one stream for all samples: sample i does not depend on how many follow it
     rng_init(&rng, (uint64_t)seed);
-    float *scratch = xmalloc((size_t)tok.vocab_size * sizeof(float));
-    Utf8Stream stream = {0};
+    float *scratch = xmalloc(2 * (size_t)tok.vocab_size * sizeof(float));
     double start = now_seconds();
-    for (int i = 0; i < tokens; i++) {
-        const float *logits = generator_logits(&gen);
-        int next = sample_token(logits, model.config.vocab_size, temperature, top_k, &rng, scratch);
-        generator_push(&gen, next);
-        emit_token(&tok, &stream, next);
+    for (int sample = 0; sample < num_samples; sample++) {
+        // stdout carries only the text: samples are told apart by a line
+        // "---" between them.
+        if (sample > 0) fputs("\n---\n", stdout);
+        generator_reset(&gen);
+        if (n_prompt == 0) {
+            // Nothing to continue: start from a newline (or token 0), not printed.
+            int newline = tokenizer_id(&tok, '\n');
+            generator_push(&gen, newline >= 0 ? newline : 0);
+        }
+        for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
+        fwrite(prompt, 1, prompt_len, stdout);
+        fflush(stdout);
+        Utf8Stream stream = {0};
+        for (int i = 0; i < tokens; i++) {
+            const float *logits = generator_logits(&gen);
+            int next = sample_token(logits, model.config.vocab_size, &sampler, &rng, scratch);
+            generator_push(&gen, next);
+            emit_token(&tok, &stream, next);
+        }
+        utf8_stream_finish(&stream, stdout);
     }
-    utf8_stream_finish(&stream, stdout);
     double elapsed = now_seconds() - start;
-    // stdout carries only the text; the newline that ends it on a terminal
-    // goes to stderr with the status.
+    long total = (long)tokens * num_samples;
+    // The newline that ends the text on a terminal goes to stderr with the
+    // status, so stdout is exactly the text.
     fprintf(stderr, "\n");
-    fprintf(stderr, "sampled %d tokens in %.2f s (%.0f tokens/s)\n", tokens, elapsed,
-            elapsed > 0 ? tokens / elapsed : 0.0);
+    fprintf(stderr, "sampled %ld tokens in %.2f s (%.0f tokens/s)\n", total, elapsed,
+            elapsed > 0 ? total / elapsed : 0.0);
 
     free(scratch);
     generator_free(&gen);
     free(prompt_ids);
+    free(file_text);
     tokenizer_free(&tok);
     model_free(&model);
     return 0;

@@ -23,12 +23,28 @@
 #include "model.h"
 #include "rng.h"
 
-// sample_token: pick a token id from logits[V].
-//   temperature 0: the most likely token (greedy; ties go to the lowest id).
-//   otherwise:     probs = softmax(logits / temperature); with top_k > 0 only
-//                  tokens whose logit is at least the k-th largest can be drawn.
-// "scratch" holds V floats. Consumes one rng draw unless greedy.
-int sample_token(const float *logits, int V, float temperature, int top_k, Rng *rng, float *scratch);
+// How the next token is drawn from the logits, in the order the steps
+// apply (as in llama2.c and Hugging Face's generate): temperature, then
+// top-k, then top-p.
+typedef struct {
+    float temperature;  // 0: greedy (the likeliest token, no draw); else logits / temperature
+    int top_k;          // > 0: only the k likeliest tokens can be drawn; 0 = off
+    float top_p;        // in (0, 1]: only the smallest set of the likeliest tokens whose
+                        // probabilities add up to at least top_p; 1 = off
+} SamplerConfig;
+
+// sampling_weights: the distribution sample_token draws from when the
+// temperature is > 0, unnormalised: weights[V] gets exp((logit - max) /
+// temperature) for each token that survives top-k and top-p and 0 for the
+// others; returns their sum (divide by it for the probabilities). Top-p
+// keeps, besides the smallest set, any token whose weight ties with the
+// smallest one kept. "scratch" holds V floats.
+double sampling_weights(const float *logits, int V, const SamplerConfig *s, float *weights, float *scratch);
+
+// sample_token: pick a token id from logits[V] as "s" says (greedy ties go
+// to the lowest id). "scratch" holds 2V floats. Consumes one rng draw
+// unless greedy.
+int sample_token(const float *logits, int V, const SamplerConfig *s, Rng *rng, float *scratch);
 
 // A text being generated, and the window of it the model sees.
 typedef struct {
@@ -44,6 +60,8 @@ typedef struct {
 // generator_init: an empty text of up to "capacity" tokens; generator_free.
 void generator_init(Generator *g, Model *m, int capacity, bool use_cache);
 void generator_free(Generator *g);
+// generator_reset: empty the text (and the cache) to start another one.
+void generator_reset(Generator *g);
 // generator_push: append a token (the prompt's, or a generated one).
 void generator_push(Generator *g, int token);
 // generator_logits: logits[V] for the token after the text so far (at least

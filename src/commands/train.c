@@ -119,25 +119,6 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
     return (float)(total / n_batches);
 }
 
-// make_dir: create --out and any missing parents, like `mkdir -p`.
-static void make_dir(const char *path) {
-    char partial[4096];
-    if (strlen(path) >= sizeof partial) die(EXIT_USAGE, "--out '%.40s...' is too long; use a shorter path", path);
-    strcpy(partial, path);
-    for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-        *slash = '\0';  // each parent in turn
-        if (mkdir(partial, 0777) != 0 && errno != EEXIST)
-            die(EXIT_RUNTIME, "cannot create directory '%s' for --out: %s; pick another --out", partial,
-                strerror(errno));
-        *slash = '/';
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        die(EXIT_RUNTIME, "cannot create output directory '%s': %s; pick another --out", path, strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        die(EXIT_RUNTIME, "--out '%s' exists and is not a directory; pick another --out", path);
-}
-
 // ---- Defaults that depend on the architecture ------------------------------------
 
 // The flags whose defaults differ between the architectures. gpt's are

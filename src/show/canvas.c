@@ -1,10 +1,11 @@
-// canvas.c: pixels, rectangles, anti-aliased lines, bitmap text and PNG
-// output (see canvas.h).
+// canvas.c: pixels, rectangles, anti-aliased lines, bitmap and TrueType
+// text, and PNG output (see canvas.h).
 //
-// This is the one file that compiles stb_image_write's implementation. Its
-// allocations go through our checked helpers, and its own file functions
-// are left out (STBI_WRITE_NO_STDIO): we open the file ourselves, so errors
-// name it the way every other error in tinygpt does.
+// This is the one file that compiles stb_image_write's and stb_truetype's
+// implementations. Their allocations go through our checked helpers, and
+// stb_image_write's own file functions are left out (STBI_WRITE_NO_STDIO):
+// we open files ourselves, so errors name them the way every other error in
+// tinygpt does.
 #include "canvas.h"
 
 #include <math.h>
@@ -26,6 +27,16 @@
 #pragma GCC diagnostic ignored "-Wmissing-braces"
 #include <stb_easy_font.h>
 #pragma GCC diagnostic pop
+
+#define STB_TRUETYPE_IMPLEMENTATION
+#define STBTT_malloc(size, context) ((void)(context), xmalloc(size))
+#define STBTT_free(ptr, context) ((void)(context), free(ptr))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <stb_truetype.h>
+#pragma GCC diagnostic pop
+
+#include "tokenizer.h"  // utf8_decode
 
 void canvas_init(Canvas *c, int width, int height) {
     c->width = width;
@@ -119,6 +130,121 @@ void canvas_text(Canvas *c, int x, int y, const char *text, int scale, Rgb color
         int qx = (int)lrintf(corner0[0]), qy = (int)lrintf(corner0[1]);
         int qw = (int)lrintf(corner2[0] - corner0[0]), qh = (int)lrintf(corner2[1] - corner0[1]);
         canvas_fill_rect(c, x + qx * scale, y + qy * scale, qw * scale, qh * scale, color);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// TrueType text
+
+struct Font {
+    unsigned char *data;  // the whole font file: stb_truetype reads it in place
+    stbtt_fontinfo info;
+    int cap_height;       // height of 'H' in font units: what TEXT_HEIGHT matches
+};
+
+Font *font_load(const char *path, Error *err) {
+    Font *font = xcalloc(1, sizeof *font);
+    size_t len;
+    if (!read_file(path, (char **)&font->data, &len, err)) {
+        free(font);
+        return NULL;
+    }
+    // stb_truetype trusts the file's offsets: it is meant for fonts the
+    // system installed (or that the user chose), not for hostile files.
+    int offset = stbtt_GetFontOffsetForIndex(font->data, 0);
+    int x0, y0, x1, y1;
+    if (len < 12 || offset < 0 || !stbtt_InitFont(&font->info, font->data, offset) ||
+        !stbtt_GetCodepointBox(&font->info, 'H', &x0, &y0, &x1, &y1) || y1 <= y0) {
+        font_free(font);
+        error_set(err, "'%s' is not a TrueType font with Latin letters", path);
+        return NULL;
+    }
+    font->cap_height = y1 - y0;
+    return font;
+}
+
+void font_free(Font *font) {
+    if (!font) return;
+    free(font->data);
+    free(font);
+}
+
+// The font's scale (pixels per font unit) that makes a capital letter
+// TEXT_HEIGHT * "scale" pixels tall, as in the bitmap font.
+static float font_scale(const Font *font, int scale) {
+    return (float)(TEXT_HEIGHT * scale) / (float)font->cap_height;
+}
+
+// ascii_fallback: "utf8" for the bitmap font: one '?' per character outside
+// printable ASCII (and per invalid byte), at most "cap - 1" characters.
+static void ascii_fallback(char *out, size_t cap, const char *utf8, size_t len) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < len && n + 1 < cap; n++) {
+        uint32_t cp;
+        int bytes = utf8_decode((const unsigned char *)utf8 + pos, len - pos, &cp);
+        pos += bytes > 0 ? (size_t)bytes : 1;
+        out[n] = bytes > 0 && cp >= 32 && cp <= 126 ? (char)cp : '?';
+    }
+    out[n] = '\0';
+}
+
+// Each character's glyph, or the font's "missing glyph" box (glyph 0) for
+// one it lacks; an invalid byte is U+FFFD, the replacement character.
+static int next_glyph(const Font *font, const char *utf8, size_t len, size_t *pos) {
+    uint32_t cp;
+    int bytes = utf8_decode((const unsigned char *)utf8 + *pos, len - *pos, &cp);
+    if (bytes == 0) cp = 0xFFFD, bytes = 1;
+    *pos += (size_t)bytes;
+    return stbtt_FindGlyphIndex(&font->info, (int)cp);
+}
+
+int canvas_text_utf8_width(const Font *font, const char *utf8, size_t len, int scale) {
+    if (!font) {
+        char ascii[MAX_TEXT];
+        ascii_fallback(ascii, sizeof ascii, utf8, len);
+        return canvas_text_width(ascii, scale);
+    }
+    const float s = font_scale(font, scale);
+    float width = 0.0f;
+    for (size_t pos = 0; pos < len;) {
+        int advance, lsb;
+        stbtt_GetGlyphHMetrics(&font->info, next_glyph(font, utf8, len, &pos), &advance, &lsb);
+        width += (float)advance * s;
+    }
+    return (int)lrintf(width);
+}
+
+// Each glyph is rasterised by stb_truetype into a coverage map (0..255 per
+// pixel, anti-aliased) and blended onto the canvas in "color", its baseline
+// at the bottom of the capitals.
+void canvas_text_utf8(Canvas *c, const Font *font, int x, int y, const char *utf8, size_t len, int scale,
+                      Rgb color) {
+    if (!font) {
+        char ascii[MAX_TEXT];
+        ascii_fallback(ascii, sizeof ascii, utf8, len);
+        canvas_text(c, x, y, ascii, scale, color);
+        return;
+    }
+    const float s = font_scale(font, scale);
+    const int baseline = y + TEXT_HEIGHT * scale;
+    float pen = (float)x;
+    for (size_t pos = 0; pos < len;) {
+        int glyph = next_glyph(font, utf8, len, &pos);
+        int x0, y0, x1, y1;  // the glyph's pixels relative to the pen on the baseline
+        stbtt_GetGlyphBitmapBox(&font->info, glyph, s, s, &x0, &y0, &x1, &y1);
+        const int w = x1 - x0, h = y1 - y0, left = (int)lrintf(pen) + x0;
+        if (w > 0 && h > 0) {
+            unsigned char *coverage = xmalloc((size_t)w * h);
+            stbtt_MakeGlyphBitmap(&font->info, coverage, w, h, w, s, s, glyph);
+            for (int py = 0; py < h; py++)
+                for (int px = 0; px < w; px++)
+                    if (coverage[py * w + px])
+                        blend(c, left + px, baseline + y0 + py, color, coverage[py * w + px] / 255.0f);
+            free(coverage);
+        }
+        int advance, lsb;
+        stbtt_GetGlyphHMetrics(&font->info, glyph, &advance, &lsb);
+        pen += (float)advance * s;
     }
 }
 

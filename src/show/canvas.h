@@ -1,5 +1,5 @@
 // canvas.h: an RGB picture in memory that can draw rectangles, lines and
-// ASCII text, and save itself as a PNG.
+// text, and save itself as a PNG.
 //
 // Reading order: file 20 with plot.h and watch.h, before train.c, which
 // draws through them (README, "How to read the code"); glue code, skip it on
@@ -10,7 +10,10 @@
 // [height, width, 3] row-major, top row first; x grows right, y grows down.
 // Text uses stb_easy_font (Debian's libstb-dev), a tiny built-in bitmap
 // font of ASCII 32..126, scaled up by whole pixels; any other byte is drawn
-// as '?'. PNG encoding is stb_image_write's.
+// as '?'. Text that may hold any Unicode character (the heatmaps' labels)
+// goes through a TrueType font instead, read from a file (DejaVu Sans Mono,
+// Debian's fonts-dejavu-core) and rasterised by stb_truetype; without the
+// file it falls back to the bitmap font. PNG encoding is stb_image_write's.
 #ifndef TINYGPT_CANVAS_H
 #define TINYGPT_CANVAS_H
 
@@ -45,6 +48,27 @@ void canvas_line(Canvas *c, float x0, float y0, float x1, float y1, float width,
 enum { TEXT_HEIGHT = 7 };
 void canvas_text(Canvas *c, int x, int y, const char *text, int scale, Rgb color);
 int canvas_text_width(const char *text, int scale);
+
+// A TrueType font, loaded once from its file and passed to each call that
+// draws with it (NULL everywhere means the bitmap font).
+typedef struct Font Font;
+#define FONT_DEFAULT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
+
+// font_load: the font in the TrueType file "path", or NULL with "err" naming
+// the file when it cannot be read or is not a font. font_free releases it
+// (NULL is fine).
+Font *font_load(const char *path, Error *err);
+void font_free(Font *font);
+
+// canvas_text_utf8: draw "len" bytes of UTF-8 text "utf8" (one line; it
+// need not end in '\0') with "font", anti-aliased, its capitals
+// TEXT_HEIGHT * "scale" pixels tall with their top at "y", as canvas_text's.
+// A character the font lacks is its missing-glyph box; an invalid byte is
+// U+FFFD. With "font" NULL: canvas_text, each character outside printable
+// ASCII drawn as one '?'. canvas_text_utf8_width: the width it advances.
+void canvas_text_utf8(Canvas *c, const Font *font, int x, int y, const char *utf8, size_t len, int scale,
+                      Rgb color);
+int canvas_text_utf8_width(const Font *font, const char *utf8, size_t len, int scale);
 
 // canvas_write_png: save as an 8-bit RGB PNG at "path". Writes "path".tmp
 // and renames it over "path", so a viewer that reloads the picture while
