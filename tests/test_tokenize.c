@@ -91,6 +91,15 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
     // cannot be one comes out as U+FFFD).
     Error err;
     ck_assert_msg(utf8_check(r->out, strlen(r->out), "sample", &err), "%s", err.msg);
+
+    // attention labels each position with its piece.
+    snprintf(args, sizeof args, "attention --model %s --prompt 'the white whale' --out %s", model, in_work("maps"));
+    r = run(args);
+    expect_ok(r, "attention");
+    ck_assert_msg(strstr(r->out, "␣whale") != NULL, "no ' whale' label: %s", r->out);
+    int width, height;
+    char why[256];
+    ck_assert_msg(png_size(in_work("maps/attention_layer1_head2.png"), &width, &height, why, sizeof why), "%s", why);
 }
 END_TEST
 
