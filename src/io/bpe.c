@@ -311,7 +311,7 @@ static void push_changed_pairs(Learner *learner) {
         if (pair->count != pair->count_before && pair->count > 0)
             heap_push(learner, (HeapEntry){pair->count, pair->key});
     }
-    arrdeln(learner->touched, 0, arrlen(learner->touched));  // empty it, keeping its memory
+    if (arrlen(learner->touched) > 0) arrdeln(learner->touched, 0, arrlen(learner->touched));  // empty, memory kept
 }
 
 // count_all_pairs: the first round: every pair of every word.
@@ -603,10 +603,12 @@ static size_t encode_chunk(const Bpe *bpe, const unsigned char *s, size_t len, i
 }
 
 // The chunk cache: each chunk's bytes and its ids, found by its bytes.
-// Chunks longer than CACHE_MAX_CHUNK_BYTES (long runs of spaces or
-// punctuation, a word without spaces in a huge file) are rare and are
-// encoded each time instead of filling the cache.
-enum { CACHE_MAX_CHUNK_BYTES = 64 };
+// Two limits keep its memory small when a text hardly repeats (random
+// data, where nearly every chunk is new): chunks longer than
+// CACHE_MAX_CHUNK_BYTES (long runs of spaces or punctuation) are encoded
+// each time, and once CACHE_MAX_CHUNKS chunks are in, no more are added.
+// A text's frequent words come early, so they are in by then.
+enum { CACHE_MAX_CHUNK_BYTES = 64, CACHE_MAX_CHUNKS = 1 << 20 };
 
 typedef struct {
     size_t start;  // ChunkCache.ids[start .. start + n)
@@ -660,7 +662,7 @@ size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids) {
                 count += where.n;
             } else {
                 size_t k = encode_chunk(bpe, s + pos, n, ids + count);
-                cache_add(cache, s + pos, n, hash, ids + count, k);
+                if (arrlen(cache->entry_ids) < CACHE_MAX_CHUNKS) cache_add(cache, s + pos, n, hash, ids + count, k);
                 count += k;
             }
         }
