@@ -48,7 +48,7 @@ $(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
-TEST_SRC = $(wildcard tests/*.c)
+TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 # Default corpus and the default run (about two minutes on 2 cores).
@@ -79,8 +79,19 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 $(CORPUS):
 	scripts/get_corpus.sh $@
 
-test: tinygpt $(BUILD)/run_tests
+test: tinygpt $(BUILD)/run_tests bpe-check
 	$(BUILD)/run_tests
+
+# The BPE learner and encoder against an independent Python one
+# (scripts/bpe_reference.py, standard library only) on a few small texts:
+# the merges must agree token for token, and so must the ids. bpe_dump is
+# a program of its own that prints both (not part of the Check runner).
+.PHONY: bpe-check
+$(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+bpe-check: $(BUILD)/bpe_dump
+	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
 
 # A deliberately wrong tinygpt, for the tests only: attention.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's

@@ -57,7 +57,10 @@ size_t bpe_chunk_len(const char *text, size_t len);
 // bpe_learn: learn vocab_size - 256 merges from "text" ("len" bytes).
 // vocab_size must be in [257, BPE_MAX_VOCAB]. Fewer pairs than merges
 // (a tiny text) is an error naming "source". On failure "bpe" is empty.
-enum { BPE_MAX_VOCAB = 65536 };
+// A pair whose token would be longer than BPE_MAX_TOKEN_BYTES is never
+// merged (it only happens in long runs of one character): this bounds the
+// memory of the token table, learned or read from merges text.
+enum { BPE_MAX_VOCAB = 65536, BPE_MAX_TOKEN_BYTES = 256 };
 bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const char *source, Error *err);
 
 // bpe_merges_text: the merges as text for a checkpoint's metadata:
@@ -68,7 +71,9 @@ char *bpe_merges_text(const Bpe *bpe);
 // message starting "merges" that the caller prefixes with the file, on
 // anything else: a non-number, an odd count, an id that does not exist yet
 // when its merge is made (>= 256 + i), a pair merged twice, more than
-// BPE_MAX_VOCAB - 256 merges. On failure "bpe" is empty.
+// BPE_MAX_VOCAB - 256 merges, a token longer than BPE_MAX_TOKEN_BYTES, and
+// no merges at all (empty text: a BPE tokenizer has at least one merge).
+// Numbers have no sign and no leading zero. On failure "bpe" is empty.
 bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err);
 
 // bpe_encode: the ids of "text" ("len" bytes, any bytes) into "ids", which
