@@ -10,6 +10,7 @@
 // data bytes, and check that loading fails with a one-line message naming
 // the file and the problem, and leaves nothing allocated. The last tests do
 // the same for AdamW's state (optimizer.safetensors), saved beside the model.
+#define _GNU_SOURCE  // memmem
 #include <dirent.h>
 #include <float.h>
 #include <malloc.h>
@@ -1856,8 +1857,9 @@ START_TEST(a_bpe_checkpoint_loads_with_its_merges) {
     ck_assert_str_eq(loaded, saved);
     size_t len;
     char *bytes = slurp(path, &len);
-    ck_assert_ptr_nonnull(memmem(bytes, len, "\"tokenizer\":\"bpe\",\"merges\":", 30));
-    ck_assert_ptr_null(memmem(bytes, len, "\"vocab\":", 8));
+    const char *tokenizer = "\"tokenizer\":\"bpe\",\"merges\":", *vocab = "\"vocab\":";
+    ck_assert_ptr_nonnull(memmem(bytes, len, tokenizer, strlen(tokenizer)));
+    ck_assert_ptr_null(memmem(bytes, len, vocab, strlen(vocab)));
     free(bytes);
     free(saved);
     free(loaded);

@@ -77,15 +77,13 @@ static void learn_and_report(Tokenizer *tok, const char *path, int vocab_size, b
     printf("learned %d merges from '%s' (%.2f MB) in %.3f s; encoded it in %.3f s (%.1f MB/s): %zu tokens, %.2f bytes per token\n",
            tok->bpe.n_merges, path, (double)len / 1e6, learn_seconds, encode_seconds,
            encode_seconds > 0 ? (double)len / 1e6 / encode_seconds : 0.0, n, n > 0 ? (double)len / (double)n : 0.0);
-    printf("first merges:");
+    printf("first merges: ");
     for (int i = 0; i < tok->bpe.n_merges && i < 12; i++) {
         size_t piece_len;
         const char *piece = tokenizer_piece(tok, BPE_BYTES + i, &piece_len);
-        putchar(' ');
         print_piece(piece, piece_len);
-        putchar('|');
     }
-    putchar('\n');
+    printf("|\n");
 }
 
 int cmd_tokenize(int argc, char **argv) {
