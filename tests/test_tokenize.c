@@ -206,7 +206,9 @@ START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     RunResult *r = run(args);
     expect_ok(r, "eval");
     double loss, perplexity, bpb;
-    ck_assert_int_eq(sscanf(r->out, "{\"loss\": %lf, \"perplexity\": %lf, \"bits_per_byte\": %lf", &loss, &perplexity, &bpb), 3);
+    long tokens;
+    ck_assert_int_eq(sscanf(r->out, "{\"loss\": %lf, \"perplexity\": %lf, \"tokens\": %ld, \"bits_per_byte\": %lf}",
+                            &loss, &perplexity, &tokens, &bpb), 4);
     ck_assert_msg(bpb > 0 && bpb < 0.9 * loss / log(2.0), "eval: bits per byte %g, loss %g", bpb, loss);
 }
 END_TEST

@@ -42,7 +42,7 @@ int cmd_eval(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"bits_per_byte\": ..., \"tokens\": ...}", 0, 0, false, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ...}", 0, 0, false, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
     };
@@ -81,8 +81,8 @@ int cmd_eval(int argc, char **argv) {
     }
     double bpb = bits_per_byte(loss, predicted, covered_bytes);
     if (json)
-        printf("{\"loss\": %.6f, \"perplexity\": %.6f, \"bits_per_byte\": %.6f, \"tokens\": %zu}\n", loss, exp(loss),
-               bpb, predicted);
+        printf("{\"loss\": %.6f, \"perplexity\": %.6f, \"tokens\": %zu, \"bits_per_byte\": %.6f}\n", loss, exp(loss),
+               predicted, bpb);
     else
         printf("loss %.4f nats/token | perplexity %.3f | %.4f bits/byte | %zu predicted tokens\n", loss, exp(loss), bpb,
                predicted);
