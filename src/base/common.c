@@ -11,14 +11,52 @@
 #include <time.h>
 #include <unistd.h>
 
-bool error_set(Error *err, const char *fmt, ...) {
+bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) {
     if (err) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, args);
-        va_end(args);
+        int n = snprintf(err->msg, sizeof err->msg, "%s", prefix);
+        if (n >= 0 && (size_t)n < sizeof err->msg) vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, args);
     }
     return false;
+}
+
+bool error_set(Error *err, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    error_setv(err, "", fmt, args);
+    va_end(args);
+    return false;
+}
+
+// show: one character at a time, so that a cut never splits a UTF-8
+// sequence (a message must stay valid UTF-8 when the string was). Bytes
+// that are not valid UTF-8 are copied as they are: they cannot break the
+// line, and the terminal shows them as a replacement character.
+Shown show(const char *s, size_t len) {
+    enum { KEEP = 60 };  // bytes of "s" kept; "..." and the NUL fill the rest of text[64]
+    _Static_assert(KEEP + sizeof "..." <= sizeof ((Shown *)0)->text, "Shown.text holds KEEP bytes, ... and NUL");
+    Shown out;
+    size_t n = 0, i = 0;
+    while (i < len) {
+        const unsigned char *c = (const unsigned char *)s + i;
+        size_t bytes = 1;  // the character's length in "s"
+        if (c[0] >= 0xC0)  // a lead byte: its continuation bytes (10xxxxxx) follow
+            while (bytes < 4 && i + bytes < len && (c[bytes] & 0xC0) == 0x80) bytes++;
+        // C0 controls and DEL are one byte; the C1 controls U+0080..U+009F
+        // are the two bytes C2 80..C2 9F in UTF-8.
+        bool control = c[0] < 0x20 || c[0] == 0x7F || (bytes == 2 && c[0] == 0xC2 && c[1] <= 0x9F);
+        size_t shown = control ? 1 : bytes;
+        if (n + shown > KEEP) break;
+        if (control) out.text[n] = '?';
+        else memcpy(out.text + n, c, bytes);
+        n += shown;
+        i += bytes;
+    }
+    if (i < len) {
+        memcpy(out.text + n, "...", 3);
+        n += 3;
+    }
+    out.text[n] = '\0';
+    return out;
 }
 
 void die(int status, const char *fmt, ...) {

@@ -14,6 +14,7 @@
 #ifndef TINYGPT_COMMON_H
 #define TINYGPT_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,6 +31,25 @@ typedef struct {
 // error_set: printf into "err" (if not NULL); always returns false so callers
 // can write `return error_set(err, "...")`.
 bool error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// error_setv: the one place an Error is formatted: "prefix" (plain text, ""
+// for none) followed by "fmt" with "args". For helpers of their own that
+// take printf arguments and add a prefix (the checkpoint loader's "'<file>'
+// is not a valid tinygpt checkpoint: "). Returns false, like error_set.
+bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) __attribute__((format(printf, 3, 0)));
+
+// Shown: a string from outside (a flag's value, a name or value read from a
+// file) made safe to quote in a one-line message. It can hold anything, a
+// newline or a terminal escape included, which would split or garble the
+// message: control characters (C0, DEL and the C1 range U+0080..U+009F)
+// become '?', and a string longer than 60 bytes is cut, at a character
+// boundary, and ends in "...".
+typedef struct {
+    char text[64];
+} Shown;
+
+// show: "len" bytes of "s" as Shown. Use the result within one statement:
+// show(s, n).text lives until the end of it.
+Shown show(const char *s, size_t len);
 
 // die: print "tinygpt: <message>" to stderr and exit with "status".
 _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -289,21 +289,13 @@ static const char *kind_name(FileKind kind) { return kind == MODEL_FILE ? "check
 // what to do); returns false.
 __attribute__((format(printf, 2, 3)))
 static bool reject(const Loader *ld, const char *fmt, ...) {
-    char detail[400];
+    char prefix[sizeof ld->err->msg];
+    snprintf(prefix, sizeof prefix, "'%s' is not a valid tinygpt %s: ", ld->path, kind_name(ld->kind));
     va_list args;
     va_start(args, fmt);
-    vsnprintf(detail, sizeof detail, fmt, args);
+    error_setv(ld->err, prefix, fmt, args);
     va_end(args);
-    return error_set(ld->err, "'%s' is not a valid tinygpt %s: %s", ld->path, kind_name(ld->kind), detail);
-}
-
-// printable: "s" ("len" bytes, from the file) cut to fit "buf", with control
-// characters (even NUL) shown as '?', so a message stays on one line.
-static const char *printable(const char *s, size_t len, char *buf, size_t size) {
-    size_t n = 0;
-    for (; n < len && n + 1 < size; n++) buf[n] = (unsigned char)s[n] < 0x20 ? '?' : s[n];
-    buf[n] = '\0';
-    return buf;
+    return false;
 }
 
 // read_header: the 8-byte length N, checked against the limits and the file
@@ -371,10 +363,9 @@ static bool metadata_long(Loader *ld, const JsonValue *meta, const char *key, lo
     // 18 digits always fit in a long (whose max is 9.2e18), so strtol cannot overflow.
     bool digits = v->string_len >= 1 && v->string_len <= 18 && strspn(v->string, "0123456789") == v->string_len;
     long value = digits ? strtol(v->string, NULL, 10) : -1;
-    char shown[48];
     if (value < 0 || value > max)
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number in [0, %ld]; the file is damaged, retrain",
-                      key, printable(v->string, v->string_len, shown, sizeof shown), max);
+                      key, show(v->string, v->string_len).text, max);
     *out = value;
     return true;
 }
@@ -387,10 +378,9 @@ static bool metadata_u64(Loader *ld, const JsonValue *meta, const char *key, uin
     bool digits = v->string_len >= 1 && v->string_len <= 20 && strspn(v->string, "0123456789") == v->string_len;
     errno = 0;
     unsigned long long value = digits ? strtoull(v->string, NULL, 10) : 0;
-    char shown[48];
     if (!digits || errno == ERANGE)
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number below 2^64; the file is damaged, retrain",
-                      key, printable(v->string, v->string_len, shown, sizeof shown));
+                      key, show(v->string, v->string_len).text);
     *out = value;
     return true;
 }
@@ -403,10 +393,9 @@ static bool metadata_double(Loader *ld, const JsonValue *meta, const char *key, 
     if (!v) return false;
     char *end;
     double value = strtod(v->string, &end);
-    char shown[48];
     if (!(v->string[0] >= '0' && v->string[0] <= '9') || end != v->string + v->string_len || !isfinite(value))
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a decimal number; the file is damaged, retrain", key,
-                      printable(v->string, v->string_len, shown, sizeof shown));
+                      show(v->string, v->string_len).text);
     *out = value;
     return true;
 }
@@ -420,10 +409,9 @@ static bool read_architecture(Loader *ld, const JsonValue *meta, Arch *arch, lon
     if (json_get(meta, "arch")) {
         const JsonValue *name = metadata_string(ld, meta, "arch");
         if (!name) return false;
-        char shown[48];
         if (strlen(name->string) != name->string_len || !arch_from_name(name->string, arch))
             return reject(ld, "its __metadata__ \"arch\" is \"%s\", an architecture this tinygpt does not know (it knows \"card\" and \"gpt\"); load it with the tinygpt that saved it, or retrain",
-                          printable(name->string, name->string_len, shown, sizeof shown));
+                          show(name->string, name->string_len).text);
     }
     *n_layer = 1;
     if (json_get(meta, "n_layer")) {
@@ -455,9 +443,8 @@ static bool check_format(Loader *ld, const JsonValue *meta) {
     if (ld->kind == OPTIMIZER_FILE && string_is(format, CHECKPOINT_FORMAT))
         return reject(ld, "it is a model checkpoint (format \"%s\"), not AdamW's state; give the optimizer.safetensors saved next to it",
                       CHECKPOINT_FORMAT);
-    char shown[48];
     return reject(ld, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
-                  printable(format->string, format->string_len, shown, sizeof shown), want);
+                  show(format->string, format->string_len).text, want);
 }
 
 // read_metadata: the format marker, the config, the step and the vocabulary
@@ -649,18 +636,17 @@ static bool check_names(Loader *ld, const TensorTable *table) {
             ld->entries[found->index] = entry;
             continue;
         }
-        char shown[64];
-        printable(entry->key, entry->key_len, shown, sizeof shown);
+        Shown shown = show(entry->key, entry->key_len);
         long block;
         if (ld->kind == OPTIMIZER_FILE)
             ok = reject(ld, "it has a tensor '%s', which is not AdamW's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each of its parameters); give the optimizer.safetensors saved with this model",
-                        shown, arch_name(ld->cfg.arch));
+                        shown.text, arch_name(ld->cfg.arch));
         else if (block_of(entry->key, entry->key_len, &block) && block >= ld->cfg.n_layer)
             ok = reject(ld, "it has a tensor '%s' of block %ld but its __metadata__ \"n_layer\" is %d (blocks 0 to %d), so n_layer disagrees with the tensors; the file is damaged, retrain",
-                        shown, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
+                        shown.text, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
         else
             ok = reject(ld, "it has a tensor '%s' that tinygpt's %s model does not have; was it written by tinygpt train with this architecture?",
-                        shown, arch_name(ld->cfg.arch));
+                        shown.text, arch_name(ld->cfg.arch));
     }
     free(sorted);
 
@@ -698,10 +684,9 @@ static bool check_tensor(Loader *ld, const TensorTable *table, int t) {
     const JsonValue *dtype = json_get(entry, "dtype");
     if (!dtype || dtype->type != JSON_STRING)
         return reject(ld, "tensor '%s' has no dtype string; was it written by tinygpt train?", spec->name);
-    char shown[24];
     if (dtype->string_len != 3 || strcmp(dtype->string, "F32") != 0)
         return reject(ld, "tensor '%s' has dtype \"%s\" but tinygpt reads only F32; convert the weights to float32",
-                      spec->name, printable(dtype->string, dtype->string_len, shown, sizeof shown));
+                      spec->name, show(dtype->string, dtype->string_len).text);
 
     // The shape: compare each dimension with the table's, as numbers.
     uint64_t want[2] = {(uint64_t)spec->shape[0], (uint64_t)spec->shape[1]}, got[2] = {0, 0};
@@ -932,10 +917,9 @@ static bool read_adamw_metadata(Loader *ld, long *updates) {
     if (!check_format(ld, meta)) return false;
     const JsonValue *name = metadata_string(ld, meta, "optimizer");
     if (!name) return false;
-    char shown[48];
     if (!string_is(name, "adamw"))
         return reject(ld, "its __metadata__ \"optimizer\" is \"%s\" but only AdamW (\"adamw\") keeps a state; the file is damaged: start a new run from the weights with --init",
-                      printable(name->string, name->string_len, shown, sizeof shown));
+                      show(name->string, name->string_len).text);
     return metadata_long(ld, meta, "step", LONG_MAX, &ld->step) && metadata_long(ld, meta, "updates", LONG_MAX, updates);
 }
 

@@ -230,16 +230,14 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
     if (bytes == 0) return -1;
     int id = tokenizer_id(tok, cp);
     if (id < 0) {
-        // Show the character itself unless it is a control character,
-        // which would garble the one-line message (a tab, a carriage return).
-        char shown[16] = "";
-        if (cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0)) {
-            char utf8[4];
-            int k = utf8_encode(cp, utf8);
-            snprintf(shown, sizeof shown, "'%.*s' ", k, utf8);
-        }
+        // Show the character itself unless it is a control character (a
+        // tab, a carriage return), which show() would turn into '?': then
+        // the code point alone says which it is.
+        Shown shown = show(text + *pos, (size_t)bytes);
+        char quoted[sizeof shown.text + 3] = "";
+        if (memcmp(shown.text, text + *pos, (size_t)bytes) == 0) snprintf(quoted, sizeof quoted, "'%s' ", shown.text);
         error_set(err, "'%s' has the character %s(U+%04X) at byte %zu, which is not in the model's vocabulary; remove it, or train a new model on this text",
-                  source, shown, (unsigned)cp, *pos);
+                  source, quoted, (unsigned)cp, *pos);
         return -1;
     }
     *pos += (size_t)bytes;
