@@ -687,7 +687,7 @@ END_TEST
 START_TEST(load_of_a_missing_file_fails_naming_it) {
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing.safetensors", dir);
-    expect_file_rejected(missing, "No such file");
+    expect_file_rejected(missing, "no such file; check the name");
 }
 END_TEST
 
@@ -1681,7 +1681,7 @@ END_TEST
 START_TEST(optimizer_state_load_of_a_missing_file_says_what_to_do) {
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing/optimizer.safetensors", dir);
-    expect_opt_rejected(missing, "No such file");
+    expect_opt_rejected(missing, "no such file");
     expect_opt_rejected(missing, "start a new run from the weights with --init");
 }
 END_TEST

@@ -1,12 +1,26 @@
-// test_common.c: tests for src/base/common.c: the one error formatter and
-// the one way to quote outside text in a message.
+// test_common.c: tests for src/base/common.c: the one error formatter, the
+// one way to quote outside text in a message, and the checked open that
+// refuses what would hang or never end.
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "helpers.h"
 #include "tests.h"
+
+// Opening a FIFO for reading waits for a writer: if fopen_checked ever does
+// that again, the alarm ends the test (a failure) instead of a hang.
+#define HANG_SECONDS 10
+
+static char dir[256];
+
+static void setup(void) { scratch_dir_create(dir, sizeof dir); }
+static void teardown(void) { scratch_dir_remove(dir); }
 
 // ---- error_set / error_setv ---------------------------------------------------
 
@@ -72,6 +86,77 @@ START_TEST(show_cuts_a_long_string_at_a_character_boundary_and_says_so) {
 }
 END_TEST
 
+// ---- fopen_checked and read_file --------------------------------------------------
+
+// in_dir: "dir/name", in a static buffer.
+static const char *in_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+START_TEST(fopen_checked_refuses_a_fifo_at_once_naming_it) {
+    const char *fifo = in_dir("pipe.txt");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    alarm(HANG_SECONDS);
+    Error err = {{0}};
+    ck_assert_ptr_null(fopen_checked(fifo, "rb", &err));
+    ck_assert_msg(strstr(err.msg, fifo) && strstr(err.msg, "is a named pipe (FIFO), not a regular file") &&
+                      strstr(err.msg, "save what you need to a file") && !strchr(err.msg, '\n'),
+                  "message was: %s", err.msg);
+    char *text = NULL;
+    size_t len;
+    ck_assert(!read_file(fifo, &text, &len, &err));
+    ck_assert_ptr_null(text);
+    alarm(0);
+}
+END_TEST
+
+START_TEST(read_file_refuses_a_device_that_never_ends) {
+    alarm(HANG_SECONDS);  // /dev/zero would be read until memory runs out
+    Error err = {{0}};
+    char *text = NULL;
+    size_t len;
+    ck_assert(!read_file("/dev/zero", &text, &len, &err));
+    ck_assert_msg(strstr(err.msg, "'/dev/zero' is a character device, not a regular file"), "message was: %s",
+                  err.msg);
+    alarm(0);
+}
+END_TEST
+
+START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
+    Error err = {{0}};
+    ck_assert_ptr_null(fopen_checked(in_dir("missing.txt"), "rb", &err));
+    ck_assert_msg(strstr(err.msg, "missing.txt' for reading: no such file; check the name"), "message was: %s",
+                  err.msg);
+    ck_assert_ptr_null(fopen_checked(in_dir("no/such/dir/log.csv"), "w", &err));
+    ck_assert_msg(strstr(err.msg, "log.csv' for writing: no such directory; create it first"), "message was: %s",
+                  err.msg);
+    ck_assert_ptr_null(fopen_checked(dir, "rb", &err));
+    ck_assert_msg(strstr(err.msg, "is a directory; give the path of a file"), "message was: %s", err.msg);
+    ck_assert_ptr_null(fopen_checked(dir, "wb", &err));
+    ck_assert_msg(strstr(err.msg, "is a directory; give the path of a file"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
+    write_text_file(in_dir("a.txt"), "hello\n");
+    char target[512];
+    snprintf(target, sizeof target, "%s", in_dir("a.txt"));
+    ck_assert_int_eq(symlink(target, in_dir("link.txt")), 0);
+    const char *names[] = {"a.txt", "link.txt"};
+    for (int i = 0; i < 2; i++) {
+        Error err = {{0}};
+        char *text;
+        size_t len;
+        ck_assert_msg(read_file(in_dir(names[i]), &text, &len, &err), "%s", err.msg);
+        ck_assert_uint_eq(len, 6);
+        ck_assert_str_eq(text, "hello\n");
+        free(text);
+    }
+}
+END_TEST
+
 Suite *common_suite(void) {
     Suite *s = suite_create("common");
     TCase *errors = tcase_create("errors");
@@ -80,5 +165,12 @@ Suite *common_suite(void) {
     tcase_add_test(errors, show_cuts_a_long_string_at_a_character_boundary_and_says_so);
     suite_add_tcase(s, errors);
 
+    TCase *files = tcase_create("files");
+    tcase_add_checked_fixture(files, setup, teardown);
+    tcase_add_test(files, fopen_checked_refuses_a_fifo_at_once_naming_it);
+    tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
+    tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
+    tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    suite_add_tcase(s, files);
     return s;
 }

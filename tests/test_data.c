@@ -138,7 +138,7 @@ START_TEST(load_rejects_a_missing_file_naming_the_path) {
     Tokenizer tok;
     Error err = {0};
     ck_assert(!dataset_load(&ds, &tok, true, path, 0.1, 8, &err));
-    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "No such file"), "message was: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "no such file; check the name"), "message was: %s", err.msg);
 }
 END_TEST
 

@@ -63,8 +63,10 @@ void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 #define xcalloc(count, size) xcalloc_at((count), (size), __FILE__, __LINE__)
 #define xrealloc(ptr, size) xrealloc_at((ptr), (size), __FILE__, __LINE__)
 
-// fopen_checked: like fopen, but on failure fills "err" with the path and the
-// reason (strerror) and returns NULL. Directories are refused too.
+// fopen_checked: like fopen, but on failure fills "err" with the path, the
+// reason and what to do, and returns NULL. Directories are refused too, and
+// for reading ("r" modes) anything but a regular file: a named pipe (FIFO)
+// would block forever, and a device such as /dev/zero never ends.
 FILE *fopen_checked(const char *path, const char *mode, Error *err);
 
 // read_exact / write_exact: transfer exactly "size" bytes or fill "err"
@@ -73,8 +75,9 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
 
 // read_file: the whole file in a new buffer ("*out", NUL-terminated for
-// convenience, "*len" bytes without the NUL). The caller frees "*out". A
-// regular file takes one allocation of its size + 2 bytes; pipes work too.
+// convenience, "*len" bytes without the NUL). The caller frees "*out". It
+// must be a regular file (fopen_checked); it takes one allocation of its
+// size + 2 bytes.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
 
 // memory_limit_bytes: how much memory this process may use: the machine's
