@@ -957,6 +957,18 @@ START_TEST(load_rejects_a_vocabulary_of_the_wrong_length) {
 }
 END_TEST
 
+START_TEST(load_rejects_a_vocabulary_out_of_code_point_order) {
+    size_t len;
+    char *vocab = tokenizer_vocab_utf8(&tok, &len);
+    char first = vocab[0];  // '\n' and ' ', swapped: ids 0 and 1 would mean each other's character
+    vocab[0] = vocab[1];
+    vocab[1] = first;
+    set_metadata("vocab", vocab, len);
+    expect_rejected("its vocabulary is not in increasing code point order (U+000A comes after U+0020, at byte 1)");
+    free(vocab);
+}
+END_TEST
+
 START_TEST(load_rejects_a_vocabulary_with_a_repeated_character) {
     size_t len;
     char *vocab = tokenizer_vocab_utf8(&tok, &len);
@@ -1886,6 +1898,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(metadata, load_rejects_metadata_that_contradicts_the_shapes);
     tcase_add_test(metadata, load_rejects_an_impossible_config);
     tcase_add_test(metadata, load_rejects_a_vocabulary_of_the_wrong_length);
+    tcase_add_test(metadata, load_rejects_a_vocabulary_out_of_code_point_order);
     tcase_add_test(metadata, load_rejects_a_vocabulary_with_a_repeated_character);
     suite_add_tcase(s, metadata);
 
