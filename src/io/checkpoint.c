@@ -43,6 +43,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -806,9 +807,13 @@ static bool build_vocab(Loader *ld, Tokenizer *tok) {
 
 // read_tensors: each tensor of "table" (checked by check_tensors) into its
 // place in "memory" (memory + its offset), then a check that every value is
-// finite: a NaN or infinity means the run that saved it diverged, and
-// training or sampling from it would only spread the NaN.
-static bool read_tensors(Loader *ld, const TensorTable *table, float *memory) {
+// finite and at most "limit" in magnitude (MODEL_MAX_WEIGHT for a model's
+// weights; AdamW's moments are only checked to be finite: a mean of squared
+// gradients may be large and still right). Training stops before it would
+// save a NaN, an infinity or a weight beyond MODEL_MAX_WEIGHT (train.c), so
+// one means the file is damaged or was not written by tinygpt: say so,
+// rather than let eval print a NaN loss or a new run blame its --lr.
+static bool read_tensors(Loader *ld, const TensorTable *table, float *memory, float limit) {
     for (int t = 0; t < table->count; t++) {
         const TensorSpec *spec = &table->specs[t];
         float *w = memory + spec->offset;
@@ -816,10 +821,14 @@ static bool read_tensors(Loader *ld, const TensorTable *table, float *memory) {
         if (fseeko(ld->f, at, SEEK_SET) != 0)
             return error_set(ld->err, "cannot seek in '%s': %s", ld->path, strerror(errno));
         if (!read_exact(w, spec->size * sizeof(float), ld->f, ld->path, ld->err)) return false;
-        for (size_t i = 0; i < spec->size; i++)
+        for (size_t i = 0; i < spec->size; i++) {
             if (!isfinite(w[i]))
-                return reject(ld, "tensor '%s' holds %s at element %zu; the run that saved it diverged (retrain with a lower --lr)",
+                return reject(ld, "tensor '%s' holds %s at element %zu, which training never saves; the file is damaged or not from tinygpt: use another checkpoint, or retrain",
                               spec->name, isnan(w[i]) ? "NaN" : "an infinity", i);
+            if (fabsf(w[i]) > limit)
+                return reject(ld, "tensor '%s' holds %g at element %zu, beyond the %g a weight may have; the file is damaged or not from tinygpt: use another checkpoint, or retrain",
+                              spec->name, (double)w[i], i, (double)limit);
+        }
     }
     return true;
 }
@@ -852,7 +861,7 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
         model_init(m, &ld.cfg, max_batch, with_grads);
         // model_init built the same table from the same config.
         assert(m->param_table.count == params.count && m->param_table.total == params.total);
-        ok = read_tensors(&ld, &params, m->params_memory);
+        ok = read_tensors(&ld, &params, m->params_memory, MODEL_MAX_WEIGHT);
         if (!ok) {
             model_free(m);
             tokenizer_free(&vocab);
@@ -959,7 +968,7 @@ bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long
     ok = ok && check_tensors(&ld, &moments);
     if (ok) {
         read = xmalloc(moments.total * sizeof *read);
-        ok = read_tensors(&ld, &moments, read) && check_second_moments(&ld, &moments, read);
+        ok = read_tensors(&ld, &moments, read, FLT_MAX) && check_second_moments(&ld, &moments, read);
     }
     if (ok) {
         memcpy(opt->m, read, opt->size * sizeof *opt->m);
