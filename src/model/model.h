@@ -283,20 +283,20 @@ void model_sgd_step(Model *m, float lr);
 // in "*element"; -1 if every value is finite. Training calls it after every
 // step, so a diverging run stops before its weights reach a checkpoint.
 int model_find_nonfinite(const Model *m, const float *memory, size_t *element);
+// model_find_nonfinite_act: the same over the activation table (forward
+// order), to say where a non-finite loss came from.
+int model_find_nonfinite_act(const Model *m, size_t *element);
 
-// MODEL_MAX_WEIGHT: the largest magnitude a weight may have. Training keeps
-// weights small (they start at 0.02, LayerNorm's at 1; AdamW moves each by
-// about --lr a step and weight decay pulls it back), so a weight beyond 1e6
-// is no model: a run that has diverged, a damaged file, or one not written
-// by tinygpt; and a forward pass through such weights can overflow float
-// into a NaN loss. Training stops before it saves one, and the checkpoint
-// loader refuses one, naming the tensor.
+// MODEL_MAX_WEIGHT: the largest magnitude a weight may have. Weights start
+// small (gpt's at 0.02, LayerNorm's at 1, card's embeddings N(0, 1)), AdamW
+// moves each by about --lr a step and weight decay pulls it back, so a
+// weight beyond 1e6 is no model: a run that has diverged, a damaged file, or
+// one not written by tinygpt; and a forward pass through such weights can
+// overflow float into a NaN loss. Training stops before it saves one, and
+// the checkpoint loader refuses one, naming the tensor.
 #define MODEL_MAX_WEIGHT 1e6f
 // model_find_weight_beyond: like model_find_nonfinite on m->params_memory,
 // but also finds a finite weight beyond +-MODEL_MAX_WEIGHT.
 int model_find_weight_beyond(const Model *m, size_t *element);
-// model_find_nonfinite_act: the same over the activation table (forward
-// order), to say where a non-finite loss came from.
-int model_find_nonfinite_act(const Model *m, size_t *element);
 
 #endif
