@@ -72,7 +72,8 @@ static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int wi
 // dataset_load: the steps, in order:
 //   1. read the whole file (fopen_checked names a missing file or a directory),
 //   2. refuse an empty file,
-//   3. build the vocabulary from the text, or keep the one given in "tok",
+//   3. build the vocabulary from the text, or keep the one given in "tok"
+//      and check that the text is text (tokenizer_check_text),
 //   4. encode the text to ids (in place when they fit in a byte, see
 //      encode_compact) and free the text,
 //   5. split: the last floor(n_tokens * val_fraction) tokens are validation,
@@ -98,8 +99,13 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *pat
     }
 
     // 3-4. Vocabulary, then ids. The tokenizer reports invalid UTF-8 and
-    // unknown characters with the file name and byte offset.
-    if (build_vocab && !tokenizer_build(tok, text, len, path, err)) {
+    // unknown characters with the file name and byte offset. Building the
+    // vocabulary reads the whole text first, so it finds a binary file
+    // before anything else; with a checkpoint's vocabulary, the text is
+    // checked whole first too, or a binary file would be reported by its
+    // first character the vocabulary lacks.
+    bool text_ok = build_vocab ? tokenizer_build(tok, text, len, path, err) : tokenizer_check_text(text, len, path, err);
+    if (!text_ok) {
         free(text);
         return false;
     }

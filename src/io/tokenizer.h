@@ -31,13 +31,18 @@ int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 // utf8_encode: write code point "cp" as UTF-8 into "out"; returns 1..4 bytes.
 int utf8_encode(uint32_t cp, char out[4]);
 
+// tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
+// text file: strict UTF-8 with no NUL byte. If not, "err" names "source" and
+// the byte offset, and says it is not UTF-8 or looks like binary data. The
+// one check of a text; tokenizer_build and tokenizer_next make it as they go.
+bool tokenizer_check_text(const char *text, size_t len, const char *source, Error *err);
 // tokenizer_build: the vocabulary of every code point in "text". "source"
 // names the text in error messages (a file name). Fails on invalid UTF-8
 // (reporting the byte offset) and on empty text.
 bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err);
 // tokenizer_from_vocab: rebuild from the concatenated code points in id order
-// (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab
-// or a duplicated character; the message starts with "vocabulary" and does
+// (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab,
+// a duplicated character or code points out of increasing order; the message starts with "vocabulary" and does
 // not know the file, so the caller prefixes the checkpoint's path.
 bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err);
 // tokenizer_vocab_utf8: the vocabulary's code points concatenated in id order,
@@ -54,8 +59,9 @@ int tokenizer_id(const Tokenizer *tok, uint32_t cp);
 int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *pos, const char *source,
                    Error *err);
 // tokenizer_encode: text -> ids, "*ids" newly allocated (caller frees) with
-// "*n" entries. Fails on invalid UTF-8 or a character outside the vocabulary,
-// naming "source", the character and its byte offset.
+// "*n" entries. Fails on a text tokenizer_check_text refuses (checked first,
+// over the whole text), then on a character outside the vocabulary, naming
+// "source", the character and its byte offset.
 bool tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err);
 // tokenizer_decode: the UTF-8 bytes of token "id" into "out"; returns 1..4.
