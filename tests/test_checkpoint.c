@@ -1,8 +1,8 @@
 // test_checkpoint.c: tests for src/io/checkpoint.c (saving and loading .safetensors).
 //
 // Every test starts from the same fixture: a small model whose weights are
-// all set (including -0, a denormal and FLT_MAX, which a lossy round trip
-// would change), a vocabulary with a quote, a backslash, a newline and
+// all set (including -0, a denormal and the largest weights the loader
+// accepts, which a lossy round trip would change), a vocabulary with a quote, a backslash, a newline and
 // multi-byte characters, saved to a fresh directory. The model is card (one
 // attention block) or, in the "gpt" cases, gpt with GPT_LAYERS blocks. The
 // rejection tests then damage that file in one specific way, by editing its
@@ -70,13 +70,15 @@ static void setup_arch(Arch arch) {
     model_init_weights(&model, &rng);
     model.params_memory[0] = -0.0f;
     model.params_memory[1] = 1e-45f;  // the smallest denormal
-    model.params_memory[2] = FLT_MAX;
+    // The largest float below the bound (all of its mantissa bits set, so
+    // printing it with %g would round it), and the bound itself.
+    model.params_memory[2] = nextafterf(MODEL_MAX_WEIGHT, 0.0f);
     if (arch == ARCH_CARD) {
-        model.params.head_bias[0] = -FLT_MAX;
+        model.params.head_bias[0] = -MODEL_MAX_WEIGHT;
     } else {
         const TensorSpec *lnf = table_find(&model.param_table, "ln_f.weight");
         ck_assert_ptr_nonnull(lnf);
-        model.params_memory[lnf->offset] = -FLT_MAX;
+        model.params_memory[lnf->offset] = -MODEL_MAX_WEIGHT;
     }
     ck_assert_msg(checkpoint_save(&model, &tok, STEP, path, &err), "%s", err.msg);
 }
@@ -701,7 +703,7 @@ END_TEST
 START_TEST(load_of_a_missing_file_fails_naming_it) {
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing.safetensors", dir);
-    expect_file_rejected(missing, "No such file");
+    expect_file_rejected(missing, "no such file; check the name");
 }
 END_TEST
 
@@ -869,9 +871,36 @@ END_TEST
 START_TEST(load_rejects_nan_or_infinite_weights_naming_the_tensor) {
     set_float(index_of("head.bias"), 2, NAN);
     expect_rejected("tensor 'head.bias' holds NaN at element 2");
+    // Training never saves a NaN, so the message blames the file, not --lr
+    // (which `train --init` would take as advice about its own run).
+    expect_rejected("the file is damaged or not from tinygpt");
+    Load load;
+    load_measured(&load, path);
+    ck_assert_msg(!strstr(load.err.msg, "--lr"), "%s", load.err.msg);
     set_float(index_of("head.bias"), 2, 0.0f);
     set_float(index_of("pos_emb.weight"), 5, -INFINITY);
     expect_rejected("tensor 'pos_emb.weight' holds an infinity at element 5");
+}
+END_TEST
+
+START_TEST(load_rejects_weights_beyond_the_bound_naming_the_tensor) {
+    // The fixture already holds -MODEL_MAX_WEIGHT, and loads; one float
+    // further out does not, on either side.
+    set_float(index_of("head.bias"), 3, nextafterf(MODEL_MAX_WEIGHT, INFINITY));
+    expect_rejected("at element 3, beyond the 1e+06 a weight may have");
+    set_float(index_of("head.bias"), 3, 0.0f);
+    set_float(index_of("blocks.0.attn.q.weight"), 7, -3e30f);
+    expect_rejected("tensor 'blocks.0.attn.q.weight' holds -3e+30 at element 7, beyond");
+}
+END_TEST
+
+START_TEST(load_refuses_a_fifo_at_once_instead_of_waiting_for_a_writer) {
+    char fifo[160];
+    snprintf(fifo, sizeof fifo, "%s/fifo.safetensors", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    alarm(10);  // opening a FIFO for reading used to wait forever: fail, rather than hang
+    expect_file_rejected(fifo, "is a named pipe (FIFO), not a regular file");
+    alarm(0);
 }
 END_TEST
 
@@ -967,6 +996,18 @@ START_TEST(load_rejects_a_vocabulary_of_the_wrong_length) {
     expect_rejected(needle);
     set_metadata("vocab", "", 0);
     expect_rejected("vocabulary is empty");
+    free(vocab);
+}
+END_TEST
+
+START_TEST(load_rejects_a_vocabulary_out_of_code_point_order) {
+    size_t len;
+    char *vocab = tokenizer_vocab_utf8(&tok, &len);
+    char first = vocab[0];  // '\n' and ' ', swapped: ids 0 and 1 would mean each other's character
+    vocab[0] = vocab[1];
+    vocab[1] = first;
+    set_metadata("vocab", vocab, len);
+    expect_rejected("its vocabulary is not in increasing code point order (U+000A comes after U+0020, at byte 1)");
     free(vocab);
 }
 END_TEST
@@ -1696,7 +1737,7 @@ END_TEST
 START_TEST(optimizer_state_load_of_a_missing_file_says_what_to_do) {
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing/optimizer.safetensors", dir);
-    expect_opt_rejected(missing, "No such file");
+    expect_opt_rejected(missing, "no such file");
     expect_opt_rejected(missing, "start a new run from the weights with --init");
 }
 END_TEST
@@ -1914,6 +1955,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_checked_fixture(container, setup, teardown);
     tcase_set_timeout(container, 30);  // the every-length truncation test loads the file ~3000 times
     tcase_add_test(container, load_of_a_missing_file_fails_naming_it);
+    tcase_add_test(container, load_refuses_a_fifo_at_once_instead_of_waiting_for_a_writer);
     tcase_add_test(container, load_rejects_the_file_truncated_at_every_length);
     tcase_add_test(container, load_rejects_a_wrong_header_length);
     tcase_add_test(container, load_rejects_a_file_shorter_than_the_length_field);
@@ -1933,6 +1975,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(tensors, load_rejects_overlapping_tensors);
     tcase_add_test(tensors, load_rejects_extra_bytes_after_the_last_tensor);
     tcase_add_test(tensors, load_rejects_nan_or_infinite_weights_naming_the_tensor);
+    tcase_add_test(tensors, load_rejects_weights_beyond_the_bound_naming_the_tensor);
     suite_add_tcase(s, tensors);
 
     TCase *metadata = tcase_create("damaged metadata");
@@ -1944,6 +1987,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(metadata, load_rejects_metadata_that_contradicts_the_shapes);
     tcase_add_test(metadata, load_rejects_an_impossible_config);
     tcase_add_test(metadata, load_rejects_a_vocabulary_of_the_wrong_length);
+    tcase_add_test(metadata, load_rejects_a_vocabulary_out_of_code_point_order);
     tcase_add_test(metadata, load_rejects_a_vocabulary_with_a_repeated_character);
     suite_add_tcase(s, metadata);
 

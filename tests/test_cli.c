@@ -5,9 +5,11 @@
 // These run ./tinygpt (or $TINYGPT_BIN) as a child process, the way a user
 // does, so `make test` builds it first.
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -465,6 +467,185 @@ START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
 }
 END_TEST
 
+// ---- Hostile files: what used to hang, or be accepted and give wrong answers ----
+
+// run_bounded: run tinygpt with "args" under `timeout`, so a command that
+// blocks (on a FIFO, say) is killed (status 128 + 9) and the test fails
+// instead of hanging.
+static RunResult *run_bounded(const char *args) {
+    char binary[1024];
+    snprintf(binary, sizeof binary, "timeout -s KILL 60 %s", tinygpt_binary());
+    return run_binary(binary, work_dir, args);
+}
+
+// assert_bounded_fails: assert_fails for run_bounded.
+static void assert_bounded_fails(const char *args, const char *must_mention) {
+    RunResult *r = run_bounded(args);
+    ck_assert_msg(r->status == 1, "'%s' exited %d, expected 1 (stderr: %s)", args, r->status, r->err);
+    ck_assert_msg(strstr(r->err, must_mention) != NULL, "'%s' error does not mention '%s': %s", args, must_mention, r->err);
+    ck_assert_msg(stderr_is_one_line(r), "'%s' error is not one line: %s", args, r->err);
+}
+
+// train_tiny: a tiny card model trained for "steps" steps (0: as initialised) into work_dir/"name".
+static void train_tiny(const char *name, int steps) {
+    char args[4096];
+    snprintf(args, sizeof args, "train %s --arch card --out %s --steps %d --batch 2 --context 8 --embd 8 --heads 2",
+             in_work("corpus.txt"), in_work(name), steps);
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+}
+
+START_TEST(a_fifo_or_a_device_is_refused_at_once_as_text_model_or_resume_data) {
+    ck_assert_int_eq(mkfifo(in_work("fifo"), 0600), 0);
+    const char *fifo_says = "is a named pipe (FIFO), not a regular file";
+    char args[4096];
+    snprintf(args, sizeof args, "train %s --out %s", in_work("fifo"), in_work("out"));
+    assert_bounded_fails(args, fifo_says);
+    snprintf(args, sizeof args, "train /dev/zero --out %s", in_work("out"));
+    assert_bounded_fails(args, "'/dev/zero' is a character device, not a regular file");
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("fifo"), in_work("corpus.txt"));
+    assert_bounded_fails(args, fifo_says);
+    snprintf(args, sizeof args, "sample --model %s", in_work("fifo"));
+    assert_bounded_fails(args, fifo_says);
+
+    // --resume reads the text the run was trained on again: replace it by a FIFO.
+    write_text_file(in_work("text.txt"), "");
+    char copy[4096];
+    snprintf(copy, sizeof copy, "cp %s %s", in_work("corpus.txt"), in_work("text.txt"));
+    ck_assert_int_eq(system(copy), 0);
+    snprintf(args, sizeof args, "train %s --arch card --out %s --steps 4 --stop-after 2 --batch 2 --context 8 --embd 8 --heads 2",
+             in_work("text.txt"), in_work("run"));
+    RunResult *r = run(args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+    ck_assert_int_eq(unlink(in_work("text.txt")), 0);
+    ck_assert_int_eq(mkfifo(in_work("text.txt"), 0600), 0);
+    snprintf(args, sizeof args, "train --resume %s", in_work("run"));
+    assert_bounded_fails(args, fifo_says);
+}
+END_TEST
+
+START_TEST(eval_says_a_binary_file_looks_binary_as_train_does) {
+    train_tiny("m", 0);
+    // An executable's first bytes: 0x7F "ELF" are valid UTF-8 (and 0x7F is
+    // in no vocabulary), and the NUL that marks binary data comes after.
+    const char elf[] = "\x7F" "ELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    FILE *f = fopen(in_work("program"), "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(elf, 1, sizeof elf - 1, f);
+    fclose(f);
+    char args[4096];
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("program"));
+    assert_fails(args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
+    snprintf(args, sizeof args, "train %s --out %s", in_work("program"), in_work("t"));
+    assert_fails(args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
+}
+END_TEST
+
+START_TEST(a_missing_file_says_there_is_no_such_file_and_what_to_do) {
+    const char *says = "no such file; check the name and the directory it is in";
+    char args[4096];
+    snprintf(args, sizeof args, "train %s --out %s", in_work("missing.txt"), in_work("out"));
+    assert_fails(args, 1, says);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("missing.safetensors"), in_work("corpus.txt"));
+    assert_fails(args, 1, says);
+    snprintf(args, sizeof args, "sample --model %s", in_work("missing.safetensors"));
+    assert_fails(args, 1, says);
+    train_tiny("m", 0);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("missing.txt"));
+    assert_fails(args, 1, says);
+}
+END_TEST
+
+// set_every_weight: the checkpoint "from" with every weight set to
+// "value", saved as "to".
+static void set_every_weight(const char *from, const char *to, float value) {
+    Model m;
+    Tokenizer tok;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(from, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    for (size_t i = 0; i < m.param_table.total; i++) m.params_memory[i] = value;
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, to, &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+}
+
+START_TEST(broken_weights_fail_eval_and_train_init_without_blaming_lr) {
+    train_tiny("m", 0);
+    char args[4096];
+    // Beyond the loader's bound: eval and train --init fail at load, naming the tensor.
+    set_every_weight(in_work("m/model.safetensors"), in_work("absurd.safetensors"), 1e30f);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("absurd.safetensors"), in_work("corpus.txt"));
+    assert_fails(args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
+    snprintf(args, sizeof args, "train %s --init %s --out %s", in_work("corpus.txt"), in_work("absurd.safetensors"),
+             in_work("t1"));
+    assert_fails(args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
+    ck_assert_msg(!strstr(run(args)->err, "lower --lr"), "%s", run(args)->err);
+
+    // Within the bound, but a gpt without LayerNorm whose every weight is
+    // 1e6 overflows float within a few blocks: eval must not print a NaN
+    // loss with status 0, and training from it must not blame --lr.
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --no-layernorm --layers 4 --batch 2 --context 8 --embd 8 --heads 2",
+             in_work("corpus.txt"), in_work("g"));
+    ck_assert_int_eq(run(args)->status, 0);
+    set_every_weight(in_work("g/model.safetensors"), in_work("overflow.safetensors"), MODEL_MAX_WEIGHT);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("overflow.safetensors"), in_work("corpus.txt"));
+    assert_fails(args, 1, "overflow float arithmetic, so it cannot be evaluated");
+    snprintf(args, sizeof args, "train %s --init %s --out %s --batch 2", in_work("corpus.txt"),
+             in_work("overflow.safetensors"), in_work("t2"));
+    RunResult *r = run(args);  // stderr starts with the model's summary: the message is its last line
+    ck_assert_msg(r->status == 1 && strstr(r->err, "tinygpt: training cannot start: at step 0, before any update") &&
+                      strstr(r->err, "(--lr is not the cause)") && !strstr(r->err, "lower --lr"),
+                  "exit %d: %s", r->status, r->err);
+}
+END_TEST
+
+// The kernel names a process after the file it was started from. tinygpt
+// starts itself again at once (main.c, for OpenMP's spin setting), and
+// must come back as "tinygpt", not "exe", or ps, top and pgrep lose it.
+START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
+    char cmd[8192], pid_path[1024];
+    snprintf(pid_path, sizeof pid_path, "%s", in_work("pid"));
+    // A run long enough to look at (killed below); without GOMP_SPINCOUNT
+    // and OMP_WAIT_POLICY, so that it does restart.
+    snprintf(cmd, sizeof cmd,
+             "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY %s train %s --arch card --out %s --steps 100000000 --batch 1 "
+             "--context 8 --embd 8 --heads 2 --threads 1 >/dev/null 2>&1 & echo $! > %s",
+             tinygpt_binary(), in_work("corpus.txt"), in_work("long"), pid_path);
+    ck_assert_int_eq(system(cmd), 0);
+    char text[64];
+    read_text_file(pid_path, text, sizeof text);
+    pid_t pid = (pid_t)atol(text);
+    ck_assert_int_gt(pid, 0);
+
+    // The restarted process has GOMP_SPINCOUNT in its initial environment
+    // (/proc/PID/environ); the first one never does. Wait for that, so the
+    // name read below is the restarted process's.
+    char environ_path[64], comm_path[64], comm[64] = "";
+    snprintf(environ_path, sizeof environ_path, "/proc/%d/environ", (int)pid);
+    snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", (int)pid);
+    bool restarted = false;
+    for (int tries = 0; tries < 1000 && !restarted; tries++) {
+        static char env[1 << 16];
+        FILE *f = fopen(environ_path, "rb");
+        size_t n = f ? fread(env, 1, sizeof env - 1, f) : 0;
+        if (f) fclose(f);
+        for (size_t at = 0; at < n && !restarted; at += strlen(env + at) + 1) {
+            env[n] = '\0';
+            restarted = strcmp(env + at, "GOMP_SPINCOUNT=1000") == 0;
+        }
+        if (restarted) read_text_file(comm_path, comm, sizeof comm);
+        else usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    ck_assert_msg(restarted, "process %d did not restart itself with GOMP_SPINCOUNT=1000 within 10 s", (int)pid);
+    // comm is the file's name, cut to 15 characters, and a newline.
+    const char *binary = tinygpt_binary(), *slash = strrchr(binary, '/');
+    char want[32];
+    snprintf(want, sizeof want, "%.15s\n", slash ? slash + 1 : binary);
+    ck_assert_str_eq(comm, want);
+}
+END_TEST
+
 Suite *cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -480,6 +661,11 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones);
     tcase_add_test(tc, init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one);
     tcase_add_test(tc, the_same_seed_gives_the_same_losses_bit_for_bit);
+    tcase_add_test(tc, a_fifo_or_a_device_is_refused_at_once_as_text_model_or_resume_data);
+    tcase_add_test(tc, eval_says_a_binary_file_looks_binary_as_train_does);
+    tcase_add_test(tc, a_missing_file_says_there_is_no_such_file_and_what_to_do);
+    tcase_add_test(tc, broken_weights_fail_eval_and_train_init_without_blaming_lr);
+    tcase_add_test(tc, the_process_is_still_called_tinygpt_after_it_restarts_itself);
     suite_add_tcase(s, tc);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);

@@ -105,11 +105,11 @@ END_TEST
 START_TEST(load_with_a_given_vocabulary_uses_it_and_keeps_it) {
     const char *path = write_temp_file("abc.txt", "cabbage", 7);
     Tokenizer tok;
-    ck_assert(tokenizer_from_vocab(&tok, "gecba", 5, NULL));
+    ck_assert(tokenizer_from_vocab(&tok, "abceg", 5, NULL));  // no 'd': not the text's own vocabulary
     Dataset ds;
     Error err = {0};
     ck_assert_msg(dataset_load(&ds, &tok, NULL, path, 0.0, 2, &err), "%s", err.msg);
-    const int want[] = {2, 4, 3, 3, 4, 0, 1};  // ids in the given order: g=0 e=1 c=2 b=3 a=4
+    const int want[] = {2, 0, 1, 1, 0, 4, 3};  // ids in the given vocabulary: a=0 b=1 c=2 e=3 g=4
     ck_assert_uint_eq(ds.n_tokens, 7);
     for (size_t i = 0; i < 7; i++) ck_assert_int_eq(token_at(dataset_train(&ds), i), want[i]);
     ck_assert_int_eq(tok.vocab_size, 5);
@@ -139,7 +139,41 @@ START_TEST(load_rejects_a_missing_file_naming_the_path) {
     Tokenizer tok;
     Error err = {0};
     ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 8, &err));
-    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "No such file"), "message was: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "no such file; check the name"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(load_with_a_given_vocabulary_reports_a_binary_file_as_binary) {
+    // As `train --init MODEL FILE` and `--resume` load it: the vocabulary
+    // comes from the checkpoint, and the file is a binary's first bytes.
+    const char elf[] = "\x7F" "ELF\x02\x01\x01\x00\x00\x00";
+    const char *path = write_temp_file("ls", elf, sizeof elf - 1);
+    Tokenizer tok;
+    ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
+    Dataset ds;
+    Error err = {0};
+    ck_assert(!dataset_load(&ds, &tok, NULL, path, 0.0, 1, &err));
+    ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "looks like binary data"), "message was: %s", err.msg);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(load_refuses_a_fifo_or_a_device_instead_of_blocking_or_reading_forever) {
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo.txt", temp_dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    alarm(10);  // both used to hang (the FIFO) or fill memory (/dev/zero): fail rather than wait
+    const char *paths[] = {fifo, "/dev/zero"};
+    const char *kinds[] = {"is a named pipe (FIFO), not a regular file", "is a character device, not a regular file"};
+    for (int i = 0; i < 2; i++) {
+        Dataset ds;
+        Tokenizer tok;
+        Error err = {0};
+        ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, paths[i], 0.1, 8, &err));
+        ck_assert_msg(strstr(err.msg, paths[i]) && strstr(err.msg, kinds[i]) && !strchr(err.msg, '\n'),
+                      "message was: %s", err.msg);
+    }
+    alarm(0);
 }
 END_TEST
 
@@ -625,6 +659,8 @@ Suite *data_suite(void) {
     tcase_add_test(load, load_with_a_given_vocabulary_uses_it_and_keeps_it);
     tcase_add_test(load, load_with_a_given_vocabulary_rejects_an_unknown_character);
     tcase_add_test(load, load_rejects_a_missing_file_naming_the_path);
+    tcase_add_test(load, load_with_a_given_vocabulary_reports_a_binary_file_as_binary);
+    tcase_add_test(load, load_refuses_a_fifo_or_a_device_instead_of_blocking_or_reading_forever);
     tcase_add_test(load, load_rejects_a_directory);
     tcase_add_test(load, load_rejects_an_empty_file);
     tcase_add_test(load, load_rejects_a_file_larger_than_memory_before_reading_it);

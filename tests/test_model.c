@@ -728,6 +728,27 @@ START_TEST(find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infi
 }
 END_TEST
 
+START_TEST(find_weight_beyond_also_finds_finite_weights_past_the_bound) {
+    Model m;
+    model_init(&m, &SMALL_GPT, SMALL_B, false);
+    size_t element = 99;
+    // The bound itself is allowed, on both sides; the float past it is not.
+    m.params.lnf_weight[1] = MODEL_MAX_WEIGHT;
+    m.params.lnf_weight[2] = -MODEL_MAX_WEIGHT;
+    ck_assert_int_eq(model_find_weight_beyond(&m, &element), -1);
+    m.params.blocks[1].ln1_weight[6] = -nextafterf(MODEL_MAX_WEIGHT, INFINITY);
+    ck_assert_int_eq(model_find_weight_beyond(&m, &element), table_index(&m.param_table, "blocks.1.ln1.weight"));
+    ck_assert_uint_eq(element, 6);
+    // ...which is finite, so model_find_nonfinite lets it be.
+    ck_assert_int_eq(model_find_nonfinite(&m, m.params_memory, &element), -1);
+    // A NaN or an infinity is beyond every bound.
+    m.params.blocks[0].mlp_proj_weight[17] = NAN;
+    ck_assert_int_eq(model_find_weight_beyond(&m, &element), table_index(&m.param_table, "blocks.0.mlp.proj.weight"));
+    ck_assert_uint_eq(element, 17);
+    model_free(&m);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Initialisation
 
@@ -1349,6 +1370,7 @@ Suite *model_suite(void) {
     tcase_add_test(tables, memory_bytes_saturates_instead_of_overflowing);
     tcase_add_test(tables, check_memory_refuses_a_model_larger_than_memory_naming_the_flags);
     tcase_add_test(tables, find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infinity);
+    tcase_add_test(tables, find_weight_beyond_also_finds_finite_weights_past_the_bound);
     suite_add_tcase(s, tables);
 
     TCase *init = tcase_create("init");

@@ -91,7 +91,7 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
     // Whatever bytes the model picks, stdout is valid UTF-8 (a byte that
     // cannot be one comes out as U+FFFD).
     Error err;
-    ck_assert_msg(utf8_check(r->out, strlen(r->out), "sample", &err), "%s", err.msg);
+    ck_assert_msg(tokenizer_check_text(r->out, strlen(r->out), "sample", &err), "%s", err.msg);
 
     // attention labels each position with its piece.
     snprintf(args, sizeof args, "attention --model %s --prompt 'the white whale' --out %s", model, in_work("maps"));

@@ -272,6 +272,22 @@ START_TEST(encode_reports_invalid_utf8_with_its_byte_offset) {
 }
 END_TEST
 
+START_TEST(encode_reports_binary_data_before_a_character_outside_the_vocabulary) {
+    // The start of an ELF executable: 0x7F 'E' 'L' 'F' are valid UTF-8 but
+    // not in this vocabulary, and the NUL that says "binary" comes later.
+    Tokenizer tok;
+    ck_assert(tokenizer_build(&tok, "abc", 3, "train.txt", NULL));
+    const char elf[] = "\x7F" "ELF\x02\x01\x01\x00\x00";
+    int *ids;
+    size_t n;
+    Error err = {0};
+    ck_assert(!tokenizer_encode(&tok, elf, sizeof elf - 1, &ids, &n, "/bin/ls", &err));
+    ck_assert_msg(strstr(err.msg, "'/bin/ls' has a NUL byte at byte 7, so it looks like binary data"),
+                  "message was: %s", err.msg);
+    tokenizer_free(&tok);
+}
+END_TEST
+
 START_TEST(tokenizer_id_is_minus_one_for_a_character_outside_the_vocabulary) {
     Tokenizer tok;
     ck_assert(tokenizer_build(&tok, "abc", 3, "t", NULL));
@@ -304,20 +320,24 @@ START_TEST(vocab_utf8_then_from_vocab_round_trips) {
 }
 END_TEST
 
-START_TEST(from_vocab_keeps_the_given_id_order) {
-    // A checkpoint's order is authoritative, even if it is not sorted.
-    const char *vocab = "zy" EM_DASH "a";
+START_TEST(from_vocab_rejects_code_points_out_of_increasing_order) {
+    // tokenizer_build numbers characters in code point order; a vocabulary
+    // in another order would give each row of the embedding to another
+    // character than the one it was trained for.
+    const char *vocab = "ay" EM_DASH "z";
     Tokenizer tok;
-    ck_assert(tokenizer_from_vocab(&tok, vocab, strlen(vocab), NULL));
-    ck_assert_int_eq(tokenizer_id(&tok, 'z'), 0);
-    ck_assert_int_eq(tokenizer_id(&tok, 0x2014), 2);
-    ck_assert_int_eq(tokenizer_id(&tok, 'a'), 3);
-    tokenizer_free(&tok);
+    Error err = {0};
+    ck_assert(!tokenizer_from_vocab(&tok, vocab, strlen(vocab), &err));
+    ck_assert_msg(strstr(err.msg, "vocabulary is not in increasing code point order") &&
+                      strstr(err.msg, "U+007A comes after U+2014, at byte 5"),
+                  "message was: %s", err.msg);
+    ck_assert_int_eq(tok.vocab_size, 0);
+    ck_assert_ptr_null(tok.to_id);
 }
 END_TEST
 
 START_TEST(from_vocab_rejects_a_duplicated_character) {
-    const char *vocab = "ab" EM_DASH "c" EM_DASH;
+    const char *vocab = "abc" EM_DASH EM_DASH;
     Tokenizer tok;
     Error err = {0};
     ck_assert(!tokenizer_from_vocab(&tok, vocab, strlen(vocab), &err));
@@ -472,12 +492,13 @@ Suite *tokenizer_suite(void) {
     tcase_add_test(encode, encode_rejects_an_unknown_character_naming_it_and_its_byte_offset);
     tcase_add_test(encode, encode_names_an_unknown_control_character_by_code_point_only);
     tcase_add_test(encode, encode_reports_invalid_utf8_with_its_byte_offset);
+    tcase_add_test(encode, encode_reports_binary_data_before_a_character_outside_the_vocabulary);
     tcase_add_test(encode, tokenizer_id_is_minus_one_for_a_character_outside_the_vocabulary);
     suite_add_tcase(s, encode);
 
     TCase *vocab = tcase_create("vocab");
     tcase_add_test(vocab, vocab_utf8_then_from_vocab_round_trips);
-    tcase_add_test(vocab, from_vocab_keeps_the_given_id_order);
+    tcase_add_test(vocab, from_vocab_rejects_code_points_out_of_increasing_order);
     tcase_add_test(vocab, from_vocab_rejects_a_duplicated_character);
     tcase_add_test(vocab, from_vocab_rejects_invalid_utf8_a_nul_and_an_empty_vocab);
     suite_add_tcase(s, vocab);

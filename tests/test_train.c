@@ -524,6 +524,17 @@ START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_g
 }
 END_TEST
 
+START_TEST(a_run_stops_rather_than_save_weights_the_loader_would_refuse) {
+    // Two SGD steps at --lr 1e6 take card's weights far past
+    // MODEL_MAX_WEIGHT (to about 1e18) while they and the loss are still
+    // finite: saved, they would be a model that no command could load.
+    int status = RUN("train", corpus, "--out", in_work("r"), "--steps", "2", "--arch", "card", TINY, "--lr", "1000000");
+    expect_status(status, 1, "training diverged at step 1: the weight of '");
+    ck_assert_msg(strstr(last_err(), "beyond the 1e+06 a weight may have"), "%s", last_err());
+    ck_assert_int_eq(access(in_work("r/model.safetensors"), F_OK), -1);
+}
+END_TEST
+
 // ---- Bad input -------------------------------------------------------------------------
 
 START_TEST(train_rejects_an_unreadable_file_naming_it) {
@@ -621,6 +632,7 @@ Suite *train_suite(void) {
     tcase_add_checked_fixture(faults, setup, teardown);
     tcase_set_timeout(faults, TEST_TIMEOUT_SECONDS);
     tcase_add_test(faults, a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_good_checkpoint);
+    tcase_add_test(faults, a_run_stops_rather_than_save_weights_the_loader_would_refuse);
     suite_add_tcase(s, faults);
 
     TCase *bad = tcase_create("bad input");

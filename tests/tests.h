@@ -4,6 +4,7 @@
 
 #include <check.h>
 
+Suite *common_suite(void);
 Suite *rng_suite(void);
 Suite *tokenizer_suite(void);
 Suite *bpe_suite(void);

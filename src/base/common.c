@@ -3,6 +3,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,14 +12,52 @@
 #include <time.h>
 #include <unistd.h>
 
-bool error_set(Error *err, const char *fmt, ...) {
+bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) {
     if (err) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, args);
-        va_end(args);
+        int n = snprintf(err->msg, sizeof err->msg, "%s", prefix);
+        if (n >= 0 && (size_t)n < sizeof err->msg) vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, args);
     }
     return false;
+}
+
+bool error_set(Error *err, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    error_setv(err, "", fmt, args);
+    va_end(args);
+    return false;
+}
+
+// show: one character at a time, so that a cut never splits a UTF-8
+// sequence (a message must stay valid UTF-8 when the string was). Bytes
+// that are not valid UTF-8 are copied as they are: they cannot break the
+// line, and the terminal shows them as a replacement character.
+Shown show(const char *s, size_t len) {
+    enum { KEEP = 60 };  // bytes of "s" kept; "..." and the NUL fill the rest of text[64]
+    _Static_assert(KEEP + sizeof "..." <= sizeof ((Shown *)0)->text, "Shown.text holds KEEP bytes, ... and NUL");
+    Shown out;
+    size_t n = 0, i = 0;
+    while (i < len) {
+        const unsigned char *c = (const unsigned char *)s + i;
+        size_t bytes = 1;  // the character's length in "s"
+        if (c[0] >= 0xC0)  // a lead byte: its continuation bytes (10xxxxxx) follow
+            while (bytes < 4 && i + bytes < len && (c[bytes] & 0xC0) == 0x80) bytes++;
+        // C0 controls and DEL are one byte; the C1 controls U+0080..U+009F
+        // are the two bytes C2 80..C2 9F in UTF-8.
+        bool control = c[0] < 0x20 || c[0] == 0x7F || (bytes == 2 && c[0] == 0xC2 && c[1] <= 0x9F);
+        size_t shown = control ? 1 : bytes;
+        if (n + shown > KEEP) break;
+        if (control) out.text[n] = '?';
+        else memcpy(out.text + n, c, bytes);
+        n += shown;
+        i += bytes;
+    }
+    if (i < len) {
+        memcpy(out.text + n, "...", 3);
+        n += 3;
+    }
+    out.text[n] = '\0';
+    return out;
 }
 
 void die(int status, const char *fmt, ...) {
@@ -49,16 +88,68 @@ void *xrealloc_at(void *old, size_t size, const char *file, int line) {
     return ptr;
 }
 
-FILE *fopen_checked(const char *path, const char *mode, Error *err) {
+// file_kind: what a file that is not a regular file is, for a message.
+static const char *file_kind(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
+
+// open_failed: the message for fopen or open failing with "errno": the
+// common causes say what to do, the rest give the system's reason.
+static FILE *open_failed(const char *path, bool reading, Error *err) {
+    const char *what = reading ? "reading" : "writing";
+    if (errno == ENOENT && reading)
+        error_set(err, "cannot open '%s' for reading: no such file; check the name and the directory it is in", path);
+    else if (errno == ENOENT)
+        error_set(err, "cannot open '%s' for writing: no such directory; create it first (mkdir -p)", path);
+    else if (errno == EACCES)
+        error_set(err, "cannot open '%s' for %s: permission denied; check its permissions (ls -l)", path, what);
+    else error_set(err, "cannot open '%s' for %s: %s", path, what, strerror(errno));
+    return NULL;
+}
+
+// check_regular: true if the open "fd" (of "path") is a regular file;
+// otherwise "err" says what it is instead.
+static bool check_regular(int fd, const char *path, Error *err) {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        error_set(err, "'%s' is a directory; give the path of a file", path);
+    if (fstat(fd, &st) != 0) return error_set(err, "cannot read the type of '%s': %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode)) return true;
+    if (S_ISDIR(st.st_mode)) return error_set(err, "'%s' is a directory; give the path of a file", path);
+    return error_set(err, "'%s' is %s, not a regular file, and tinygpt reads only regular files (a pipe or a device can block or never end); save what you need to a file and give its path",
+                     path, file_kind(st.st_mode));
+}
+
+// fopen_checked: a file to read is opened with O_NONBLOCK, so that opening
+// a FIFO returns at once instead of waiting for a writer, and then checked
+// with fstat on the open descriptor (checking the path with stat first
+// would leave a moment in which it could be replaced by a FIFO). A file to
+// write is created by fopen as usual.
+FILE *fopen_checked(const char *path, const char *mode, Error *err) {
+    if (mode[0] != 'r') {
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            error_set(err, "'%s' is a directory; give the path of a file", path);
+            return NULL;
+        }
+        FILE *f = fopen(path, mode);
+        return f ? f : open_failed(path, false, err);
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return open_failed(path, true, err);
+    if (!check_regular(fd, path, err)) {
+        close(fd);
         return NULL;
     }
-    FILE *f = fopen(path, mode);
+    // Back to blocking reads, which is what stdio expects (for a regular
+    // file the flag changes nothing, but say what we mean).
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, mode) : NULL;
     if (!f) {
-        const char *what = mode[0] == 'r' ? "reading" : "writing";
-        error_set(err, "cannot open '%s' for %s: %s", path, what, strerror(errno));
+        error_set(err, "cannot open '%s' for reading: %s", path, strerror(errno));
+        close(fd);
     }
     return f;
 }
@@ -92,7 +183,7 @@ bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err)
     // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) == 0) {
         // Say so plainly when the file cannot fit, rather than fail to allocate.
         size_t limit = memory_limit_bytes();
         if (limit > 0 && (uint64_t)st.st_size >= limit)

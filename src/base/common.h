@@ -14,6 +14,7 @@
 #ifndef TINYGPT_COMMON_H
 #define TINYGPT_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,6 +31,25 @@ typedef struct {
 // error_set: printf into "err" (if not NULL); always returns false so callers
 // can write `return error_set(err, "...")`.
 bool error_set(Error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// error_setv: the one place an Error is formatted: "prefix" (plain text, ""
+// for none) followed by "fmt" with "args". For helpers of their own that
+// take printf arguments and add a prefix (the checkpoint loader's "'<file>'
+// is not a valid tinygpt checkpoint: "). Returns false, like error_set.
+bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) __attribute__((format(printf, 3, 0)));
+
+// Shown: a string from outside (a flag's value, a name or value read from a
+// file) made safe to quote in a one-line message. It can hold anything, a
+// newline or a terminal escape included, which would split or garble the
+// message: control characters (C0, DEL and the C1 range U+0080..U+009F)
+// become '?', and a string longer than 60 bytes is cut, at a character
+// boundary, and ends in "...".
+typedef struct {
+    char text[64];
+} Shown;
+
+// show: "len" bytes of "s" as Shown. Use the result within one statement:
+// show(s, n).text lives until the end of it.
+Shown show(const char *s, size_t len);
 
 // die: print "tinygpt: <message>" to stderr and exit with "status".
 _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -43,8 +63,10 @@ void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 #define xcalloc(count, size) xcalloc_at((count), (size), __FILE__, __LINE__)
 #define xrealloc(ptr, size) xrealloc_at((ptr), (size), __FILE__, __LINE__)
 
-// fopen_checked: like fopen, but on failure fills "err" with the path and the
-// reason (strerror) and returns NULL. Directories are refused too.
+// fopen_checked: like fopen, but on failure fills "err" with the path, the
+// reason and what to do, and returns NULL. Directories are refused too, and
+// for reading ("r" modes) anything but a regular file: a named pipe (FIFO)
+// would block forever, and a device such as /dev/zero never ends.
 FILE *fopen_checked(const char *path, const char *mode, Error *err);
 
 // read_exact / write_exact: transfer exactly "size" bytes or fill "err"
@@ -53,8 +75,9 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
 
 // read_file: the whole file in a new buffer ("*out", NUL-terminated for
-// convenience, "*len" bytes without the NUL). The caller frees "*out". A
-// regular file takes one allocation of its size + 2 bytes; pipes work too.
+// convenience, "*len" bytes without the NUL). The caller frees "*out". It
+// must be a regular file (fopen_checked); it takes one allocation of its
+// size + 2 bytes.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
 // read_stream: read_file on a stream already open ("f", read to its end and
 // left open; "path" names it in errors), such as stdin.

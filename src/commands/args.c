@@ -60,28 +60,6 @@ void print_command_help(const Command *cmd, FILE *out) {
 
 void print_version(FILE *out) { fprintf(out, "tinygpt %s\n", TINYGPT_VERSION); }
 
-// Shown: an argument as a one-line message may quote it. An argument can hold
-// anything, a newline included (found by tests/fuzz/fuzz_flags.c), which
-// would split the message: control characters become '?', and a long
-// argument is cut to its first 60 bytes and "...".
-typedef struct {
-    char text[64];
-} Shown;
-
-// show: "len" bytes of "arg" as Shown. Use the result within one statement:
-// show(arg, n).text lives until the end of it.
-static Shown show(const char *arg, size_t len) {
-    Shown s;
-    size_t n = 0;
-    for (; n < len && n < 60; n++) s.text[n] = (unsigned char)arg[n] < 0x20 || arg[n] == 0x7F ? '?' : arg[n];
-    if (n < len) {
-        memcpy(s.text + n, "...", 3);
-        n += 3;
-    }
-    s.text[n] = '\0';
-    return s;
-}
-
 // positional_name: the positional argument's name without the brackets
 // that mark it optional or the dots that mark it repeated ("[FILE]" and
 // "FILE..." -> "FILE"), as "%.*s" arguments.
@@ -161,7 +139,7 @@ static ParseResult parse_error(Error *err, const char *fmt, ...) __attribute__((
 static ParseResult parse_error(Error *err, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    if (err) vsnprintf(err->msg, sizeof err->msg, fmt, args);
+    error_setv(err, "", fmt, args);
     va_end(args);
     return PARSE_ERROR;
 }

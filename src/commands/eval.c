@@ -71,6 +71,12 @@ int cmd_eval(int argc, char **argv) {
     if (predicted == 0)
         die(EXIT_RUNTIME, "'%s' has %zu tokens, fewer than one window of %d + 1 for this model; give a longer text",
             text_path, n, model.config.block_size);
+    // The loader refuses non-finite and absurd weights, but weights within
+    // its bound can still overflow float somewhere in the forward pass: a
+    // NaN printed as a result with exit status 0 would pass for a measurement.
+    if (!isfinite(loss))
+        die(EXIT_RUNTIME, "the loss of '%s' on '%s' is %s: its weights overflow float arithmetic, so it cannot be evaluated; retrain it, with a lower --lr",
+            model_path, text_path, isnan(loss) ? "NaN" : "infinite");
     // Bits per byte: the windows predict tokens 1..predicted, so the loss
     // is spread over the bytes of those pieces.
     size_t covered_bytes = 0;

@@ -2,6 +2,7 @@
 //
 // Reading order: the last file. Each command lives in its own file and
 // parses its own flags (args.h), so this one is only the table of commands.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +60,24 @@ static void print_help(FILE *out) {
 // libgomp reads the variable when the program loads, before main, so the
 // only way to change its default is to set it and start again. A setting
 // of the user's (GOMP_SPINCOUNT or OMP_WAIT_POLICY) is kept.
+//
+// Start again from the path /proc/self/exe points to, not from the link
+// itself: the kernel names a process after the last part of the path it
+// was started from, so exec'ing "/proc/self/exe" made every tinygpt show as
+// "exe" in ps and top, and `pgrep tinygpt` found none. argv, argv[0]
+// included, is passed on unchanged.
 static void prefer_short_spinning(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self);
+    if (len <= 0 || (size_t)len >= sizeof self) return;  // no /proc, or a path too long: run as we are
+    self[len] = '\0';
     if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
-    execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+    // Returns only on failure (the binary was deleted since it started, and
+    // the link reads "... (deleted)"): then carry on as we are, with
+    // libgomp's default.
+    execv(self, argv);
+    unsetenv("GOMP_SPINCOUNT");
 }
 
 int main(int argc, char **argv) {

@@ -125,7 +125,7 @@ int cmd_tokenize(int argc, char **argv) {
     } else {
         char *text;
         size_t len;
-        if (!read_file("/dev/stdin", &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+        if (!read_stream(stdin, "standard input", &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
         show_tokens(&tok, text, len, "standard input");
         free(text);
     }

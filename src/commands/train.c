@@ -424,18 +424,30 @@ static bool check_loss(TrainRun *run, const TrainOptions *opt, long step, float 
         snprintf(what, sizeof what, "the loss is %s, and activation '%s' first holds a non-finite value (element %zu)",
                  isnan(loss) ? "NaN" : "infinite", run->model.act_table.specs[t].name, element);
     else snprintf(what, sizeof what, "the loss is %s", isnan(loss) ? "NaN" : "infinite");
+    // The first step's loss comes before any update, so --lr has done
+    // nothing yet: the weights the run started from (an --init or --resume
+    // checkpoint, which passed the loader's checks) are what overflows.
+    if (step == run->start_step && opt->init_path)
+        return error_set(&run->fault, "training cannot start: at step %ld, before any update, %s, so the weights of '%s' overflow float arithmetic (--lr is not the cause); nothing was saved: start from another checkpoint",
+                         step, what, opt->init_path);
     return numerical_fault(run, opt, step, what);
 }
 
 static bool check_tensors(TrainRun *run, const TrainOptions *opt, long step, const float *memory, const char *kind) {
     size_t element;
-    int t = model_find_nonfinite(&run->model, memory, &element);
+    // The weights are also held within MODEL_MAX_WEIGHT, as the checkpoint
+    // loader requires: a run never saves a file it could not load again.
+    bool weights = memory == run->model.params_memory;
+    int t = weights ? model_find_weight_beyond(&run->model, &element) : model_find_nonfinite(&run->model, memory, &element);
     if (t < 0) return true;
     char what[160];
     const TensorSpec *spec = &run->model.param_table.specs[t];
     float value = memory[spec->offset + element];
-    snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, spec->name,
-             isnan(value) ? "NaN" : "an infinity", element);
+    if (isfinite(value))
+        snprintf(what, sizeof what, "the %s of '%s' holds %g at element %zu, beyond the %g a weight may have", kind,
+                 spec->name, (double)value, element, (double)MODEL_MAX_WEIGHT);
+    else snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, spec->name,
+                  isnan(value) ? "NaN" : "an infinity", element);
     return numerical_fault(run, opt, step, what);
 }
 

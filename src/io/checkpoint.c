@@ -43,6 +43,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -301,21 +302,13 @@ static const char *kind_name(FileKind kind) { return kind == MODEL_FILE ? "check
 // what to do); returns false.
 __attribute__((format(printf, 2, 3)))
 static bool reject(const Loader *ld, const char *fmt, ...) {
-    char detail[400];
+    char prefix[sizeof ld->err->msg];
+    snprintf(prefix, sizeof prefix, "'%s' is not a valid tinygpt %s: ", ld->path, kind_name(ld->kind));
     va_list args;
     va_start(args, fmt);
-    vsnprintf(detail, sizeof detail, fmt, args);
+    error_setv(ld->err, prefix, fmt, args);
     va_end(args);
-    return error_set(ld->err, "'%s' is not a valid tinygpt %s: %s", ld->path, kind_name(ld->kind), detail);
-}
-
-// printable: "s" ("len" bytes, from the file) cut to fit "buf", with control
-// characters (even NUL) shown as '?', so a message stays on one line.
-static const char *printable(const char *s, size_t len, char *buf, size_t size) {
-    size_t n = 0;
-    for (; n < len && n + 1 < size; n++) buf[n] = (unsigned char)s[n] < 0x20 ? '?' : s[n];
-    buf[n] = '\0';
-    return buf;
+    return false;
 }
 
 // read_header: the 8-byte length N, checked against the limits and the file
@@ -383,10 +376,9 @@ static bool metadata_long(Loader *ld, const JsonValue *meta, const char *key, lo
     // 18 digits always fit in a long (whose max is 9.2e18), so strtol cannot overflow.
     bool digits = v->string_len >= 1 && v->string_len <= 18 && strspn(v->string, "0123456789") == v->string_len;
     long value = digits ? strtol(v->string, NULL, 10) : -1;
-    char shown[48];
     if (value < 0 || value > max)
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number in [0, %ld]; the file is damaged, retrain",
-                      key, printable(v->string, v->string_len, shown, sizeof shown), max);
+                      key, show(v->string, v->string_len).text, max);
     *out = value;
     return true;
 }
@@ -399,10 +391,9 @@ static bool metadata_u64(Loader *ld, const JsonValue *meta, const char *key, uin
     bool digits = v->string_len >= 1 && v->string_len <= 20 && strspn(v->string, "0123456789") == v->string_len;
     errno = 0;
     unsigned long long value = digits ? strtoull(v->string, NULL, 10) : 0;
-    char shown[48];
     if (!digits || errno == ERANGE)
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a whole number below 2^64; the file is damaged, retrain",
-                      key, printable(v->string, v->string_len, shown, sizeof shown));
+                      key, show(v->string, v->string_len).text);
     *out = value;
     return true;
 }
@@ -415,10 +406,9 @@ static bool metadata_double(Loader *ld, const JsonValue *meta, const char *key, 
     if (!v) return false;
     char *end;
     double value = strtod(v->string, &end);
-    char shown[48];
     if (!(v->string[0] >= '0' && v->string[0] <= '9') || end != v->string + v->string_len || !isfinite(value))
         return reject(ld, "its __metadata__ \"%s\" is \"%s\", not a decimal number; the file is damaged, retrain", key,
-                      printable(v->string, v->string_len, shown, sizeof shown));
+                      show(v->string, v->string_len).text);
     *out = value;
     return true;
 }
@@ -432,10 +422,9 @@ static bool read_architecture(Loader *ld, const JsonValue *meta, Arch *arch, lon
     if (json_get(meta, "arch")) {
         const JsonValue *name = metadata_string(ld, meta, "arch");
         if (!name) return false;
-        char shown[48];
         if (strlen(name->string) != name->string_len || !arch_from_name(name->string, arch))
             return reject(ld, "its __metadata__ \"arch\" is \"%s\", an architecture this tinygpt does not know (it knows \"card\" and \"gpt\"); load it with the tinygpt that saved it, or retrain",
-                          printable(name->string, name->string_len, shown, sizeof shown));
+                          show(name->string, name->string_len).text);
     }
     *n_layer = 1;
     if (json_get(meta, "n_layer")) {
@@ -467,9 +456,8 @@ static bool check_format(Loader *ld, const JsonValue *meta) {
     if (ld->kind == OPTIMIZER_FILE && string_is(format, CHECKPOINT_FORMAT))
         return reject(ld, "it is a model checkpoint (format \"%s\"), not AdamW's state; give the optimizer.safetensors saved next to it",
                       CHECKPOINT_FORMAT);
-    char shown[48];
     return reject(ld, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
-                  printable(format->string, format->string_len, shown, sizeof shown), want);
+                  show(format->string, format->string_len).text, want);
 }
 
 // read_tokenizer_kind: "tokenizer" from the metadata: "bpe", or "char",
@@ -480,11 +468,9 @@ static bool read_tokenizer_kind(Loader *ld, const JsonValue *meta) {
     const JsonValue *name = metadata_string(ld, meta, "tokenizer");
     if (!name) return false;
     if (string_is(name, "bpe")) ld->tokenizer = TOKENIZER_BPE;
-    else if (!string_is(name, "char")) {
-        char shown[48];
+    else if (!string_is(name, "char"))
         return reject(ld, "its __metadata__ \"tokenizer\" is \"%s\", a tokenizer this tinygpt does not know (it knows \"char\" and \"bpe\"); load it with the tinygpt that saved it, or retrain",
-                      printable(name->string, name->string_len, shown, sizeof shown));
-    }
+                      show(name->string, name->string_len).text);
     return true;
 }
 
@@ -678,18 +664,17 @@ static bool check_names(Loader *ld, const TensorTable *table) {
             ld->entries[found->index] = entry;
             continue;
         }
-        char shown[64];
-        printable(entry->key, entry->key_len, shown, sizeof shown);
+        Shown shown = show(entry->key, entry->key_len);
         long block;
         if (ld->kind == OPTIMIZER_FILE)
             ok = reject(ld, "it has a tensor '%s', which is not AdamW's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each of its parameters); give the optimizer.safetensors saved with this model",
-                        shown, arch_name(ld->cfg.arch));
+                        shown.text, arch_name(ld->cfg.arch));
         else if (block_of(entry->key, entry->key_len, &block) && block >= ld->cfg.n_layer)
             ok = reject(ld, "it has a tensor '%s' of block %ld but its __metadata__ \"n_layer\" is %d (blocks 0 to %d), so n_layer disagrees with the tensors; the file is damaged, retrain",
-                        shown, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
+                        shown.text, block, ld->cfg.n_layer, ld->cfg.n_layer - 1);
         else
             ok = reject(ld, "it has a tensor '%s' that tinygpt's %s model does not have; was it written by tinygpt train with this architecture?",
-                        shown, arch_name(ld->cfg.arch));
+                        shown.text, arch_name(ld->cfg.arch));
     }
     free(sorted);
 
@@ -727,10 +712,9 @@ static bool check_tensor(Loader *ld, const TensorTable *table, int t) {
     const JsonValue *dtype = json_get(entry, "dtype");
     if (!dtype || dtype->type != JSON_STRING)
         return reject(ld, "tensor '%s' has no dtype string; was it written by tinygpt train?", spec->name);
-    char shown[24];
     if (dtype->string_len != 3 || strcmp(dtype->string, "F32") != 0)
         return reject(ld, "tensor '%s' has dtype \"%s\" but tinygpt reads only F32; convert the weights to float32",
-                      spec->name, printable(dtype->string, dtype->string_len, shown, sizeof shown));
+                      spec->name, show(dtype->string, dtype->string_len).text);
 
     // The shape: compare each dimension with the table's, as numbers.
     uint64_t want[2] = {(uint64_t)spec->shape[0], (uint64_t)spec->shape[1]}, got[2] = {0, 0};
@@ -854,9 +838,13 @@ static bool build_vocab(Loader *ld, Tokenizer *tok) {
 
 // read_tensors: each tensor of "table" (checked by check_tensors) into its
 // place in "memory" (memory + its offset), then a check that every value is
-// finite: a NaN or infinity means the run that saved it diverged, and
-// training or sampling from it would only spread the NaN.
-static bool read_tensors(Loader *ld, const TensorTable *table, float *memory) {
+// finite and at most "limit" in magnitude (MODEL_MAX_WEIGHT for a model's
+// weights; AdamW's moments are only checked to be finite: a mean of squared
+// gradients may be large and still right). Training stops before it would
+// save a NaN, an infinity or a weight beyond MODEL_MAX_WEIGHT (train.c), so
+// one means the file is damaged or was not written by tinygpt: say so,
+// rather than let eval print a NaN loss or a new run blame its --lr.
+static bool read_tensors(Loader *ld, const TensorTable *table, float *memory, float limit) {
     for (int t = 0; t < table->count; t++) {
         const TensorSpec *spec = &table->specs[t];
         float *w = memory + spec->offset;
@@ -864,10 +852,14 @@ static bool read_tensors(Loader *ld, const TensorTable *table, float *memory) {
         if (fseeko(ld->f, at, SEEK_SET) != 0)
             return error_set(ld->err, "cannot seek in '%s': %s", ld->path, strerror(errno));
         if (!read_exact(w, spec->size * sizeof(float), ld->f, ld->path, ld->err)) return false;
-        for (size_t i = 0; i < spec->size; i++)
+        for (size_t i = 0; i < spec->size; i++) {
             if (!isfinite(w[i]))
-                return reject(ld, "tensor '%s' holds %s at element %zu; the run that saved it diverged (retrain with a lower --lr)",
+                return reject(ld, "tensor '%s' holds %s at element %zu, which training never saves; the file is damaged or not from tinygpt: use another checkpoint, or retrain",
                               spec->name, isnan(w[i]) ? "NaN" : "an infinity", i);
+            if (fabsf(w[i]) > limit)
+                return reject(ld, "tensor '%s' holds %g at element %zu, beyond the %g a weight may have; the file is damaged or not from tinygpt: use another checkpoint, or retrain",
+                              spec->name, (double)w[i], i, (double)limit);
+        }
     }
     return true;
 }
@@ -900,7 +892,7 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
         model_init(m, &ld.cfg, max_batch, with_grads);
         // model_init built the same table from the same config.
         assert(m->param_table.count == params.count && m->param_table.total == params.total);
-        ok = read_tensors(&ld, &params, m->params_memory);
+        ok = read_tensors(&ld, &params, m->params_memory, MODEL_MAX_WEIGHT);
         if (!ok) {
             model_free(m);
             tokenizer_free(&vocab);
@@ -965,10 +957,9 @@ static bool read_adamw_metadata(Loader *ld, long *updates) {
     if (!check_format(ld, meta)) return false;
     const JsonValue *name = metadata_string(ld, meta, "optimizer");
     if (!name) return false;
-    char shown[48];
     if (!string_is(name, "adamw"))
         return reject(ld, "its __metadata__ \"optimizer\" is \"%s\" but only AdamW (\"adamw\") keeps a state; the file is damaged: start a new run from the weights with --init",
-                      printable(name->string, name->string_len, shown, sizeof shown));
+                      show(name->string, name->string_len).text);
     return metadata_long(ld, meta, "step", LONG_MAX, &ld->step) && metadata_long(ld, meta, "updates", LONG_MAX, updates);
 }
 
@@ -1008,7 +999,7 @@ bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long
     ok = ok && check_tensors(&ld, &moments);
     if (ok) {
         read = xmalloc(moments.total * sizeof *read);
-        ok = read_tensors(&ld, &moments, read) && check_second_moments(&ld, &moments, read);
+        ok = read_tensors(&ld, &moments, read, FLT_MAX) && check_second_moments(&ld, &moments, read);
     }
     if (ok) {
         memcpy(opt->m, read, opt->size * sizeof *opt->m);

@@ -120,7 +120,7 @@ static void encode_bpe_part(Tokenizer *tok, const char *text, size_t len, int wi
 // learn the merges from the training split (if "learn"), encode each split.
 static void *load_bpe(Tokenizer *tok, const TokenizerSpec *learn, char *text, size_t len, size_t train_len,
                       size_t *n_tokens, size_t *n_train, const char *path, Error *err) {
-    if (!utf8_check(text, len, path, err) ||
+    if (!tokenizer_check_text(text, len, path, err) ||
         (learn && !tokenizer_learn(tok, learn, text, train_len, path, err))) {
         free(text);
         return NULL;
@@ -139,7 +139,8 @@ static void *load_bpe(Tokenizer *tok, const TokenizerSpec *learn, char *text, si
 // dataset_load: the steps, in order:
 //   1. read the whole file (fopen_checked names a missing file or a directory),
 //   2. refuse an empty file, and find the split (split_byte),
-//   3. build the tokenizer from the text (if "learn"), or keep "tok",
+//   3. build the tokenizer from the text (if "learn"), or keep "tok" and
+//      check that the text is text (tokenizer_check_text),
 //   4. encode the text to ids (char: in place when they fit in a byte, see
 //      encode_compact; bpe: each split apart) and free the text,
 //   5. split: the ids of the last floor(n_chars * val_fraction) characters
@@ -168,14 +169,19 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const
     size_t train_len = split_byte(text, len, val_fraction, &n_val_chars);
 
     // 3-5. Tokenizer, then ids. The tokenizer reports invalid UTF-8 and
-    // unknown characters with the file name and byte offset.
+    // unknown characters with the file name and byte offset. Building a char
+    // vocabulary reads the whole text first, so it finds a binary file
+    // before anything else; with a checkpoint's vocabulary, the text is
+    // checked whole first too, or a binary file would be reported by its
+    // first character the vocabulary lacks (load_bpe checks it likewise).
     bool bpe = learn ? learn->kind == TOKENIZER_BPE : tok->kind == TOKENIZER_BPE;
     size_t n_tokens, n_train;
     void *ids;
     if (bpe) {
         ids = load_bpe(tok, learn, text, len, train_len, &n_tokens, &n_train, path, err);
     } else {
-        if (learn && !tokenizer_build(tok, text, len, path, err)) {
+        bool text_ok = learn ? tokenizer_build(tok, text, len, path, err) : tokenizer_check_text(text, len, path, err);
+        if (!text_ok) {
             free(text);
             return false;
         }

@@ -33,12 +33,13 @@ typedef struct {
 // fail_at: record "invalid JSON at byte <pos>: <message>"; returns false.
 __attribute__((format(printf, 3, 4)))
 static bool fail_at(Parser *p, size_t pos, const char *fmt, ...) {
-    char message[400];
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "invalid JSON at byte %zu: ", pos);
     va_list args;
     va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
+    error_setv(p->err, prefix, fmt, args);
     va_end(args);
-    return error_set(p->err, "invalid JSON at byte %zu: %s", pos, message);
+    return false;
 }
 
 // describe_byte: the byte at "pos" written for a message: 'x', end of input,
@@ -309,13 +310,7 @@ static bool check_unique_keys(Parser *p, const JsonValue *v, size_t start) {
         if (compare_keys(&sorted[i - 1], &sorted[i]) == 0) dup = sorted[i];
     free(sorted);
     if (!dup) return true;
-    // Show the key on one line: control characters (even NUL) become '?'.
-    char shown[64];
-    size_t n = 0;
-    for (; n < dup->key_len && n < sizeof shown - 1; n++)
-        shown[n] = (unsigned char)dup->key[n] < 0x20 ? '?' : dup->key[n];
-    shown[n] = '\0';
-    return fail_at(p, start, "the object starting here has the key \"%s\" twice", shown);
+    return fail_at(p, start, "the object starting here has the key \"%s\" twice", show(dup->key, dup->key_len).text);
 }
 
 // object = "{" ws [ member *( ws "," ws member ) ] ws "}"

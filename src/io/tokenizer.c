@@ -138,8 +138,8 @@ static int next_char(const char *text, size_t len, size_t pos, uint32_t *cp, con
     return n;
 }
 
-// utf8_check: next_char over the whole text; the first bad byte fails it.
-bool utf8_check(const char *text, size_t len, const char *source, Error *err) {
+// tokenizer_check_text: next_char over the whole text, keeping nothing.
+bool tokenizer_check_text(const char *text, size_t len, const char *source, Error *err) {
     for (size_t pos = 0; pos < len;) {
         uint32_t cp;
         int n = next_char(text, len, pos, &cp, source, err);
@@ -222,6 +222,16 @@ bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *
             return error_set(err, "vocabulary lists the character U+%04X twice (at byte %zu); the checkpoint is damaged, train a new one",
                              (unsigned)cp, pos);
         }
+        // Ids are code points in increasing order (tokenizer_build), and a
+        // reader of the file may rely on it to rebuild the vocabulary from a
+        // text: a vocabulary out of order would load, and the weights of
+        // one character would silently be used for another.
+        if (tok->vocab_size > 0 && cp < tok->codepoints[tok->vocab_size - 1]) {
+            uint32_t before = tok->codepoints[tok->vocab_size - 1];
+            tokenizer_free(tok);
+            return error_set(err, "vocabulary is not in increasing code point order (U+%04X comes after U+%04X, at byte %zu); the checkpoint is damaged or not written by tinygpt, train a new one",
+                             (unsigned)cp, (unsigned)before, pos);
+        }
         hmput(tok->to_id, cp, tok->vocab_size);
         arrput(tok->codepoints, cp);
         tok->vocab_size++;
@@ -238,7 +248,7 @@ bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text
     memset(tok, 0, sizeof *tok);
     if (spec->kind == TOKENIZER_CHAR) return tokenizer_build(tok, text, len, source, err);
     if (len == 0) return error_set(err, "'%s' is empty; give a text file with some text in it", source);
-    if (!utf8_check(text, len, source, err)) return false;
+    if (!tokenizer_check_text(text, len, source, err)) return false;
     if (!bpe_learn(&tok->bpe, text, len, spec->vocab_size, source, err)) return false;
     tok->kind = TOKENIZER_BPE;
     tok->vocab_size = tok->bpe.vocab_size;
@@ -287,29 +297,30 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
     if (bytes == 0) return -1;
     int id = tokenizer_id(tok, cp);
     if (id < 0) {
-        // Show the character itself unless it is a control character,
-        // which would garble the one-line message (a tab, a carriage return).
-        char shown[16] = "";
-        if (cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp < 0xA0)) {
-            char utf8[4];
-            int k = utf8_encode(cp, utf8);
-            snprintf(shown, sizeof shown, "'%.*s' ", k, utf8);
-        }
+        // Show the character itself unless it is a control character (a
+        // tab, a carriage return), which show() would turn into '?': then
+        // the code point alone says which it is.
+        Shown shown = show(text + *pos, (size_t)bytes);
+        char quoted[sizeof shown.text + 3] = "";
+        if (memcmp(shown.text, text + *pos, (size_t)bytes) == 0) snprintf(quoted, sizeof quoted, "'%s' ", shown.text);
         error_set(err, "'%s' has the character %s(U+%04X) at byte %zu, which is not in the model's vocabulary; remove it, or train a new model on this text",
-                  source, shown, (unsigned)cp, *pos);
+                  source, quoted, (unsigned)cp, *pos);
         return -1;
     }
     *pos += (size_t)bytes;
     return id;
 }
 
-// tokenizer_encode: one tokenizer_next per character, or (bpe) one check of
-// the text and bpe_encode. A text has at most one token per byte, so "len"
-// ids always fit; the buffer is shrunk to the real count at the end.
+// tokenizer_encode: first tokenizer_check_text, so that a binary file is
+// reported as binary (an ELF file's first byte, 0x7F, is valid UTF-8 but
+// not in a vocabulary, and would be reported instead), then one
+// tokenizer_next per character, or (bpe) bpe_encode. A text has at most one
+// token per byte, so "len" ids always fit; the buffer is shrunk to the real
+// count at the end.
 bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err) {
+    if (!tokenizer_check_text(text, len, source, err)) return false;
     if (tok->kind == TOKENIZER_BPE) {
-        if (!utf8_check(text, len, source, err)) return false;
         int *out = xmalloc((len > 0 ? len : 1) * sizeof *out);
         *n = bpe_encode(&tok->bpe, text, len, out);
         *ids = xrealloc(out, (*n > 0 ? *n : 1) * sizeof *out);

@@ -54,13 +54,17 @@ int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 // utf8_encode: write code point "cp" as UTF-8 into "out"; returns 1..4 bytes.
 int utf8_encode(uint32_t cp, char out[4]);
 
-// utf8_check: fail, naming "source" and the byte offset, unless "text" is
-// strict UTF-8 without NUL bytes (a NUL is the usual sign of a binary file).
-bool utf8_check(const char *text, size_t len, const char *source, Error *err);
+// tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
+// text file: strict UTF-8 with no NUL byte. If not, "err" names "source" and
+// the byte offset, and says it is not UTF-8 or looks like binary data. The
+// one check of a text; tokenizer_build and tokenizer_next make it as they go.
+bool tokenizer_check_text(const char *text, size_t len, const char *source, Error *err);
 
 // tokenizer_learn: build a tokenizer of kind "spec" from "text": char's
 // vocabulary of its code points (tokenizer_build), or bpe's merges learned
-// from it (bpe_learn). Fails as those do, and on text that utf8_check refuses.
+// from it (bpe_learn). Fails as those do, and on text that
+// tokenizer_check_text refuses (a bpe model could encode any bytes, but a
+// binary file given by mistake is refused as char refuses it).
 bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text, size_t len,
                      const char *source, Error *err);
 // tokenizer_from_bpe_merges: a bpe tokenizer from the checkpoint's "merges"
@@ -72,8 +76,8 @@ bool tokenizer_from_bpe_merges(Tokenizer *tok, const char *merges, size_t len, E
 // (reporting the byte offset) and on empty text.
 bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err);
 // tokenizer_from_vocab (char only): rebuild from the concatenated code points in id order
-// (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab
-// or a duplicated character; the message starts with "vocabulary" and does
+// (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab,
+// a duplicated character or code points out of increasing order; the message starts with "vocabulary" and does
 // not know the file, so the caller prefixes the checkpoint's path.
 bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err);
 // tokenizer_vocab_utf8 (char only): the vocabulary's code points concatenated in id order,
@@ -91,9 +95,10 @@ int tokenizer_id(const Tokenizer *tok, uint32_t cp);
 int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *pos, const char *source,
                    Error *err);
 // tokenizer_encode: text -> ids, "*ids" newly allocated (caller frees) with
-// "*n" entries. Fails on invalid UTF-8, a NUL byte, or (char) a character
-// outside the vocabulary, naming "source", the character and its byte
-// offset. Not thread-safe for bpe (its chunk cache grows).
+// "*n" entries. Fails on a text tokenizer_check_text refuses (checked first,
+// over the whole text), then (char) on a character outside the vocabulary,
+// naming "source", the character and its byte offset. Not thread-safe for
+// bpe (its chunk cache grows).
 bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err);
 // tokenizer_decode (char only): the UTF-8 bytes of token "id" into "out"; returns 1..4.

@@ -7,6 +7,7 @@
 // backward pass (block_backward, the same blocks in reverse).
 #include "model.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -831,32 +832,29 @@ void model_sgd_step(Model *m, float lr) {
 // ===========================================================================
 // Finding a NaN.
 
-// first_nonfinite: the index of the first NaN or infinity in x[n], or n.
+// first_beyond: the index of the first value of x[n] that is NaN or beyond
+// +-"limit" (with limit FLT_MAX: the first NaN or infinity), or n.
 // Training asks twice a step and almost always finds nothing, so blocks of
-// 1024 are first tested with a loop that vectorises (an OR over "exponent
-// bits all ones", which is what NaN and infinity have in common; a loop
-// that stops at the first hit cannot be vectorised), and only a block that
-// holds one is searched number by number.
-static size_t first_nonfinite(const float *x, size_t n) {
+// 1024 are first tested with a loop that vectorises (an OR of "not
+// |x| <= limit", which is also true for NaN; a loop that stops at the first
+// hit cannot be vectorised), and only a block that holds one is searched
+// number by number.
+static size_t first_beyond(const float *x, size_t n, float limit) {
     for (size_t block = 0; block < n; block += 1024) {
         size_t end = n - block < 1024 ? n : block + 1024;
-        uint32_t found = 0;
-        for (size_t i = block; i < end; i++) {
-            uint32_t bits;
-            memcpy(&bits, &x[i], sizeof bits);
-            found |= (bits & 0x7f800000u) == 0x7f800000u;
-        }
+        int found = 0;
+        for (size_t i = block; i < end; i++) found |= !(fabsf(x[i]) <= limit);
         if (found)
             for (size_t i = block; i < end; i++)
-                if (!isfinite(x[i])) return i;
+                if (!(fabsf(x[i]) <= limit)) return i;
     }
     return n;
 }
 
-static int table_find_nonfinite(const TensorTable *t, const float *memory, size_t *element) {
+static int table_find_beyond(const TensorTable *t, const float *memory, float limit, size_t *element) {
     for (int i = 0; i < t->count; i++) {
         const TensorSpec *spec = &t->specs[i];
-        size_t at = first_nonfinite(memory + spec->offset, spec->size);
+        size_t at = first_beyond(memory + spec->offset, spec->size, limit);
         if (at < spec->size) {
             *element = at;
             return i;
@@ -866,9 +864,13 @@ static int table_find_nonfinite(const TensorTable *t, const float *memory, size_
 }
 
 int model_find_nonfinite(const Model *m, const float *memory, size_t *element) {
-    return table_find_nonfinite(&m->param_table, memory, element);
+    return table_find_beyond(&m->param_table, memory, FLT_MAX, element);
+}
+
+int model_find_weight_beyond(const Model *m, size_t *element) {
+    return table_find_beyond(&m->param_table, m->params_memory, MODEL_MAX_WEIGHT, element);
 }
 
 int model_find_nonfinite_act(const Model *m, size_t *element) {
-    return table_find_nonfinite(&m->act_table, m->acts_memory, element);
+    return table_find_beyond(&m->act_table, m->acts_memory, FLT_MAX, element);
 }

@@ -287,4 +287,16 @@ int model_find_nonfinite(const Model *m, const float *memory, size_t *element);
 // order), to say where a non-finite loss came from.
 int model_find_nonfinite_act(const Model *m, size_t *element);
 
+// MODEL_MAX_WEIGHT: the largest magnitude a weight may have. Weights start
+// small (gpt's at 0.02, LayerNorm's at 1, card's embeddings N(0, 1)), AdamW
+// moves each by about --lr a step and weight decay pulls it back, so a
+// weight beyond 1e6 is no model: a run that has diverged, a damaged file, or
+// one not written by tinygpt; and a forward pass through such weights can
+// overflow float into a NaN loss. Training stops before it saves one, and
+// the checkpoint loader refuses one, naming the tensor.
+#define MODEL_MAX_WEIGHT 1e6f
+// model_find_weight_beyond: like model_find_nonfinite on m->params_memory,
+// but also finds a finite weight beyond +-MODEL_MAX_WEIGHT.
+int model_find_weight_beyond(const Model *m, size_t *element);
+
 #endif

@@ -1,0 +1,176 @@
+// test_common.c: tests for src/base/common.c: the one error formatter, the
+// one way to quote outside text in a message, and the checked open that
+// refuses what would hang or never end.
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "helpers.h"
+#include "tests.h"
+
+// Opening a FIFO for reading waits for a writer: if fopen_checked ever does
+// that again, the alarm ends the test (a failure) instead of a hang.
+#define HANG_SECONDS 10
+
+static char dir[256];
+
+static void setup(void) { scratch_dir_create(dir, sizeof dir); }
+static void teardown(void) { scratch_dir_remove(dir); }
+
+// ---- error_set / error_setv ---------------------------------------------------
+
+// prefixed: error_setv behind a printf-style helper, as the checkpoint
+// loader's reject() and the JSON parser's fail_at() use it.
+__attribute__((format(printf, 3, 4)))
+static bool prefixed(Error *err, const char *prefix, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    bool result = error_setv(err, prefix, fmt, args);
+    va_end(args);
+    return result;
+}
+
+START_TEST(error_setv_writes_the_prefix_then_the_message_and_returns_false) {
+    Error err = {{0}};
+    ck_assert(!prefixed(&err, "'m.safetensors' is not valid: ", "tensor '%s' at %d", "head.bias", 3));
+    ck_assert_str_eq(err.msg, "'m.safetensors' is not valid: tensor 'head.bias' at 3");
+    ck_assert(!error_set(&err, "plain %s", "message"));
+    ck_assert_str_eq(err.msg, "plain message");
+    ck_assert(!prefixed(NULL, "ignored: ", "%s", "no Error to fill"));  // NULL is allowed, as for error_set
+    // A message longer than Error.msg is cut, never overrun.
+    char long_text[1000];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    prefixed(&err, "p: ", "%s", long_text);
+    ck_assert_uint_eq(strlen(err.msg), sizeof err.msg - 1);
+    ck_assert(strncmp(err.msg, "p: xxx", 6) == 0);
+}
+END_TEST
+
+// ---- show -----------------------------------------------------------------------
+
+START_TEST(show_replaces_control_characters_and_keeps_the_rest) {
+    const char text[] = "a\nb\tc\0d\x7F" "e\r";
+    ck_assert_str_eq(show(text, sizeof text - 1).text, "a?b?c?d?e?");
+    // UTF-8 stays as it is; the C1 controls (U+0080..U+009F, C2 80..C2 9F,
+    // which some terminals obey) do not.
+    ck_assert_str_eq(show("caf\xC3\xA9 \xE2\x80\x94", 9).text, "caf\xC3\xA9 \xE2\x80\x94");
+    ck_assert_str_eq(show("x\xC2\x9B" "1m", 5).text, "x?1m");
+    ck_assert_str_eq(show("\xC2\xA0", 2).text, "\xC2\xA0");  // U+00A0, just past the C1 range
+    ck_assert_str_eq(show("", 0).text, "");
+}
+END_TEST
+
+START_TEST(show_cuts_a_long_string_at_a_character_boundary_and_says_so) {
+    // 60 bytes fit whole; 61 give the first 60, then "...".
+    char text[100];
+    memset(text, 'a', 61);
+    Shown s = show(text, 60);
+    ck_assert_uint_eq(strlen(s.text), 60);
+    ck_assert(strspn(s.text, "a") == 60);
+    s = show(text, 61);
+    ck_assert_uint_eq(strlen(s.text), 63);
+    ck_assert(strcmp(s.text + 60, "...") == 0);
+    // 59 ASCII bytes and an em dash (3 bytes): the dash would end at byte
+    // 62, so it is left out whole rather than cut in half.
+    memset(text, 'b', 59);
+    memcpy(text + 59, "\xE2\x80\x94", 3);
+    s = show(text, 62);
+    ck_assert_uint_eq(strlen(s.text), 62);
+    ck_assert(strncmp(s.text + 57, "bb...", 5) == 0);
+}
+END_TEST
+
+// ---- fopen_checked and read_file --------------------------------------------------
+
+// in_dir: "dir/name", in a static buffer.
+static const char *in_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+START_TEST(fopen_checked_refuses_a_fifo_at_once_naming_it) {
+    const char *fifo = in_dir("pipe.txt");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    alarm(HANG_SECONDS);
+    Error err = {{0}};
+    ck_assert_ptr_null(fopen_checked(fifo, "rb", &err));
+    ck_assert_msg(strstr(err.msg, fifo) && strstr(err.msg, "is a named pipe (FIFO), not a regular file") &&
+                      strstr(err.msg, "save what you need to a file") && !strchr(err.msg, '\n'),
+                  "message was: %s", err.msg);
+    char *text = NULL;
+    size_t len;
+    ck_assert(!read_file(fifo, &text, &len, &err));
+    ck_assert_ptr_null(text);
+    alarm(0);
+}
+END_TEST
+
+START_TEST(read_file_refuses_a_device_that_never_ends) {
+    alarm(HANG_SECONDS);  // /dev/zero would be read until memory runs out
+    Error err = {{0}};
+    char *text = NULL;
+    size_t len;
+    ck_assert(!read_file("/dev/zero", &text, &len, &err));
+    ck_assert_msg(strstr(err.msg, "'/dev/zero' is a character device, not a regular file"), "message was: %s",
+                  err.msg);
+    alarm(0);
+}
+END_TEST
+
+START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
+    Error err = {{0}};
+    ck_assert_ptr_null(fopen_checked(in_dir("missing.txt"), "rb", &err));
+    ck_assert_msg(strstr(err.msg, "missing.txt' for reading: no such file; check the name"), "message was: %s",
+                  err.msg);
+    ck_assert_ptr_null(fopen_checked(in_dir("no/such/dir/log.csv"), "w", &err));
+    ck_assert_msg(strstr(err.msg, "log.csv' for writing: no such directory; create it first"), "message was: %s",
+                  err.msg);
+    ck_assert_ptr_null(fopen_checked(dir, "rb", &err));
+    ck_assert_msg(strstr(err.msg, "is a directory; give the path of a file"), "message was: %s", err.msg);
+    ck_assert_ptr_null(fopen_checked(dir, "wb", &err));
+    ck_assert_msg(strstr(err.msg, "is a directory; give the path of a file"), "message was: %s", err.msg);
+}
+END_TEST
+
+START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
+    write_text_file(in_dir("a.txt"), "hello\n");
+    char target[512];
+    snprintf(target, sizeof target, "%s", in_dir("a.txt"));
+    ck_assert_int_eq(symlink(target, in_dir("link.txt")), 0);
+    const char *names[] = {"a.txt", "link.txt"};
+    for (int i = 0; i < 2; i++) {
+        Error err = {{0}};
+        char *text;
+        size_t len;
+        ck_assert_msg(read_file(in_dir(names[i]), &text, &len, &err), "%s", err.msg);
+        ck_assert_uint_eq(len, 6);
+        ck_assert_str_eq(text, "hello\n");
+        free(text);
+    }
+}
+END_TEST
+
+Suite *common_suite(void) {
+    Suite *s = suite_create("common");
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, error_setv_writes_the_prefix_then_the_message_and_returns_false);
+    tcase_add_test(errors, show_replaces_control_characters_and_keeps_the_rest);
+    tcase_add_test(errors, show_cuts_a_long_string_at_a_character_boundary_and_says_so);
+    suite_add_tcase(s, errors);
+
+    TCase *files = tcase_create("files");
+    tcase_add_checked_fixture(files, setup, teardown);
+    tcase_add_test(files, fopen_checked_refuses_a_fifo_at_once_naming_it);
+    tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
+    tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
+    tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    suite_add_tcase(s, files);
+    return s;
+}
