@@ -117,11 +117,14 @@ typedef struct {
     ByteEntry *entries;  // stb_ds array
 } ByteMap;
 
-// bytes_hash: FNV-1a, 64 bits: one xor and one multiply per byte.
+// bytes_hash: FNV-1a, 64 bits: one xor and one multiply per byte. Bits 31
+// and 63 are cleared: stb_ds hashes an 8-byte key by shifting its bytes 3
+// and 7 left by 24 as ints, undefined behaviour for a byte >= 0x80 (UBSan
+// stops on it). 62 bits are plenty, and equal bytes are checked anyway.
 static uint64_t bytes_hash(const unsigned char *s, size_t len) {
     uint64_t hash = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < len; i++) hash = (hash ^ s[i]) * 0x100000001b3ull;
-    return hash;
+    return hash & 0x7FFFFFFF7FFFFFFFull;
 }
 
 // byte_map_find: the entry whose bytes (in "base") equal "s" ("len" bytes,
@@ -158,6 +161,9 @@ static void byte_map_free(ByteMap *map) {
 
 // ---- Merging one sequence of tokens -------------------------------------------
 
+// pair_key: the pair as one number, left in the high half, so that keys
+// order as pairs do. Ids are below 65536, so no byte of it reaches 0x80
+// (see bytes_hash).
 static uint64_t pair_key(int left, int right) {
     return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
 }
@@ -214,7 +220,7 @@ typedef struct {
     HeapEntry *heap;    // stb_ds array: a binary max-heap (heap_before)
     int *touched;       // stb_ds array: the pairs the current merge changed (indices in "pairs")
     int round;          // 1 for the first count, then one more per merge
-    int token_bytes[BPE_MAX_VOCAB];  // each token's length in bytes
+    int *token_bytes;   // [vocab_size] each token's length in bytes
 } Learner;
 
 // collect_words: count every distinct chunk of "text" once, then make each
@@ -388,6 +394,7 @@ static void learner_free(Learner *learner) {
     arrfree(learner->words);
     arrfree(learner->heap);
     arrfree(learner->touched);
+    free(learner->token_bytes);
     free(learner);
 }
 
@@ -458,6 +465,7 @@ bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const cha
                          vocab_size);
     int n_merges = vocab_size - BPE_BYTES;
     Learner *learner = xcalloc(1, sizeof *learner);
+    learner->token_bytes = xmalloc((size_t)vocab_size * sizeof *learner->token_bytes);
     for (int b = 0; b < BPE_BYTES; b++) learner->token_bytes[b] = 1;
     collect_words(learner, (const unsigned char *)text, len);
     count_all_pairs(learner);
