@@ -253,7 +253,8 @@ END_TEST
 enum { NAIVE_MAX_VOCAB = 256 + 64 };
 static int naive_learn(const char *text, size_t len, int n_merges, BpeMerge *merges) {
     int *tokens = malloc(len * sizeof *tokens);
-    size_t *start = malloc(len * sizeof *start), *end = malloc(len * sizeof *end);  // chunk c: tokens[start[c] .. end[c])
+    // chunk c is tokens[start[c] .. end[c])
+    size_t *start = malloc(len * sizeof *start), *end = malloc(len * sizeof *end);
     ck_assert(tokens && start && end);
     size_t n_chunks = 0;
     for (size_t pos = 0; pos < len; n_chunks++) {

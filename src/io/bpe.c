@@ -117,11 +117,14 @@ typedef struct {
     ByteEntry *entries;  // stb_ds array
 } ByteMap;
 
-// bytes_hash: FNV-1a, 64 bits: one xor and one multiply per byte.
+// bytes_hash: FNV-1a, 64 bits: one xor and one multiply per byte. Bits 31
+// and 63 are cleared: stb_ds hashes an 8-byte key by shifting its bytes 3
+// and 7 left by 24 as ints, undefined behaviour for a byte >= 0x80 (UBSan
+// stops on it). 62 bits are plenty, and equal bytes are checked anyway.
 static uint64_t bytes_hash(const unsigned char *s, size_t len) {
     uint64_t hash = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < len; i++) hash = (hash ^ s[i]) * 0x100000001b3ull;
-    return hash;
+    return hash & 0x7FFFFFFF7FFFFFFFull;
 }
 
 // byte_map_find: the entry whose bytes (in "base") equal "s" ("len" bytes,
@@ -156,29 +159,16 @@ static void byte_map_free(ByteMap *map) {
     arrfree(map->entries);
 }
 
-// ---- Merging one sequence of tokens -------------------------------------------
+// ---- Pairs as numbers -------------------------------------------------------
 
+// pair_key: the pair as one number, left in the high half, so that keys
+// order as pairs do. Ids are below 65536, so no byte of it reaches 0x80
+// (see bytes_hash).
 static uint64_t pair_key(int left, int right) {
     return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
 }
 
-// merge_pair: replace every "left" followed by "right" in "tokens" ("n" of
-// them) by "merged", scanning left to right (so "a a a" with the pair (a, a)
-// becomes "merged a"). In place; returns the new count.
-static size_t merge_pair(int *tokens, size_t n, int left, int right, int merged) {
-    size_t out = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i + 1 < n && tokens[i] == left && tokens[i + 1] == right) {
-            tokens[out++] = merged;
-            i++;
-        } else {
-            tokens[out++] = tokens[i];
-        }
-    }
-    return out;
-}
-
-// ---- Learning: words and pair counts ------------------------------------------
+// ---- Learning: words and pair counts ----------------------------------------
 // A word is a distinct chunk of the text, held as tokens (its bytes at
 // first) with the number of times the chunk occurs. A pair's count is the
 // sum, over the words, of word count x how often the pair is adjacent in
@@ -214,7 +204,7 @@ typedef struct {
     HeapEntry *heap;    // stb_ds array: a binary max-heap (heap_before)
     int *touched;       // stb_ds array: the pairs the current merge changed (indices in "pairs")
     int round;          // 1 for the first count, then one more per merge
-    int token_bytes[BPE_MAX_VOCAB];  // each token's length in bytes
+    int *token_bytes;   // [vocab_size] each token's length in bytes
 } Learner;
 
 // collect_words: count every distinct chunk of "text" once, then make each
@@ -325,24 +315,39 @@ static void count_all_pairs(Learner *learner) {
     push_changed_pairs(learner);
 }
 
-// merge_in_word: apply merge (left, right) -> "merged" to word "w" and fix
-// the pair counts: take away all of the word's pairs, merge, add back the
-// pairs of the merged word. Pairs the merge did not change come out even.
-// Only pairs with "merged" in them are new to the word, so only those lists
-// get the word added.
+// merge_in_word: apply merge (left, right) -> "merged" to word "w",
+// scanning left to right (so "a a a" with the pair (a, a) becomes
+// "merged a"), and fix the pair counts at each place it applies. With
+// "x" before and "y" after, "x left right y" becomes "x merged y":
+// (x, left), (left, right) and (right, y) lose one count each (times the
+// word's count), (x, merged) and (merged, y) gain one.
+// "x" is the token already written to the left, which may itself be a
+// "merged" of the place before: in "a b a b" the second place turns
+// (merged, a) back into (merged, merged). Every other pair of the word is
+// untouched. The gained pairs are new to the word, so they list it.
 static void merge_in_word(Learner *learner, int w, int left, int right, int merged) {
     Word *word = &learner->words[w];
     int *t = learner->tokens + word->start;
-    bool found = false;
-    for (size_t i = 0; i + 1 < word->len && !found; i++) found = t[i] == left && t[i + 1] == right;
-    if (!found) return;  // an older merge took one of its two tokens
-
-    for (size_t i = 0; i + 1 < word->len; i++) add_to_pair(learner, t[i], t[i + 1], -word->count, -1);
-    word->len = merge_pair(t, word->len, left, right, merged);
-    for (size_t i = 0; i + 1 < word->len; i++) {
-        bool is_new = t[i] == merged || t[i + 1] == merged;
-        add_to_pair(learner, t[i], t[i + 1], word->count, is_new ? w : -1);
+    int64_t k = word->count;
+    size_t out = 0;  // tokens written back; out <= i, so t[i + 2] is still unread
+    for (size_t i = 0; i < word->len;) {
+        if (i + 1 < word->len && t[i] == left && t[i + 1] == right) {
+            if (out > 0) {
+                add_to_pair(learner, t[out - 1], left, -k, -1);
+                add_to_pair(learner, t[out - 1], merged, k, w);
+            }
+            add_to_pair(learner, left, right, -k, -1);
+            if (i + 2 < word->len) {
+                add_to_pair(learner, right, t[i + 2], -k, -1);
+                add_to_pair(learner, merged, t[i + 2], k, w);
+            }
+            t[out++] = merged;
+            i += 2;
+        } else {
+            t[out++] = t[i++];
+        }
     }
+    word->len = out;
 }
 
 // apply_merge: merge pair "p" into the new token "merged" in every word it
@@ -388,10 +393,11 @@ static void learner_free(Learner *learner) {
     arrfree(learner->words);
     arrfree(learner->heap);
     arrfree(learner->touched);
+    free(learner->token_bytes);
     free(learner);
 }
 
-// ---- The tables a list of merges defines -----------------------------------------
+// ---- The tables a list of merges defines ------------------------------------
 
 typedef struct {
     uint64_t key;  // pair_key(left, right)
@@ -419,7 +425,8 @@ static bool build_tables(Bpe *bpe, Error *err) {
         if (earlier >= 0) {
             int first = ranks[earlier].value;
             bpe->pair_rank = ranks;
-            return error_set(err, "merges: merge %d joins %d and %d again (merge %d did)" DAMAGED, i, left, right, first);
+            return error_set(err, "merges: merge %d joins %d and %d again (merge %d did)" DAMAGED, i, left, right,
+                             first);
         }
         hmput(ranks, pair_key(left, right), i);
         size_t bytes = (bpe->piece_start[left + 1] - bpe->piece_start[left]) +
@@ -446,7 +453,7 @@ static bool build_tables(Bpe *bpe, Error *err) {
     return true;
 }
 
-// ---- Learning ---------------------------------------------------------------------
+// ---- Learning ---------------------------------------------------------------
 
 // bpe_learn: collect the words, count their pairs, then per merge: take
 // the best pair, record it, merge it in the words that hold it. The tables
@@ -458,6 +465,7 @@ bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const cha
                          vocab_size);
     int n_merges = vocab_size - BPE_BYTES;
     Learner *learner = xcalloc(1, sizeof *learner);
+    learner->token_bytes = xmalloc((size_t)vocab_size * sizeof *learner->token_bytes);
     for (int b = 0; b < BPE_BYTES; b++) learner->token_bytes[b] = 1;
     collect_words(learner, (const unsigned char *)text, len);
     count_all_pairs(learner);
@@ -487,7 +495,7 @@ bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const cha
     return true;
 }
 
-// ---- Merges as text ------------------------------------------------------------------
+// ---- Merges as text ---------------------------------------------------------
 
 // bpe_merges_text: "%d %d" per merge, joined by single spaces. An id has at
 // most 5 digits, so a merge takes at most 12 bytes with its separator.
@@ -570,16 +578,19 @@ bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err) {
     return true;
 }
 
-// ---- Encoding --------------------------------------------------------------------------
+// ---- Encoding ---------------------------------------------------------------
 
-// rank_of: the merge number of pair (left, right), or -1 if no merge joins
-// them. Uses hmgeti_ts, which leaves the map itself untouched.
+// The rank of a pair no merge joins: more than any merge number.
+enum { NO_MERGE = BPE_MAX_VOCAB };
+
+// rank_of: the merge number of pair (left, right), or NO_MERGE. Uses
+// hmgeti_ts, which leaves the map itself untouched.
 static int rank_of(const Bpe *bpe, int left, int right) {
     PairToRank *ranks = bpe->pair_rank;
-    if (ranks == NULL) return -1;
+    if (ranks == NULL) return NO_MERGE;
     ptrdiff_t slot;
     (void)hmgeti_ts(ranks, pair_key(left, right), slot);
-    return slot < 0 ? -1 : ranks[slot].value;
+    return slot < 0 ? NO_MERGE : ranks[slot].value;
 }
 
 // encode_chunk: GPT-2's loop on one chunk ("len" bytes of "s") into "ids":
@@ -588,17 +599,41 @@ static int rank_of(const Bpe *bpe, int left, int right) {
 // adjacent pair has a merge. Merging all occurrences at once is the same
 // as one at a time: the new token's own pairs all have higher numbers, so
 // the pair just merged stays the lowest. Returns the number of ids.
-static size_t encode_chunk(const Bpe *bpe, const unsigned char *s, size_t len, int *ids) {
+//
+// "ranks" (room for "len") holds the merge number of each adjacent pair,
+// ranks[i] for (ids[i], ids[i + 1]), NO_MERGE if none, so that a pass
+// compares numbers and only the pairs beside a new token are looked up
+// again; a long chunk then costs one scan per merge, not one hash lookup
+// per pair per merge. The merge number names the pair, so ranks[i] ==
+// best finds the places to merge.
+static size_t encode_chunk(const Bpe *bpe, const unsigned char *s, size_t len, int *ids, int *ranks) {
     for (size_t i = 0; i < len; i++) ids[i] = s[i];
+    for (size_t i = 0; i < len; i++) ranks[i] = i + 1 < len ? rank_of(bpe, ids[i], ids[i + 1]) : NO_MERGE;
     size_t n = len;
     for (;;) {
-        int best = -1;
-        for (size_t i = 0; i + 1 < n; i++) {
-            int rank = rank_of(bpe, ids[i], ids[i + 1]);
-            if (rank >= 0 && (best < 0 || rank < best)) best = rank;
+        int best = NO_MERGE;
+        for (size_t i = 0; i < n; i++) best = ranks[i] < best ? ranks[i] : best;
+        if (best == NO_MERGE) return n;
+        int merged = BPE_BYTES + best;
+        // Merge, carrying each kept pair's rank along; a rank next to a new
+        // token is stale until the second loop.
+        size_t out = 0;
+        for (size_t i = 0; i < n; out++) {
+            if (ranks[i] == best) {
+                ids[out] = merged;
+                i += 2;
+            } else {
+                ids[out] = ids[i];
+                ranks[out] = ranks[i];
+                i++;
+            }
         }
-        if (best < 0) return n;
-        n = merge_pair(ids, n, bpe->merges[best].left, bpe->merges[best].right, BPE_BYTES + best);
+        n = out;
+        for (size_t i = 0; i < n; i++) {
+            if (ids[i] != merged) continue;
+            if (i > 0) ranks[i - 1] = rank_of(bpe, ids[i - 1], merged);
+            ranks[i] = i + 1 < n ? rank_of(bpe, merged, ids[i + 1]) : NO_MERGE;
+        }
     }
 }
 
@@ -620,6 +655,7 @@ typedef struct {
     unsigned char *bytes;  // stb_ds array: the cached chunks' bytes, one after another
     int *ids;              // stb_ds array: their ids, one after another
     CachedIds *entry_ids;  // stb_ds array: [entry] where its ids are
+    int *ranks;            // stb_ds array: encode_chunk's scratch, as long as the longest chunk yet
 } ChunkCache;
 
 static void cache_free(ChunkCache *cache) {
@@ -628,6 +664,7 @@ static void cache_free(ChunkCache *cache) {
     arrfree(cache->bytes);
     arrfree(cache->ids);
     arrfree(cache->entry_ids);
+    arrfree(cache->ranks);
     free(cache);
 }
 
@@ -651,8 +688,9 @@ size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids) {
     size_t count = 0;
     for (size_t pos = 0; pos < len;) {
         size_t n = bpe_chunk_len(text + pos, len - pos);
+        if ((size_t)arrlen(cache->ranks) < n) arrsetlen(cache->ranks, n);
         if (n > CACHE_MAX_CHUNK_BYTES) {
-            count += encode_chunk(bpe, s + pos, n, ids + count);
+            count += encode_chunk(bpe, s + pos, n, ids + count, cache->ranks);
         } else {
             uint64_t hash = bytes_hash(s + pos, n);
             int e = byte_map_find(&cache->chunks, cache->bytes, s + pos, n, hash);
@@ -661,7 +699,7 @@ size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids) {
                 memcpy(ids + count, cache->ids + where.start, where.n * sizeof *ids);
                 count += where.n;
             } else {
-                size_t k = encode_chunk(bpe, s + pos, n, ids + count);
+                size_t k = encode_chunk(bpe, s + pos, n, ids + count, cache->ranks);
                 if (arrlen(cache->entry_ids) < CACHE_MAX_CHUNKS) cache_add(cache, s + pos, n, hash, ids + count, k);
                 count += k;
             }
@@ -671,14 +709,17 @@ size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids) {
     return count;
 }
 
-// ---- Pieces and freeing --------------------------------------------------------------------
+// ---- Pieces and freeing -----------------------------------------------------
 
+// bpe_piece: token "id"'s slice of piece_bytes, which build_tables laid out.
 const unsigned char *bpe_piece(const Bpe *bpe, int id, size_t *len) {
     assert(id >= 0 && id < bpe->vocab_size);
     *len = bpe->piece_start[id + 1] - bpe->piece_start[id];
     return bpe->piece_bytes + bpe->piece_start[id];
 }
 
+// bpe_free: free(NULL) and hmfree(NULL) do nothing, and the Bpe is zeroed
+// afterwards, so a second call finds nothing to free.
 void bpe_free(Bpe *bpe) {
     free(bpe->merges);
     free(bpe->piece_start);
