@@ -586,7 +586,7 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
-    watch_init(&watch, opt->steps, (double)B * T, opt->out_dir);
+    watch_init(&watch, run->start_step, opt->steps, (double)B * T, opt->out_dir);
     long result = opt->steps;  // what the loop returns unless it stops early
     for (long step = run->start_step; step < opt->steps; step++) {
         bool evaluate = has_val && (step % opt->eval_interval == 0 || step == opt->steps - 1);
