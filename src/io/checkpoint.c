@@ -110,8 +110,6 @@ static void build_model_metadata(JsonBuf *b, const ModelConfig *cfg, const Token
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"", (double)cfg->dropout, step);
     if (state) {
-        json_buf_append(b, ",\"data\":", 8);
-        json_buf_string(b, state->data_path, strlen(state->data_path));
         json_buf_printf(b, ",\"data_tokens\":\"%llu\",\"data_hash\":\"%llu\",\"seed\":\"%llu\",\"batch_rng\":\"%llu\"",
                         (unsigned long long)state->data_tokens, (unsigned long long)state->data_hash,
                         (unsigned long long)state->seed, (unsigned long long)state->batch_rng);
@@ -507,12 +505,15 @@ static bool read_state(Loader *ld, TrainState *state) {
                          ld->path);
     memset(state, 0, sizeof *state);
 
-    // The text: its path, its length and its fingerprint.
-    const JsonValue *data = metadata_string(ld, meta, "data");
-    if (!data) return false;
-    if (data->string_len >= sizeof state->data_path || memchr(data->string, '\0', data->string_len))
-        return reject(ld, "its __metadata__ \"data\" is not a file path; the file is damaged, retrain");
-    memcpy(state->data_path, data->string, data->string_len + 1);
+    // The text: its length and its fingerprint, and in a file saved before
+    // run.json existed, its path (see TrainState).
+    if (json_get(meta, "data")) {
+        const JsonValue *data = metadata_string(ld, meta, "data");
+        if (!data) return false;
+        if (data->string_len >= sizeof state->data_path || memchr(data->string, '\0', data->string_len))
+            return reject(ld, "its __metadata__ \"data\" is not a file path; the file is damaged, retrain");
+        memcpy(state->data_path, data->string, data->string_len + 1);
+    }
     if (!metadata_u64(ld, meta, "data_tokens", &state->data_tokens) ||
         !metadata_u64(ld, meta, "data_hash", &state->data_hash))
         return false;
