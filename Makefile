@@ -120,8 +120,10 @@ reference-bin:
 test: reference-bin
 test: export TINYGPT_REFERENCE_BIN = $(REFERENCE_BIN)
 
+# Each `make run` starts the default run over: --force replaces the last one
+# (train refuses an --out that holds a run otherwise).
 run: tinygpt $(CORPUS)
-	./tinygpt train $(CORPUS) --out $(RUN_DIR) $(RUN_FLAGS)
+	./tinygpt train $(CORPUS) --out $(RUN_DIR) --force $(RUN_FLAGS)
 	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400
 
 clean:

@@ -103,7 +103,9 @@ def train_rung(args, rung):
     seconds, wall seconds, error (tinygpt's last stderr line on failure) and
     sample (the start of `sample --seed 1 --tokens 80`, or None)."""
     out_dir = os.path.join(args.runs, rung.name)
-    command = ([args.tinygpt, "train", args.data, "--out", out_dir] + rung.flags
+    # --force: a rung trained again replaces its last run (train refuses to
+    # train into a directory holding one otherwise).
+    command = ([args.tinygpt, "train", args.data, "--out", out_dir, "--force"] + rung.flags
                + common_flags(args))
     print(f"ladder: rung {rung.label}: + {shlex.join(command)}", flush=True)
     start = time.time()

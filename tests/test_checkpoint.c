@@ -1309,7 +1309,8 @@ END_TEST
 // ---- Training state (train --resume) ---------------------------------------------
 
 // A state with extreme values: the largest u64s, floats that only survive
-// as 9 significant digits, and a path that JSON must escape.
+// as 9 significant digits, and a path that JSON would have to escape (the
+// model must not keep it at all).
 static TrainState example_state(void) {
     TrainState st = {
         .data_tokens = 123456789012ull, .data_hash = UINT64_MAX, .seed = 9200000000000000000ull,
@@ -1346,7 +1347,6 @@ START_TEST(save_with_state_then_read_state_restores_every_field_exactly) {
     Error err = {{0}};
     ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
     ck_assert_int_eq(step, STEP);
-    ck_assert_str_eq(got.data_path, want.data_path);
     ck_assert_str_eq(got.order, want.order);
     ck_assert_uint_eq(got.data_tokens, want.data_tokens);
     ck_assert_uint_eq(got.data_hash, want.data_hash);
@@ -1359,6 +1359,35 @@ START_TEST(save_with_state_then_read_state_restores_every_field_exactly) {
     ck_assert_int_eq(got.save_every, want.save_every);
     ck_assert_mem_eq(&got.lr, &want.lr, sizeof(float));  // bit-exact
     ck_assert_mem_eq(&got.val_fraction, &want.val_fraction, sizeof(float));
+}
+END_TEST
+
+// A model is handed on: where its trainer kept the text is none of its
+// reader's business (train keeps the path in the run directory's run.json).
+START_TEST(save_with_state_writes_no_file_path_into_the_model) {
+    save_with_state();
+    Parts p = split();
+    ck_assert_msg(strstr(p.header, "\"data\"") == NULL && strstr(p.header, "moby.txt") == NULL,
+                  "the header holds the path: %s", p.header);
+    free_parts(&p);
+    TrainState got;
+    long step;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
+    ck_assert_str_eq(got.data_path, "");
+}
+END_TEST
+
+// A checkpoint saved before run.json existed has the path under "data": it
+// is still read, so that run resumes without FILE.
+START_TEST(read_state_of_an_older_checkpoint_gives_the_data_path_it_holds) {
+    save_with_state();
+    edit_header("\"data_tokens\"", "\"data\":\"/tmp/old run/moby.txt\",\"data_tokens\"");
+    TrainState got;
+    long step;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
+    ck_assert_str_eq(got.data_path, "/tmp/old run/moby.txt");
 }
 END_TEST
 
@@ -1402,11 +1431,12 @@ START_TEST(read_state_rejects_missing_malformed_or_impossible_values) {
         {"val_fraction", VALUE("1"), "\"val_fraction\" below 1"},
         {"order", VALUE("shuffled"), "\"order\" is neither"},
         {"order", VALUE("random\0"), "\"order\" is neither"},
-        {"data", VALUE("a\0b"), "\"data\" is not a file path"},
+        {"data", VALUE("a\0b"), "\"data\" is not a file path"},  // an older file's (see above)
     };
 #undef VALUE
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         save_with_state();
+        edit_header("\"data_tokens\"", "\"data\":\"/tmp/moby.txt\",\"data_tokens\"");
         set_metadata(cases[i].key, cases[i].value, cases[i].len);
         expect_state_rejected(cases[i].needle);
     }
@@ -2027,6 +2057,8 @@ Suite *checkpoint_suite(void) {
     TCase *state = tcase_create("training state");
     tcase_add_checked_fixture(state, setup, teardown);
     tcase_add_test(state, save_with_state_then_read_state_restores_every_field_exactly);
+    tcase_add_test(state, save_with_state_writes_no_file_path_into_the_model);
+    tcase_add_test(state, read_state_of_an_older_checkpoint_gives_the_data_path_it_holds);
     tcase_add_test(state, a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval);
     tcase_add_test(state, read_state_of_a_checkpoint_without_one_says_to_use_init);
     tcase_add_test(state, read_state_rejects_missing_malformed_or_impossible_values);

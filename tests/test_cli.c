@@ -79,6 +79,8 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
     ck_assert_int_eq(r->status, 0);
     ck_assert_ptr_nonnull(strstr(r->out, "--val-fraction"));
     ck_assert_ptr_nonnull(strstr(r->out, "--order"));
+    ck_assert_msg(strstr(r->out, "--log-interval N") && strstr(r->out, "(default --eval-interval)"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "--force") != NULL, "%s", r->out);
     // The defaults that depend on the architecture show both.
     ck_assert_msg(strstr(r->out, "--arch ARCH") && strstr(r->out, "(default gpt)"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "--layers L") != NULL, "%s", r->out);

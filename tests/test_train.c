@@ -2,8 +2,11 @@
 // a stopped run resumes bit for bit; Ctrl-C and SIGTERM save a checkpoint
 // and a second signal quits at once; a killed run loses at most the steps
 // since its last periodic checkpoint; a diverging run stops before a NaN
-// reaches a checkpoint; and bad input gets a one-line error and the right
-// exit status (2 for the command line, 1 for a file).
+// reaches a checkpoint; the run directory belongs to one run at a time and
+// is never overwritten by accident; a log that cannot be written stops the
+// run with a checkpoint; progress shows without validation and across a
+// resume; and bad input gets a one-line error and the right exit status (2
+// for the command line, 1 for a file).
 //
 // Each test runs the binary ($TINYGPT_BIN, default ./tinygpt) in a fresh
 // directory, through fork and exec, so it can send signals to it. Runs are
@@ -15,13 +18,26 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "helpers.h"
+#include "plot.h"
 #include "tests.h"
+
+// stb_image decodes loss.png to compare pictures pixel by pixel. Only its
+// PNG reader, static to this file. The functions it declares and this file
+// does not call would warn, and gcc reports those at the end of the file,
+// so the warning stays off to the end.
+#pragma GCC diagnostic ignored "-Wunused-function"
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#include <stb_image.h>
 
 // Runs are tiny, but a loaded 2-core machine (or a sanitizer) slows them down.
 #define TEST_TIMEOUT_SECONDS 120
@@ -47,6 +63,11 @@ static const char *in_work(const char *name) {
     return buf[which];
 }
 
+// When not 0, the largest file the next spawned tinygpt may write, in bytes
+// (RLIMIT_FSIZE): a write past it fails with EFBIG, as on a full disk, only
+// for that process. SIGXFSZ, which would kill it instead, is ignored.
+static rlim_t child_file_limit;
+
 // spawn: start `tinygpt ARGS...` (a NULL-terminated list) with stdout and
 // stderr going to work_dir/out.txt and err.txt; returns its pid.
 static pid_t spawn_args(const char *const *args) {
@@ -69,6 +90,9 @@ static pid_t spawn_args(const char *const *args) {
     if (pid == 0) {
         if (!freopen("/dev/null", "r", stdin) || !freopen(out_path, "w", stdout) || !freopen(err_path, "w", stderr))
             _exit(126);
+        struct rlimit limit = {child_file_limit, child_file_limit};
+        if (child_file_limit > 0 && (signal(SIGXFSZ, SIG_IGN) == SIG_ERR || setrlimit(RLIMIT_FSIZE, &limit) != 0))
+            _exit(125);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -602,6 +626,319 @@ START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
 }
 END_TEST
 
+// ---- The run directory ----------------------------------------------------------------
+
+// The files of DIR that the tests below watch, each as it was.
+typedef struct {
+    char *bytes[4];
+    size_t len[4];
+} Snapshot;
+static const char *const WATCHED[4] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png"};
+
+static Snapshot snapshot(const char *dir) {
+    Snapshot snap;
+    for (int i = 0; i < 4; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, WATCHED[i]);
+        snap.bytes[i] = slurp(path, &snap.len[i]);
+    }
+    return snap;
+}
+
+// expect_unchanged: DIR's watched files are byte for byte what "before" saw.
+static void expect_unchanged(const char *dir, Snapshot *before) {
+    Snapshot after = snapshot(dir);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(after.len[i] == before->len[i] && memcmp(after.bytes[i], before->bytes[i], after.len[i]) == 0,
+                      "%s/%s changed", dir, WATCHED[i]);
+        free(after.bytes[i]);
+        free(before->bytes[i]);
+    }
+}
+
+START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_ways_on) {
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
+    ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "5", TINY), 0);
+    Snapshot before = snapshot(r);
+    expect_status(RUN("train", corpus, "--out", r, "--steps", "9", TINY), 2, "already holds a run");
+    const char *err = last_err();
+    const char *wanted[] = {r, "model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "--resume", "--force"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        ck_assert_msg(strstr(err, wanted[i]) != NULL, "the error does not say '%s': %s", wanted[i], err);
+    expect_unchanged(r, &before);  // not even log.csv, which a run used to empty as it started
+    // Any one file of a run is enough; an empty directory is fine.
+    ck_assert_int_eq(mkdir(in_work("only_log"), 0700), 0);
+    write_text("only_log/log.csv", "step,train_loss,val_loss\n", 25);
+    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2, "(log.csv)");
+    ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("empty"), "--steps", "2", TINY), 0);
+}
+END_TEST
+
+START_TEST(an_out_that_is_a_file_is_a_usage_error) {
+    const char *file = write_text("notes.txt", "my notes\n", 9);
+    expect_status(RUN("train", corpus, "--out", file, "--steps", "2", TINY), 2, "is a file, not a directory");
+    char *text = slurp(file, NULL);
+    ck_assert_str_eq(text, "my notes\n");
+    free(text);
+}
+END_TEST
+
+// --force starts over: nothing of the old run stays, not even a file the
+// new run would not write (an SGD run keeps no AdamW state).
+START_TEST(force_replaces_the_run_and_leaves_no_file_of_the_old_one) {
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
+    ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "12", TINY, "--optimizer", "adamw"), 0);
+    ck_assert_int_eq(access(in_work("r/optimizer.safetensors"), F_OK), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY, "--optimizer", "sgd", "--force"), 0);
+    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old AdamW state is still there");
+    ck_assert_int_eq(saved_step(r), 3);
+    ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 3);  // the header and the new run's rows only
+    // It resumes as the SGD run it is.
+    ck_assert_int_eq(RUN("train", "--resume", r, "--steps", "5"), 0);
+    ck_assert_int_eq(saved_step(r), 5);
+    expect_status(RUN("train", "--resume", r, "--steps", "9", "--force"), 2, "--force");
+}
+END_TEST
+
+// --force deletes only once everything has loaded: a mistyped FILE leaves
+// the old run as it was.
+START_TEST(force_with_a_file_that_fails_to_load_deletes_nothing) {
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
+    ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY), 0);
+    Snapshot before = snapshot(r);
+    expect_status(RUN("train", in_work("no-such.txt"), "--out", r, "--force", TINY), 1, "no-such.txt");
+    expect_unchanged(r, &before);
+}
+END_TEST
+
+// lock_holder: the PID the lock file of "dir" names.
+static long lock_holder(const char *dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    char *text = slurp(path, NULL);
+    long pid = strtol(text, NULL, 10);
+    free(text);
+    return pid;
+}
+
+START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) {
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
+    // SGD: AdamW's state is saved just before the model, and a kill between
+    // the two would make --resume refuse (rightly) below.
+    pid_t first = SPAWN("train", corpus, "--out", r, LONG_TINY, "--save-every", "10", "--optimizer", "sgd");
+    wait_for_lines(first, in_work("out.txt"), 3);  // past its first checkpoint
+    char pid_text[64];
+    snprintf(pid_text, sizeof pid_text, "(pid %ld)", (long)first);
+    ck_assert_int_eq(lock_holder(r), first);
+    // A second one, however it asks, while the first trains. (They share
+    // out.txt and err.txt: only err.txt is read, and the first writes no
+    // more to it until it stops.)
+    expect_status(RUN("train", corpus, "--out", r, TINY, "--steps", "5", "--force"), 1, "is in use by another tinygpt train");
+    ck_assert_msg(strstr(last_err(), pid_text) != NULL, "the error does not name %s: %s", pid_text, last_err());
+    expect_status(RUN("train", "--resume", r, "--steps", "1000000"), 1, pid_text);
+    expect_status(RUN("train", corpus, "--out", r, TINY), 1, pid_text);
+    still_running(first);
+
+    // kill -9 leaves the lock file, and maybe a save's .tmp files: neither
+    // stops the next run, which removes the .tmp files.
+    ck_assert_int_eq(kill(first, SIGKILL), 0);
+    ck_assert_int_eq(finish(first), 128 + SIGKILL);
+    write_text("r/model.safetensors.tmp", "half a checkpoint", 17);
+    write_text("r/optimizer.safetensors.tmp", "half a state", 12);
+    long stopped = saved_step(r);
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", stopped + 5);
+    pid_t second = SPAWN("train", "--resume", r, "--steps", steps);
+    expect_status(finish(second), 0, "saved");
+    ck_assert_int_eq(lock_holder(r), second);
+    ck_assert_msg(access(in_work("r/model.safetensors.tmp"), F_OK) != 0, "the stale model .tmp is still there");
+    ck_assert_msg(access(in_work("r/optimizer.safetensors.tmp"), F_OK) != 0, "the stale optimizer .tmp is still there");
+    ck_assert_int_eq(saved_step(r), stopped + 5);
+}
+END_TEST
+
+// The lock file says nothing about a run being there: a directory holding
+// only one, from a run that failed to start, takes a new run.
+START_TEST(a_directory_with_only_a_stale_lock_file_takes_a_new_run) {
+    ck_assert_int_eq(RUN("train", in_work("no-such.txt"), "--out", in_work("r"), TINY), 1);
+    ck_assert_int_eq(mkdir(in_work("r"), 0700), 0);
+    write_text("r/.lock", "999999999\n", 10);  // no such process: the kernel holds no lock for it
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "3", TINY), 0);
+    ck_assert_int_eq(saved_step(in_work("r")), 3);
+}
+END_TEST
+
+// put_data_path_in_model: work_dir/"name", a model.safetensors, rewritten as a tinygpt from before
+// run.json saved it: the training file's path as "data" in the metadata.
+static void put_data_path_in_model(const char *name, const char *data_path) {
+    size_t len;
+    char *bytes = slurp(in_work(name), &len);
+    ck_assert_uint_gt(len, 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)bytes[i];
+    const char prefix[] = "{\"__metadata__\":{";
+    ck_assert_int_eq(memcmp(bytes + 8, prefix, sizeof prefix - 1), 0);
+    char insert[700];
+    size_t k = (size_t)snprintf(insert, sizeof insert, "\"data\":\"%s\",", data_path);
+    size_t pad = (8 - (k % 8)) % 8;  // the data section stays 8-byte aligned
+    size_t new_n = n + k + pad, new_len = len + k + pad;
+    char *out = malloc(new_len);
+    ck_assert_ptr_nonnull(out);
+    for (int i = 0; i < 8; i++) out[i] = (char)(new_n >> (8 * i));
+    size_t at = 8;
+    memcpy(out + at, prefix, sizeof prefix - 1), at += sizeof prefix - 1;
+    memcpy(out + at, insert, k), at += k;
+    memcpy(out + at, bytes + 8 + sizeof prefix - 1, n - (sizeof prefix - 1)), at += n - (sizeof prefix - 1);
+    memset(out + at, ' ', pad), at += pad;
+    memcpy(out + at, bytes + 8 + n, len - 8 - n);
+    write_text(name, out, new_len);
+    free(out);
+    free(bytes);
+}
+
+// The model is a file people hand on: it must not say where its trainer
+// kept the text. run.json, in the run directory, does; and a run saved
+// before run.json existed, with the path in its model, still resumes.
+START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
+    size_t len;
+    char *model = slurp(in_work("r/model.safetensors"), &len);
+    bool has_path = false;  // the header is text; the weights after it could hold any bytes, but not these
+    for (size_t i = 0; i + strlen(work_dir) <= len; i++) has_path |= memcmp(model + i, work_dir, strlen(work_dir)) == 0;
+    ck_assert_msg(!has_path, "the model holds a path of the trainer's, %s", work_dir);
+    free(model);
+    char *info = slurp(in_work("r/run.json"), NULL);
+    ck_assert_msg(strstr(info, corpus) != NULL, "run.json does not name %s: %s", corpus, info);
+    free(info);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
+
+    // An older run directory: no run.json, the path in the model.
+    ck_assert_int_eq(unlink(in_work("r/run.json")), 0);
+    put_data_path_in_model("r/model.safetensors", corpus);
+    ck_assert_int_eq(saved_step(in_work("r")), 10);
+    expect_status(RUN("train", "--resume", in_work("r")), 0, "saved");
+    ck_assert_int_eq(saved_step(in_work("r")), 20);
+}
+END_TEST
+
+// ---- The log and the progress ------------------------------------------------------------
+
+// A full disk, for this process only: log.csv cannot grow past 32 KB (about
+// 750 rows of a tiny card model's; its 4 KB checkpoint and the one-point
+// loss.png of step 0 fit). The run must stop, say why, and save.
+START_TEST(a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint) {
+    child_file_limit = 32 * 1024;
+    int status = RUN("train", corpus, "--out", in_work("r"), "--arch", "card", "--batch", "2", "--context", "8",
+                     "--embd", "8", "--heads", "2", "--val-fraction", "0", "--steps", "5000", "--eval-interval", "100000",
+                     "--seed", "1");
+    child_file_limit = 0;
+    expect_status(status, 1, "cannot write '");
+    const char *err = last_err();
+    ck_assert_msg(strstr(err, "r/log.csv': File too large") != NULL, "the reason is not named: %s", err);
+    long stopped = -1;
+    const char *at = strstr(err, "training stopped after ");
+    ck_assert_msg(at && sscanf(at, "training stopped after %ld steps", &stopped) == 1, "%s", err);
+    ck_assert_msg(stopped > 100 && stopped < 5000, "stopped after %ld steps", stopped);
+    ck_assert_int_eq(saved_step(in_work("r")), stopped);
+    ck_assert_msg(strstr(err, "--resume") != NULL, "no way on: %s", err);
+    // With room again, it continues.
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "2000"), 0, "saved");
+}
+END_TEST
+
+// count_progress_lines: the "step N/M | ..." lines in the last run's stdout.
+static int count_progress_lines(void) {
+    char *out = slurp(in_work("out.txt"), NULL);
+    int n = 0;
+    for (const char *line = out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line))
+        n += strncmp(line, "step ", 5) == 0;
+    free(out);
+    return n;
+}
+
+START_TEST(without_validation_progress_lines_come_every_log_interval_steps) {
+    // By default every --eval-interval (10 in TINY) steps, as with validation: 0, 10, 20 and the last, 29.
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("a"), "--steps", "30", TINY, "--val-fraction", "0"), 0);
+    ck_assert_int_eq(count_progress_lines(), 4);
+    // --log-interval 4: 0, 4, ..., 28 and 29.
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("b"), "--steps", "30", TINY, "--val-fraction", "0",
+                         "--log-interval", "4"), 0);
+    ck_assert_int_eq(count_progress_lines(), 9);
+    char *out = slurp(in_work("out.txt"), NULL);
+    ck_assert_msg(strstr(out, "step      4/30 | train loss") != NULL, "%s", out);
+    free(out);
+    // It does not change the run, so a resume may change it too.
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("c"), "--steps", "30", TINY, "--stop-after", "10"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("c"), "--log-interval", "5", "--stop-after", "20"), 0);
+    ck_assert_int_eq(count_progress_lines(), 2);  // 10 (an evaluation) and 15
+}
+END_TEST
+
+START_TEST(steps_0_writes_a_loss_png_too) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "0", TINY), 0);
+    int w = 0, h = 0;
+    char why[600];
+    ck_assert_msg(png_size(in_work("r/loss.png"), &w, &h, why, sizeof why), "%s", why);
+    ck_assert_int_eq(w, PLOT_WIDTH);
+    ck_assert_int_eq(h, PLOT_HEIGHT);
+}
+END_TEST
+
+// differing_pixels: how many pixels of the two PNGs differ by more than a
+// shade (a loss read back from log.csv, rounded to 6 decimals, can move an
+// anti-aliased edge by a level or two).
+static long differing_pixels(const char *a_path, const char *b_path) {
+    int wa, ha, wb, hb, n;
+    unsigned char *a = stbi_load(a_path, &wa, &ha, &n, 3), *b = stbi_load(b_path, &wb, &hb, &n, 3);
+    ck_assert_msg(a && b && wa == wb && ha == hb, "cannot compare %s and %s", a_path, b_path);
+    long differ = 0;
+    for (long i = 0; i < (long)wa * ha; i++)
+        for (int c = 0; c < 3; c++)
+            if (abs(a[3 * i + c] - b[3 * i + c]) > 8) {
+                differ++;
+                break;
+            }
+    stbi_image_free(a);
+    stbi_image_free(b);
+    return differ;
+}
+
+// After a resume, loss.png is the whole run's: the picture `tinygpt plot`
+// draws from the whole log, not one of the resumed steps alone.
+START_TEST(after_a_resume_loss_png_shows_the_whole_run) {
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
+    ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "60", TINY, "--stop-after", "30"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", r), 0);
+    // The resumed steps' rows alone, as a log.
+    char *log = slurp(in_work("r/log.csv"), NULL);
+    char *row30 = strstr(log, "\n30,");
+    ck_assert_ptr_nonnull(row30);
+    char *only = malloc(strlen(log) + 1);
+    ck_assert_ptr_nonnull(only);
+    size_t header = (size_t)(strchr(log, '\n') - log) + 1;
+    memcpy(only, log, header);
+    strcpy(only + header, row30 + 1);
+    write_text("resumed.csv", only, strlen(only));
+    free(only);
+    free(log);
+    char title[600];
+    snprintf(title, sizeof title, "loss: %s", r);
+    ck_assert_int_eq(RUN("plot", in_work("r/log.csv"), "--title", title, "--out", in_work("whole.png")), 0);
+    ck_assert_int_eq(RUN("plot", in_work("resumed.csv"), "--title", title, "--out", in_work("resumed.png")), 0);
+    long from_whole = differing_pixels(in_work("r/loss.png"), in_work("whole.png"));
+    long from_resumed = differing_pixels(in_work("r/loss.png"), in_work("resumed.png"));
+    ck_assert_msg(from_whole < 50 && from_resumed > 1000,
+                  "loss.png differs from the whole log's picture in %ld pixels, from the resumed steps' in %ld",
+                  from_whole, from_resumed);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *resume = tcase_create("resume");
@@ -627,6 +964,27 @@ Suite *train_suite(void) {
     tcase_add_test(signals, a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_was);
     tcase_add_test(signals, a_killed_run_resumes_from_its_last_periodic_checkpoint_to_the_same_weights);
     suite_add_tcase(s, signals);
+
+    TCase *run_dir = tcase_create("run directory");
+    tcase_add_checked_fixture(run_dir, setup, teardown);
+    tcase_set_timeout(run_dir, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(run_dir, a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_ways_on);
+    tcase_add_test(run_dir, an_out_that_is_a_file_is_a_usage_error);
+    tcase_add_test(run_dir, force_replaces_the_run_and_leaves_no_file_of_the_old_one);
+    tcase_add_test(run_dir, force_with_a_file_that_fails_to_load_deletes_nothing);
+    tcase_add_test(run_dir, a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid);
+    tcase_add_test(run_dir, a_directory_with_only_a_stale_lock_file_takes_a_new_run);
+    tcase_add_test(run_dir, the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json);
+    suite_add_tcase(s, run_dir);
+
+    TCase *progress = tcase_create("log and progress");
+    tcase_add_checked_fixture(progress, setup, teardown);
+    tcase_set_timeout(progress, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(progress, a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint);
+    tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
+    tcase_add_test(progress, steps_0_writes_a_loss_png_too);
+    tcase_add_test(progress, after_a_resume_loss_png_shows_the_whole_run);
+    suite_add_tcase(s, progress);
 
     TCase *faults = tcase_create("faults");
     tcase_add_checked_fixture(faults, setup, teardown);

@@ -39,7 +39,7 @@ static void teardown(void) { scratch_dir_remove(dir); }
 START_TEST(status_line_shows_progress_losses_speed_elapsed_and_eta) {
     char line[512];
     // step 749 of 3000 (0-based): 750 done, a quarter; 30 s so far, so 90 s to go.
-    int n = watch_format_status(line, sizeof line, 200, 749, 3000, 1.87341f, 1.91024f, 52140.4, 30.2);
+    int n = watch_format_status(line, sizeof line, 200, 749, 0, 3000, 1.87341f, 1.91024f, 52140.4, 30.2);
     ck_assert_int_eq(n, (int)strlen(line));
     ck_assert_msg(strstr(line, " 750/3000") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "train 1.8734") != NULL, "%s", line);
@@ -54,25 +54,37 @@ END_TEST
 
 START_TEST(status_line_shows_a_dash_before_the_first_validation_and_hours_when_long) {
     char line[512];
-    watch_format_status(line, sizeof line, 200, 0, 100000, 4.5f, NAN, 1000.0, 4000.0);
+    watch_format_status(line, sizeof line, 200, 0, 0, 100000, 4.5f, NAN, 1000.0, 4000.0);
     ck_assert_msg(strstr(line, "val -") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "1:06:40 elapsed") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "     1/100000") != NULL, "step is not padded to the width of the total: %s", line);
 }
 END_TEST
 
+// After --resume the clock starts with this process: the ETA is the time per
+// step of the steps since the resume, not that time spread over every step
+// of the run (which made it ten times too short here).
+START_TEST(status_line_eta_after_a_resume_uses_only_the_steps_since_it) {
+    char line[512];
+    // Resumed at step 900; step 999 done: 100 steps in 100 s, 1000 to go.
+    watch_format_status(line, sizeof line, 200, 999, 900, 2000, 2.0f, 2.1f, 1e5, 100.0);
+    ck_assert_msg(strstr(line, "ETA 16:40") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "1000/2000") != NULL, "the progress is the run's: %s", line);
+}
+END_TEST
+
 START_TEST(status_line_never_wraps_the_terminal) {
     char wide[512], line[512];
-    watch_format_status(wide, sizeof wide, 1000, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+    watch_format_status(wide, sizeof wide, 1000, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
     const char *numbers = strchr(wide, ']') + 2;  // everything after the bar
     for (int columns = 20; columns <= 140; columns++) {
-        int n = watch_format_status(line, sizeof line, columns, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+        int n = watch_format_status(line, sizeof line, columns, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
         ck_assert_msg(n <= columns - 1, "%d characters on a %d-column terminal: %s", n, columns, line);
         // The bar gives way first: the numbers are whole whenever they fit.
         if ((size_t)columns - 1 >= strlen(numbers))
             ck_assert_msg(strstr(line, numbers) != NULL, "%d columns cut the numbers: %s", columns, line);
     }
-    watch_format_status(line, sizeof line, 80, 10, 3000, 2.0f, 2.1f, 1e5, 10);
+    watch_format_status(line, sizeof line, 80, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
     ck_assert_msg(strstr(line, "ETA") != NULL && line[0] == '[', "80 columns: %s", line);
 }
 END_TEST
@@ -156,6 +168,7 @@ Suite *watch_suite(void) {
     TCase *status = tcase_create("status line");
     tcase_add_test(status, status_line_shows_progress_losses_speed_elapsed_and_eta);
     tcase_add_test(status, status_line_shows_a_dash_before_the_first_validation_and_hours_when_long);
+    tcase_add_test(status, status_line_eta_after_a_resume_uses_only_the_steps_since_it);
     tcase_add_test(status, status_line_never_wraps_the_terminal);
     suite_add_tcase(s, status);
 

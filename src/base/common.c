@@ -168,6 +168,63 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
+// sync_parent_dir: fsync the directory holding "path", which makes a rename
+// into it durable. Some file systems cannot sync a directory and say EINVAL;
+// there is nothing more to do on those.
+static bool sync_parent_dir(const char *path, Error *err) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
+    bool ok = fsync(fd) == 0 || errno == EINVAL;
+    if (!ok) error_set(err, "error flushing directory '%s' to disk: %s", dir, strerror(errno));
+    close(fd);
+    return ok;
+}
+
+bool atomic_open(AtomicFile *af, const char *path, Error *err) {
+    size_t tmp_size = strlen(path) + sizeof ATOMIC_TMP_SUFFIX;
+    af->path = path;
+    af->tmp = xmalloc(tmp_size);
+    snprintf(af->tmp, tmp_size, "%s" ATOMIC_TMP_SUFFIX, path);
+    af->f = fopen_checked(af->tmp, "wb", err);
+    if (af->f) return true;
+    free(af->tmp);
+    af->tmp = NULL;
+    return false;
+}
+
+// atomic_commit: fflush moves our buffer to the kernel, fsync the kernel's
+// cache to the disk; only then the rename. The directory is synced last:
+// until then a crash could lose the rename itself (the old file would
+// survive, which is still whole).
+bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
+    const char *tmp = af->tmp;
+    if (ok && fflush(af->f) != 0)
+        ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
+    if (ok && fsync(fileno(af->f)) != 0)
+        ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
+    if (fclose(af->f) != 0 && ok)
+        ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
+    if (ok && rename(tmp, af->path) != 0)
+        ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, af->path,
+                       strerror(errno), af->path);
+    if (!ok) remove(tmp);
+    ok = ok && sync_parent_dir(af->path, err);
+    free(af->tmp);
+    af->tmp = NULL;
+    af->f = NULL;
+    return ok;
+}
+
+bool write_file_atomic(const char *path, const void *data, size_t len, Error *err) {
+    AtomicFile af;
+    if (!atomic_open(&af, path, err)) return false;
+    return atomic_commit(&af, write_exact(data, len, af.f, af.tmp, err), err);
+}
+
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;

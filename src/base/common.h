@@ -74,6 +74,35 @@ FILE *fopen_checked(const char *path, const char *mode, Error *err);
 bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
 
+// ---- Writing a file whole or not at all ----
+// Every file tinygpt must never leave half-written (checkpoints, AdamW's
+// state, a run's run.json) is written to "<path>.tmp" and renamed over
+// "path" only once it is complete and on the disk. rename is atomic, so a
+// crash at any moment leaves either the old file or the new one. A killed
+// writer can leave its .tmp behind; `train` removes those it knows of when it
+// next starts in the directory (ATOMIC_TMP_SUFFIX names them).
+#define ATOMIC_TMP_SUFFIX ".tmp"
+
+typedef struct {
+    FILE *f;           // "<path>.tmp", open for writing
+    const char *path;  // the file it becomes (the caller's string)
+    char *tmp;         // "<path>.tmp"
+} AtomicFile;
+
+// atomic_open: start writing "path": create (or empty) "<path>.tmp" and
+// open it in "af->f". False, with "err" naming it, if it cannot be created.
+bool atomic_open(AtomicFile *af, const char *path, Error *err);
+// atomic_commit: finish what atomic_open started. If "ok" (every write to
+// af->f succeeded): fflush, fsync, fclose, rename over "path", and fsync the
+// directory, each checked, since a full disk may only show up at any of
+// them. If "ok" is false, or any of those fails, the .tmp is removed and
+// "path" is left as it was. Returns whether "path" is the new file; on a
+// failure here "err" says why (a false "ok" keeps the caller's message).
+bool atomic_commit(AtomicFile *af, bool ok, Error *err);
+// write_file_atomic: "len" bytes of "data" as the new "path", through
+// atomic_open and atomic_commit.
+bool write_file_atomic(const char *path, const void *data, size_t len, Error *err);
+
 // read_file: the whole file in a new buffer ("*out", NUL-terminated for
 // convenience, "*len" bytes without the NUL). The caller frees "*out". It
 // must be a regular file (fopen_checked); it takes one allocation of its

@@ -2,23 +2,28 @@
 //
 // Besides the loop, what keeps a long run safe: Ctrl-C or SIGTERM stops it
 // after the current step with a checkpoint; --save-every saves one every N
-// steps; a NaN or infinity stops it before it reaches a checkpoint; and
-// --resume DIR continues a run exactly where its checkpoint left it.
+// steps; a NaN or infinity stops it before it reaches a checkpoint; a log
+// that cannot be written (a full disk) stops it with one; --resume DIR
+// continues a run exactly where its checkpoint left it; and the run
+// directory belongs to one run at a time (see "The run directory").
 #include "train.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "checkpoint.h"
 #include "data.h"
+#include "json.h"
 #include "model.h"
 #include "optimizer.h"
 #include "watch.h"
@@ -45,6 +50,8 @@ typedef struct {
     long seed;
     const char *resume_dir;  // --resume: continue the run saved in this directory
     long save_every;         // save a checkpoint every this many steps; 0 = only at the end
+    long log_interval;       // a progress line every this many steps; 0 until set (default --eval-interval)
+    bool force;              // --force: replace the run already in --out
     long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
 } TrainOptions;
 
@@ -57,8 +64,16 @@ typedef struct {
     Optimizer optimizer;    // the update rule, and AdamW's moments
     int *inputs, *targets;  // [B,T] the current batch
     FILE *log;              // <out>/log.csv
+    char log_path[4096];
+    long log_rows;          // rows already in log.csv when it was opened (a resumed run's past steps)
+    bool log_failed;        // a write to the log failed: run->fault says why, and the run stops
     char checkpoint_path[4096];
     char optimizer_path[4096];     // <out>/optimizer.safetensors: AdamW's moments
+    char run_info_path[4096];      // <out>/run.json: where the training file is
+    char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
+    char data_from_run[4096];      // with --resume and no FILE: the path run.json (or the checkpoint) gives
+    bool run_info_saved;    // run.json is written by this process's first save; it does not change after
+    int lock_fd;            // DIR/.lock, flock'ed for the whole run; -1 until then
     long start_step;        // 0, or the step a resumed run continues from
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     TrainState state;       // with --resume: what the checkpoint said about its run
@@ -117,6 +132,198 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
         total += model_forward(&run->model, run->inputs, run->targets, B, T, false, 0);
     }
     return (float)(total / n_batches);
+}
+
+// ---- The run directory ---------------------------------------------------------------
+//
+// DIR (--out, or --resume's) belongs to one run at a time. What a run writes
+// there is RUN_FILES: if any one of them is there, DIR holds a run, and a new
+// run refuses it unless --resume says to continue that run or --force says to
+// start over. --force removes them all first, so the directory never mixes
+// two runs' files (say, an AdamW state beside an SGD run's model). Nothing is
+// written into DIR before that check.
+//
+// While it trains, a run holds an exclusive flock on DIR/.lock, so a second
+// `train` into the same DIR stops at once, naming the first one's PID, which
+// the holder writes into the file (for people: the flock is the lock). The
+// kernel releases a flock when its process ends, however it ends, so the
+// file a killed run leaves behind blocks nothing: the next run locks it
+// again. It is never removed (two processes could then lock two different
+// files of one name), and it is not one of RUN_FILES: it does not mean that
+// a run is there. A killed run can also leave the .tmp of a save it was in
+// the middle of (atomic_open, common.h); the next run removes those.
+
+static const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png",
+                                        "run.json"};
+#define NUM_RUN_FILES (sizeof RUN_FILES / sizeof RUN_FILES[0])
+#define LOCK_FILE ".lock"
+
+// run_files_in: which of RUN_FILES "dir" holds, as "a, b" in "list" [cap];
+// returns how many. A symlink by one of those names counts, wherever it points.
+static int run_files_in(const char *dir, char *list, size_t cap) {
+    int n = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < NUM_RUN_FILES; i++) {
+        char path[4200];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, RUN_FILES[i]);
+        if (lstat(path, &st) != 0) continue;
+        size_t len = strlen(list);
+        snprintf(list + len, cap - len, "%s%s", n > 0 ? ", " : "", RUN_FILES[i]);
+        n++;
+    }
+    return n;
+}
+
+static _Noreturn void refuse_run_dir(const Command *cmd, const char *dir, const char *files) {
+    usage_error(cmd, "--out '%s' already holds a run (%s); continue it with --resume %s, start over with --force (which deletes those files), or pick another --out",
+                dir, files, dir);
+}
+
+// lock_run_dir: flock DIR/.lock for this process, without waiting: held by
+// another train, it is an error naming that process. Creates the file when
+// "create"; otherwise writes nothing, and returns false if it is not there.
+static bool lock_run_dir(TrainRun *run, const char *dir, bool create) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" LOCK_FILE, dir);
+    int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+    if (fd < 0 && !create && errno == ENOENT) return false;
+    if (fd < 0)
+        die(EXIT_RUNTIME, "cannot open the lock file '%s': %s; check the permissions of '%s', or pick another --out", path,
+            strerror(errno), dir);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) die(EXIT_RUNTIME, "cannot lock '%s': %s; pick another --out", path, strerror(errno));
+        char pid[32];
+        ssize_t got = pread(fd, pid, sizeof pid - 1, 0);
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strspn(pid, "0123456789")] = '\0';  // empty if the holder has not written it yet
+        die(EXIT_RUNTIME, "'%s' is in use by another tinygpt train (pid %s); wait for it to finish or stop it, or train into another --out",
+            dir, pid[0] ? pid : "unknown");
+    }
+    run->lock_fd = fd;
+    return true;
+}
+
+// note_lock_owner: our PID into the lock file we hold, for the message of
+// the next train that finds it locked. Only informational: if the write
+// fails (a full disk), that message says "pid unknown", and the lock holds.
+static void note_lock_owner(const TrainRun *run) {
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    bool noted = ftruncate(run->lock_fd, 0) == 0 && pwrite(run->lock_fd, pid, (size_t)len, 0) == len;
+    (void)noted;  // nothing to do either way
+}
+
+// remove_in_dir: DIR/<name><suffix>, if it is there.
+static void remove_in_dir(const char *dir, const char *name, const char *suffix) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+    if (unlink(path) != 0 && errno != ENOENT)
+        die(EXIT_RUNTIME, "cannot remove '%s': %s; remove it yourself, or pick another --out", path, strerror(errno));
+}
+
+// check_out_dir: for a new run, before anything is loaded or written:
+// --out is a directory (or not there yet: claim_run_dir makes it), no other
+// train is using it, and, without --force, it holds no run. If DIR has a
+// lock file, the lock is taken here and kept.
+static void check_out_dir(const Command *cmd, TrainRun *run, const TrainOptions *opt) {
+    struct stat st;
+    if (stat(opt->out_dir, &st) != 0) return;
+    if (!S_ISDIR(st.st_mode))
+        usage_error(cmd, "--out '%s' is a file, not a directory; give a directory (it is created if missing)",
+                    opt->out_dir);
+    lock_run_dir(run, opt->out_dir, false);
+    char files[256];
+    if (!opt->force && run_files_in(opt->out_dir, files, sizeof files) > 0) refuse_run_dir(cmd, opt->out_dir, files);
+}
+
+// claim_run_dir: make DIR the run's own, just before it first writes there
+// (a new run: once everything has loaded, so a mistyped FILE deletes
+// nothing even with --force; --resume: before its checkpoint is read): DIR
+// made if missing, its lock held, our PID in it, the atomic writer's
+// leftovers removed, and with --force the old run's files. A run that
+// appeared since check_out_dir (another train that ended in between) is
+// refused as it would have been there.
+static void claim_run_dir(const Command *cmd, TrainRun *run, const TrainOptions *opt) {
+    if (!opt->resume_dir) make_dir(opt->out_dir);
+    if (run->lock_fd < 0) lock_run_dir(run, opt->out_dir, true);
+    note_lock_owner(run);
+    char files[256];
+    if (!opt->resume_dir && !opt->force && run_files_in(opt->out_dir, files, sizeof files) > 0)
+        refuse_run_dir(cmd, opt->out_dir, files);
+    for (size_t i = 0; i < NUM_RUN_FILES; i++) {
+        remove_in_dir(opt->out_dir, RUN_FILES[i], ATOMIC_TMP_SUFFIX);
+        if (opt->force) remove_in_dir(opt->out_dir, RUN_FILES[i], "");
+    }
+}
+
+// ---- run.json: where the training file is ---------------------------------------------
+//
+// --resume without FILE needs the training file's path, but the model is a
+// file people hand on, and it should not carry its trainer's paths. So the
+// path lives in the run directory, in DIR/run.json, written with the first
+// checkpoint of each process (write_file_atomic, like the checkpoint itself;
+// a resume may have been given FILE at a new place):
+//   {"format":"tinygpt-run-1","data":"/home/me/moby-dick.txt"}
+// "data" is an absolute path, so the run resumes from any directory, and is
+// left out when the path is not UTF-8 (JSON holds only UTF-8); resuming then
+// asks for FILE. A run saved before run.json existed has the path in its
+// model's metadata (TrainState.data_path), which resume_options falls back on.
+#define RUN_INFO_FORMAT "tinygpt-run-1"
+
+// absolute_utf8_path: "path" made absolute into "out" [cap], or "" when it
+// is not valid UTF-8 or too long.
+static void absolute_utf8_path(const char *path, char *out, size_t cap) {
+    char *absolute = realpath(path, NULL);
+    const char *p = absolute ? absolute : path;
+    bool utf8 = strlen(p) < cap;
+    for (size_t at = 0, n = strlen(p); utf8 && at < n;) {
+        uint32_t cp;
+        int bytes = utf8_decode((const unsigned char *)p + at, n - at, &cp);
+        utf8 = bytes > 0;
+        at += (size_t)bytes;
+    }
+    snprintf(out, cap, "%s", utf8 ? p : "");
+    free(absolute);
+}
+
+// save_run_info: run.json for this run, whole or not at all.
+static bool save_run_info(const TrainRun *run, Error *err) {
+    JsonBuf b = {0};
+    json_buf_printf(&b, "{\"format\":\"%s\"", RUN_INFO_FORMAT);
+    if (run->data_absolute[0]) {
+        json_buf_append(&b, ",\"data\":", 8);
+        json_buf_string(&b, run->data_absolute, strlen(run->data_absolute));
+    }
+    json_buf_append(&b, "}\n", 2);
+    bool ok = write_file_atomic(run->run_info_path, b.data, b.len, err);
+    json_buf_free(&b);
+    return ok;
+}
+
+// read_run_info: the training file's path from DIR/run.json into "data"
+// [cap]; false (and "") when there is no run.json or it records no path.
+// A damaged one is an error saying to give FILE, which makes it unneeded.
+static bool read_run_info(const char *dir, char *data, size_t cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    data[0] = '\0';
+    if (access(path, F_OK) != 0) return false;
+    char *text;
+    size_t len;
+    Error err;
+    JsonValue *root = NULL;
+    if (!read_file(path, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    bool parsed = json_parse(text, len, &root, &err);
+    free(text);
+    const JsonValue *format = json_get(root, "format"), *value = json_get(root, "data");
+    if (!parsed || !format || format->type != JSON_STRING || strcmp(format->string, RUN_INFO_FORMAT) != 0 ||
+        (value && (value->type != JSON_STRING || value->string_len >= cap || strlen(value->string) != value->string_len)))
+        die(EXIT_RUNTIME, "'%s' is not a run.json that tinygpt train wrote; give the training file instead: tinygpt train FILE --resume %s",
+            path, dir);
+    if (value) memcpy(data, value->string, value->string_len + 1);
+    json_free(root);
+    return data[0] != '\0';
 }
 
 // ---- Defaults that depend on the architecture ------------------------------------
@@ -262,25 +469,36 @@ static const char *const RUN_FLAGS[] = {
     "--tokenizer", "--vocab-size",
 };
 
-// resume_options: with --resume DIR, read DIR's checkpoint state and take the
-// run's flags from it, as if they had been typed again. --steps (to train
-// further), --save-every and --threads may change: they do not change the
-// numbers. FILE may be left out: the checkpoint knows the training file.
+// resume_options: with --resume DIR, lock DIR (claim_run_dir), read its
+// checkpoint state and take the run's flags from it, as if they had been
+// typed again. --steps (to train further), --save-every, --log-interval and
+// --threads may change: they do not change the numbers. FILE may be left
+// out: run.json knows the training file (or, in a run saved before it
+// existed, the checkpoint).
 static void resume_options(const Command *cmd, TrainOptions *opt, TrainRun *run) {
     for (size_t i = 0; i < sizeof RUN_FLAGS / sizeof RUN_FLAGS[0]; i++)
         if (command_flag(cmd, RUN_FLAGS[i])->seen)
-            usage_error(cmd, "%s cannot be changed when resuming: the run's flags come from its checkpoint; drop it (only --steps, --save-every and --threads may be given)",
+            usage_error(cmd, "%s cannot be changed when resuming: the run's flags come from its checkpoint; drop it (only --steps, --save-every, --log-interval and --threads may be given)",
                         RUN_FLAGS[i]);
+    struct stat dir_st;
+    if (stat(opt->resume_dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
+        die(EXIT_RUNTIME, "--resume '%s' is not a directory; give the --out directory of an earlier run",
+            opt->resume_dir);
+    opt->out_dir = opt->resume_dir;
+    claim_run_dir(cmd, run, opt);
     char *checkpoint = run->resume_checkpoint;
     snprintf(checkpoint, sizeof run->resume_checkpoint, "%s/model.safetensors", opt->resume_dir);
     TrainState *st = &run->state;
     Error err;
     if (!checkpoint_read_state(checkpoint, st, &run->start_step, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    if (!opt->data_path && st->data_path[0] == '\0')
-        usage_error(cmd, "'%s' does not record its training file; give it: tinygpt train FILE --resume %s", checkpoint,
-                    opt->resume_dir);
-    if (!opt->data_path) opt->data_path = st->data_path;
-    opt->out_dir = opt->resume_dir;
+    if (!opt->data_path) {
+        if (!read_run_info(opt->resume_dir, run->data_from_run, sizeof run->data_from_run))
+            snprintf(run->data_from_run, sizeof run->data_from_run, "%s", st->data_path);
+        if (run->data_from_run[0] == '\0')
+            usage_error(cmd, "the run in '%s' does not record its training file; give it: tinygpt train FILE --resume %s",
+                        opt->resume_dir, opt->resume_dir);
+        opt->data_path = run->data_from_run;
+    }
     opt->init_path = checkpoint;  // the weights, vocabulary, architecture and sizes load as with --init
     opt->order = st->order;
     opt->seed = (long)st->seed;
@@ -317,26 +535,29 @@ static void continue_from_state(TrainRun *run, const TrainOptions *opt) {
 }
 
 // reopen_log: log.csv, to append to after its rows for the steps before
-// "start_step". Rows from later steps (written after the checkpoint, before a
-// crash) are cut off, since the resumed run writes those steps again. A
-// missing log starts afresh with its header.
-static FILE *reopen_log(const char *path, long start_step, Error *err) {
+// "start_step" ("*rows" of them). Rows from later steps (written after the
+// checkpoint, before a crash) are cut off, since the resumed run writes
+// those steps again. A missing log starts afresh with its header.
+static FILE *reopen_log(const char *path, long start_step, long *rows, Error *err) {
     char *text;
     size_t len;
+    *rows = 0;
     if (access(path, F_OK) != 0) {
         FILE *f = fopen_checked(path, "w", err);
-        if (f) fputs(LOG_HEADER, f);
+        if (f) fputs(LOG_HEADER, f);  // checked with the first rows, at the first flush
         return f;
     }
     if (!read_file(path, &text, &len, err)) return NULL;
     // Keep the header line, then every row whose step is below start_step.
     size_t keep = 0;
-    for (size_t line = 0; line < len;) {
+    long lines = 0;  // kept, the header among them
+    for (size_t line = 0; line < len; lines++) {
         const char *end = memchr(text + line, '\n', len - line);
         if (!end) break;  // a row cut short by a crash: drop it
         if (line > 0 && strtol(text + line, NULL, 10) >= start_step) break;
         line = keep = (size_t)(end - text) + 1;
     }
+    *rows = lines > 0 ? lines - 1 : 0;
     free(text);
     if (truncate(path, (off_t)keep) != 0) {
         error_set(err, "cannot cut '%s' back to step %ld: %s", path, start_step, strerror(errno));
@@ -345,26 +566,47 @@ static FILE *reopen_log(const char *path, long start_step, Error *err) {
     return fopen_checked(path, "a", err);
 }
 
+// ---- Writing the log ---------------------------------------------------------------
+//
+// log.csv is written through stdio's buffer, so a full disk shows up at
+// whichever call happens to empty the buffer: every fprintf and fflush is
+// checked, and ferror catches a failure an earlier call left behind. A
+// failure stops the run (run->log_failed, run->fault) after a checkpoint:
+// training on with a log that silently stopped mid-row would leave a run
+// whose history no longer matches its weights.
+
+// log_error: false, with run->fault naming the log and the reason in errno.
+static bool log_error(TrainRun *run) {
+    run->log_failed = true;
+    return error_set(&run->fault, "cannot write '%s': %s", run->log_path, strerror(errno));
+}
+
+// write_log_row: step "step"'s row (README, "train"); val_loss and val_bpb
+// NAN when not evaluated.
+static bool write_log_row(TrainRun *run, long step, float loss, float val_loss, double lr, double seconds,
+                          double tokens_per_s, double grad_norm, double val_bpb) {
+    char val[32] = "", bpb[32] = "";
+    if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
+    if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
+    if (fprintf(run->log, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s\n", step, (double)loss, val, lr, 1e3 * seconds,
+                tokens_per_s, grad_norm, bpb) < 0 || ferror(run->log))
+        return log_error(run);
+    return true;
+}
+
+static bool flush_log(TrainRun *run) {
+    if (fflush(run->log) != 0 || ferror(run->log)) return log_error(run);
+    return true;
+}
+
 // save_checkpoint: the weights after "done" steps, with the run's state, to
-// <out>/model.safetensors. The log is flushed first, so it always has a row
-// for every step the checkpoint has seen.
+// <out>/model.safetensors, and run.json beside it. The log is flushed
+// first, so it always has a row for every step the checkpoint has seen; if
+// that fails, the checkpoint is still saved, and run->log_failed stops the
+// run.
 static void save_checkpoint(TrainRun *run, const TrainOptions *opt, long done) {
     TrainState st;
     memset(&st, 0, sizeof st);
-    // An absolute path, so the run can be resumed from any directory. The
-    // header is JSON, which needs UTF-8: a path that is not stays unrecorded
-    // (resuming then asks for FILE) rather than making the file unreadable.
-    char *absolute = realpath(opt->data_path, NULL);
-    const char *data_path = absolute ? absolute : opt->data_path;
-    bool utf8 = true;
-    for (size_t at = 0, n = strlen(data_path); utf8 && at < n;) {
-        uint32_t cp;
-        int bytes = utf8_decode((const unsigned char *)data_path + at, n - at, &cp);
-        utf8 = bytes > 0;
-        at += (size_t)bytes;
-    }
-    if (utf8 && strlen(data_path) < sizeof st.data_path) snprintf(st.data_path, sizeof st.data_path, "%s", data_path);
-    free(absolute);
     st.data_tokens = run->data.n_tokens;
     st.data_hash = run->data_hash;
     st.seed = (uint64_t)opt->seed;
@@ -380,13 +622,17 @@ static void save_checkpoint(TrainRun *run, const TrainOptions *opt, long done) {
     st.optimizer = run->optimizer.cfg;
 
     Error err;
-    // AdamW's moments first, in their own file; then the model, which names
-    // the step. A crash between the two leaves files of different steps,
-    // which --resume refuses (load_optimizer_state) rather than mix.
+    // run.json first: it belongs to no step. Then AdamW's moments, in their
+    // own file; then the model, which names the step. A crash between the
+    // two leaves files of different steps, which --resume refuses
+    // (load_optimizer_state) rather than mix.
+    if (!run->run_info_saved && !save_run_info(run, &err))
+        die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
+    run->run_info_saved = true;
     if (run->optimizer.cfg.kind == OPT_ADAMW &&
         !optimizer_state_save(&run->optimizer, &run->model, done, run->optimizer_path, &err))
         die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
-    fflush(run->log);
+    if (!run->log_failed) flush_log(run);
     if (!checkpoint_save_with_state(&run->model, &run->tok, done, &st, run->checkpoint_path, &err)) {
         if (run->last_saved_step >= 0)
             die(EXIT_RUNTIME, "%s; training stopped after %ld steps, and the last good checkpoint (after %ld steps) is still '%s'",
@@ -543,22 +789,30 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
     rng_init(&run->batch_rng, (uint64_t)opt->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
     run->last_saved_step = -1;
     if (opt->resume_dir) continue_from_state(run, opt);
+    if (opt->log_interval == 0) opt->log_interval = opt->eval_interval;
+    absolute_utf8_path(opt->data_path, run->data_absolute, sizeof run->data_absolute);
 
-    make_dir(opt->out_dir);
-    char log_path[4096];
-    snprintf(log_path, sizeof log_path, "%s/log.csv", opt->out_dir);
+    // Everything has loaded: the first write into DIR (a resumed run has
+    // claimed it already, before reading its checkpoint).
+    if (!opt->resume_dir) claim_run_dir(cmd, run, opt);
+    snprintf(run->log_path, sizeof run->log_path, "%s/log.csv", opt->out_dir);
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", opt->out_dir);
     snprintf(run->optimizer_path, sizeof run->optimizer_path, "%s/optimizer.safetensors", opt->out_dir);
+    snprintf(run->run_info_path, sizeof run->run_info_path, "%s/run.json", opt->out_dir);
     if (opt->resume_dir && ocfg.kind == OPT_ADAMW) load_optimizer_state(run);
     if (opt->resume_dir) {
-        run->log = reopen_log(log_path, run->start_step, &err);
+        run->log = reopen_log(run->log_path, run->start_step, &run->log_rows, &err);
     } else {
-        run->log = fopen_checked(log_path, "w", &err);
-        if (run->log) fputs(LOG_HEADER, run->log);
+        run->log = fopen_checked(run->log_path, "w", &err);
+        if (run->log) fputs(LOG_HEADER, run->log);  // checked with the first rows, at the first flush
     }
     if (!run->log) die(EXIT_RUNTIME, "%s", err.msg);
 }
 
+// free_run: everything setup_run built. The log's last rows were flushed,
+// and checked, by the last save, so its fclose has nothing left to fail on.
+// The lock is released as the process ends (closing it here would let
+// another train in while this one still prints its last words).
 static void free_run(TrainRun *run) {
     if (run->log) fclose(run->log);
     optimizer_free(&run->optimizer);
@@ -569,9 +823,12 @@ static void free_run(TrainRun *run) {
     tokenizer_free(&run->tok);
 }
 
-// train_loop: steps from run->start_step until opt->steps, or until a signal
-// or --stop-after stops it; returns the number of steps done, or -1 (with
-// run->fault) when a value became NaN or infinite.
+// train_loop: steps from run->start_step until opt->steps, or until a signal,
+// --stop-after or a failed write to the log (run->log_failed) stops it;
+// returns the number of steps done, or -1 (with run->fault) when a value
+// became NaN or infinite. A plain progress line at every evaluation, every
+// --log-interval steps and at the last step; loss.png redrawn with each, and
+// once more at the end if steps were done since.
 static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const ModelConfig *cfg = &run->model.config;
     const int B = opt->batch, T = cfg->block_size;
@@ -603,7 +860,9 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
-    watch_init(&watch, opt->steps, (double)B * T, opt->out_dir);
+    watch_init(&watch, run->start_step, opt->steps, (double)B * T, opt->out_dir);
+    if (run->log_rows > 0) watch_load_log(&watch, run->log_path);  // a resumed run's plot shows its whole history
+    bool plotted = false;      // loss.png shows every step done so far
     long result = opt->steps;  // what the loop returns unless it stops early
     for (long step = run->start_step; step < opt->steps; step++) {
         bool evaluate = has_val && (step % opt->eval_interval == 0 || step == opt->steps - 1);
@@ -635,37 +894,52 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
         double seconds = now_seconds() - start;
 
         double tokens_per_s = (double)B * T / seconds;
+        long done = step + 1;
         double val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
-        fprintf(run->log, "%ld,%.6f,", step, (double)loss);
-        if (evaluate) fprintf(run->log, "%.6f", (double)val_loss);
-        fprintf(run->log, ",%.9g,%.3f,%.0f,%.9g,", lr, 1e3 * seconds, tokens_per_s, grad_norm);
-        if (evaluate) fprintf(run->log, "%.6f", val_bpb);
-        fputc('\n', run->log);
         watch_step(&watch, step, loss, val_loss, seconds);
+        plotted = false;
+        // The step is done, its row is not on disk: stop with a checkpoint.
+        if (!write_log_row(run, step, loss, val_loss, lr, seconds, tokens_per_s, grad_norm, val_bpb)) {
+            result = done;
+            break;
+        }
 
         interval_loss += loss;
         interval_seconds += seconds;
         interval_steps++;
-        if (evaluate || step == opt->steps - 1) {
+        if (evaluate || step % opt->log_interval == 0 || step == opt->steps - 1) {
             watch_clear_line(&watch);
             printf("step %6ld/%ld | train loss %.4f", step, opt->steps, interval_loss / interval_steps);
             if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
             printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
                    (double)B * T * interval_steps / interval_seconds);
             fflush(stdout);
-            fflush(run->log);
+            if (!flush_log(run)) {
+                result = done;
+                break;
+            }
             watch_plot(&watch);
+            plotted = true;
             interval_loss = interval_seconds = 0.0;
             interval_steps = 0;
         }
 
-        long done = step + 1;
         if (stop_signal || done == opt->stop_after) {
             result = done;
             break;
         }
-        if (opt->save_every > 0 && done % opt->save_every == 0 && done < opt->steps) save_checkpoint(run, opt, done);
+        if (opt->save_every > 0 && done % opt->save_every == 0 && done < opt->steps) {
+            save_checkpoint(run, opt, done);
+            if (run->log_failed) {
+                result = done;
+                break;
+            }
+        }
     }
+    // The picture of the whole run, also of --steps 0 (axes, no curve yet)
+    // and of a run stopped between two progress lines. Not after the log
+    // failed: the disk is likely full, and the checkpoint matters more.
+    if (!plotted && !run->log_failed) watch_plot(&watch);
     watch_free(&watch);
     return result;
 }
@@ -695,7 +969,8 @@ int cmd_train(int argc, char **argv) {
         .min_lr = -1.0,          // not given: --lr / 10 (set after parsing)
     };
     Flag flags[] = {
-        {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors and log.csv", 0, 0, false, NULL},
+        {"--out", FLAG_STRING, &opt.out_dir, "DIR", "output directory for model.safetensors, log.csv and loss.png; one that holds a run is refused (see --resume, --force)", 0, 0, false, NULL},
+        {"--force", FLAG_SWITCH, &opt.force, NULL, "start over in an --out that holds a run: its files are deleted first", 0, 0, false, NULL},
         {"--arch", FLAG_STRING, &opt.arch_name, "ARCH", "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)", 0, 0, false, NULL},
         {"--layers", FLAG_INT, &opt.layers, "L", "transformer blocks (gpt only: card has one)", 1, 1 << 16, false, NULL},
         {"--tokenizer", FLAG_STRING, &opt.tokenizer_name, "NAME", "char (one token per character) or bpe (byte pairs merged into pieces, learned from the training split)", 0, 0, false, NULL},
@@ -727,6 +1002,7 @@ int cmd_train(int argc, char **argv) {
         {"--threads", FLAG_INT, &opt.threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
         {"--resume", FLAG_STRING, &opt.resume_dir, "DIR", "continue the run saved in DIR (FILE may be left out)", 0, 0, false, NULL},
         {"--save-every", FLAG_LONG, &opt.save_every, "N", "save a checkpoint every N steps; 0 = only at the end", 0, 1e12, false, NULL},
+        {"--log-interval", FLAG_LONG, &opt.log_interval, "N", "print a progress line every N steps (and at every evaluation and the last step)", 1, 1e12, false, "--eval-interval"},
         {"--stop-after", FLAG_LONG, &opt.stop_after, "N", NULL, 1, 1e12, false, NULL},  // for tests: as if interrupted (no --help line)
     };
     Command cmd = {"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
@@ -739,10 +1015,14 @@ int cmd_train(int argc, char **argv) {
     check_tokenizer_flags(&cmd, &opt);
     TrainRun run;
     memset(&run, 0, sizeof run);
+    run.lock_fd = -1;
+    if (opt.force && opt.resume_dir)
+        usage_error(&cmd, "--force starts a new run over the one in --out, and --resume continues one; drop one of them");
     if (opt.resume_dir) resume_options(&cmd, &opt, &run);
     else if (!opt.data_path) usage_error(&cmd, "missing FILE");
     if (strcmp(opt.order, "random") != 0 && strcmp(opt.order, "sequential") != 0)
         usage_error(&cmd, "--order '%s' is not one of: random, sequential", opt.order);
+    if (!opt.resume_dir) check_out_dir(&cmd, &run, &opt);
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
 
     setup_run(&run, &opt, &cmd);
@@ -754,7 +1034,13 @@ int cmd_train(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
 
-    save_checkpoint(&run, &opt, done);
+    if (run.last_saved_step != done) save_checkpoint(&run, &opt, done);
+    if (run.log_failed) {
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved '%s' (the log may lack its last rows); make room, then continue with: tinygpt train --resume %s\n",
+                run.fault.msg, done, run.checkpoint_path, opt.out_dir);
+        free_run(&run);
+        return EXIT_RUNTIME;
+    }
     if (done < opt.steps)
         fprintf(stderr, "stopped after %ld of %ld steps; saved %s; continue with: tinygpt train --resume %s\n", done,
                 opt.steps, run.checkpoint_path, opt.out_dir);

@@ -42,7 +42,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -51,7 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "json.h"
 
@@ -124,8 +122,6 @@ static void build_model_metadata(JsonBuf *b, const ModelConfig *cfg, const Token
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     json_buf_printf(b, ",\"dropout\":\"%.9g\",\"step\":\"%ld\"", (double)cfg->dropout, step);
     if (state) {
-        json_buf_append(b, ",\"data\":", 8);
-        json_buf_string(b, state->data_path, strlen(state->data_path));
         json_buf_printf(b, ",\"data_tokens\":\"%llu\",\"data_hash\":\"%llu\",\"seed\":\"%llu\",\"batch_rng\":\"%llu\"",
                         (unsigned long long)state->data_tokens, (unsigned long long)state->data_hash,
                         (unsigned long long)state->seed, (unsigned long long)state->batch_rng);
@@ -172,30 +168,10 @@ static void build_header(JsonBuf *b, const JsonBuf *metadata, const TensorGroup 
     while ((LENGTH_BYTES + b->len) % 8 != 0) json_buf_append(b, " ", 1);
 }
 
-// sync_parent_dir: fsync the directory holding "path", which makes a rename
-// into it durable. Some file systems cannot sync a directory and say EINVAL;
-// there is nothing more to do on those.
-static bool sync_parent_dir(const char *path, Error *err) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
-    bool ok = fsync(fd) == 0 || errno == EINVAL;
-    if (!ok) error_set(err, "error flushing directory '%s' to disk: %s", dir, strerror(errno));
-    close(fd);
-    return ok;
-}
-
 // save_safetensors: the header ("metadata" and the entries of "groups"),
-// then the groups' tensors, into "<path>.tmp"; then fflush (our buffer to the
-// kernel), fsync (the kernel's cache to the disk) and fclose, each checked,
-// since a full disk may only show up at any of them. Only then rename over
-// "path": rename is atomic, so "path" is always either the old file or the
-// complete new one. On any failure the .tmp file is removed. Last, fsync the
-// directory: until then a crash could lose the rename itself (the old file
-// would survive). Both savers below end here.
+// then the groups' tensors, written whole or not at all (atomic_open and
+// atomic_commit, common.h: "<path>.tmp", flushed to disk, renamed over
+// "path", the directory synced). Both savers below end here.
 static bool save_safetensors(const char *path, const JsonBuf *metadata, const TensorGroup *groups, int n_groups,
                              Error *err) {
     JsonBuf header = {0};
@@ -204,33 +180,19 @@ static bool save_safetensors(const char *path, const JsonBuf *metadata, const Te
     unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
     for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
 
-    size_t tmp_size = strlen(path) + sizeof ".tmp";
-    char *tmp = xmalloc(tmp_size);
-    snprintf(tmp, tmp_size, "%s.tmp", path);
-
-    FILE *f = fopen_checked(tmp, "wb", err);
-    bool ok = f != NULL;
-    ok = ok && write_exact(length, sizeof length, f, tmp, err);
-    ok = ok && write_exact(header.data, header.len, f, tmp, err);
-    for (int g = 0; g < n_groups; g++) {
-        const TensorTable *table = groups[g].table;
-        for (int i = 0; i < table->count; i++)
-            ok = ok && write_exact(groups[g].memory + table->specs[i].offset, table->specs[i].size * sizeof(float),
-                                   f, tmp, err);
+    AtomicFile af;
+    bool ok = atomic_open(&af, path, err);
+    if (ok) {
+        ok = write_exact(length, sizeof length, af.f, af.tmp, err);
+        ok = ok && write_exact(header.data, header.len, af.f, af.tmp, err);
+        for (int g = 0; g < n_groups; g++) {
+            const TensorTable *table = groups[g].table;
+            for (int i = 0; i < table->count; i++)
+                ok = ok && write_exact(groups[g].memory + table->specs[i].offset,
+                                       table->specs[i].size * sizeof(float), af.f, af.tmp, err);
+        }
+        ok = atomic_commit(&af, ok, err);
     }
-    if (ok && fflush(f) != 0)
-        ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && fsync(fileno(f)) != 0)
-        ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
-    if (f && fclose(f) != 0 && ok)
-        ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && rename(tmp, path) != 0)
-        ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, path,
-                       strerror(errno), path);
-    if (!ok && f) remove(tmp);  // only a .tmp we created: f is NULL if it could not be opened
-    ok = ok && sync_parent_dir(path, err);
-
-    free(tmp);
     json_buf_free(&header);
     return ok;
 }
@@ -558,12 +520,15 @@ static bool read_state(Loader *ld, TrainState *state) {
                          ld->path);
     memset(state, 0, sizeof *state);
 
-    // The text: its path, its length and its fingerprint.
-    const JsonValue *data = metadata_string(ld, meta, "data");
-    if (!data) return false;
-    if (data->string_len >= sizeof state->data_path || memchr(data->string, '\0', data->string_len))
-        return reject(ld, "its __metadata__ \"data\" is not a file path; the file is damaged, retrain");
-    memcpy(state->data_path, data->string, data->string_len + 1);
+    // The text: its length and its fingerprint, and in a file saved before
+    // run.json existed, its path (see TrainState).
+    if (json_get(meta, "data")) {
+        const JsonValue *data = metadata_string(ld, meta, "data");
+        if (!data) return false;
+        if (data->string_len >= sizeof state->data_path || memchr(data->string, '\0', data->string_len))
+            return reject(ld, "its __metadata__ \"data\" is not a file path; the file is damaged, retrain");
+        memcpy(state->data_path, data->string, data->string_len + 1);
+    }
     if (!metadata_u64(ld, meta, "data_tokens", &state->data_tokens) ||
         !metadata_u64(ld, meta, "data_hash", &state->data_hash))
         return false;

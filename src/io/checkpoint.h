@@ -10,7 +10,8 @@
 // "__metadata__" object of strings: vocab, n_embd, n_head, block_size,
 // vocab_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
 // card), dropout, step, and "format": "tinygpt-1"; from `train`, also the
-// run's TrainState (below), which the loader ignores unless resuming. A file
+// run's TrainState (below), which the loader ignores unless resuming, and
+// which holds no file path. A file
 // without "arch" (saved before gpt existed) is a card model with one block.
 #ifndef TINYGPT_CHECKPOINT_H
 #define TINYGPT_CHECKPOINT_H
@@ -25,14 +26,20 @@
 
 // What `train --resume` needs besides the weights and the step to continue a
 // run exactly as if it had never stopped: the flags that shape the run, the
-// state of the random stream that draws the batches, and which text it
-// trains on, and how the optimizer is set (AdamW's moments are too large for
-// metadata: they go in their own file, see optimizer_state_save; plain SGD
-// keeps no state. Dropout masks and validation batches are functions of the
-// seed and the step, so they need nothing.) Saved in __metadata__ as
-// strings under the keys in quotes; whole numbers in decimal.
+// state of the random stream that draws the batches, which text it trains
+// on (its length and fingerprint), and how the optimizer is set (AdamW's
+// moments are too large for metadata: they go in their own file, see
+// optimizer_state_save; plain SGD keeps no state. Dropout masks and
+// validation batches are functions of the seed and the step, so they need
+// nothing.) Saved in __metadata__ as strings under the keys in quotes; whole
+// numbers in decimal.
+//
+// Where the text is on this machine is not in the model: a model handed on
+// must not carry its trainer's file paths. `train` keeps the path in the run
+// directory's run.json instead (train.c). Files saved before that have it
+// under "data", which checkpoint_read_state still reads, so their runs resume.
 typedef struct {
-    char data_path[4096];   // "data": the training file's absolute path ("" if unknown)
+    char data_path[4096];   // "data", read only: the training file's path in an older file ("" if none); never saved
     uint64_t data_tokens;   // "data_tokens": how many tokens it had
     uint64_t data_hash;     // "data_hash": dataset_hash of those tokens
     uint64_t seed;          // "seed"

@@ -293,8 +293,10 @@ static void draw_ticks(Canvas *c, const Axes *a, bool x_axis) {
 }
 
 // A curve: straight segments between consecutive points; "dots" marks each
-// point with a disc (a zero-length line is a disc of the line's width).
+// point with a disc (a zero-length line is a disc of the line's width). A
+// curve of one point has no segment, so it always gets its disc.
 static void draw_series(Canvas *c, const Axes *a, const Series *s, Rgb color, float width, bool dots) {
+    dots = dots || s->n == 1;
     for (size_t i = 0; i < s->n; i++) {
         float px = to_px(a, point_x(&s->points[i])), py = to_py(a, point_y(&s->points[i]));
         if (i > 0)
@@ -354,7 +356,8 @@ static void plot_curves(Canvas *c, const Curve *curves, int n, PlotX x, const ch
 // its validation loss (thicker, a dot at each evaluation).
 static void plot_history(Canvas *c, const LossHistory *h, const char *title) {
     char train_label[64];
-    if (h->train.per_point == 1) snprintf(train_label, sizeof train_label, "train loss (each step)");
+    if (h->train.n == 0) snprintf(train_label, sizeof train_label, "train loss (no steps yet)");
+    else if (h->train.per_point == 1) snprintf(train_label, sizeof train_label, "train loss (each step)");
     else snprintf(train_label, sizeof train_label, "train loss (mean of %ld steps)", h->train.per_point);
     const Curve curves[2] = {
         {&h->train, TRAIN_COLOR, 1.5f, false, train_label},

@@ -17,14 +17,14 @@ static void format_duration(char *buf, size_t cap, double seconds) {
     else snprintf(buf, cap, "%ld:%02ld", s / 60, s % 60);
 }
 
-int watch_format_status(char *buf, size_t cap, int columns, long step, long total, float train_loss,
+int watch_format_status(char *buf, size_t cap, int columns, long step, long first, long total, float train_loss,
                         float val_loss, double tokens_per_s, double elapsed) {
-    long done = step + 1;
+    long done = step + 1, done_here = done - first;  // "elapsed" is the time of done_here steps
     char val[32], spent[32], left[32], numbers[256];
     if (isnan(val_loss)) snprintf(val, sizeof val, "-");
     else snprintf(val, sizeof val, "%.4f", (double)val_loss);
     format_duration(spent, sizeof spent, elapsed);
-    format_duration(left, sizeof left, done > 0 ? elapsed / (double)done * (double)(total - done) : 0.0);
+    format_duration(left, sizeof left, done_here > 0 ? elapsed / (double)done_here * (double)(total - done) : 0.0);
     int n = snprintf(numbers, sizeof numbers, "%*ld/%ld train %.4f val %s %.0f tok/s %s elapsed ETA %s",
                      snprintf(NULL, 0, "%ld", total), done, total, (double)train_loss, val, tokens_per_s, spent, left);
     // The numbers come first; the bar gets the columns left over (none on a
@@ -54,9 +54,10 @@ static int terminal_columns(void) {
     return 80;
 }
 
-void watch_init(Watch *w, long total_steps, double tokens_per_step, const char *out_dir) {
+void watch_init(Watch *w, long first_step, long total_steps, double tokens_per_step, const char *out_dir) {
     memset(w, 0, sizeof *w);
     w->live = isatty(STDERR_FILENO);
+    w->first_step = first_step;
     w->total_steps = total_steps;
     w->tokens_per_step = tokens_per_step;
     w->start = w->last_draw = now_seconds();
@@ -67,13 +68,22 @@ void watch_init(Watch *w, long total_steps, double tokens_per_step, const char *
     snprintf(w->source, sizeof w->source, "%s", out_dir);
 }
 
+void watch_load_log(Watch *w, const char *log_path) {
+    Error err;
+    if (loss_history_read_csv(&w->history, log_path, &err)) return;
+    // It may have read some rows before the bad one: start clean instead.
+    loss_history_free(&w->history);
+    loss_history_init(&w->history);
+    fprintf(stderr, "tinygpt: warning: %s; loss.png shows only the steps from here on\n", err.msg);
+}
+
 static void draw_status(Watch *w, long step) {
     long n = w->steps_done < WATCH_RECENT ? w->steps_done : WATCH_RECENT;
     double recent = 0.0;
     for (long i = 0; i < n; i++) recent += w->recent[i];
     char line[512];
     double tokens_per_s = w->compute_seconds > 0 ? w->tokens_per_step * (double)w->steps_done / w->compute_seconds : 0;
-    int len = watch_format_status(line + 1, sizeof line - 8, terminal_columns(), step, w->total_steps,
+    int len = watch_format_status(line + 1, sizeof line - 8, terminal_columns(), step, w->first_step, w->total_steps,
                                   (float)(recent / (double)n), w->last_val, tokens_per_s, now_seconds() - w->start);
     // "\r" back to column 0, the line, then "erase to the end of the line"
     // in case the previous one was longer: one write, so it never flickers.

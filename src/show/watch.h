@@ -1,9 +1,10 @@
 // watch.h: what a person watching `tinygpt train` sees besides the plain
 // progress lines: a live status line on the terminal and DIR/loss.png.
 //
-// Reading order: after plot.h (glue code). train.c calls it in four places:
-// watch_init before the first step, watch_step after every step,
-// watch_clear_line before printing a plain line, watch_plot after it.
+// Reading order: after plot.h (glue code). train.c calls watch_init (and,
+// resuming, watch_load_log) before the first step, watch_step after every
+// step, watch_clear_line before printing a plain line, watch_plot after it
+// and at the end, and watch_free.
 //
 // - The status line (only when stderr is a terminal) is redrawn in place
 //   with "\r", at most ten times a second:
@@ -11,10 +12,14 @@
 //   train is the mean loss of the last WATCH_RECENT steps, val the latest
 //   validation loss, tok/s the average over the steps so far (compute time
 //   only, like the plain lines), the ETA assumes the remaining steps take as
-//   long as the past ones (evaluations included). It goes to stderr, so the
-//   plain lines on stdout are exactly what they are without a terminal.
-// - loss.png (plot.h) is redrawn whenever train prints a plain line, that is
-//   at every evaluation and at the last step.
+//   long as the ones this process has done (evaluations included: after a
+//   --resume, the steps since it, which are all its clock has seen). It goes
+//   to stderr, so the plain lines on stdout are exactly what they are
+//   without a terminal.
+// - loss.png (plot.h) is redrawn whenever train prints a plain line (at
+//   every evaluation, every --log-interval steps and at the last step), and
+//   at the end. After a --resume it shows the whole run: watch_load_log
+//   reads the earlier steps back from log.csv.
 //
 // Everything is allocated in watch_init: a training step allocates nothing.
 // Drawing loss.png does (stb_image_write's compression buffers), but only at
@@ -32,6 +37,7 @@ enum { WATCH_RECENT = 100 };  // steps averaged into the status line's train los
 
 typedef struct {
     bool live;               // stderr is a terminal: draw the status line
+    long first_step;         // the step this process started at: 0, or where --resume continued
     long total_steps;
     double tokens_per_step;  // B * T
     double start;            // now_seconds() at watch_init
@@ -48,10 +54,14 @@ typedef struct {
     bool plot_failed;        // a write failed once: warned, no more tries
 } Watch;
 
-// watch_init: for a run of "total_steps" steps of B*T = "tokens_per_step"
-// tokens writing into "out_dir". The status line is on when stderr is a
-// terminal.
-void watch_init(Watch *w, long total_steps, double tokens_per_step, const char *out_dir);
+// watch_init: for a run from step "first_step" (0, or a resumed run's) to
+// "total_steps", of B*T = "tokens_per_step" tokens a step, writing into
+// "out_dir". The status line is on when stderr is a terminal.
+void watch_init(Watch *w, long first_step, long total_steps, double tokens_per_step, const char *out_dir);
+// watch_load_log: the steps before "first_step", read from the run's
+// log.csv at "log_path", so loss.png shows the whole run. A log it cannot
+// read is one warning, and the plot starts at "first_step".
+void watch_load_log(Watch *w, const char *log_path);
 // watch_step: record step "step" (its loss, its validation loss or NAN, and
 // the seconds its forward, backward and update took) and redraw the status
 // line if it is due.
@@ -66,10 +76,11 @@ void watch_plot(Watch *w);
 void watch_free(Watch *w);
 
 // watch_format_status: the status line for step "step" (0-based) of "total",
-// fitted into "columns" - 1 characters so it never wraps: the numbers
-// first, then a progress bar as wide as the rest allows. "val_loss" may be
-// NAN. Returns its length. ASCII only, so characters are columns.
-int watch_format_status(char *buf, size_t cap, int columns, long step, long total, float train_loss,
+// "elapsed" seconds after this process started at step "first", fitted into
+// "columns" - 1 characters so it never wraps: the numbers first, then a
+// progress bar as wide as the rest allows. "val_loss" may be NAN. Returns
+// its length. ASCII only, so characters are columns.
+int watch_format_status(char *buf, size_t cap, int columns, long step, long first, long total, float train_loss,
                         float val_loss, double tokens_per_s, double elapsed);
 
 #endif
