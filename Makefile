@@ -48,7 +48,7 @@ $(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
-TEST_SRC = $(wildcard tests/*.c)
+TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 # Default corpus and the default run (about two minutes on 2 cores).
@@ -79,8 +79,19 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 $(CORPUS):
 	scripts/get_corpus.sh $@
 
-test: tinygpt $(BUILD)/run_tests
+test: tinygpt $(BUILD)/run_tests bpe-check
 	$(BUILD)/run_tests
+
+# The BPE learner and encoder against an independent Python one
+# (scripts/bpe_reference.py, standard library only) on a few small texts:
+# the merges must agree token for token, and so must the ids. bpe_dump is
+# a program of its own that prints both (not part of the Check runner).
+.PHONY: bpe-check
+$(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+bpe-check: $(BUILD)/bpe_dump
+	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
 
 # A deliberately wrong tinygpt, for the tests only: attention.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
@@ -125,11 +136,14 @@ parity: tinygpt
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
-# threads, and sampling) and write a markdown report to bench/results.md.
+# threads, and sampling) and write a markdown report to bench/results.md;
+# then time the bpe tokenizer, learning 512 tokens from 1, 10 and 100 MB of
+# text and encoding it (bench/tokenizers-speed.md).
 # Needs python3-torch; takes a few minutes.
 bench: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
 
 # Train the default gpt with nanoGPT's recipe (AdamW, warmup, cosine,
 # clipping; 2000 steps) with tinygpt and with PyTorch on DATA (default: tiny
@@ -137,10 +151,18 @@ bench: tinygpt
 # in its training time: bench/learn.md, bench/learn.png. About 4 minutes.
 # Needs python3-torch.
 LEARN_DATA = ../shared/data/tinyshakespeare.txt
-.PHONY: learn ladder
+.PHONY: learn ladder tokenizers
 learn: tinygpt
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
+
+# The tokenizers: bpe's learning and encoding speed, then the default gpt
+# trained with --tokenizer char and with --tokenizer bpe for the same time on
+# DATA (default: tiny Shakespeare), compared in validation bits per byte:
+# bench/tokenizers.md. About 3 minutes. Python's standard library only.
+tokenizers: tinygpt
+	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/tokenizers.py all --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
 
 # From the attention card to a GPT, one ingredient per rung (SGD, AdamW, the
 # MLP, the residual stream, LayerNorm, 4 blocks), each trained for the same
@@ -210,7 +232,7 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------
 # `make fuzz`: libFuzzer targets (clang) for the checkpoint loader, the
-# tokenizer's UTF-8 handling and the flag parser, tests/fuzz/fuzz_*.c, each
+# tokenizer's UTF-8 handling, the flag parser and the BPE, tests/fuzz/fuzz_*.c, each
 # run for FUZZ_SECONDS under ASan+UBSan. Seeds are read from
 # tests/fuzz/corpus/TARGET/ (committed); what the fuzzer adds goes to
 # build/fuzz/corpus/TARGET/, kept between runs; a crashing input is saved as
@@ -218,7 +240,7 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 # belongs in the Check suite as a regression test.
 FUZZ_BUILD = build/fuzz
 FUZZ_SECONDS ?= 10
-FUZZ_TARGETS = checkpoint utf8 flags
+FUZZ_TARGETS = checkpoint utf8 flags bpe
 FUZZ_OPT = -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 
 .PHONY: fuzz fuzz-build

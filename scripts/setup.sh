@@ -6,6 +6,7 @@
 # Always: gcc, make, pkg-config, libstb-dev, check (the build and the tests),
 #           fonts-dejavu-core (the heatmaps' label font; tinygpt runs without
 #           it, with ASCII labels, but the tests draw with it).
+#           python3 (make bpe-check, part of make test).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
@@ -41,6 +42,7 @@ has_pc stb || missing+=(libstb-dev)
 has_pc check || missing+=(check)
 # The font file itself is what tinygpt reads, so look for it, not the package.
 [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]] || missing+=(fonts-dejavu-core)
+[[ -x /usr/bin/python3 ]] || missing+=(python3)
 if ((python)) && ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
     missing+=(python3-torch python3-numpy)
 fi

@@ -158,7 +158,7 @@ START_TEST(one_png_per_head_is_written_with_the_stated_size) {
     RunResult *r = run_attention("over");
     ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
     int width, height;
-    attention_map_size(4, &width, &height);
+    attention_map_size(4, 1, &width, &height);
     for (int h = 1; h <= HEADS + 1; h++) {
         char path[600], why[600];
         snprintf(path, sizeof path, "%s/attention_head%d.png", dir, h);
@@ -186,7 +186,7 @@ START_TEST(a_prompt_longer_than_the_block_size_shows_its_last_block_size_charact
     ck_assert_int_eq(memcmp(labels + 5, "fox", 3), 0);
     int width, height, w_png = 0, h_png = 0;
     char path[600], why[600];
-    attention_map_size(BLOCK, &width, &height);
+    attention_map_size(BLOCK, 1, &width, &height);
     snprintf(path, sizeof path, "%s/attention_head2.png", dir);
     ck_assert_msg(png_size(path, &w_png, &h_png, why, sizeof why), "%s", why);
     ck_assert_int_eq(w_png, width);
@@ -283,7 +283,7 @@ END_TEST
 // for the layers "want[l - 1]" says, for every head, and no other layer's.
 static void expect_pngs(const char *out_dir, const bool want[GPT_LAYERS + 1], int T) {
     int width, height;
-    attention_map_size(T, &width, &height);
+    attention_map_size(T, 1, &width, &height);
     for (int l = 1; l <= GPT_LAYERS + 1; l++)
         for (int h = 1; h <= HEADS + 1; h++) {
             char path[600], why[600];
@@ -359,19 +359,19 @@ START_TEST(heatmaps_of_any_length_fit_their_canvas) {
     ck_assert_msg(font != NULL, "%s (scripts/setup.sh installs fonts-dejavu-core)", err.msg);
     for (int T = 1; T <= 70; T += 23) {
         int width, height;
-        attention_map_size(T, &width, &height);
+        attention_map_size(T, 1, &width, &height);
         ck_assert_int_ge(width, T * HEATMAP_CELL_MIN);
         ck_assert_int_ge(height, T * HEATMAP_CELL_MIN);
         float *weights = xcalloc((size_t)T * T, sizeof(float));
-        uint32_t *cps = xcalloc((size_t)T, sizeof(uint32_t));
+        const char *labels[70];
         for (int t = 0; t < T; t++) {
             weights[t * T + t] = 1.0f;
-            cps[t] = "a \n\xe9"[t % 4] & 0xff;
+            labels[t] = (const char *[]){"a", "␣", "↵", "\xc3\xa9"}[t % 4];
         }
         for (int with_font = 0; with_font < 2; with_font++) {
             Canvas c;
             canvas_init(&c, width, height);
-            attention_map_draw(&c, with_font ? font : NULL, weights, T, cps, "layer 12 of 12, head 16 of 16");
+            attention_map_draw(&c, with_font ? font : NULL, weights, T, labels, "layer 12 of 12, head 16 of 16");
             for (int x = 0; x < width; x++) {
                 const unsigned char *p = c.pixels + ((size_t)(height - 1) * width + x) * 3;
                 ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d font %d: bottom row not white at x=%d", T,
@@ -379,7 +379,6 @@ START_TEST(heatmaps_of_any_length_fit_their_canvas) {
             }
             canvas_free(&c);
         }
-        free(cps);
         free(weights);
     }
     font_free(font);
@@ -408,11 +407,26 @@ START_TEST(a_missing_font_falls_back_to_the_bitmap_font_with_one_note) {
 END_TEST
 
 
+
+START_TEST(a_label_shows_its_piece_with_signs_for_the_invisible_characters) {
+    char out[ATTENTION_LABEL_BYTES];
+    ck_assert_int_eq(attention_label(" whale", 6, out, sizeof out), 6);
+    ck_assert_str_eq(out, "␣whale");
+    ck_assert_int_eq(attention_label("a\n\t\x01", 4, out, sizeof out), 4);
+    ck_assert_str_eq(out, "a↵→?");
+    ck_assert_int_eq(attention_label("\xc3\xa9\xe2\x80", 4, out, sizeof out), 3);  // é, then half a character
+    ck_assert_str_eq(out, "é??");
+    ck_assert_int_eq(attention_label("abcdefghijkl", 12, out, sizeof out), ATTENTION_LABEL_MAX);
+    ck_assert_str_eq(out, "abcdefgh");
+}
+END_TEST
+
 Suite *attention_map_suite(void) {
     Suite *s = suite_create("attention_map");
     TCase *tc = tcase_create("attention_map");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);  // runs the binary
+    tcase_add_test(tc, a_label_shows_its_piece_with_signs_for_the_invisible_characters);
     tcase_add_test(tc, each_head_prints_rows_that_sum_to_one_with_zeros_above_the_diagonal);
     tcase_add_test(tc, the_printed_weights_are_those_of_model_forward);
     tcase_add_test(tc, one_png_per_head_is_written_with_the_stated_size);

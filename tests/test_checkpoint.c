@@ -10,6 +10,7 @@
 // data bytes, and check that loading fails with a one-line message naming
 // the file and the problem, and leaves nothing allocated. The last tests do
 // the same for AdamW's state (optimizer.safetensors), saved beside the model.
+#define _GNU_SOURCE  // memmem
 #include <dirent.h>
 #include <float.h>
 #include <malloc.h>
@@ -44,6 +45,7 @@ static const char *edit_target = path;
 static Model model;
 static Tokenizer tok;
 static Arch fixture_arch;  // which architecture the fixture is, for start_over
+static TokenizerKind fixture_tokenizer;  // and which tokenizer
 
 // setup_arch: build and save the fixture model, of architecture "arch".
 static void setup_arch(Arch arch) {
@@ -54,7 +56,8 @@ static void setup_arch(Arch arch) {
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
 
     Error err = {{0}};
-    ck_assert_msg(tokenizer_build(&tok, TEXT, sizeof TEXT - 1, "TEXT", &err), "%s", err.msg);
+    TokenizerSpec spec = {fixture_tokenizer, BPE_BYTES + 3};
+    ck_assert_msg(tokenizer_learn(&tok, &spec, TEXT, sizeof TEXT - 1, "TEXT", &err), "%s", err.msg);
     ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.1f};
     if (arch == ARCH_GPT) {
         cfg.arch = ARCH_GPT;
@@ -81,8 +84,19 @@ static void setup_arch(Arch arch) {
 }
 
 // setup / setup_gpt: the card and the gpt fixtures.
-static void setup(void) { setup_arch(ARCH_CARD); }
-static void setup_gpt(void) { setup_arch(ARCH_GPT); }
+static void setup(void) {
+    fixture_tokenizer = TOKENIZER_CHAR;
+    setup_arch(ARCH_CARD);
+}
+static void setup_gpt(void) {
+    fixture_tokenizer = TOKENIZER_CHAR;
+    setup_arch(ARCH_GPT);
+}
+// setup_bpe: a card whose tokenizer is bpe, 3 merges learned from TEXT.
+static void setup_bpe(void) {
+    fixture_tokenizer = TOKENIZER_BPE;
+    setup_arch(ARCH_CARD);
+}
 
 // teardown: free the fixture and delete the directory with whatever the test left in it.
 static void teardown(void) {
@@ -1467,6 +1481,7 @@ static void save_optimizer(void) {
 // with -0, the smallest denormal and +-FLT_MAX among small normal values, v
 // (never negative) with 0, -0, the denormal and FLT_MAX.
 static void setup_opt_arch(Arch arch) {
+    fixture_tokenizer = TOKENIZER_CHAR;
     setup_arch(arch);
     snprintf(opt_path, sizeof opt_path, "%s/optimizer.safetensors", dir);
     edit_target = opt_path;
@@ -1900,6 +1915,49 @@ START_TEST(optimizer_state_load_rejects_overlapping_or_out_of_file_offsets) {
 }
 END_TEST
 
+
+// ---- bpe --------------------------------------------------------------------------
+
+START_TEST(a_bpe_checkpoint_loads_with_its_merges) {
+    Model m;
+    Tokenizer t;
+    load_ok(&m, &t, 1, false);
+    ck_assert_int_eq(t.kind, TOKENIZER_BPE);
+    ck_assert_int_eq(t.vocab_size, BPE_BYTES + 3);
+    char *saved = bpe_merges_text(&tok.bpe), *loaded = bpe_merges_text(&t.bpe);
+    ck_assert_str_eq(loaded, saved);
+    size_t len;
+    char *bytes = slurp(path, &len);
+    const char *tokenizer = "\"tokenizer\":\"bpe\",\"merges\":", *vocab = "\"vocab\":";
+    ck_assert_ptr_nonnull(memmem(bytes, len, tokenizer, strlen(tokenizer)));
+    ck_assert_ptr_null(memmem(bytes, len, vocab, strlen(vocab)));
+    free(bytes);
+    free(saved);
+    free(loaded);
+    tokenizer_free(&t);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(load_rejects_an_unknown_tokenizer_or_damaged_merges) {
+    set_metadata("tokenizer", "words", 5);
+    expect_rejected("\"tokenizer\" is \"words\", a tokenizer this tinygpt does not know");
+    start_over();
+    set_metadata("merges", "1 2 3", 5);
+    expect_rejected("its merges");
+    start_over();
+    char *merges = bpe_merges_text(&tok.bpe);
+    *strrchr(merges, ' ') = '\0';  // drop the last merge: "a b c d e"
+    *strrchr(merges, ' ') = '\0';
+    set_metadata("merges", merges, strlen(merges));
+    expect_rejected("its merges make 258 tokens but vocab_size says 259");
+    free(merges);
+    start_over();
+    edit_header("\"merges\":", "\"merges_\":");
+    expect_rejected("merges");
+}
+END_TEST
+
 Suite *checkpoint_suite(void) {
     Suite *s = suite_create("checkpoint");
     TCase *round_trip = tcase_create("round trip");
@@ -1989,6 +2047,12 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(gpt, gpt_load_rejects_nan_weights_in_a_later_block);
     tcase_add_test(gpt, gpt_load_rejects_the_file_truncated_at_every_length);
     suite_add_tcase(s, gpt);
+
+    TCase *bpe = tcase_create("bpe");
+    tcase_add_checked_fixture(bpe, setup_bpe, teardown);
+    tcase_add_test(bpe, a_bpe_checkpoint_loads_with_its_merges);
+    tcase_add_test(bpe, load_rejects_an_unknown_tokenizer_or_damaged_merges);
+    suite_add_tcase(s, bpe);
 
     TCase *state = tcase_create("training state");
     tcase_add_checked_fixture(state, setup, teardown);

@@ -4,6 +4,7 @@
 // Files are written into a fresh mkdtemp directory under /tmp for each test
 // and removed afterwards (a checked fixture, so it runs inside each test's
 // forked process).
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -71,7 +72,7 @@ START_TEST(load_splits_at_the_floor_of_n_tokens_times_val_fraction) {
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert_msg(dataset_load(&ds, &tok, true, path, cases[i].val_fraction, 1, &err),
+        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, cases[i].val_fraction, 1, &err),
                       "val_fraction %g: %s", cases[i].val_fraction, err.msg);
         ck_assert_uint_eq(ds.n_tokens, 1000);
         ck_assert_msg(ds.n_train == 1000 - cases[i].n_val, "val_fraction %g: n_train %zu, want %zu",
@@ -88,7 +89,7 @@ START_TEST(load_encodes_the_whole_file_with_a_vocabulary_built_from_it) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 4, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 4, &err), "%s", err.msg);
     char back[64];
     size_t back_len = 0;
     for (size_t i = 0; i < ds.n_tokens; i++)
@@ -107,7 +108,7 @@ START_TEST(load_with_a_given_vocabulary_uses_it_and_keeps_it) {
     ck_assert(tokenizer_from_vocab(&tok, "abceg", 5, NULL));  // no 'd': not the text's own vocabulary
     Dataset ds;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, false, path, 0.0, 2, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, NULL, path, 0.0, 2, &err), "%s", err.msg);
     const int want[] = {2, 0, 1, 1, 0, 4, 3};  // ids in the given vocabulary: a=0 b=1 c=2 e=3 g=4
     ck_assert_uint_eq(ds.n_tokens, 7);
     for (size_t i = 0; i < 7; i++) ck_assert_int_eq(token_at(dataset_train(&ds), i), want[i]);
@@ -123,7 +124,7 @@ START_TEST(load_with_a_given_vocabulary_rejects_an_unknown_character) {
     ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
     Dataset ds;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, false, path, 0.0, 1, &err));
+    ck_assert(!dataset_load(&ds, &tok, NULL, path, 0.0, 1, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "U+0064") && strstr(err.msg, "byte 3"),
                   "message was: %s", err.msg);
     ck_assert_int_eq(tok.vocab_size, 3);  // the caller's tokenizer is left alone
@@ -137,7 +138,7 @@ START_TEST(load_rejects_a_missing_file_naming_the_path) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, path, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "no such file; check the name"), "message was: %s", err.msg);
 }
 END_TEST
@@ -151,7 +152,7 @@ START_TEST(load_with_a_given_vocabulary_reports_a_binary_file_as_binary) {
     ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
     Dataset ds;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, false, path, 0.0, 1, &err));
+    ck_assert(!dataset_load(&ds, &tok, NULL, path, 0.0, 1, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "looks like binary data"), "message was: %s", err.msg);
     tokenizer_free(&tok);
 }
@@ -168,7 +169,7 @@ START_TEST(load_refuses_a_fifo_or_a_device_instead_of_blocking_or_reading_foreve
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert(!dataset_load(&ds, &tok, true, paths[i], 0.1, 8, &err));
+        ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, paths[i], 0.1, 8, &err));
         ck_assert_msg(strstr(err.msg, paths[i]) && strstr(err.msg, kinds[i]) && !strchr(err.msg, '\n'),
                       "message was: %s", err.msg);
     }
@@ -180,7 +181,7 @@ START_TEST(load_rejects_a_directory) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, temp_dir, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, temp_dir, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, temp_dir) && strstr(err.msg, "directory"), "message was: %s", err.msg);
 }
 END_TEST
@@ -194,7 +195,7 @@ START_TEST(load_rejects_an_empty_file) {
         Dataset ds;
         Tokenizer built;
         Error err = {0};
-        ck_assert(!dataset_load(&ds, build_vocab[i] ? &built : &given, build_vocab[i], path, 0.1, 8, &err));
+        ck_assert(!dataset_load(&ds, build_vocab[i] ? &built : &given, build_vocab[i] ? &LEARN_CHARS : NULL, path, 0.1, 8, &err));
         ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is empty"), "message was: %s", err.msg);
     }
     tokenizer_free(&given);
@@ -208,7 +209,7 @@ START_TEST(load_rejects_a_file_larger_than_memory_before_reading_it) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, path, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is 1099.5 GB, more than the") && strstr(err.msg, "head -c"),
                   "message was: %s", err.msg);
 }
@@ -219,7 +220,7 @@ START_TEST(load_rejects_invalid_utf8_naming_the_file_and_byte) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, path, 0.0, 2, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 2, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "not valid UTF-8 at byte 2"), "message was: %s",
                   err.msg);
 }
@@ -232,12 +233,12 @@ START_TEST(load_rejects_a_training_split_shorter_than_one_window) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, short_path, 0.0, 64, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, short_path, 0.0, 64, &err));
     ck_assert_msg(strstr(err.msg, short_path) && strstr(err.msg, "only 64 training tokens") &&
                       strstr(err.msg, "--context 64 + 1") && strstr(err.msg, "smaller --context"),
                   "message was: %s", err.msg);
     ck_assert_ptr_null(tok.codepoints);  // the vocabulary built for it was freed
-    ck_assert_msg(dataset_load(&ds, &tok, true, exact_path, 0.0, 64, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, exact_path, 0.0, 64, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_train, 65);
     dataset_free(&ds);
     tokenizer_free(&tok);
@@ -251,11 +252,11 @@ START_TEST(load_rejects_a_short_validation_split_but_allows_none) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, path, 0.01, 16, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.01, 16, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "only 10 validation tokens") &&
                       strstr(err.msg, "--val-fraction 0"),
                   "message was: %s", err.msg);
-    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 16, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 16, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_train, 1000);
     dataset_free(&ds);
     tokenizer_free(&tok);
@@ -267,9 +268,9 @@ START_TEST(load_rejects_a_val_fraction_outside_zero_one) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, true, path, 1.0, 4, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 1.0, 4, &err));
     ck_assert_msg(strstr(err.msg, "--val-fraction 1"), "message was: %s", err.msg);
-    ck_assert(!dataset_load(&ds, &tok, true, path, -0.1, 4, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, -0.1, 4, &err));
     ck_assert_msg(strstr(err.msg, "--val-fraction -0.1"), "message was: %s", err.msg);
 }
 END_TEST
@@ -327,7 +328,7 @@ START_TEST(load_stores_ids_in_the_fewest_bytes_that_hold_the_vocabulary) {
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.0, 1, &err), "%s", err.msg);
+        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 1, &err), "%s", err.msg);
         ck_assert_int_eq(tok.vocab_size, (int)cases[i].count + 1);
         ck_assert_int_eq(ds.width, cases[i].width);
         ck_assert_uint_eq(ds.n_tokens, cases[i].count + 1);
@@ -345,9 +346,9 @@ START_TEST(hash_is_the_same_for_the_same_text_and_differs_for_another) {
     ck_assert(tokenizer_from_vocab(&tok, " ,aehlstw", 9, NULL));
     Dataset first, again, other;
     Error err = {0};
-    ck_assert_msg(dataset_load(&first, &tok, false, a, 0.0, 1, &err), "%s", err.msg);
-    ck_assert_msg(dataset_load(&again, &tok, false, a, 0.0, 1, &err), "%s", err.msg);
-    ck_assert_msg(dataset_load(&other, &tok, false, b, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&first, &tok, NULL, a, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&again, &tok, NULL, a, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&other, &tok, NULL, b, 0.0, 1, &err), "%s", err.msg);
     ck_assert_uint_eq(dataset_hash(&first), dataset_hash(&again));
     ck_assert_uint_ne(dataset_hash(&first), dataset_hash(&other));
     dataset_free(&first);
@@ -414,7 +415,7 @@ START_TEST(loading_a_large_file_takes_about_its_own_size_in_memory) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, true, path, 0.1, 64, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 64, &err), "%s", err.msg);
     long peak_kb = status_kb("VmHWM");
     ck_assert(before_kb > 0 && peak_kb > 0);
     double ratio = (double)(peak_kb - before_kb) * 1024.0 / LARGE_FILE_BYTES;
@@ -423,6 +424,95 @@ START_TEST(loading_a_large_file_takes_about_its_own_size_in_memory) {
     ck_assert_int_eq(ds.width, 1);
     dataset_free(&ds);
     tokenizer_free(&tok);
+}
+END_TEST
+
+
+// ---- bpe ----------------------------------------------------------------------
+
+// decode_span: the bytes of "span"'s tokens, joined, into "out" (room for "cap").
+static size_t decode_span(Tokenizer *tok, TokenSpan span, char *out, size_t cap) {
+    size_t n = 0;
+    for (size_t i = 0; i < span.n; i++) {
+        size_t len;
+        const char *piece = tokenizer_piece(tok, token_at(span, i), &len);
+        ck_assert_uint_le(n + len, cap);
+        memcpy(out + n, piece, len);
+        n += len;
+    }
+    return n;
+}
+
+START_TEST(bpe_learns_from_the_training_split_only_and_encodes_each_split_apart) {
+    // The training text repeats "ab "; the validation text (the last 40%
+    // of the characters) repeats "xy ", so a merge of x and y could only
+    // come from validation.
+    char text[1001];
+    for (int i = 0; i < 600; i++) text[i] = "ab "[i % 3];
+    for (int i = 600; i < 1000; i++) text[i] = "xy "[i % 3];
+    text[1000] = '\0';
+    const char *path = write_temp_file("bpe.txt", text, 1000);
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    TokenizerSpec spec = {TOKENIZER_BPE, 258};  // "ab", then " ab": all the training text has to merge
+    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.4, 4, &err), "%s", err.msg);
+    ck_assert_int_eq(tok.kind, TOKENIZER_BPE);
+    for (int m = 0; m < tok.bpe.n_merges; m++) {
+        BpeMerge merge = tok.bpe.merges[m];
+        ck_assert_msg(merge.left != 'x' && merge.left != 'y' && merge.right != 'x' && merge.right != 'y',
+                      "merge %d (%d, %d) was learned from the validation text", m, merge.left, merge.right);
+    }
+    char back[1000];
+    ck_assert_uint_eq(decode_span(&tok, dataset_train(&ds), back, sizeof back), 600);
+    ck_assert_mem_eq(back, text, 600);
+    ck_assert_uint_eq(decode_span(&tok, dataset_val(&ds), back, sizeof back), 400);
+    ck_assert_mem_eq(back, text + 600, 400);
+    ck_assert_uint_lt(ds.n_train, 600);  // merges made tokens longer than a byte
+    ck_assert_uint_eq(ds.val_bytes, 400);
+    ck_assert_int_eq(ds.width, 2);
+    size_t n_train = ds.n_train, n_tokens = ds.n_tokens;
+    dataset_free(&ds);
+
+    // Given the tokenizer (a checkpoint's), the same file gives the same ids.
+    Dataset again;
+    ck_assert_msg(dataset_load(&again, &tok, NULL, path, 0.4, 4, &err), "%s", err.msg);
+    ck_assert_uint_eq(again.n_train, n_train);
+    ck_assert_uint_eq(again.n_tokens, n_tokens);
+    dataset_free(&again);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(the_split_is_the_same_text_for_char_and_bpe_and_counts_its_bytes) {
+    // 30 characters, of which the last floor(0.34 * 30) = 10 hold two 3-byte
+    // em dashes: 14 bytes of validation.
+    const char *text = "abcabcabcabcabcabcab" "c\xE2\x80\x94" "ab\xE2\x80\x94" "cabca";
+    const char *path = write_temp_file("split_bytes.txt", text, strlen(text));
+    Dataset ds;
+    Tokenizer tok;
+    Error err = {0};
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.34, 2, &err), "%s", err.msg);
+    ck_assert_uint_eq(ds.n_tokens, 30);
+    ck_assert_uint_eq(ds.n_tokens - ds.n_train, 10);
+    ck_assert_uint_eq(ds.val_bytes, 14);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+    TokenizerSpec spec = {TOKENIZER_BPE, 257};
+    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.34, 2, &err), "%s", err.msg);
+    ck_assert_uint_eq(ds.val_bytes, 14);
+    char back[64];
+    ck_assert_uint_eq(decode_span(&tok, dataset_val(&ds), back, sizeof back), 14);
+    ck_assert_mem_eq(back, text + strlen(text) - 14, 14);
+    dataset_free(&ds);
+    tokenizer_free(&tok);
+}
+END_TEST
+
+START_TEST(bits_per_byte_spreads_the_loss_of_every_token_over_the_bytes) {
+    ck_assert_double_eq_tol(bits_per_byte(log(2.0), 10, 10), 1.0, 1e-12);
+    ck_assert_double_eq_tol(bits_per_byte(log(2.0), 10, 40), 0.25, 1e-12);  // 4 bytes per token
+    ck_assert_double_eq_tol(bits_per_byte(2.0, 3, 6), 1.0 / log(2.0), 1e-12);
 }
 END_TEST
 
@@ -581,6 +671,9 @@ Suite *data_suite(void) {
     tcase_add_test(load, load_stores_ids_in_the_fewest_bytes_that_hold_the_vocabulary);
     tcase_add_test(load, hash_is_the_same_for_the_same_text_and_differs_for_another);
     tcase_add_test(load, loading_a_large_file_takes_about_its_own_size_in_memory);
+    tcase_add_test(load, bpe_learns_from_the_training_split_only_and_encodes_each_split_apart);
+    tcase_add_test(load, the_split_is_the_same_text_for_char_and_bpe_and_counts_its_bytes);
+    tcase_add_test(load, bits_per_byte_spreads_the_loss_of_every_token_over_the_bytes);
     suite_add_tcase(s, load);
 
     TCase *batch = tcase_create("batch");

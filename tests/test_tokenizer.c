@@ -360,6 +360,113 @@ START_TEST(from_vocab_rejects_invalid_utf8_a_nul_and_an_empty_vocab) {
 }
 END_TEST
 
+
+// ---- Utf8Stream ---------------------------------------------------------------
+
+// stream_pieces: what a Utf8Stream prints for "pieces" written one after the
+// other, then finished; into "out" (a memory stream).
+static void stream_pieces(const char *const *pieces, int n, char *out, size_t cap) {
+    FILE *f = fmemopen(out, cap, "w");
+    ck_assert_ptr_nonnull(f);
+    Utf8Stream stream = {0};
+    for (int i = 0; i < n; i++) utf8_stream_write(&stream, pieces[i], strlen(pieces[i]), f);
+    utf8_stream_finish(&stream, f);
+    fclose(f);
+}
+
+#define REPLACEMENT "\xEF\xBF\xBD"
+
+START_TEST(stream_holds_a_character_split_between_pieces_until_it_is_whole) {
+    // The emoji's 4 bytes arrive as 1 + 2 + 1; nothing of it may show early.
+    char out[64];
+    FILE *f = fmemopen(out, sizeof out, "w");
+    ck_assert_ptr_nonnull(f);
+    setvbuf(f, NULL, _IONBF, 0);
+    Utf8Stream stream = {0};
+    utf8_stream_write(&stream, "a\xF0", 2, f);
+    ck_assert_int_eq(ftell(f), 1);
+    utf8_stream_write(&stream, "\x9F\x98", 2, f);
+    ck_assert_int_eq(ftell(f), 1);
+    utf8_stream_write(&stream, "\x80" EM_DASH, 4, f);
+    ck_assert_int_eq(ftell(f), 8);
+    utf8_stream_finish(&stream, f);
+    fclose(f);
+    ck_assert_str_eq(out, "a" EMOJI EM_DASH);
+}
+END_TEST
+
+START_TEST(stream_prints_bytes_that_cannot_be_utf8_as_the_replacement_character) {
+    const struct {
+        const char *pieces[3];
+        int n;
+        const char *want;
+    } cases[] = {
+        {{"a\x80", "b"}, 2, "a" REPLACEMENT "b"},                      // a stray continuation byte
+        {{"\xE2\x80", "x"}, 2, REPLACEMENT REPLACEMENT "x"},          // cut short by an ASCII byte
+        {{"\xFF", "\xC3", "\xA9"}, 3, REPLACEMENT "\xC3\xA9"},       // never valid, then a whole é
+        {{"ok\xE2\x80"}, 1, "ok" REPLACEMENT},                        // the text ends inside a character
+        {{"\xC0\xAF"}, 1, REPLACEMENT REPLACEMENT},                    // overlong "/"
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64] = "";
+        stream_pieces(cases[i].pieces, cases[i].n, out, sizeof out);
+        ck_assert_msg(strcmp(out, cases[i].want) == 0, "case %zu", i);
+    }
+}
+END_TEST
+
+// ---- bpe through the Tokenizer --------------------------------------------------
+
+START_TEST(a_bpe_tokenizer_encodes_and_its_pieces_join_back_to_the_text) {
+    const char *text = "the whale, the white whale" EM_DASH "the whale!\n";
+    Tokenizer tok;
+    Error err;
+    TokenizerSpec spec = {TOKENIZER_BPE, 262};
+    ck_assert_msg(tokenizer_learn(&tok, &spec, text, strlen(text), "t", &err), "%s", err.msg);
+    ck_assert_int_eq(tok.kind, TOKENIZER_BPE);
+    ck_assert_int_eq(tok.vocab_size, 262);
+    int *ids;
+    size_t n;
+    ck_assert(tokenizer_encode(&tok, text, strlen(text), &ids, &n, "t", &err));
+    ck_assert_uint_lt(n, strlen(text));
+    char back[128];
+    size_t back_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *piece = tokenizer_piece(&tok, ids[i], &len);
+        memcpy(back + back_len, piece, len);
+        back_len += len;
+    }
+    ck_assert_uint_eq(back_len, strlen(text));
+    ck_assert_mem_eq(back, text, back_len);
+    ck_assert_int_eq(tokenizer_id(&tok, '\n'), '\n');  // an ASCII character is its byte
+    ck_assert_int_eq(tokenizer_id(&tok, 0x2014), -1);
+    // A text a bpe model reads is checked like a char model's.
+    free(ids);
+    ck_assert(!tokenizer_encode(&tok, "a\0b", 3, &ids, &n, "prompt", &err) && strstr(err.msg, "NUL"));
+    tokenizer_free(&tok);
+    tokenizer_free(&tok);  // safe twice
+}
+END_TEST
+
+START_TEST(tokenizer_piece_of_a_char_token_is_its_utf8) {
+    Tokenizer tok;
+    const char *text = "a" EMOJI EM_DASH;
+    ck_assert(tokenizer_build(&tok, text, strlen(text), "t", NULL));
+    size_t len;
+    const char *piece = tokenizer_piece(&tok, 0, &len);
+    ck_assert_uint_eq(len, 1);
+    ck_assert_mem_eq(piece, "a", 1);
+    piece = tokenizer_piece(&tok, 1, &len);  // U+2014 sorts before U+1F600
+    ck_assert_uint_eq(len, 3);
+    ck_assert_mem_eq(piece, EM_DASH, 3);
+    piece = tokenizer_piece(&tok, 2, &len);
+    ck_assert_uint_eq(len, 4);
+    ck_assert_mem_eq(piece, EMOJI, 4);
+    tokenizer_free(&tok);
+}
+END_TEST
+
 Suite *tokenizer_suite(void) {
     Suite *s = suite_create("tokenizer");
     TCase *utf8 = tcase_create("utf8");
@@ -395,5 +502,12 @@ Suite *tokenizer_suite(void) {
     tcase_add_test(vocab, from_vocab_rejects_a_duplicated_character);
     tcase_add_test(vocab, from_vocab_rejects_invalid_utf8_a_nul_and_an_empty_vocab);
     suite_add_tcase(s, vocab);
+
+    TCase *pieces = tcase_create("pieces");
+    tcase_add_test(pieces, stream_holds_a_character_split_between_pieces_until_it_is_whole);
+    tcase_add_test(pieces, stream_prints_bytes_that_cannot_be_utf8_as_the_replacement_character);
+    tcase_add_test(pieces, a_bpe_tokenizer_encodes_and_its_pieces_join_back_to_the_text);
+    tcase_add_test(pieces, tokenizer_piece_of_a_char_token_is_its_utf8);
+    suite_add_tcase(s, pieces);
     return s;
 }

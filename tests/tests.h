@@ -7,6 +7,7 @@
 Suite *common_suite(void);
 Suite *rng_suite(void);
 Suite *tokenizer_suite(void);
+Suite *bpe_suite(void);
 Suite *data_suite(void);
 Suite *encoder_suite(void);
 Suite *tile_suite(void);
@@ -33,5 +34,6 @@ Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *mlp_suite(void);
 Suite *optimizer_suite(void);
+Suite *tokenize_suite(void);
 
 #endif

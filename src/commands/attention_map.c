@@ -14,25 +14,28 @@
 #include "tokenizer.h"
 
 static const Rgb INK = {40, 40, 40}, SOFT_INK = {150, 150, 150};
-static const char SUBTITLE_1[] = "row: the character reading; column: the character it reads";
+static const char SUBTITLE_1[] = "row: the token reading; column: the token it reads";
 static const char SUBTITLE_2[] = "each row sums to 1; hatched: the future, masked";
 static const char WIDE_TITLE[] = "layer 99 of 99, head 99 of 99";  // the picture is at least this wide
 
-// Where everything goes, in pixels, for a T-character prompt.
+// Where everything goes, in pixels, for a T-token prompt whose longest
+// label is "label_chars" characters.
 typedef struct {
     int cell;           // side of one weight's square
+    int label_w;        // the row labels' column
     int left, top;      // the grid's top-left corner
     int bar_x, bar_h;   // the colour bar: left edge and height
     int width, height;  // the picture
 } Layout;
 
-static Layout layout_for(int T) {
+static Layout layout_for(int T, int label_chars) {
     Layout l;
     l.cell = 640 / T;
     if (l.cell < HEATMAP_CELL_MIN) l.cell = HEATMAP_CELL_MIN;
     if (l.cell > HEATMAP_CELL_MAX) l.cell = HEATMAP_CELL_MAX;
     const int grid = T * l.cell;
-    l.left = 12 + 2 * 6 + 10;  // margin, one label character at scale 2, gap
+    l.label_w = 2 * 6 * label_chars;  // characters are 6 pixels apart at scale 1, in both fonts
+    l.left = 12 + l.label_w + 10;     // margin, the row labels, gap
     // title (scale 2), two subtitle lines (scale 1), column labels (scale 2)
     l.top = 10 + 2 * TEXT_HEIGHT + 8 + 2 * (TEXT_HEIGHT + 5) + 10 + 2 * TEXT_HEIGHT + 8;
     l.bar_x = l.left + grid + 20;
@@ -46,8 +49,8 @@ static Layout layout_for(int T) {
     return l;
 }
 
-void attention_map_size(int T, int *width, int *height) {
-    Layout l = layout_for(T);
+void attention_map_size(int T, int label_chars, int *width, int *height) {
+    Layout l = layout_for(T, label_chars);
     *width = l.width;
     *height = l.height;
 }
@@ -74,51 +77,72 @@ static void hatch(Canvas *c, int x, int y, int size) {
         }
 }
 
-// A character as a label shows it, on the terminal and in the pictures:
-// itself, with a visible sign for the invisible ones.
-static const char *label_text(uint32_t cp, char buf[8]) {
+// The signs that stand for the invisible characters, on the terminal and in
+// the pictures.
+static const char *invisible_sign(uint32_t cp) {
     if (cp == ' ') return "␣";
     if (cp == '\n') return "↵";
     if (cp == '\t') return "→";
     if (cp < ' ' || cp == 127) return "?";
-    buf[utf8_encode(cp, buf)] = '\0';
-    return buf;
+    return NULL;
 }
 
-// One character's label, centred on cx, its top at "top", at text scale 2.
-// With the font, any character is itself (label_text; the signs of the
-// invisible ones in grey). Without it, the bitmap font is ASCII: a space
-// and a newline get a drawn sign, and anything else outside printable
-// ASCII is a grey '?'.
-static void draw_label(Canvas *c, const Font *font, int cx, int top, uint32_t cp) {
-    if (font) {
-        char buf[8];
-        const char *text = label_text(cp, buf);
-        size_t len = strlen(text);
-        bool sign = text != buf;  // a sign standing for the character, not the character
-        canvas_text_utf8(c, font, cx - canvas_text_utf8_width(font, text, len, 2) / 2, top, text, len, 2,
-                         sign ? SOFT_INK : INK);
-    } else if (cp > ' ' && cp < 127) {
-        char s[2] = {(char)cp, '\0'};
-        canvas_text(c, cx - canvas_text_width(s, 2) / 2, top, s, 2, INK);
-    } else if (cp == ' ') {  // an open box, like the "␣" sign
-        canvas_fill_rect(c, cx - 5, top + 12, 10, 2, SOFT_INK);
-        canvas_fill_rect(c, cx - 5, top + 8, 2, 6, SOFT_INK);
-        canvas_fill_rect(c, cx + 3, top + 8, 2, 6, SOFT_INK);
-    } else if (cp == '\n') {  // a return arrow, "↵"
-        float x0 = (float)cx - 5, x1 = (float)cx + 4, y0 = (float)top + 1, y1 = (float)top + 10;
-        canvas_line(c, x1, y0, x1, y1, 2, SOFT_INK);
-        canvas_line(c, x1, y1, x0, y1, 2, SOFT_INK);
-        canvas_line(c, x0, y1, x0 + 4, y1 - 4, 2, SOFT_INK);
-        canvas_line(c, x0, y1, x0 + 4, y1 + 4, 2, SOFT_INK);
-    } else {
-        canvas_text(c, cx - canvas_text_width("?", 2) / 2, top, "?", 2, SOFT_INK);
+int attention_label(const char *piece, size_t len, char *out, size_t cap) {
+    size_t n = 0;
+    int chars = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < len && chars < ATTENTION_LABEL_MAX; chars++) {
+        uint32_t cp;
+        int k = utf8_decode((const unsigned char *)piece + i, len - i, &cp);
+        char utf8[4];
+        const char *shown = k == 0 ? "?" : invisible_sign(cp);  // a byte of half a character: "?"
+        if (!shown) {
+            memcpy(utf8, piece + i, (size_t)k);
+            shown = utf8;
+        }
+        size_t shown_len = shown == utf8 ? (size_t)k : strlen(shown);
+        if (n + shown_len + 1 > cap) break;
+        memcpy(out + n, shown, shown_len);
+        out[n += shown_len] = '\0';
+        i += k == 0 ? 1 : (size_t)k;
     }
+    return chars;
 }
 
-void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const uint32_t *codepoints,
+// utf8_chars: the characters (code points) in "text"'s bytes.
+static int utf8_chars(const char *text) {
+    int n = 0;
+    for (; *text; text++) n += ((unsigned char)*text & 0xC0) != 0x80;
+    return n;
+}
+
+// draw_label: a label centred on cx, its top at "top": at text scale 2 if it
+// fits in "max_w" pixels, else at scale 1, cut to the characters that fit.
+// A label that is only a sign (␣ ↵ →) is grey. Without the font, the bitmap
+// font shows ASCII and a '?' for anything else.
+static void draw_label(Canvas *c, const Font *font, int cx, int top, const char *label, int max_w) {
+    int chars = utf8_chars(label), scale = 2;
+    if (2 * 6 * chars > max_w) scale = 1;
+    size_t len = strlen(label);
+    while (len > 0 && canvas_text_utf8_width(font, label, len, scale) > max_w && chars > 1) {
+        do len--;  // drop the last character, all its bytes
+        while (len > 0 && ((unsigned char)label[len] & 0xC0) == 0x80);
+        chars--;
+    }
+    bool sign = strcmp(label, "␣") == 0 || strcmp(label, "↵") == 0 || strcmp(label, "→") == 0;
+    int y = top + (2 - scale) * TEXT_HEIGHT / 2;  // a smaller label on the same middle line
+    canvas_text_utf8(c, font, cx - canvas_text_utf8_width(font, label, len, scale) / 2, y, label, len, scale,
+                     sign ? SOFT_INK : INK);
+}
+
+void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
                         const char *title) {
-    Layout l = layout_for(T);
+    int label_chars = 1;
+    for (int t = 0; t < T; t++) {
+        int n = utf8_chars(labels[t]);
+        if (n > label_chars) label_chars = n;
+    }
+    Layout l = layout_for(T, label_chars);
     canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
     canvas_text(c, 12, 10, title, 2, INK);
     canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
@@ -126,8 +150,9 @@ void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T
 
     for (int t = 0; t < T; t++) {
         // labels: column t above the grid, row t to its left
-        draw_label(c, font, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, codepoints[t]);
-        draw_label(c, font, 12 + 6, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, codepoints[t]);
+        draw_label(c, font, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, labels[t], l.cell - 2);
+        draw_label(c, font, 12 + l.label_w / 2, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, labels[t],
+                   l.label_w);
         for (int j = 0; j < T; j++) {
             // each cell one pixel smaller than its pitch: white lines between cells
             int x = l.left + j * l.cell, y = l.top + t * l.cell, size = l.cell - 1;
@@ -159,16 +184,27 @@ void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T
 // ---------------------------------------------------------------------------
 // The command
 
-// One head's weights under "title": a header of the characters read, then
-// one row per character reading. Every label is one column wide on the
-// terminal.
-static void print_head(const float *weights, int T, const uint32_t *codepoints, const char *title) {
-    char buf[8];
-    printf("%s: row = the character reading, column = the character it reads; rows sum to 1\n ", title);
-    for (int j = 0; j < T; j++) printf("      %s", label_text(codepoints[j], buf));
+// One head's weights under "title": a header of the tokens read, then one
+// row per token reading. A column is 7 characters wide, so a column label
+// shows at most 6; row labels are padded to the widest.
+static void print_head(const float *weights, int T, const char *const *labels, const char *title) {
+    int row_w = 1;
+    for (int t = 0; t < T; t++) {
+        int n = utf8_chars(labels[t]);
+        if (n > row_w) row_w = n;
+    }
+    printf("%s: row = the token reading, column = the token it reads; rows sum to 1\n%*s", title, row_w, "");
+    for (int j = 0; j < T; j++) {
+        int n = utf8_chars(labels[j]), shown = n < 6 ? n : 6;
+        size_t bytes = 0;
+        for (int k = 0; k < shown; k++)
+            do bytes++;
+            while (((unsigned char)labels[j][bytes] & 0xC0) == 0x80);
+        printf("%*s%.*s", 7 - shown, "", (int)bytes, labels[j]);
+    }
     printf("\n");
     for (int t = 0; t < T; t++) {
-        printf("%s", label_text(codepoints[t], buf));
+        printf("%s%*s", labels[t], row_w - utf8_chars(labels[t]), "");
         for (int j = 0; j < T; j++) printf(" %6.3f", (double)weights[(size_t)t * T + j]);
         printf("\n");
     }
@@ -197,7 +233,7 @@ int cmd_attention(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size characters", 0, 0, false, NULL},
+        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL},
         {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
@@ -241,15 +277,27 @@ int cmd_attention(int argc, char **argv) {
     if (n > (size_t)block) {
         first = (int)n - block;
         T = block;
-        fprintf(stderr, "note: the prompt has %zu characters, more than the model's block size %d; showing its last %d\n",
+        fprintf(stderr, "note: the prompt has %zu tokens, more than the model's block size %d; showing its last %d\n",
                 n, block, block);
     }
-    uint32_t *codepoints = xmalloc((size_t)T * sizeof *codepoints);
-    for (int t = 0; t < T; t++) codepoints[t] = tok.codepoints[ids[first + t]];
+    // Each position's label: its token's piece (a character, or a bpe piece).
+    char (*label_text)[ATTENTION_LABEL_BYTES] = xmalloc((size_t)T * sizeof *label_text);
+    const char **labels = xmalloc((size_t)T * sizeof *labels);
+    for (int t = 0; t < T; t++) {
+        size_t len;
+        const char *piece = tokenizer_piece(&tok, ids[first + t], &len);
+        attention_label(piece, len, label_text[t], sizeof label_text[t]);
+        labels[t] = label_text[t];
+    }
 
     model_forward(&model, ids + first, NULL, 1, T, false, 0);
     int width, height;
-    attention_map_size(T, &width, &height);
+    int label_chars = 1;
+    for (int t = 0; t < T; t++) {
+        int chars = utf8_chars(labels[t]);
+        if (chars > label_chars) label_chars = chars;
+    }
+    attention_map_size(T, label_chars, &width, &height);
     Canvas canvas;
     canvas_init(&canvas, width, height);
     // The labels' font: $TINYGPT_FONT, or DejaVu Sans Mono. Without it the
@@ -267,15 +315,16 @@ int cmd_attention(int argc, char **argv) {
             const float *weights = model.acts.blocks[l].attn_weights + (size_t)h * T * T;
             char title[64], path[4200];
             head_names(&model, l, h, out_dir, title, sizeof title, path, sizeof path);
-            print_head(weights, T, codepoints, title);
-            attention_map_draw(&canvas, font, weights, T, codepoints, title);
+            print_head(weights, T, labels, title);
+            attention_map_draw(&canvas, font, weights, T, labels, title);
             if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
             fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
         }
 
     font_free(font);
     canvas_free(&canvas);
-    free(codepoints);
+    free(labels);
+    free(label_text);
     free(ids);
     tokenizer_free(&tok);
     model_free(&model);

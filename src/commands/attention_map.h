@@ -1,4 +1,4 @@
-// attention_map.h: `tinygpt attention`: which earlier characters each
+// attention_map.h: `tinygpt attention`: which earlier tokens each
 // position of a prompt reads, layer by layer and head by head, as numbers
 // and as heatmaps.
 //
@@ -15,15 +15,16 @@
 //
 // The heatmap of head h: one square cell per weight, white for 0 to dark
 // blue for 1, hatched grey above the diagonal (the masked future), each row
-// labelled with the character at that position (the one reading) and each
-// column with the character read; a colour bar on the right. When cells
-// are large enough, each holds its weight to two decimals. Labels are
-// drawn with a TrueType font (DejaVu Sans Mono, or the file $TINYGPT_FONT
-// names), so any character it has is itself, and a space, a newline and a
-// tab are the grey signs the printed matrices use (␣ ↵ →). Without the font
-// file, labels fall back to the ASCII bitmap font of the titles: a space is
-// an open box, a newline a return arrow, and any other character outside
-// printable ASCII a grey '?' (a note on stderr says so once).
+// labelled with the token at that position (the one reading) and each
+// column with the token read; a colour bar on the right. When cells are
+// large enough, each holds its weight to two decimals. A label is the
+// token's piece (a character, or a bpe piece such as " whale"), smaller or
+// cut short where it does not fit. Labels are drawn with a TrueType font
+// (DejaVu Sans Mono, or the file $TINYGPT_FONT names), so any character it
+// has is itself, and a space, a newline and a tab are the grey signs the
+// printed matrices use (␣ ↵ →). Without the font file, labels fall back to
+// the ASCII bitmap font of the titles, with a '?' for anything outside
+// printable ASCII, the signs included (a note on stderr says so once).
 #ifndef TINYGPT_ATTENTION_MAP_H
 #define TINYGPT_ATTENTION_MAP_H
 
@@ -31,16 +32,27 @@
 
 #include "canvas.h"
 
-// attention_map_size: the heatmap's size in pixels for a T-character prompt
-// (cells of HEATMAP_CELL_MIN..HEATMAP_CELL_MAX pixels: big for short prompts).
+// attention_map_size: the heatmap's size in pixels for a T-token prompt whose
+// longest label has "label_chars" characters (cells of
+// HEATMAP_CELL_MIN..HEATMAP_CELL_MAX pixels: big for short prompts).
 enum { HEATMAP_CELL_MIN = 16, HEATMAP_CELL_MAX = 40 };
-void attention_map_size(int T, int *width, int *height);
+void attention_map_size(int T, int label_chars, int *width, int *height);
+
+// attention_label: how a token's piece ("len" bytes) is shown, on the
+// terminal and in the pictures: itself, each invisible character as a sign
+// (␣ ↵ →, '?' for other control characters and for a byte that is only part
+// of a character, as a bpe piece can hold), at most ATTENTION_LABEL_MAX
+// characters. Into "out" ("cap" bytes, NUL-terminated); returns the
+// characters shown.
+enum { ATTENTION_LABEL_MAX = 8, ATTENTION_LABEL_BYTES = 4 * ATTENTION_LABEL_MAX + 1 };
+int attention_label(const char *piece, size_t len, char *out, size_t cap);
 
 // attention_map_draw: draw one head's weights[T,T] (its slice of
 // attn_weights) onto "c" (of attention_map_size(T)) under the title "title"
-// ("head 1 of 4", or "layer 2 of 4, head 1 of 4"); codepoints[T] are the
-// prompt's characters, labelled with "font" (NULL: the bitmap font).
-void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const uint32_t *codepoints,
+// ("head 1 of 4", or "layer 2 of 4, head 1 of 4"); labels[T] are the
+// prompt's tokens as attention_label shows them, drawn with "font" (NULL:
+// the bitmap font). The canvas is attention_map_size(T, the longest label).
+void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
                         const char *title);
 
 // cmd_attention: the `tinygpt attention` command.

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "data.h"
 #include "tokenizer.h"
 
 double evaluate_tokens(Model *m, const int *tokens, size_t n, size_t *predicted) {
@@ -41,12 +42,12 @@ int cmd_eval(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ...}", 0, 0, false, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ...}", 0, 0, false, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
     };
     Command cmd = {"eval", "TEXTFILE",
-                   "Mean cross-entropy (nats per token) and perplexity of a model over every full window of a text file.",
+                   "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file.",
                    "tinygpt eval --model runs/default/model.safetensors data/moby-dick.txt", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     const char *text_path = parse_flags(&cmd, argc, argv);
@@ -76,8 +77,21 @@ int cmd_eval(int argc, char **argv) {
     if (!isfinite(loss))
         die(EXIT_RUNTIME, "the loss of '%s' on '%s' is %s: its weights overflow float arithmetic, so it cannot be evaluated; retrain it, with a lower --lr",
             model_path, text_path, isnan(loss) ? "NaN" : "infinite");
-    if (json) printf("{\"loss\": %.6f, \"perplexity\": %.6f, \"tokens\": %zu}\n", loss, exp(loss), predicted);
-    else printf("loss %.4f nats/token | perplexity %.3f | %zu predicted tokens\n", loss, exp(loss), predicted);
+    // Bits per byte: the windows predict tokens 1..predicted, so the loss
+    // is spread over the bytes of those pieces.
+    size_t covered_bytes = 0;
+    for (size_t i = 1; i <= predicted; i++) {
+        size_t piece_len;
+        tokenizer_piece(&tok, tokens[i], &piece_len);
+        covered_bytes += piece_len;
+    }
+    double bpb = bits_per_byte(loss, predicted, covered_bytes);
+    if (json)
+        printf("{\"loss\": %.6f, \"perplexity\": %.6f, \"tokens\": %zu, \"bits_per_byte\": %.6f}\n", loss, exp(loss),
+               predicted, bpb);
+    else
+        printf("loss %.4f nats/token | perplexity %.3f | %.4f bits/byte | %zu predicted tokens\n", loss, exp(loss), bpb,
+               predicted);
 
     free(tokens);
     tokenizer_free(&tok);

@@ -15,6 +15,7 @@
 #include "gradcheck_model.h"
 #include "plot.h"
 #include "sample.h"
+#include "tokenize.h"
 #include "train.h"
 #include "walkthrough.h"
 
@@ -27,7 +28,8 @@ typedef struct {
 static const CommandEntry COMMANDS[] = {
     {"train", cmd_train, "train a GPT (or the one-block attention model) on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
-    {"eval", cmd_eval, "loss and perplexity of a model on a text file"},
+    {"eval", cmd_eval, "loss, perplexity and bits per byte of a model on a text file"},
+    {"tokenize", cmd_tokenize, "show the tokens a model reads in a text, or learn a bpe tokenizer"},
     {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
     {"attention", cmd_attention, "print and draw what each attention head of each layer reads in a prompt"},
     {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small card or gpt"},

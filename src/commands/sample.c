@@ -127,11 +127,12 @@ const float *generator_logits(Generator *g) {
     return logits;
 }
 
-// Write token "id" to stdout at once, so text appears as it is generated.
-static void emit_token(const Tokenizer *tok, int id) {
-    char bytes[4];
-    int n = tokenizer_decode(tok, id, bytes);
-    fwrite(bytes, 1, (size_t)n, stdout);
+// Write token "id" to stdout at once, so text appears as it is generated
+// (whole characters only: a bpe token can end inside one, see Utf8Stream).
+static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
+    size_t len;
+    const char *piece = tokenizer_piece(tok, id, &len);
+    utf8_stream_write(stream, piece, len, stdout);
     fflush(stdout);
 }
 
@@ -165,11 +166,11 @@ int cmd_sample(int argc, char **argv) {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL},
         {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL},
-        {"--tokens", FLAG_INT, &tokens, "N", "number of characters to generate per sample", 0, 1e9, false, NULL},
+        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL},
         {"--num-samples", FLAG_INT, &num_samples, "N", "independent samples, each from the prompt, separated by a line '---'", 1, 1e6, false, NULL},
         {"--temperature", FLAG_FLOAT, &sampler.temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
-        {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest characters, 0 = all", 0, 1e9, false, NULL},
-        {"--top-p", FLAG_FLOAT, &sampler.top_p, "P", "draw only from the likeliest characters that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL},
+        {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL},
+        {"--top-p", FLAG_FLOAT, &sampler.top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL},
@@ -236,12 +237,14 @@ int cmd_sample(int argc, char **argv) {
         for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
         fwrite(prompt, 1, prompt_len, stdout);
         fflush(stdout);
+        Utf8Stream stream = {0};
         for (int i = 0; i < tokens; i++) {
             const float *logits = generator_logits(&gen);
             int next = sample_token(logits, model.config.vocab_size, &sampler, &rng, scratch);
             generator_push(&gen, next);
-            emit_token(&tok, next);
+            emit_token(&tok, &stream, next);
         }
+        utf8_stream_finish(&stream, stdout);
     }
     double elapsed = now_seconds() - start;
     long total = (long)tokens * num_samples;

@@ -34,6 +34,8 @@ typedef struct {
     const char *init_path;
     const char *order;
     const char *arch_name;   // --arch, as typed; "arch" once checked
+    const char *tokenizer_name;  // --tokenizer: char or bpe
+    int vocab_size;          // --vocab-size: tokens a bpe tokenizer learns
     Arch arch;
     long steps;
     int layers, batch, context, embd, heads;
@@ -83,7 +85,9 @@ typedef struct {
 
 // log.csv's columns: one row per step (README, "train"). lr is the rate the
 // step used; grad_norm the gradients' norm before clipping.
-#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n"
+// val_bpb is val_loss in bits per byte of text (bits_per_byte, data.h),
+// which compares across tokenizers.
+#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"
 
 // ---- Stopping on a signal -------------------------------------------------------
 // A signal handler may only touch a volatile sig_atomic_t and call
@@ -390,9 +394,25 @@ static void check_arch_flags(const Command *cmd, TrainOptions *opt) {
         usage_error(cmd, "--layers is for --arch gpt: card has exactly one block; drop --layers, or use --arch gpt");
 }
 
+// check_tokenizer_flags: a known --tokenizer, and --vocab-size only for bpe.
+static void check_tokenizer_flags(const Command *cmd, const TrainOptions *opt) {
+    if (strcmp(opt->tokenizer_name, "char") != 0 && strcmp(opt->tokenizer_name, "bpe") != 0)
+        usage_error(cmd, "--tokenizer '%s' is not one of: char, bpe", opt->tokenizer_name);
+    if (strcmp(opt->tokenizer_name, "char") == 0 && command_flag(cmd, "--vocab-size")->seen)
+        usage_error(cmd, "--vocab-size is for --tokenizer bpe (char takes one token per character of the text); drop it, or add --tokenizer bpe");
+}
+
 // With --init, the architecture and sizes come from the checkpoint: a flag
 // for them given too must agree with it.
-static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg) {
+static void check_init_conflicts(const Command *cmd, const ModelConfig *cfg, const Tokenizer *tok) {
+    const Flag *tokenizer = command_flag(cmd, "--tokenizer");
+    const char *saved_tokenizer = tokenizer_kind_name(tok->kind);
+    if (tokenizer->seen && strcmp(*(const char *const *)tokenizer->value, saved_tokenizer) != 0)
+        usage_error(cmd, "--tokenizer %s conflicts with the --init checkpoint, whose tokenizer is %s; drop the flag",
+                    *(const char *const *)tokenizer->value, saved_tokenizer);
+    if (command_flag(cmd, "--vocab-size")->seen)
+        usage_error(cmd, "--vocab-size cannot change the --init checkpoint's tokenizer (%d tokens); drop the flag",
+                    tok->vocab_size);
     const char *saved_arch = arch_name(cfg->arch);
     const Flag *arch = command_flag(cmd, "--arch");
     if (arch->seen && strcmp(*(const char *const *)arch->value, saved_arch) != 0)
@@ -446,6 +466,7 @@ static const char *const RUN_FLAGS[] = {
     "--out", "--arch", "--layers", "--no-layernorm", "--no-mlp", "--no-residual", "--batch", "--context", "--embd", "--heads", "--dropout",
     "--lr", "--optimizer", "--beta1", "--beta2", "--weight-decay", "--warmup", "--lr-schedule", "--min-lr",
     "--grad-clip", "--val-fraction", "--eval-interval", "--eval-batches", "--init", "--order", "--seed",
+    "--tokenizer", "--vocab-size",
 };
 
 // resume_options: with --resume DIR, lock DIR (claim_run_dir), read its
@@ -560,13 +581,15 @@ static bool log_error(TrainRun *run) {
     return error_set(&run->fault, "cannot write '%s': %s", run->log_path, strerror(errno));
 }
 
-// write_log_row: step "step"'s row (README, "train"); val_loss NAN when not evaluated.
+// write_log_row: step "step"'s row (README, "train"); val_loss and val_bpb
+// NAN when not evaluated.
 static bool write_log_row(TrainRun *run, long step, float loss, float val_loss, double lr, double seconds,
-                          double tokens_per_s, double grad_norm) {
-    char val[32] = "";
+                          double tokens_per_s, double grad_norm, double val_bpb) {
+    char val[32] = "", bpb[32] = "";
     if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
-    if (fprintf(run->log, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g\n", step, (double)loss, val, lr, 1e3 * seconds,
-                tokens_per_s, grad_norm) < 0 || ferror(run->log))
+    if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
+    if (fprintf(run->log, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s\n", step, (double)loss, val, lr, 1e3 * seconds,
+                tokens_per_s, grad_norm, bpb) < 0 || ferror(run->log))
         return log_error(run);
     return true;
 }
@@ -723,7 +746,7 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
         long saved_step;
         if (!checkpoint_load(opt->init_path, &saved, &run->tok, 1, false, &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
-        check_init_conflicts(cmd, &saved.config);
+        check_init_conflicts(cmd, &saved.config, &run->tok);
         if (!opt->resume_dir) arch_defaults(cmd, saved.config.arch);  // resume_options set them all
         check_optimizer_flags(cmd, opt);
         ModelConfig cfg = saved.config;
@@ -733,12 +756,14 @@ static void setup_run(TrainRun *run, TrainOptions *opt, const Command *cmd) {
         memcpy(run->model.params_memory, saved.params_memory, saved.param_table.total * sizeof(float));
         model_free(&saved);
         opt->context = cfg.block_size;
-        if (!dataset_load(&run->data, &run->tok, false, opt->data_path, opt->val_fraction, opt->context, &err))
+        if (!dataset_load(&run->data, &run->tok, NULL, opt->data_path, opt->val_fraction, opt->context, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
     } else {
         arch_defaults(cmd, opt->arch);
         check_optimizer_flags(cmd, opt);
-        if (!dataset_load(&run->data, &run->tok, true, opt->data_path, opt->val_fraction, opt->context, &err))
+        TokenizerSpec spec = {strcmp(opt->tokenizer_name, "bpe") == 0 ? TOKENIZER_BPE : TOKENIZER_CHAR,
+                              opt->vocab_size};
+        if (!dataset_load(&run->data, &run->tok, &spec, opt->data_path, opt->val_fraction, opt->context, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         ModelConfig cfg = {.vocab_size = run->tok.vocab_size,
                            .block_size = opt->context,
@@ -811,10 +836,11 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
     const bool has_val = run->data.n_tokens > run->data.n_train;
 
     const Model *m = &run->model;
-    fprintf(stderr, "model: arch=%s layers=%d%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens\n",
+    fprintf(stderr, "model: arch=%s layers=%d%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens (%s tokenizer)\n",
             arch_name(cfg->arch), m->n_layer, cfg->no_layernorm ? " (no layernorm)" : "", cfg->no_mlp ? " (no mlp)" : "",
             cfg->no_residual ? " (no residual)" : "", cfg->vocab_size, T, cfg->n_embd, cfg->n_head,
-            (double)cfg->dropout, m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train);
+            (double)cfg->dropout, m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train,
+            tokenizer_kind_name(run->tok.kind));
     // Counted in floats (an int, of the model's inputs and targets, is as big).
     double mb = sizeof(float) / 1e6;
     double params = (double)m->param_table.total, acts = (double)m->act_table.total;
@@ -869,10 +895,11 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
 
         double tokens_per_s = (double)B * T / seconds;
         long done = step + 1;
+        double val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
         watch_step(&watch, step, loss, val_loss, seconds);
         plotted = false;
         // The step is done, its row is not on disk: stop with a checkpoint.
-        if (!write_log_row(run, step, loss, val_loss, lr, seconds, tokens_per_s, grad_norm)) {
+        if (!write_log_row(run, step, loss, val_loss, lr, seconds, tokens_per_s, grad_norm, val_bpb)) {
             result = done;
             break;
         }
@@ -883,7 +910,7 @@ static long train_loop(TrainRun *run, const TrainOptions *opt) {
         if (evaluate || step % opt->log_interval == 0 || step == opt->steps - 1) {
             watch_clear_line(&watch);
             printf("step %6ld/%ld | train loss %.4f", step, opt->steps, interval_loss / interval_steps);
-            if (evaluate) printf(" | val loss %.4f", (double)val_loss);
+            if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
             printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
                    (double)B * T * interval_steps / interval_seconds);
             fflush(stdout);
@@ -925,6 +952,8 @@ int cmd_train(int argc, char **argv) {
         .init_path = NULL,       // start from these weights instead of random ones
         .order = "random",       // batch order: random windows, or sequential (replayable)
         .arch_name = "gpt",      // gpt: L blocks on a residual stream; card: one attention block
+        .tokenizer_name = "char",  // char: one token per character; bpe: learned pieces
+        .vocab_size = 512,       // bpe: 256 bytes + 256 merges
         .layers = 4,             // L: blocks (gpt)
         .context = 64,           // T: characters per window
         .embd = 128,             // C: channels
@@ -944,12 +973,14 @@ int cmd_train(int argc, char **argv) {
         {"--force", FLAG_SWITCH, &opt.force, NULL, "start over in an --out that holds a run: its files are deleted first", 0, 0, false, NULL},
         {"--arch", FLAG_STRING, &opt.arch_name, "ARCH", "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)", 0, 0, false, NULL},
         {"--layers", FLAG_INT, &opt.layers, "L", "transformer blocks (gpt only: card has one)", 1, 1 << 16, false, NULL},
+        {"--tokenizer", FLAG_STRING, &opt.tokenizer_name, "NAME", "char (one token per character) or bpe (byte pairs merged into pieces, learned from the training split)", 0, 0, false, NULL},
+        {"--vocab-size", FLAG_INT, &opt.vocab_size, "N", "tokens of the bpe tokenizer: the 256 bytes + N - 256 merges", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL},
         {"--no-layernorm", FLAG_SWITCH, &opt.no_layernorm, NULL, "gpt without its LayerNorms (ln1, ln2, ln_f)", 0, 0, false, NULL},
         {"--no-mlp", FLAG_SWITCH, &opt.no_mlp, NULL, "gpt without the MLP in each block", 0, 0, false, NULL},
         {"--no-residual", FLAG_SWITCH, &opt.no_residual, NULL, "gpt without the residual stream: each branch replaces its input", 0, 0, false, NULL},
         {"--steps", FLAG_LONG, &opt.steps, "N", "number of SGD steps (0 saves the initial model)", 0, 1e12, false, NULL},
         {"--batch", FLAG_INT, &opt.batch, "B", "windows per step", 1, 1 << 20, false, NULL},
-        {"--context", FLAG_INT, &opt.context, "T", "characters per window (the model's block size)", 1, 1 << 16, false, NULL},
+        {"--context", FLAG_INT, &opt.context, "T", "tokens per window (the model's block size)", 1, 1 << 16, false, NULL},
         {"--embd", FLAG_INT, &opt.embd, "C", "embedding channels", 1, 1 << 16, false, NULL},
         {"--heads", FLAG_INT, &opt.heads, "NH", "attention heads; must divide --embd", 1, 1 << 16, false, NULL},
         {"--dropout", FLAG_FLOAT, &opt.dropout, "P", "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", 0, 0.999f, false, NULL},
@@ -981,6 +1012,7 @@ int cmd_train(int argc, char **argv) {
     arch_default_texts(&cmd, default_texts);
     opt.data_path = parse_flags(&cmd, argc, argv);
     check_arch_flags(&cmd, &opt);
+    check_tokenizer_flags(&cmd, &opt);
     TrainRun run;
     memset(&run, 0, sizeof run);
     run.lock_fd = -1;

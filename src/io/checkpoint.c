@@ -96,9 +96,20 @@ static const char *const MOMENT_PREFIX[2] = {"exp_avg.", "exp_avg_sq."};
 // "cfg", "tok"'s vocabulary, "step" and, if not NULL, "state".
 static void build_model_metadata(JsonBuf *b, const ModelConfig *cfg, const Tokenizer *tok, long step,
                                  const TrainState *state) {
+    json_buf_printf(b, "{\"format\":\"%s\"", CHECKPOINT_FORMAT);
+    // The tokenizer: a char model's characters in id order ("vocab"), or a
+    // bpe model's merges. A char file says nothing more, so it stays as
+    // files were before bpe existed.
+    char *vocab;
     size_t vocab_len;
-    char *vocab = tokenizer_vocab_utf8(tok, &vocab_len);
-    json_buf_printf(b, "{\"format\":\"%s\",\"vocab\":", CHECKPOINT_FORMAT);
+    if (tok->kind == TOKENIZER_BPE) {
+        vocab = bpe_merges_text(&tok->bpe);
+        vocab_len = strlen(vocab);
+        json_buf_printf(b, ",\"tokenizer\":\"bpe\",\"merges\":");
+    } else {
+        vocab = tokenizer_vocab_utf8(tok, &vocab_len);
+        json_buf_printf(b, ",\"vocab\":");
+    }
     json_buf_string(b, vocab, vocab_len);
     json_buf_printf(b, ",\"vocab_size\":\"%d\",\"n_embd\":\"%d\",\"n_head\":\"%d\",\"block_size\":\"%d\"",
                     cfg->vocab_size, cfg->n_embd, cfg->n_head, cfg->block_size);
@@ -228,7 +239,8 @@ typedef struct {
     uint64_t data_size;        // bytes in the data section: file_size - 8 - N
     char *header;              // [N] the JSON text
     JsonValue *root;           // the parsed header
-    const JsonValue *vocab;    // model: the metadata's "vocab" string, inside "root"
+    const JsonValue *vocab;    // model: the metadata's "vocab" (char) or "merges" (bpe) string, inside "root"
+    TokenizerKind tokenizer;   // model: the metadata's "tokenizer"; char when absent
     ModelConfig cfg;           // model: the metadata's config; optimizer: the model's
     long step;                 // the metadata's "step"
     const JsonValue **entries; // [table->count] each expected tensor's entry in "root" (check_tensors)
@@ -410,6 +422,20 @@ static bool check_format(Loader *ld, const JsonValue *meta) {
                   show(format->string, format->string_len).text, want);
 }
 
+// read_tokenizer_kind: "tokenizer" from the metadata: "bpe", or "char",
+// which a file saved before bpe existed means by saying nothing.
+static bool read_tokenizer_kind(Loader *ld, const JsonValue *meta) {
+    ld->tokenizer = TOKENIZER_CHAR;
+    if (!json_get(meta, "tokenizer")) return true;
+    const JsonValue *name = metadata_string(ld, meta, "tokenizer");
+    if (!name) return false;
+    if (string_is(name, "bpe")) ld->tokenizer = TOKENIZER_BPE;
+    else if (!string_is(name, "char"))
+        return reject(ld, "its __metadata__ \"tokenizer\" is \"%s\", a tokenizer this tinygpt does not know (it knows \"char\" and \"bpe\"); load it with the tinygpt that saved it, or retrain",
+                      show(name->string, name->string_len).text);
+    return true;
+}
+
 // read_metadata: the format marker, the config, the step and the vocabulary
 // string. The config must pass model_check_config: it bounds every size, so
 // the shape arithmetic that follows cannot overflow.
@@ -428,7 +454,8 @@ static bool read_metadata(Loader *ld) {
         return false;
     double p;
     if (!metadata_double(ld, meta, "dropout", &p)) return false;
-    ld->vocab = metadata_string(ld, meta, "vocab");
+    if (!read_tokenizer_kind(ld, meta)) return false;
+    ld->vocab = metadata_string(ld, meta, ld->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
     if (!ld->vocab) return false;
     Arch arch;
     long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0;
@@ -757,14 +784,18 @@ static bool check_memory(Loader *ld, int max_batch, bool with_grads) {
 
 // build_vocab: the tokenizer from the metadata's vocabulary string, which
 // must have one character per row of tok_emb (vocab_size of them).
+// A bpe file's "merges" must make exactly vocab_size - 256 tokens.
 static bool build_vocab(Loader *ld, Tokenizer *tok) {
     Error vocab_err;
-    if (!tokenizer_from_vocab(tok, ld->vocab->string, ld->vocab->string_len, &vocab_err))
-        return reject(ld, "its %s", vocab_err.msg);
+    bool bpe = ld->tokenizer == TOKENIZER_BPE;
+    bool built = bpe ? tokenizer_from_bpe_merges(tok, ld->vocab->string, ld->vocab->string_len, &vocab_err)
+                     : tokenizer_from_vocab(tok, ld->vocab->string, ld->vocab->string_len, &vocab_err);
+    if (!built) return reject(ld, "its %s", vocab_err.msg);
     if (tok->vocab_size != ld->cfg.vocab_size) {
         int found = tok->vocab_size;
         tokenizer_free(tok);
-        return reject(ld, "its vocabulary has %d characters but vocab_size says %d; the file is damaged, retrain",
+        return reject(ld, bpe ? "its merges make %d tokens but vocab_size says %d; the file is damaged, retrain"
+                              : "its vocabulary has %d characters but vocab_size says %d; the file is damaged, retrain",
                       found, ld->cfg.vocab_size);
     }
     return true;

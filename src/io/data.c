@@ -13,7 +13,8 @@
 // characters (nearly every text) the ids are written over the text in that
 // same buffer: peak memory is the file's size. With a larger vocabulary the
 // ids (2 or 4 bytes each) get a buffer of their own, and the text is freed
-// as soon as they exist.
+// as soon as they exist. A bpe tokenizer's ids (2 bytes each for up to 65536
+// tokens) likewise get a buffer of their own, grown as the text is encoded.
 #include "data.h"
 
 #include <assert.h>
@@ -69,18 +70,85 @@ static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int wi
     return ids;
 }
 
+// split_byte: where the last floor(n_chars * val_fraction) characters of
+// "text" begin, in bytes; "*n_val_chars" gets their count. floor() of the
+// product, as Python's int(n * val_fraction), so another program can compute
+// the same split. Counts characters as the bytes that can start one (every
+// byte but continuation bytes 10xxxxxx): for invalid UTF-8 the count is off,
+// but then encoding fails anyway.
+static size_t split_byte(const char *text, size_t len, double val_fraction, size_t *n_val_chars) {
+    size_t n_chars = 0;
+    for (size_t i = 0; i < len; i++) n_chars += ((unsigned char)text[i] & 0xC0) != 0x80;
+    *n_val_chars = (size_t)floor((double)n_chars * val_fraction);
+    size_t train_chars = n_chars - *n_val_chars, seen = 0, i = 0;
+    for (; i < len; i++) {
+        if (((unsigned char)text[i] & 0xC0) != 0x80 && seen++ == train_chars) break;
+    }
+    return i;
+}
+
+// encode_bpe_part: append the bpe ids of text[0, len) to the growing array
+// "*ids" ("*n" ids of "width" bytes, room for "*cap"). The text goes to
+// bpe_encode in blocks of about a megabyte that end on a chunk boundary, so
+// the ids are those of one call on the whole text while the int buffer
+// bpe_encode needs stays small.
+static void encode_bpe_part(Tokenizer *tok, const char *text, size_t len, int width, void **ids, size_t *n,
+                            size_t *cap) {
+    size_t block_cap = 1 << 20;  // bytes per block, and so ids per block at most
+    int *block_ids = xmalloc(block_cap * sizeof *block_ids);
+    for (size_t begin = 0; begin < len;) {
+        size_t end = begin;
+        while (end < len && end - begin < (1 << 20)) end += bpe_chunk_len(text + end, len - end);
+        // The last chunk can take a block past a megabyte (a chunk can be as
+        // long as the text): make room for it.
+        if (end - begin > block_cap) {
+            block_cap = end - begin;
+            block_ids = xrealloc(block_ids, block_cap * sizeof *block_ids);
+        }
+        size_t count = bpe_encode(&tok->bpe, text + begin, end - begin, block_ids);
+        if (*n + count > *cap) {
+            *cap = (*n + count) * 3 / 2;
+            *ids = xrealloc(*ids, *cap * (size_t)width);
+        }
+        for (size_t i = 0; i < count; i++) store_id(*ids, width, (*n)++, block_ids[i]);
+        begin = end;
+    }
+    free(block_ids);
+}
+
+// load_bpe: steps 3-5 of dataset_load for a bpe tokenizer: check the text,
+// learn the merges from the training split (if "learn"), encode each split.
+static void *load_bpe(Tokenizer *tok, const TokenizerSpec *learn, char *text, size_t len, size_t train_len,
+                      size_t *n_tokens, size_t *n_train, const char *path, Error *err) {
+    if (!tokenizer_check_text(text, len, path, err) ||
+        (learn && !tokenizer_learn(tok, learn, text, train_len, path, err))) {
+        free(text);
+        return NULL;
+    }
+    int width = token_width(tok->vocab_size);
+    void *ids = NULL;
+    size_t n = 0, cap = 0;
+    encode_bpe_part(tok, text, train_len, width, &ids, &n, &cap);
+    *n_train = n;
+    encode_bpe_part(tok, text + train_len, len - train_len, width, &ids, &n, &cap);
+    free(text);
+    *n_tokens = n;
+    return ids;
+}
+
 // dataset_load: the steps, in order:
 //   1. read the whole file (fopen_checked names a missing file or a directory),
-//   2. refuse an empty file,
-//   3. build the vocabulary from the text, or keep the one given in "tok"
-//      and check that the text is text (tokenizer_check_text),
-//   4. encode the text to ids (in place when they fit in a byte, see
-//      encode_compact) and free the text,
-//   5. split: the last floor(n_tokens * val_fraction) tokens are validation,
+//   2. refuse an empty file, and find the split (split_byte),
+//   3. build the tokenizer from the text (if "learn"), or keep "tok" and
+//      check that the text is text (tokenizer_check_text),
+//   4. encode the text to ids (char: in place when they fit in a byte, see
+//      encode_compact; bpe: each split apart) and free the text,
+//   5. split: the ids of the last floor(n_chars * val_fraction) characters
+//      are validation,
 //   6. check that each non-empty split holds at least one window of
 //      context + 1 tokens (T inputs and, shifted by one, T targets).
 // On failure "ds" is left empty, and "tok" is freed only if it was built here.
-bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *path,
+bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path,
                   double val_fraction, int context, Error *err) {
     assert(context >= 1);
     memset(ds, 0, sizeof *ds);
@@ -89,7 +157,7 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *pat
                          val_fraction);
     }
 
-    // 1-2. Read, refuse an empty file.
+    // 1-2. Read, refuse an empty file, find the split.
     char *text;
     size_t len;
     if (!read_file(path, &text, &len, err)) return false;
@@ -97,30 +165,34 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *pat
         free(text);
         return error_set(err, "'%s' is empty; give a text file with some text in it", path);
     }
+    size_t n_val_chars;
+    size_t train_len = split_byte(text, len, val_fraction, &n_val_chars);
 
-    // 3-4. Vocabulary, then ids. The tokenizer reports invalid UTF-8 and
-    // unknown characters with the file name and byte offset. Building the
+    // 3-5. Tokenizer, then ids. The tokenizer reports invalid UTF-8 and
+    // unknown characters with the file name and byte offset. Building a char
     // vocabulary reads the whole text first, so it finds a binary file
     // before anything else; with a checkpoint's vocabulary, the text is
     // checked whole first too, or a binary file would be reported by its
-    // first character the vocabulary lacks.
-    bool text_ok = build_vocab ? tokenizer_build(tok, text, len, path, err) : tokenizer_check_text(text, len, path, err);
-    if (!text_ok) {
-        free(text);
-        return false;
+    // first character the vocabulary lacks (load_bpe checks it likewise).
+    bool bpe = learn ? learn->kind == TOKENIZER_BPE : tok->kind == TOKENIZER_BPE;
+    size_t n_tokens, n_train;
+    void *ids;
+    if (bpe) {
+        ids = load_bpe(tok, learn, text, len, train_len, &n_tokens, &n_train, path, err);
+    } else {
+        bool text_ok = learn ? tokenizer_build(tok, text, len, path, err) : tokenizer_check_text(text, len, path, err);
+        if (!text_ok) {
+            free(text);
+            return false;
+        }
+        ids = encode_compact(tok, text, len, token_width(tok->vocab_size), &n_tokens, path, err);
+        n_train = n_tokens - n_val_chars;  // one token per character
     }
-    int width = token_width(tok->vocab_size);
-    size_t n_tokens;
-    void *ids = encode_compact(tok, text, len, width, &n_tokens, path, err);
     if (!ids) {
-        if (build_vocab) tokenizer_free(tok);
+        if (learn) tokenizer_free(tok);
         return false;
     }
-
-    // 5. Split. floor() of the product, as Python's int(n * val_fraction),
-    // so another program can compute the same split.
-    size_t n_val = (size_t)floor((double)n_tokens * val_fraction);
-    size_t n_train = n_tokens - n_val;
+    size_t n_val = n_tokens - n_train;
     size_t window = (size_t)context + 1;
 
     // 6. Each split must hold at least one window.
@@ -134,15 +206,20 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *pat
     }
     if (!ok) {
         free(ids);
-        if (build_vocab) tokenizer_free(tok);
+        if (learn) tokenizer_free(tok);
         return false;
     }
 
     ds->ids = ids;
-    ds->width = width;
+    ds->width = token_width(tok->vocab_size);
     ds->n_tokens = n_tokens;
     ds->n_train = n_train;
+    ds->val_bytes = len - train_len;
     return true;
+}
+
+double bits_per_byte(double nats_per_token, size_t tokens, size_t bytes) {
+    return nats_per_token * (double)tokens / ((double)bytes * log(2.0));
 }
 
 // dataset_free: release the tokens; safe on a zeroed or freed dataset.

@@ -39,17 +39,26 @@ typedef struct {
     int width;        // token_width(V)
     size_t n_tokens;
     size_t n_train;   // ids [0, n_train) train; [n_train, n_tokens) validation
+    size_t val_bytes; // the validation split's length in bytes of text (bits per byte)
 } Dataset;
 
-// dataset_load: read and encode "path". If "build_vocab", the tokenizer is
-// built from the file; otherwise "tok" already holds a vocabulary (from a
-// checkpoint) and a character outside it is an error. The validation split
-// is the last floor(n_tokens * val_fraction) tokens. Fails (naming the file
+// Build a char tokenizer from the file (dataset_load's "learn").
+static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0};
+
+// dataset_load: read and encode "path". If "learn" is not NULL, the
+// tokenizer is built from the file as it says; otherwise "tok" already holds
+// one (from a checkpoint), and for char a character outside its vocabulary is
+// an error. The validation split is the last floor(n_chars * val_fraction)
+// characters of the text, the same text for both kinds of tokenizer (for
+// char, n_chars is n_tokens). char builds its vocabulary from the whole file
+// (a character seen only in validation must have an id); bpe learns its
+// merges from the training split only, and encodes the two splits apart, so
+// no token spans the boundary. Fails (naming the file
 // and the fix) when the file is missing, empty, invalid UTF-8, or when a
 // non-empty split is shorter than one window of context + 1 tokens, or
 // "val_fraction" is outside [0, 1). On failure nothing is left allocated:
 // "ds" is empty, and a tokenizer built here has been freed again.
-bool dataset_load(Dataset *ds, Tokenizer *tok, bool build_vocab, const char *path,
+bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path,
                   double val_fraction, int context, Error *err);
 // dataset_free: release the tokens; safe on a zeroed or freed dataset.
 void dataset_free(Dataset *ds);
@@ -59,6 +68,12 @@ TokenSpan dataset_val(const Dataset *ds);
 // dataset_hash: a 64-bit fingerprint (FNV-1a) of the ids and their width,
 // so a resumed run can check that it is given the same text.
 uint64_t dataset_hash(const Dataset *ds);
+
+// bits_per_byte: a loss of "nats_per_token" over a text of "tokens" tokens
+// and "bytes" bytes, in bits per byte of text: nats * tokens / (bytes * ln 2).
+// Tokenizers cut text differently, so per-token losses of a char and a bpe
+// model do not compare; per byte of the same text they do.
+double bits_per_byte(double nats_per_token, size_t tokens, size_t bytes);
 
 // batch_random: B windows at starts drawn uniformly from [0, n - T).
 // inputs[b,t] = tokens[start_b + t], targets[b,t] = tokens[start_b + t + 1].

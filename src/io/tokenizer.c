@@ -1,12 +1,14 @@
-// tokenizer.c: character-level tokenizer over UTF-8 code points (see tokenizer.h).
+// tokenizer.c: text <-> token ids (see tokenizer.h).
 //
-// Reading order: file 3, after common.c and rng.c.
+// Reading order: file 3, after common.c and rng.c; bpe.c (file 3b) holds the
+// byte-pair encoder that the bpe kind hands its work to.
 //
 // What it does: checks that a text is strict UTF-8, finds every distinct code
 // point in it, numbers them in increasing code point order, and converts text
-// to token ids and back. What it leaves out: any normalisation (NFC/NFD), any
-// merging of characters into larger tokens (no BPE), and the unused ids a
-// larger tokenizer would reserve for "unknown" or "end of text".
+// to token ids and back; for the bpe kind it checks the text the same way and
+// lets bpe.c learn, encode and decode. What it leaves out: any normalisation
+// (NFC/NFD), and the unused ids a larger tokenizer would reserve for
+// "unknown" or "end of text".
 //
 // Two structures hold the vocabulary:
 // - codepoints[id], an stb_ds array, answers "which character is this id?"
@@ -78,6 +80,16 @@ int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
     return n;
 }
 
+// utf8_length_from_lead: how many bytes a character starting with "lead"
+// takes (the table at the top), or 0 if no character starts with it.
+static int utf8_length_from_lead(unsigned char lead) {
+    if (lead < 0x80) return 1;
+    if ((lead & 0xE0) == 0xC0) return 2;
+    if ((lead & 0xF0) == 0xE0) return 3;
+    if ((lead & 0xF8) == 0xF0) return 4;
+    return 0;
+}
+
 // utf8_encode: the table above, read from left to right. "cp" must be a valid
 // code point (not a surrogate, at most U+10FFFF); the vocabulary only ever
 // holds code points that came out of utf8_decode.
@@ -137,12 +149,22 @@ bool tokenizer_check_text(const char *text, size_t len, const char *source, Erro
     return true;
 }
 
+const char *tokenizer_kind_name(TokenizerKind kind) { return kind == TOKENIZER_BPE ? "bpe" : "char"; }
+
 // ---- Building the vocabulary ------------------------------------------------
+
+// fill_utf8: each id's UTF-8 bytes, so tokenizer_piece can hand out a
+// pointer for char tokens as it does for bpe pieces.
+static void fill_utf8(Tokenizer *tok) {
+    tok->utf8 = xmalloc((size_t)tok->vocab_size * sizeof *tok->utf8);
+    for (int id = 0; id < tok->vocab_size; id++) utf8_encode(tok->codepoints[id], tok->utf8[id]);
+}
 
 // index_codepoints: fill the hash map "tok->to_id" from "tok->codepoints",
 // so that to_id[codepoints[id]] == id for every id.
 static void index_codepoints(Tokenizer *tok) {
     for (int id = 0; id < tok->vocab_size; id++) hmput(tok->to_id, tok->codepoints[id], id);
+    fill_utf8(tok);
 }
 
 // tokenizer_build: one pass over the text marks each code point seen in a
@@ -215,6 +237,29 @@ bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *
         tok->vocab_size++;
         pos += (size_t)n;
     }
+    fill_utf8(tok);
+    return true;
+}
+
+// tokenizer_learn: the text is checked first for both kinds, so a bpe model,
+// which could encode any bytes, still refuses a binary file as char does.
+bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text, size_t len,
+                     const char *source, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    if (spec->kind == TOKENIZER_CHAR) return tokenizer_build(tok, text, len, source, err);
+    if (len == 0) return error_set(err, "'%s' is empty; give a text file with some text in it", source);
+    if (!tokenizer_check_text(text, len, source, err)) return false;
+    if (!bpe_learn(&tok->bpe, text, len, spec->vocab_size, source, err)) return false;
+    tok->kind = TOKENIZER_BPE;
+    tok->vocab_size = tok->bpe.vocab_size;
+    return true;
+}
+
+bool tokenizer_from_bpe_merges(Tokenizer *tok, const char *merges, size_t len, Error *err) {
+    memset(tok, 0, sizeof *tok);
+    if (!bpe_from_merges_text(&tok->bpe, merges, len, err)) return false;
+    tok->kind = TOKENIZER_BPE;
+    tok->vocab_size = tok->bpe.vocab_size;
     return true;
 }
 
@@ -231,11 +276,12 @@ char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len) {
 
 // ---- Encoding and decoding --------------------------------------------------
 
-// tokenizer_id: a hash map lookup. The plain hmgeti macro stores its result
+// tokenizer_id: a hash map lookup (for bpe, an ASCII character's byte). The plain hmgeti macro stores its result
 // inside the map's header, so even a lookup writes to the map; hmgeti_ts
 // writes to our local "index" instead, which keeps this function read-only
 // (and so safe to call from several threads at once).
 int tokenizer_id(const Tokenizer *tok, uint32_t cp) {
+    if (tok->kind == TOKENIZER_BPE) return cp < 0x80 ? (int)cp : -1;  // an ASCII character is one byte
     assert(tok->to_id != NULL);  // stb_ds would allocate on a lookup in a NULL map
     CodepointToId *map = tok->to_id;
     ptrdiff_t index;
@@ -268,11 +314,18 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
 // tokenizer_encode: first tokenizer_check_text, so that a binary file is
 // reported as binary (an ELF file's first byte, 0x7F, is valid UTF-8 but
 // not in a vocabulary, and would be reported instead), then one
-// tokenizer_next per character. A text has at most one character per byte,
-// so "len" ids always fit; the buffer is shrunk to the real count at the end.
-bool tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
+// tokenizer_next per character, or (bpe) bpe_encode. A text has at most one
+// token per byte, so "len" ids always fit; the buffer is shrunk to the real
+// count at the end.
+bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err) {
     if (!tokenizer_check_text(text, len, source, err)) return false;
+    if (tok->kind == TOKENIZER_BPE) {
+        int *out = xmalloc((len > 0 ? len : 1) * sizeof *out);
+        *n = bpe_encode(&tok->bpe, text, len, out);
+        *ids = xrealloc(out, (*n > 0 ? *n : 1) * sizeof *out);
+        return true;
+    }
     int *out = xmalloc(len * sizeof *out);
     size_t count = 0;
     for (size_t pos = 0; pos < len;) {
@@ -294,9 +347,56 @@ int tokenizer_decode(const Tokenizer *tok, int id, char out[4]) {
     return utf8_encode(tok->codepoints[id], out);
 }
 
-// tokenizer_free: release both structures; safe on a zeroed or freed tokenizer.
+const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len) {
+    assert(id >= 0 && id < tok->vocab_size);
+    if (tok->kind == TOKENIZER_BPE) return (const char *)bpe_piece(&tok->bpe, id, len);
+    *len = (size_t)utf8_length_from_lead((unsigned char)tok->utf8[id][0]);
+    return tok->utf8[id];
+}
+
+// ---- Printing pieces as whole characters ------------------------------------
+
+static const char REPLACEMENT_CHARACTER[] = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+
+// utf8_stream_byte: one more byte. Once the held bytes are as many as their
+// lead byte announces, they are printed if they decode, or else the lead
+// byte becomes U+FFFD and the bytes after it are looked at again (one of them
+// may start the next character). A byte that cannot continue the held ones
+// ends them the same way.
+static void utf8_stream_byte(Utf8Stream *s, unsigned char byte, FILE *out) {
+    s->held[s->n_held++] = byte;
+    while (s->n_held > 0) {
+        int need = utf8_length_from_lead(s->held[0]);
+        bool continues = need > 0;
+        for (int i = 1; i < s->n_held && continues; i++) continues = (s->held[i] & 0xC0) == 0x80;
+        if (continues && s->n_held < need) return;  // wait for the rest
+        uint32_t cp;
+        if (continues && utf8_decode(s->held, (size_t)s->n_held, &cp) == need) {
+            fwrite(s->held, 1, (size_t)need, out);
+            s->n_held = 0;
+            return;
+        }
+        fputs(REPLACEMENT_CHARACTER, out);
+        memmove(s->held, s->held + 1, (size_t)--s->n_held);
+    }
+}
+
+void utf8_stream_write(Utf8Stream *s, const char *bytes, size_t len, FILE *out) {
+    for (size_t i = 0; i < len; i++) utf8_stream_byte(s, (unsigned char)bytes[i], out);
+}
+
+void utf8_stream_finish(Utf8Stream *s, FILE *out) {
+    if (s->n_held > 0) fputs(REPLACEMENT_CHARACTER, out);
+    s->n_held = 0;
+}
+
+// tokenizer_free: release every structure; safe on a zeroed or freed tokenizer.
 void tokenizer_free(Tokenizer *tok) {
     arrfree(tok->codepoints);
     hmfree(tok->to_id);
+    free(tok->utf8);
+    tok->utf8 = NULL;
+    bpe_free(&tok->bpe);
     tok->vocab_size = 0;
+    tok->kind = TOKENIZER_CHAR;
 }

@@ -1,9 +1,13 @@
-// tokenizer.h: character-level tokenizer over UTF-8 code points.
+// tokenizer.h: text <-> token ids, by characters or by learned BPE pieces.
 //
-// Reading order: file 3. A token is one Unicode code point (so "—" and "’"
-// are single tokens, not three bytes each). Ids are assigned in increasing
-// code point order, so the same text always gives the same vocabulary.
-// The code point -> id lookup is an stb_ds hash map.
+// Reading order: file 3 (bpe.h, the second kind, is file 3b). Two kinds:
+// - char (the default): a token is one Unicode code point (so "—" and "’"
+//   are single tokens, not three bytes each). Ids are assigned in increasing
+//   code point order, so the same text always gives the same vocabulary.
+//   The code point -> id lookup is an stb_ds hash map.
+// - bpe: byte-level byte-pair encoding learned from the training text
+//   (bpe.h): ids 0..255 are bytes, the rest are merged pieces like " the".
+// Every function below works for both kinds unless it says "char only".
 #ifndef TINYGPT_TOKENIZER_H
 #define TINYGPT_TOKENIZER_H
 
@@ -11,7 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpe.h"
 #include "common.h"
+
+typedef enum { TOKENIZER_CHAR, TOKENIZER_BPE } TokenizerKind;
 
 typedef struct {
     uint32_t key;  // code point
@@ -19,10 +26,26 @@ typedef struct {
 } CodepointToId;
 
 typedef struct {
+    TokenizerKind kind;
     int vocab_size;           // V
+    // char:
     uint32_t *codepoints;     // [V] code point of each id, increasing (stb_ds array)
     CodepointToId *to_id;     // stb_ds hash map: code point -> id
+    char (*utf8)[4];          // [V] each id's UTF-8 bytes (for tokenizer_piece)
+    // bpe:
+    Bpe bpe;
 } Tokenizer;
+
+// What to build from a training text: the kind, and for bpe the vocabulary
+// size to learn (at least BPE_BYTES + 1).
+typedef struct {
+    TokenizerKind kind;
+    int vocab_size;
+} TokenizerSpec;
+
+// tokenizer_kind_name: "char" or "bpe" (the --tokenizer values and the
+// checkpoint's "tokenizer" metadata).
+const char *tokenizer_kind_name(TokenizerKind kind);
 
 // utf8_decode: decode one code point from "s" (at most "len" bytes) into
 // "*cp". Returns the number of bytes used (1..4), or 0 for invalid UTF-8
@@ -36,22 +59,35 @@ int utf8_encode(uint32_t cp, char out[4]);
 // the byte offset, and says it is not UTF-8 or looks like binary data. The
 // one check of a text; tokenizer_build and tokenizer_next make it as they go.
 bool tokenizer_check_text(const char *text, size_t len, const char *source, Error *err);
-// tokenizer_build: the vocabulary of every code point in "text". "source"
+
+// tokenizer_learn: build a tokenizer of kind "spec" from "text": char's
+// vocabulary of its code points (tokenizer_build), or bpe's merges learned
+// from it (bpe_learn). Fails as those do, and on text that
+// tokenizer_check_text refuses (a bpe model could encode any bytes, but a
+// binary file given by mistake is refused as char refuses it).
+bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text, size_t len,
+                     const char *source, Error *err);
+// tokenizer_from_bpe_merges: a bpe tokenizer from the checkpoint's "merges"
+// metadata (bpe_from_merges_text; messages start with "merges").
+bool tokenizer_from_bpe_merges(Tokenizer *tok, const char *merges, size_t len, Error *err);
+
+// tokenizer_build (char only): the vocabulary of every code point in "text". "source"
 // names the text in error messages (a file name). Fails on invalid UTF-8
 // (reporting the byte offset) and on empty text.
 bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err);
-// tokenizer_from_vocab: rebuild from the concatenated code points in id order
+// tokenizer_from_vocab (char only): rebuild from the concatenated code points in id order
 // (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab,
 // a duplicated character or code points out of increasing order; the message starts with "vocabulary" and does
 // not know the file, so the caller prefixes the checkpoint's path.
 bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err);
-// tokenizer_vocab_utf8: the vocabulary's code points concatenated in id order,
+// tokenizer_vocab_utf8 (char only): the vocabulary's code points concatenated in id order,
 // UTF-8, NUL-terminated; "*len" gets the byte count. The caller frees it.
 char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len);
-// tokenizer_id: the id of code point "cp", or -1 if it is not in the vocabulary.
+// tokenizer_id: the id of code point "cp", or -1 if it is not in the
+// vocabulary (bpe: the id of an ASCII character, its byte; -1 for others).
 // Read-only, so safe to call from several threads at once.
 int tokenizer_id(const Tokenizer *tok, uint32_t cp);
-// tokenizer_next: the id of the character at byte "*pos" of "text" ("len"
+// tokenizer_next (char only): the id of the character at byte "*pos" of "text" ("len"
 // bytes), advancing "*pos" past it. Returns -1, with "*pos" unchanged and
 // "err" naming "source", the character and its byte offset, on invalid UTF-8
 // or a character outside the vocabulary. For callers that store ids their
@@ -60,12 +96,32 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
                    Error *err);
 // tokenizer_encode: text -> ids, "*ids" newly allocated (caller frees) with
 // "*n" entries. Fails on a text tokenizer_check_text refuses (checked first,
-// over the whole text), then on a character outside the vocabulary, naming
-// "source", the character and its byte offset.
-bool tokenizer_encode(const Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
+// over the whole text), then (char) on a character outside the vocabulary,
+// naming "source", the character and its byte offset. Not thread-safe for
+// bpe (its chunk cache grows).
+bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err);
-// tokenizer_decode: the UTF-8 bytes of token "id" into "out"; returns 1..4.
+// tokenizer_decode (char only): the UTF-8 bytes of token "id" into "out"; returns 1..4.
 int tokenizer_decode(const Tokenizer *tok, int id, char out[4]);
+// tokenizer_piece: the bytes of token "id", "*len" of them. A bpe piece can
+// end in the middle of a UTF-8 character (its next bytes come in the next
+// token), so a printer of pieces must hold incomplete characters back.
+const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len);
+// Utf8Stream: prints bytes that arrive in pieces (bpe tokens) as whole
+// UTF-8 characters: a character split between two tokens is held back until
+// its last byte comes, and a byte that cannot be part of valid UTF-8 (a model
+// can put bytes in any order) is printed as U+FFFD, the replacement character.
+typedef struct {
+    unsigned char held[4];  // the start of a character still waiting for bytes
+    int n_held;
+} Utf8Stream;
+// utf8_stream_write: print "bytes" ("len" of them) to "out", holding back an
+// incomplete last character.
+void utf8_stream_write(Utf8Stream *s, const char *bytes, size_t len, FILE *out);
+// utf8_stream_finish: the text ended: a held-back incomplete character is
+// printed as U+FFFD.
+void utf8_stream_finish(Utf8Stream *s, FILE *out);
+
 // tokenizer_free: release the vocabulary; safe on a zeroed or freed tokenizer.
 // tokenizer_build and tokenizer_from_vocab leave nothing to free when they fail.
 void tokenizer_free(Tokenizer *tok);

@@ -1,0 +1,90 @@
+// bpe.h: a byte-level BPE tokenizer, learned from the training text.
+//
+// Byte-level, as GPT-2: ids 0..255 are the 256 bytes, so every input
+// encodes and no character is unknown. Merge number i (0-based) joins two
+// existing tokens, "left" then "right", into the new token 256 + i; a
+// tokenizer of vocab_size V has V - 256 merges.
+//
+// Before learning or encoding, text is cut into chunks (bpe_chunk_len) and
+// merges never cross a chunk boundary, so a token never spans two words.
+//
+// Learning (bpe_learn): count every adjacent pair of tokens inside the
+// chunks, merge the most frequent pair, repeat. Ties go to the smallest
+// (left, right), compared as numbers, so the result is deterministic.
+// Encoding (bpe_encode): within each chunk, repeatedly apply the merge with
+// the lowest number among the adjacent pairs, as GPT-2 does.
+#ifndef TINYGPT_BPE_H
+#define TINYGPT_BPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+enum { BPE_BYTES = 256 };  // ids below this are single bytes
+
+typedef struct {
+    int left, right;  // the two tokens joined, in order
+} BpeMerge;
+
+typedef struct {
+    int vocab_size;        // V = BPE_BYTES + n_merges
+    int n_merges;
+    BpeMerge *merges;      // [n_merges] merge i makes token BPE_BYTES + i
+    // The bytes of every token (its "piece"): token t is
+    // piece_bytes[piece_start[t] .. piece_start[t+1]).
+    size_t *piece_start;   // [V + 1]
+    unsigned char *piece_bytes;
+    // Private to bpe.c: the lookup tables encoding needs (stb_ds hash
+    // maps: pair -> merge number, and a cache of encoded chunks).
+    void *pair_rank;
+    void *chunk_cache;
+} Bpe;
+
+// bpe_chunk_len: the length in bytes of the chunk that starts at "text"
+// ("len" >= 1 bytes left); always >= 1. The rule, GPT-2's on bytes:
+// a letter is an ASCII letter or any byte >= 0x80 (so every non-ASCII
+// character counts as a letter), a digit is 0-9, a space is one of
+// " \t\n\v\f\r", punctuation is everything else. A chunk is one of:
+// a contraction 's 't 're 've 'm 'll 'd; an optional ' ' and a run of
+// letters; an optional ' ' and a run of digits; an optional ' ' and a run
+// of punctuation; a run of spaces that is not followed by a non-space
+// (at the end of the text); otherwise a run of spaces minus its last one,
+// which starts the next chunk.
+size_t bpe_chunk_len(const char *text, size_t len);
+
+// bpe_learn: learn vocab_size - 256 merges from "text" ("len" bytes).
+// vocab_size must be in [257, BPE_MAX_VOCAB]. Fewer pairs than merges
+// (a tiny text) is an error naming "source". On failure "bpe" is empty.
+// A pair whose token would be longer than BPE_MAX_TOKEN_BYTES is never
+// merged (it only happens in long runs of one character): this bounds the
+// memory of the token table, learned or read from merges text.
+enum { BPE_MAX_VOCAB = 65536, BPE_MAX_TOKEN_BYTES = 256 };
+bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const char *source, Error *err);
+
+// bpe_merges_text: the merges as text for a checkpoint's metadata:
+// "left right" pairs in merge order, numbers separated by single spaces
+// ("104 101 256 108" is two merges). NUL-terminated; the caller frees.
+char *bpe_merges_text(const Bpe *bpe);
+// bpe_from_merges_text: rebuild from bpe_merges_text's output. Fails, with a
+// message starting "merges" that the caller prefixes with the file, on
+// anything else: a non-number, an odd count, an id that does not exist yet
+// when its merge is made (>= 256 + i), a pair merged twice, more than
+// BPE_MAX_VOCAB - 256 merges, a token longer than BPE_MAX_TOKEN_BYTES, and
+// no merges at all (empty text: a BPE tokenizer has at least one merge).
+// Numbers have no sign and no leading zero. On failure "bpe" is empty.
+bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err);
+
+// bpe_encode: the ids of "text" ("len" bytes, any bytes) into "ids", which
+// has room for "len" ids (a token is at least one byte); returns the count.
+// Not thread-safe (it fills the chunk cache).
+size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids);
+
+// bpe_piece: the bytes of token "id" (0 <= id < vocab_size), "*len" of them.
+const unsigned char *bpe_piece(const Bpe *bpe, int id, size_t *len);
+
+// bpe_free: release everything; safe on a zeroed or freed Bpe.
+void bpe_free(Bpe *bpe);
+
+#endif
