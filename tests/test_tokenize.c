@@ -237,6 +237,33 @@ START_TEST(a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges) {
 }
 END_TEST
 
+START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
+    char args[2048];
+    snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 20 --stop-after 10 --out %s", in_work("corpus.txt"),
+             in_work("old"));
+    expect_ok(run(args), "train --stop-after");
+    // As an older tinygpt wrote it: no val_bpb column, in the header or the rows.
+    static char log_text[1 << 16], old[1 << 16];
+    read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
+    size_t n = 0;
+    for (const char *line = log_text, *end; (end = strchr(line, '\n')) != NULL; line = end + 1) {
+        const char *last_comma = line;
+        for (const char *p = line; p < end; p++)
+            if (*p == ',') last_comma = p;
+        n += (size_t)snprintf(old + n, sizeof old - n, "%.*s\n", (int)(last_comma - line), line);
+    }
+    write_text_file(in_work("old/log.csv"), old);
+    ck_assert_int_eq(strncmp(old, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n", 54), 0);
+
+    snprintf(args, sizeof args, "train --resume %s", in_work("old"));
+    expect_ok(run(args), "train --resume");
+    read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
+    ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
+    ck_assert_msg(strstr(log_text, old + 54) == log_text + 62, "the old rows are not kept as they were");
+    ck_assert(isfinite(log_number(log_text, 10, 7)));  // step 10 was evaluated after the resume
+}
+END_TEST
+
 START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
     const char *corpus = in_work("corpus.txt");
     char args[2048];
@@ -270,6 +297,7 @@ Suite *tokenize_suite(void) {
     tcase_add_test(tc, val_bpb_is_the_validation_loss_in_bits_per_byte_of_text);
     tcase_add_test(tc, a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges);
     tcase_add_test(tc, tokenizer_flags_that_cannot_work_are_refused);
+    tcase_add_test(tc, a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -534,6 +534,20 @@ static void continue_from_state(TrainRun *run, const TrainOptions *opt) {
     run->last_saved_step = run->start_step;
 }
 
+// rewrite_log_header: "path" as LOG_HEADER and then "rows" ("len" bytes). A
+// log written before the val_bpb column existed gets today's header, so the
+// rows a resumed run appends match it (the old rows leave the new column
+// out, which a reader by column name takes as empty).
+static bool rewrite_log_header(const char *path, const char *rows, size_t len, Error *err) {
+    size_t header_len = strlen(LOG_HEADER);
+    char *text = xmalloc(header_len + len);
+    memcpy(text, LOG_HEADER, header_len);
+    memcpy(text + header_len, rows, len);
+    bool written = write_file_atomic(path, text, header_len + len, err);
+    free(text);
+    return written;
+}
+
 // reopen_log: log.csv, to append to after its rows for the steps before
 // "start_step" ("*rows" of them). Rows from later steps (written after the
 // checkpoint, before a crash) are cut off, since the resumed run writes
@@ -558,6 +572,13 @@ static FILE *reopen_log(const char *path, long start_step, long *rows, Error *er
         line = keep = (size_t)(end - text) + 1;
     }
     *rows = lines > 0 ? lines - 1 : 0;
+    const char *header_end = memchr(text, '\n', len);
+    size_t header_len = header_end ? (size_t)(header_end - text) + 1 : 0;
+    if (keep > 0 && (header_len != strlen(LOG_HEADER) || memcmp(text, LOG_HEADER, header_len) != 0)) {
+        bool written = rewrite_log_header(path, text + header_len, keep - header_len, err);
+        free(text);
+        return written ? fopen_checked(path, "a", err) : NULL;
+    }
     free(text);
     if (truncate(path, (off_t)keep) != 0) {
         error_set(err, "cannot cut '%s' back to step %ld: %s", path, start_step, strerror(errno));
