@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind_check.sh: run a short train, a stop and resume, sample and eval
-# under valgrind's memcheck; fail on any invalid access, use of
+# (char and bpe) under valgrind's memcheck; fail on any invalid access, use of
 # uninitialised memory, or leak.       (make valgrind)
 #
 #   scripts/valgrind_check.sh TINYGPT_BINARY
@@ -73,6 +73,12 @@ memcheck train "$dir/text.txt" --out "$dir/card" --arch card --steps 6 "${flags[
 memcheck sample --model "$dir/card/model.safetensors" --prompt "the " --tokens 40
 memcheck attention --model "$dir/card/model.safetensors" --prompt "the whale" --out "$dir/maps"
 # Error paths free what they allocated too.
+# A bpe model: learning its merges, the checkpoint's merges, encoding and
+# printing pieces as whole characters.
+memcheck train "$dir/text.txt" --out "$dir/bpe" --tokenizer bpe --vocab-size 280 --steps 4 --layers 1 "${flags[@]}"
+memcheck sample --model "$dir/bpe/model.safetensors" --prompt "the whale" --tokens 40
+memcheck tokenize --model "$dir/bpe/model.safetensors" "the white whale"
+memcheck attention --model "$dir/bpe/model.safetensors" --prompt "the whale" --out "$dir/maps"
 expect=1 memcheck sample --model "$dir/text.txt"
 expect=2 memcheck sample --model "$model" --prompt "Zebra"
 expect=1 memcheck train "$dir/missing.txt" --out "$dir/x"
