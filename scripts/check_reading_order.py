@@ -14,7 +14,9 @@ This checks that the order is one a reader can follow:
   src/, such as the generated version.h, are not part of the reading);
 - each header (and a .c file without one, such as main.c) says where it
   sits: a comment "Reading order: ... file N ..." whose first "file N" is
-  its number in the README; a .c file that says it too must agree.
+  its number in the README; a .c file that says it too must agree;
+- a comment that gives another file's number ("json.h (file 16)") gives
+  the README's.
 
 Exit status: the number of problems found. Usage:
 scripts/check_reading_order.py [--readme README.md] [--src src]
@@ -29,6 +31,8 @@ ENTRY_RE = re.compile(r"^(\d+)([a-z]?)\. (.*)$")
 PATH_RE = re.compile(r"`([a-z_]+/[a-z_]+)\.(h/\.c|h|c)`")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 LABEL_RE = re.compile(r"\bfile (\d+[a-z]?)\b")
+# Another file's number, as comments give it: "tokenizer.h (file 3b)".
+MENTION_RE = re.compile(r"\b([a-z_]+\.[ch]) \(file (\d+[a-z]?)\)")
 
 
 def reading_list(readme):
@@ -94,6 +98,10 @@ def main():
             if dep and dep in position and position[dep] > position[p]:
                 problems.append(f"{args.src}/{p} (file {label_of[p]}) includes {inc}, which the README lists "
                                 f"later (file {label_of[dep]}): a forward reference")
+        for name, said in MENTION_RE.findall(text):
+            other = next((q for q in position if os.path.basename(q) == name), None)
+            if other and label_of[other] != said:
+                problems.append(f"{args.src}/{p}: mentions {name} (file {said}), which the README lists as file {label_of[other]}")
         label = stated_label(text)
         has_header = p.endswith(".c") and p[:-2] + ".h" in position
         if label is None:
