@@ -5,7 +5,8 @@
 // predicts tokens i*T+1 .. i*T+T, for every full window. The result is the
 // mean cross-entropy in nats per predicted token and the perplexity
 // exp(loss): the model is as unsure as a uniform choice among that many
-// characters.
+// tokens. It also gives the loss in bits per byte of the text, which
+// compares a char model with a bpe one (see bits_per_byte in data.h).
 #ifndef TINYGPT_EVAL_H
 #define TINYGPT_EVAL_H
 

@@ -152,7 +152,7 @@ int cmd_sample(int argc, char **argv) {
     const char *model_path = NULL;   // checkpoint to load (required)
     const char *prompt_arg = NULL;   // text to continue; printed first (none: start from a newline)
     const char *prompt_file = NULL;  // or the text of this file ("-" = stdin)
-    int tokens = 500;                // characters to generate per sample
+    int tokens = 500;                // tokens to generate per sample
     int num_samples = 1;             // independent samples, each from the prompt
     SamplerConfig sampler = {
         .temperature = 1.0f,  // 0 = greedy; < 1 sharper, > 1 more random

@@ -1,20 +1,21 @@
-// sample.h: generate text from a trained model, one character at a time.
+// sample.h: generate text from a trained model, one token at a time (a
+// character, or a bpe piece).
 //
 // Reading order: file 19. To generate, the model reads the context (the
 // prompt plus everything generated so far), turns the logits at the last
-// position into probabilities, and draws the next character from them.
+// position into probabilities, and draws the next token from them.
 //
-// The context window: the model sees at most block_size (T) characters.
+// The context window: the model sees at most block_size (T) tokens.
 // When the text outgrows the window, the window drops its oldest half and
-// keeps the newest T/2 characters (rounded up), then grows again. That is
-// what lets the key/value cache work: within one window, each new character
+// keeps the newest T/2 tokens (rounded up), then grows again. That is
+// what lets the key/value cache work: within one window, each new token
 // only adds one row to every block's cached activations (O(L (T*C + C*C))
-// work for L blocks), and only a jump of the window (every T/2 characters)
-// recomputes them, so the average cost stays O(L (T*C + C*C)) per character. (A window that slid by one
-// character every time would change every position's embedding, and so
-// every cached key and value, at every step.) Without the cache (--no-cache),
-// each step runs a full forward pass over the same window: the same
-// numbers, bit for bit, T/2 to T times the work.
+// work for L blocks), and only a jump of the window (every T/2 tokens)
+// recomputes them, so the average cost stays O(L (T*C + C*C)) per token.
+// (A window that slid by one token every time would change every
+// position's embedding, and so every cached key and value, at every step.)
+// Without the cache (--no-cache), each step runs a full forward pass over
+// the same window: the same numbers, bit for bit, T/2 to T times the work.
 #ifndef TINYGPT_SAMPLE_H
 #define TINYGPT_SAMPLE_H
 

@@ -976,7 +976,7 @@ int cmd_train(int argc, char **argv) {
         .tokenizer_name = "char",  // char: one token per character; bpe: learned pieces
         .vocab_size = 512,       // bpe: 256 bytes + 256 merges
         .layers = 4,             // L: blocks (gpt)
-        .context = 64,           // T: characters per window
+        .context = 64,           // T: tokens per window
         .embd = 128,             // C: channels
         .heads = 4,              // NH: attention heads
         .val_fraction = 0.1f,    // last 10% of the text is validation

@@ -1,9 +1,10 @@
 // walkthrough.h: `tinygpt walkthrough`: the classic worked example of
 // self-attention, replayed step by step through tinygpt's own layers.
 //
-// Reading order: after the model (file 13); run it before reading
-// attention.c. Six tokens, "Your journey starts with one step", each a 3-d
-// embedding (a row of X), and the trainable weights of the textbook example:
+// Reading order: file 23, after the layers it calls and args.h (file 18);
+// but run it before reading attention.c. Six tokens, "Your journey starts
+// with one step", each a 3-d embedding (a row of X), and the trainable
+// weights of the textbook example:
 //   1. simplified self-attention, no weights: scores = X X^T, weights =
 //      softmax(scores) row by row, context = weights X;
 //   2. trainable projections: queries = X W_query, keys = X W_key, values =

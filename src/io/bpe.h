@@ -1,5 +1,8 @@
 // bpe.h: a byte-level BPE tokenizer, learned from the training text.
 //
+// Reading order: file 3, before tokenizer.h (file 3b), which holds a Bpe as
+// its second kind of tokenizer and puts both kinds behind one interface.
+//
 // Byte-level, as GPT-2: ids 0..255 are the 256 bytes, so every input
 // encodes and no character is unknown. Merge number i (0-based) joins two
 // existing tokens, "left" then "right", into the new token 256 + i; a

@@ -7,12 +7,16 @@
 // header length N; N bytes of JSON; then the raw little-endian F32 data.
 // The JSON maps each tensor name (see the parameter table in model.h) to
 // {"dtype":"F32","shape":[...],"data_offsets":[begin,end]} and holds a
-// "__metadata__" object of strings: vocab, n_embd, n_head, block_size,
-// vocab_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
-// card), dropout, step, and "format": "tinygpt-1"; from `train`, also the
-// run's TrainState (below), which the loader ignores unless resuming, and
-// which holds no file path. A file
-// without "arch" (saved before gpt existed) is a card model with one block.
+// "__metadata__" object of strings: the tokenizer (a char model's "vocab";
+// a bpe model's "tokenizer": "bpe" and "merges"), vocab_size, n_embd,
+// n_head, block_size, arch ("card" or "gpt"), n_layer (the number of
+// blocks; 1 for card), no_layernorm, no_mlp and no_residual ("1", only for
+// a gpt with that part removed), dropout, step, and "format": "tinygpt-1";
+// from `train`, also the run's TrainState (below), which the loader ignores
+// unless resuming, and which holds no file path. A file without "arch"
+// (saved before gpt existed) is a card model with one block; one without
+// "tokenizer" is a char model. README.md, "Checkpoint format", lists every
+// key.
 #ifndef TINYGPT_CHECKPOINT_H
 #define TINYGPT_CHECKPOINT_H
 

@@ -16,8 +16,9 @@
 
 // A run of token ids, stored compactly: "width" bytes per id, the fewest
 // that hold every id of the vocabulary (1 when V <= 256, 2 when V <= 65536,
-// else 4). Most texts have fewer than 256 distinct characters, so their
-// tokens take one byte each, no more memory than the file itself.
+// else 4). Most texts have fewer than 256 distinct characters, so a char
+// model's tokens take one byte each, no more memory than the file itself; a
+// bpe vocabulary (257 tokens or more) takes two.
 typedef struct {
     const void *ids;  // [n] ids of "width" bytes each: uint8_t, uint16_t or int32_t
     size_t n;

@@ -2,7 +2,7 @@
 // for a safetensors header.
 //
 // Reading order: file 16, just before checkpoint.h, its one user. It
-// reuses utf8_decode and utf8_encode from tokenizer.h (file 3).
+// reuses utf8_decode and utf8_encode from tokenizer.h (file 3b).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is
 // strict (RFC 8259): no comments, no trailing commas, no single quotes, no

@@ -1,7 +1,7 @@
 // tokenizer.c: text <-> token ids (see tokenizer.h).
 //
-// Reading order: file 3, after common.c and rng.c; bpe.c (file 3b) holds the
-// byte-pair encoder that the bpe kind hands its work to.
+// Reading order: file 3b, after bpe.c (file 3), the byte-pair encoder that
+// the bpe kind hands its work to.
 //
 // What it does: checks that a text is strict UTF-8, finds every distinct code
 // point in it, numbers them in increasing code point order, and converts text

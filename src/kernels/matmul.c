@@ -97,7 +97,7 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
 // no barrier after them; the region's end is the barrier, so a region can
 // run two independent products back to back (matmul_pair) and a thread done
 // with the first starts on the second.
-// (One copy of it, called from three places, with the tile kernels
+// (One copy of it, called by matmul and matmul_pair alike, with the tile kernels
 // compiled into it: left to itself gcc made two copies and called
 // matmul_tile as a function, ~2% slower.)
 static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, int N, int K,

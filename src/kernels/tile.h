@@ -1,5 +1,6 @@
 // tile.h: the register tile, the one loop behind every fast product in
-// tinygpt (linear.c's three matmuls and attention.c's five).
+// tinygpt (linear.c's three matmuls and attention.c's six: two forward,
+// four backward).
 //
 // Reading order: with linear.h (file 6), after simd.h. One tile computes
 //   out[n, m] (+)= sum over k in [k0, k1) of A(n, k) * B[k, m]

@@ -22,7 +22,7 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
 
 // softmax_forward: probs[N,V] = softmax(logits[N,V]) row by row, without a
-// loss (sampling uses it).
+// loss (`tinygpt walkthrough` uses it; sampling has its own, in sample.c).
 void softmax_forward(float *probs, const float *logits, int N, int V);
 
 #endif

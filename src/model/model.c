@@ -1,10 +1,12 @@
 // model.c: the tables, and the passes that chain the layers (see model.h
 // for both architectures in a few lines).
 //
-// The file in four parts: the configuration and the tables; allocation and
-// initialisation; the forward pass (block_forward, called once per block by
-// the window forward and by the one-position forward of sampling); the
-// backward pass (block_backward, the same blocks in reverse).
+// The file in parts: the configuration and the tables; allocation and
+// initialisation; which kernels (the fast ones or, with `make REFERENCE=1`,
+// the plain loops); the forward pass (block_forward, called once per block
+// by the window forward and by the one-position forward of sampling); the
+// backward pass (block_backward, the same blocks in reverse); and finding a
+// NaN.
 #include "model.h"
 
 #include <float.h>

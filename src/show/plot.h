@@ -2,7 +2,7 @@
 // it, and the `tinygpt plot` command that redraws it from a log.csv, or
 // compares the validation curves of several logs on one picture.
 //
-// Reading order: after canvas.h (glue code). `train` keeps a LossHistory
+// Reading order: file 20, after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
 // LOG.csv` reads the same numbers back from the log and draws the same
 // picture; `tinygpt plot A/log.csv B/log.csv ...` draws one validation
@@ -12,7 +12,8 @@
 // runs: each curve holds at most SERIES_CAPACITY points, and when it is
 // full, neighbouring points are merged in pairs (each point is then the mean
 // of twice as many steps). The plot is 800 pixels wide, so 4096 points lose
-// nothing visible; the default 3000 steps keep every step.
+// nothing visible; the default gpt run's 2000 steps keep every step, and
+// card's 7000 are merged once, into points of 2 steps.
 #ifndef TINYGPT_PLOT_H
 #define TINYGPT_PLOT_H
 

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""check_readme_keys.py: does README.md list every key tinygpt writes?
+
+Trains two tiny runs with --steps 0 (a char gpt with every part removed,
+so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
+AdamW, so optimizer.safetensors is written), reads the metadata keys of
+their model.safetensors and optimizer.safetensors and the keys of run.json,
+and compares them with the tables of the README's "### Metadata keys", in
+order: the model's keys, the run state's (both in model.safetensors),
+optimizer.safetensors', run.json's. A key a file holds and its table lacks
+is a problem; so is a key a table lists that no file holds, unless it is
+one tinygpt only reads (READ_ONLY: kept for files written by older
+versions).
+
+Exit status: the number of problems. Usage:
+scripts/check_readme_keys.py [--tinygpt ./tinygpt] [--readme README.md]
+Python's standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+# model.safetensors keys that tinygpt reads but no longer writes.
+READ_ONLY = {"data"}
+TINY = ["--steps", "0", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
+        "--eval-batches", "1"]
+
+
+def metadata(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return set(json.loads(f.read(n))["__metadata__"])
+
+
+def readme_tables(readme):
+    """The sets of backquoted names in the first column of each table of
+    the section "### Metadata keys", in order."""
+    m = re.search(r"^### Metadata keys\n(.*?)(?=^##)", readme, re.M | re.S)
+    if not m:
+        sys.exit("check_readme_keys: README.md has no section '### Metadata keys'")
+    tables, current = [], None
+    for line in m.group(1).splitlines():
+        if line.startswith("|"):
+            if current is None:
+                current = set()
+                tables.append(current)
+            first = line.split("|")[1]
+            current |= set(re.findall(r"`([^`]+)`", first))
+        else:
+            current = None
+    return tables
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tinygpt", default="./tinygpt")
+    ap.add_argument("--readme", default="README.md")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="check_readme_keys.")
+    runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260"]}
+    model, optimizer, run_info = set(), set(), set()
+    for name, extra in runs.items():
+        out = os.path.join(tmp, name)
+        r = subprocess.run([args.tinygpt, "train", args.readme, "--out", out, *TINY, *extra],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"check_readme_keys: the tiny {name} run failed:\n{r.stderr}")
+        model |= metadata(os.path.join(out, "model.safetensors"))
+        optimizer |= metadata(os.path.join(out, "optimizer.safetensors"))
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+            run_info |= set(json.load(f))
+    shutil.rmtree(tmp)
+
+    tables = readme_tables(open(args.readme, encoding="utf-8").read())
+    if len(tables) != 4:
+        sys.exit(f"check_readme_keys: '### Metadata keys' has {len(tables)} tables; expected 4 "
+                 "(model, run state, optimizer.safetensors, run.json)")
+    problems = []
+    for what, written, listed, read_only in [("model.safetensors", model, tables[0] | tables[1], READ_ONLY),
+                                             ("optimizer.safetensors", optimizer, tables[2], set()),
+                                             ("run.json", run_info, tables[3], set())]:
+        listed = listed - {"key"}
+        for k in sorted(written - listed):
+            problems.append(f"README.md, Metadata keys: {what} holds '{k}', which its table does not list")
+        for k in sorted(listed - written - read_only):
+            problems.append(f"README.md, Metadata keys: the {what} table lists '{k}', which tinygpt does not write")
+    for p in problems:
+        print(p)
+    print(f"check_readme_keys: {len(model)} + {len(optimizer)} + {len(run_info)} keys, {len(problems)} problems")
+    sys.exit(min(len(problems), 100))
+
+
+if __name__ == "__main__":
+    main()
