@@ -215,7 +215,7 @@ int cmd_sample(int argc, char **argv) {
         free(file_text);
         tokenizer_free(&tok);
         model_free(&model);
-        usage_error(&cmd, "the prompt has %zu characters; give at most %d (the model reads only its last %d)", n_prompt,
+        usage_error(&cmd, "the prompt has %zu tokens; give at most %d (the model reads only its last %d)", n_prompt,
                     INT_MAX - 1 - tokens, block);
     }
     Generator gen;

@@ -999,7 +999,7 @@ int cmd_train(int argc, char **argv) {
         {"--no-layernorm", FLAG_SWITCH, &opt.no_layernorm, NULL, "gpt without its LayerNorms (ln1, ln2, ln_f)", 0, 0, false, NULL},
         {"--no-mlp", FLAG_SWITCH, &opt.no_mlp, NULL, "gpt without the MLP in each block", 0, 0, false, NULL},
         {"--no-residual", FLAG_SWITCH, &opt.no_residual, NULL, "gpt without the residual stream: each branch replaces its input", 0, 0, false, NULL},
-        {"--steps", FLAG_LONG, &opt.steps, "N", "number of SGD steps (0 saves the initial model)", 0, 1e12, false, NULL},
+        {"--steps", FLAG_LONG, &opt.steps, "N", "number of training steps (0 saves the initial model)", 0, 1e12, false, NULL},
         {"--batch", FLAG_INT, &opt.batch, "B", "windows per step", 1, 1 << 20, false, NULL},
         {"--context", FLAG_INT, &opt.context, "T", "tokens per window (the model's block size)", 1, 1 << 16, false, NULL},
         {"--embd", FLAG_INT, &opt.embd, "C", "embedding channels", 1, 1 << 16, false, NULL},
@@ -1014,7 +1014,7 @@ int cmd_train(int argc, char **argv) {
         {"--lr-schedule", FLAG_STRING, &opt.schedule_name, "NAME", "constant, or cosine: from --lr down to --min-lr at the last step", 0, 0, false, NULL},
         {"--min-lr", FLAG_DOUBLE, &opt.min_lr, "X", "where the cosine schedule ends", 0, 1e6, false, "lr/10"},
         {"--grad-clip", FLAG_DOUBLE, &opt.grad_clip, "X", "clip the global L2 norm of the gradients to X; 0 = off", 0, 1e9, false, NULL},
-        {"--val-fraction", FLAG_FLOAT, &opt.val_fraction, "F", "fraction of the text, at the end, for validation", 0, 0.9f, false, NULL},
+        {"--val-fraction", FLAG_FLOAT, &opt.val_fraction, "F", "fraction of the text, at the end, for validation", 0, 0.9, false, NULL},
         {"--eval-interval", FLAG_INT, &opt.eval_interval, "N", "steps between validation losses", 1, 1e9, false, NULL},
         {"--eval-batches", FLAG_INT, &opt.eval_batches, "N", "batches per validation loss", 1, 1e6, false, NULL},
         {"--init", FLAG_STRING, &opt.init_path, "MODEL", "start from this .safetensors (architecture, sizes and vocabulary from it)", 0, 0, false, NULL},
@@ -1026,7 +1026,7 @@ int cmd_train(int argc, char **argv) {
         {"--log-interval", FLAG_LONG, &opt.log_interval, "N", "print a progress line every N steps (and at every evaluation and the last step)", 1, 1e12, false, "--eval-interval"},
         {"--stop-after", FLAG_LONG, &opt.stop_after, "N", NULL, 1, 1e12, false, NULL},  // for tests: as if interrupted (no --help line)
     };
-    Command cmd = {"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv and DIR/loss.png.",
+    Command cmd = {"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv, DIR/loss.png and DIR/run.json (and DIR/optimizer.safetensors with AdamW).",
                    "tinygpt train data/moby-dick.txt --out runs/moby --layers 2 --steps 1000",
                    flags, (int)(sizeof flags / sizeof flags[0])};
     char default_texts[NUM_ARCH_DEFAULTS][48];
