@@ -187,6 +187,7 @@ static bool sync_parent_dir(const char *path, Error *err) {
 bool atomic_open(AtomicFile *af, const char *path, Error *err) {
     size_t tmp_size = strlen(path) + sizeof ATOMIC_TMP_SUFFIX;
     af->path = path;
+    af->sync = true;
     af->tmp = xmalloc(tmp_size);
     snprintf(af->tmp, tmp_size, "%s" ATOMIC_TMP_SUFFIX, path);
     af->f = fopen_checked(af->tmp, "wb", err);
@@ -204,7 +205,7 @@ bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
     const char *tmp = af->tmp;
     if (ok && fflush(af->f) != 0)
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && fsync(fileno(af->f)) != 0)
+    if (ok && af->sync && fsync(fileno(af->f)) != 0)
         ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
     if (fclose(af->f) != 0 && ok)
         ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
@@ -212,7 +213,7 @@ bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
         ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, af->path,
                        strerror(errno), af->path);
     if (!ok) remove(tmp);
-    ok = ok && sync_parent_dir(af->path, err);
+    ok = ok && (!af->sync || sync_parent_dir(af->path, err));
     free(af->tmp);
     af->tmp = NULL;
     af->f = NULL;

@@ -87,15 +87,21 @@ typedef struct {
     FILE *f;           // "<path>.tmp", open for writing
     const char *path;  // the file it becomes (the caller's string)
     char *tmp;         // "<path>.tmp"
+    bool sync;         // fsync the file and its directory (see atomic_open)
 } AtomicFile;
 
 // atomic_open: start writing "path": create (or empty) "<path>.tmp" and
 // open it in "af->f". False, with "err" naming it, if it cannot be created.
+// It sets "af->sync": the new file is on the disk when atomic_commit
+// returns. A caller may clear it for a file that is cheap to make again and
+// rewritten often (loss.png, redrawn from log.csv at every progress line):
+// the rename alone still keeps a reader from ever seeing half of it; only a
+// crash of the machine could then leave the old picture, or none.
 bool atomic_open(AtomicFile *af, const char *path, Error *err);
 // atomic_commit: finish what atomic_open started. If "ok" (every write to
-// af->f succeeded): fflush, fsync, fclose, rename over "path", and fsync the
-// directory, each checked, since a full disk may only show up at any of
-// them. If "ok" is false, or any of those fails, the .tmp is removed and
+// af->f succeeded): fflush, fsync (if af->sync), fclose, rename over "path",
+// and fsync the directory (if af->sync), each checked, since a full disk may
+// only show up at any of them. If "ok" is false, or any of those fails, the .tmp is removed and
 // "path" is left as it was. Returns whether "path" is the new file; on a
 // failure here "err" says why (a false "ok" keeps the caller's message).
 bool atomic_commit(AtomicFile *af, bool ok, Error *err);
