@@ -641,9 +641,8 @@ START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
     kill(pid, SIGKILL);
     ck_assert_msg(restarted, "process %d did not restart itself with GOMP_SPINCOUNT=1000 within 10 s", (int)pid);
     // comm is the file's name, cut to 15 characters, and a newline.
-    const char *binary = tinygpt_binary(), *slash = strrchr(binary, '/');
     char want[32];
-    snprintf(want, sizeof want, "%.15s\n", slash ? slash + 1 : binary);
+    snprintf(want, sizeof want, "%.15s\n", path_base(tinygpt_binary()));
     ck_assert_str_eq(comm, want);
 }
 END_TEST

@@ -1,6 +1,6 @@
 // test_common.c: tests for src/base/common.c: the one error formatter, the
-// one way to quote outside text in a message, and the checked open that
-// refuses what would hang or never end.
+// one way to quote outside text in a message, the checked open that refuses
+// what would hang or never end, the atomic writer, and paths.
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,6 +157,56 @@ START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
 }
 END_TEST
 
+// ---- Paths -------------------------------------------------------------------------
+
+START_TEST(path_dir_is_the_directory_of_a_file_as_dirname_says) {
+    const char *cases[][2] = {
+        {"runs/a/log.csv", "runs/a"}, {"log.csv", "."},  {"./log.csv", "."},          {"../log.csv", ".."},
+        {"/x", "/"},                  {"//x", "/"},      {"runs/a//log.csv", "runs/a"}, {"/a/b", "/a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        ck_assert_msg(path_dir(cases[i][0], out, sizeof out), "'%s' did not fit", cases[i][0]);
+        ck_assert_msg(strcmp(out, cases[i][1]) == 0, "path_dir('%s') is '%s', not '%s'", cases[i][0], out, cases[i][1]);
+    }
+    char small[4];
+    ck_assert(!path_dir("runs/a/log.csv", small, sizeof small));
+    ck_assert_str_eq(small, "run");
+}
+END_TEST
+
+START_TEST(path_base_is_what_follows_the_last_slash) {
+    ck_assert_str_eq(path_base("runs/a/log.csv"), "log.csv");
+    ck_assert_str_eq(path_base("log.csv"), "log.csv");
+    ck_assert_str_eq(path_base("/x"), "x");
+    ck_assert_str_eq(path_base("runs/a/"), "");
+}
+END_TEST
+
+// ---- The atomic writer ---------------------------------------------------------------
+
+// A file written without sync (loss.png) still replaces the old one whole,
+// and a failed write leaves the old one; neither leaves its .tmp.
+START_TEST(atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all) {
+    const char *path = in_dir("picture.png");
+    char tmp[600], text[64];
+    snprintf(tmp, sizeof tmp, "%s" ATOMIC_TMP_SUFFIX, path);
+    write_text_file(path, "old");
+    for (int ok = 0; ok <= 1; ok++) {
+        AtomicFile af;
+        Error err = {{0}};
+        ck_assert_msg(atomic_open(&af, path, &err), "%s", err.msg);
+        ck_assert(af.sync);  // the default: on the disk
+        af.sync = false;
+        fputs("new", af.f);
+        ck_assert_int_eq(atomic_commit(&af, ok, &err), ok);
+        read_text_file(path, text, sizeof text);
+        ck_assert_str_eq(text, ok ? "new" : "old");
+        ck_assert_msg(access(tmp, F_OK) != 0, "the .tmp is left (ok = %d)", ok);
+    }
+}
+END_TEST
+
 Suite *common_suite(void) {
     Suite *s = suite_create("common");
     TCase *errors = tcase_create("errors");
@@ -171,6 +221,12 @@ Suite *common_suite(void) {
     tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
     tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
     tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    tcase_add_test(files, atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all);
     suite_add_tcase(s, files);
+
+    TCase *paths = tcase_create("paths");
+    tcase_add_test(paths, path_dir_is_the_directory_of_a_file_as_dirname_says);
+    tcase_add_test(paths, path_base_is_what_follows_the_last_slash);
+    suite_add_tcase(s, paths);
     return s;
 }

@@ -168,14 +168,24 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
+const char *path_base(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+bool path_dir(const char *path, char *out, size_t cap) {
+    size_t len = (size_t)(path_base(path) - path);
+    while (len > 1 && path[len - 1] == '/') len--;  // the separating '/'s, but not the root's
+    int n = len == 0 ? snprintf(out, cap, ".") : snprintf(out, cap, "%.*s", (int)len, path);
+    return n >= 0 && (size_t)n < cap;
+}
+
 // sync_parent_dir: fsync the directory holding "path", which makes a rename
 // into it durable. Some file systems cannot sync a directory and say EINVAL;
 // there is nothing more to do on those.
 static bool sync_parent_dir(const char *path, Error *err) {
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
     bool ok = fsync(fd) == 0 || errno == EINVAL;

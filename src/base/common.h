@@ -118,6 +118,17 @@ bool read_file(const char *path, char **out, size_t *len, Error *err);
 // left open; "path" names it in errors), such as stdin.
 bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err);
 
+// path_base: the last component of "path", what follows its last '/'
+// ("runs/a/log.csv" -> "log.csv"; "log.csv" itself when it has none): a
+// pointer into "path".
+const char *path_base(const char *path);
+// path_dir: the directory of the file "path" into "out" [cap], like
+// dirname(1): what comes before its last component, without the '/' that
+// end it ("runs/a//log.csv" -> "runs/a"), "." when it has no '/', and "/"
+// for a file at the root ("/x" -> "/"). False if "out" is too small (it
+// then holds as much as fits).
+bool path_dir(const char *path, char *out, size_t cap);
+
 // make_dir: create the --out directory "path" and any missing parents, like
 // `mkdir -p` (train and attention both do). A path that cannot be created,
 // or exists and is not a directory, is one line naming it and exit 1.
