@@ -42,7 +42,8 @@ bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) _
 // newline or a terminal escape included, which would split or garble the
 // message: control characters (C0, DEL and the C1 range U+0080..U+009F)
 // become '?', and a string longer than 60 bytes is cut, at a character
-// boundary, and ends in "...".
+// boundary, and ends in "...". (For messages: a token's piece is shown by
+// tokenize's print_piece, every byte, or attention_label, with signs.)
 typedef struct {
     char text[64];
 } Shown;

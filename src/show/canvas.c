@@ -97,7 +97,8 @@ void canvas_line(Canvas *c, float x0, float y0, float x1, float y1, float width,
 }
 
 // stb_easy_font reads characters 32..126 only; copy "text" with anything
-// else replaced by '?', at most "cap - 1" characters.
+// else replaced by '?', at most "cap - 1" characters. Byte by byte, as
+// canvas_text promises; ascii_fallback below is the one for UTF-8 text.
 static void font_safe(char *out, size_t cap, const char *text) {
     size_t n = 0;
     for (; text[n] && n + 1 < cap; n++) out[n] = (text[n] >= 32 && text[n] <= 126) ? text[n] : '?';
@@ -177,6 +178,7 @@ static float font_scale(const Font *font, int scale) {
 
 // ascii_fallback: "utf8" for the bitmap font: one '?' per character outside
 // printable ASCII (and per invalid byte), at most "cap - 1" characters.
+// font_safe's job for text known to be UTF-8, so a character is one '?'.
 static void ascii_fallback(char *out, size_t cap, const char *utf8, size_t len) {
     size_t n = 0;
     for (size_t pos = 0; pos < len && n + 1 < cap; n++) {
