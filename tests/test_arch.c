@@ -87,7 +87,7 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
              "train %s --arch card --steps 30 --batch 4 --context 16 --embd 32 --heads 4 --seed 7 --threads 1 "
              "--eval-interval 10 --save-every 0 --out %s/run",
              GOLDEN_TEXT, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "train failed (%d): %s", r->status, r->err);
     if (TINYGPT_SANITIZED) return;  // another compiler's roundings: see the top of the file
 
@@ -122,7 +122,7 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
                   (unsigned long long)GOLDEN_TENSOR_HASH);
 
     snprintf(args, sizeof args, "sample --model %s --seed 3 --tokens 80 --prompt \"the \"", path);
-    r = run_binary(tinygpt_binary(), dir, args);
+    r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "sample failed (%d): %s", r->status, r->err);
     ck_assert_str_eq(r->out, GOLDEN_SAMPLE);
 }
@@ -170,7 +170,7 @@ static void train_losses(const char *binary, const char *init, const char *out, 
 static void check_reference_agrees(const char *arch_flags) {
     char args[1024];
     snprintf(args, sizeof args, "train %s %s --steps 0 --seed 11 --out %s/init", GOLDEN_TEXT, arch_flags, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "init failed (%d): %s", r->status, r->err);
     char init[512];
     snprintf(init, sizeof init, "%s/init/model.safetensors", dir);

@@ -88,15 +88,8 @@ END_TEST
 
 // ---- fopen_checked and read_file --------------------------------------------------
 
-// in_dir: "dir/name", in a static buffer.
-static const char *in_dir(const char *name) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
-
 START_TEST(fopen_checked_refuses_a_fifo_at_once_naming_it) {
-    const char *fifo = in_dir("pipe.txt");
+    const char *fifo = path_in(dir, "pipe.txt");
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     alarm(HANG_SECONDS);
     Error err = {{0}};
@@ -126,10 +119,10 @@ END_TEST
 
 START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
     Error err = {{0}};
-    ck_assert_ptr_null(fopen_checked(in_dir("missing.txt"), "rb", &err));
+    ck_assert_ptr_null(fopen_checked(path_in(dir, "missing.txt"), "rb", &err));
     ck_assert_msg(strstr(err.msg, "missing.txt' for reading: no such file; check the name"), "message was: %s",
                   err.msg);
-    ck_assert_ptr_null(fopen_checked(in_dir("no/such/dir/log.csv"), "w", &err));
+    ck_assert_ptr_null(fopen_checked(path_in(dir, "no/such/dir/log.csv"), "w", &err));
     ck_assert_msg(strstr(err.msg, "log.csv' for writing: no such directory; create it first"), "message was: %s",
                   err.msg);
     ck_assert_ptr_null(fopen_checked(dir, "rb", &err));
@@ -140,16 +133,16 @@ START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
 END_TEST
 
 START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
-    write_text_file(in_dir("a.txt"), "hello\n");
+    write_text_file(path_in(dir, "a.txt"), "hello\n");
     char target[512];
-    snprintf(target, sizeof target, "%s", in_dir("a.txt"));
-    ck_assert_int_eq(symlink(target, in_dir("link.txt")), 0);
+    snprintf(target, sizeof target, "%s", path_in(dir, "a.txt"));
+    ck_assert_int_eq(symlink(target, path_in(dir, "link.txt")), 0);
     const char *names[] = {"a.txt", "link.txt"};
     for (int i = 0; i < 2; i++) {
         Error err = {{0}};
         char *text;
         size_t len;
-        ck_assert_msg(read_file(in_dir(names[i]), &text, &len, &err), "%s", err.msg);
+        ck_assert_msg(read_file(path_in(dir, names[i]), &text, &len, &err), "%s", err.msg);
         ck_assert_uint_eq(len, 6);
         ck_assert_str_eq(text, "hello\n");
         free(text);
@@ -188,7 +181,7 @@ END_TEST
 // A file written without sync (loss.png) still replaces the old one whole,
 // and a failed write leaves the old one; neither leaves its .tmp.
 START_TEST(atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all) {
-    const char *path = in_dir("picture.png");
+    const char *path = path_in(dir, "picture.png");
     char tmp[600], text[64];
     snprintf(tmp, sizeof tmp, "%s" ATOMIC_TMP_SUFFIX, path);
     write_text_file(path, "old");
