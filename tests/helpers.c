@@ -150,3 +150,16 @@ int get_threads(void) { return omp_get_max_threads(); }
 void fill_uniform(float *x, size_t n, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
 }
+
+void assert_all_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
+    for (size_t i = 0; i < n; i++) {
+        double scale = fmax(1.0, fabs(want[i]));
+        if (!(fabs((double)got[i] - want[i]) <= rtol * scale))
+            ck_abort_msg("%s[%zu] = %.9g, want %.9g", what, i, (double)got[i], (double)want[i]);
+    }
+}
+
+void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
+    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
+                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
+}

@@ -1,13 +1,15 @@
 // helpers.h: what several test files share: a scratch directory and paths
 // in it, running the tinygpt binary as a child process and checking how it
 // failed, reading and writing whole files, a log.csv's fields, a PNG's
-// header, the OpenMP thread count, and random test data.
+// header, the OpenMP thread count, random test data, and the two checks of
+// a layer's numbers that its tests share (a tolerance, a gradcheck).
 #ifndef TINYGPT_TEST_HELPERS_H
 #define TINYGPT_TEST_HELPERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gradcheck.h"
 #include "rng.h"
 #include "sanitized.h"
 
@@ -77,5 +79,12 @@ void set_threads(int n);
 int get_threads(void);
 // fill_uniform: x[0..n) uniform in [-1, 1).
 void fill_uniform(float *x, size_t n, Rng *rng);
+
+// assert_all_close: every got[i] within "rtol" of want[i], relative to
+// max(1, |want[i]|); the first that is not fails the test, named "what[i]".
+void assert_all_close(const char *what, const float *got, const float *want, size_t n, double rtol);
+// assert_gradcheck_passes: no element of the "n" that "r" checked failed;
+// else the test fails with the worst one.
+void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n);
 
 #endif
