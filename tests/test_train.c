@@ -106,6 +106,7 @@ static const char *last_err(void) {
 // "needle". An error status must come with exactly one error line (one that
 // starts with "tinygpt"; a run that fails after it started training has also
 // printed its "model:" and "memory:" lines), and that line says "needle".
+// (expect_failure, helpers.h, wants stderr to be that one line alone.)
 static void expect_status(int got, int status, const char *needle) {
     const char *err = last_err();
     ck_assert_msg(got == status, "exited %d, expected %d; stderr: %s", got, status, err);
