@@ -236,6 +236,9 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
     r = run_tinygpt(dir, args);
     expect_failure(r, args, 1, "--out");
     ck_assert_msg(r->out[0] == '\0', "printed before failing: %s", r->out);
+    // An empty --out: make_dir has no parent to make (it used to look past the NUL for one).
+    snprintf(args, sizeof args, "attention --model %s --prompt dog --out ''", model_path);
+    expect_run_fails(dir, args, 1, "cannot create output directory ''");
 }
 END_TEST
 

@@ -313,8 +313,9 @@ void make_dir(const char *path) {
     char partial[4096];
     if (strlen(path) >= sizeof partial) die(EXIT_USAGE, "--out '%.40s...' is too long; use a shorter path", path);
     strcpy(partial, path);
-    for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-        *slash = '\0';  // each parent in turn
+    // Each parent in turn (from partial + 1: a leading '/' is the root; "" has none).
+    for (char *slash = partial[0] ? strchr(partial + 1, '/') : NULL; slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
         if (mkdir(partial, 0777) != 0 && errno != EEXIST)
             die(EXIT_RUNTIME, "cannot create directory '%s' for --out: %s; pick another --out", partial,
                 strerror(errno));
