@@ -74,7 +74,7 @@ void expect_run_fails(const char *dir, const char *args, int status, const char 
     expect_failure(run_tinygpt(dir, args), args, status, needle);
 }
 
-double log_field(const char *log, int row, int column) {
+void log_cell(const char *log, int row, int column, char *out, size_t cap) {
     const char *p = strchr(log, '\n');  // past the header
     for (int r = 0; p && r < row; r++) p = strchr(p + 1, '\n');
     ck_assert_msg(p && p[1], "the log has no row %d", row);
@@ -84,7 +84,16 @@ double log_field(const char *log, int row, int column) {
         ck_assert_msg(p && *p == ',', "row %d of the log has no column %d", row, column);
         p++;
     }
-    return (*p == ',' || *p == '\n' || *p == '\0') ? NAN : atof(p);
+    size_t n = strcspn(p, ",\n");
+    ck_assert_msg(n < cap, "row %d column %d of the log is longer than %zu bytes", row, column, cap - 1);
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+double log_field(const char *log, int row, int column) {
+    char cell[64];
+    log_cell(log, row, column, cell, sizeof cell);
+    return cell[0] ? atof(cell) : NAN;
 }
 
 static unsigned be32(const unsigned char *p) {

@@ -44,9 +44,11 @@ bool stderr_is_one_line(const RunResult *r);
 void expect_failure(const RunResult *r, const char *args, int status, const char *needle);
 void expect_run_fails(const char *dir, const char *args, int status, const char *needle);
 
-// log_field: field "column" (0-based) of data row "row" (0 = the first
-// after the header) of a log.csv's text; NaN if the field is empty. The row
-// and the column must be there.
+// log_cell: the text of field "column" (0-based) of data row "row" (0 =
+// the first after the header) of a log.csv's text, into "out" [cap] ("" for
+// an empty field). The row and the column must be there. log_field: the
+// same field as a number, NaN if it is empty.
+void log_cell(const char *log, int row, int column, char *out, size_t cap);
 double log_field(const char *log, int row, int column);
 
 // png_size: check that "path" starts with the 8-byte PNG signature followed
