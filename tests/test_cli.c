@@ -24,9 +24,12 @@
 
 static char work_dir[256];
 
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
+
 static void setup(void) {
     scratch_dir_create(work_dir, sizeof work_dir);
-    write_corpus(path_in(work_dir, "corpus.txt"), 400);
+    write_corpus(in_work("corpus.txt"), 400);
 }
 
 static void teardown(void) { scratch_dir_remove(work_dir); }
@@ -75,7 +78,7 @@ END_TEST
 START_TEST(bad_flags_are_usage_errors_that_name_the_flag) {
     char args[4096];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     expect_run_fails(work_dir, "frobnicate", 2, "frobnicate");
     snprintf(args, sizeof args, "train %s --bogus 3", corpus);
     expect_run_fails(work_dir, args, 2, "--bogus");
@@ -120,20 +123,20 @@ END_TEST
 
 START_TEST(bad_files_are_runtime_errors_that_name_the_file) {
     char args[4096];
-    snprintf(args, sizeof args, "train %s/missing.txt --out %s", work_dir, path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train %s/missing.txt --out %s", work_dir, in_work("out"));
     expect_run_fails(work_dir, args, 1, "missing.txt");
-    snprintf(args, sizeof args, "train %s --out %s", work_dir, path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train %s --out %s", work_dir, in_work("out"));
     expect_run_fails(work_dir, args, 1, "directory");
     snprintf(args, sizeof args, "sample --model %s/nope.safetensors", work_dir);
     expect_run_fails(work_dir, args, 1, "nope.safetensors");
     // A text file is not a checkpoint.
-    snprintf(args, sizeof args, "sample --model %s", path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "sample --model %s", in_work("corpus.txt"));
     expect_run_fails(work_dir, args, 1, "corpus.txt");
     // Too short for one window of context + 1.
-    FILE *f = fopen(path_in(work_dir, "short.txt"), "w");
+    FILE *f = fopen(in_work("short.txt"), "w");
     fputs("tiny", f);
     fclose(f);
-    snprintf(args, sizeof args, "train %s --context 16 --out %s", path_in(work_dir, "short.txt"), path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train %s --context 16 --out %s", in_work("short.txt"), in_work("out"));
     expect_run_fails(work_dir, args, 1, "short.txt");
 }
 END_TEST
@@ -141,16 +144,16 @@ END_TEST
 START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates) {
     char args[4096];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args,
              "train %s --arch card --out %s --steps 300 --batch 8 --context 16 --embd 32 --heads 4 --lr 0.5 "
              "--eval-interval 100 --threads 2",
-             corpus, path_in(work_dir, "run"));
+             corpus, in_work("run"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
 
     char log[65536];
-    read_text_file(path_in(work_dir, "run/log.csv"), log, sizeof log);
+    read_text_file(in_work("run/log.csv"), log, sizeof log);
     ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"));
     double first = log_field(log, 0, 1), last_val = log_field(log, 299, 2);
     double mean_last = 0;
@@ -164,7 +167,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 
     // Sampling: stdout is the prompt followed by exactly --tokens characters.
     snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 40 --seed 3",
-             path_in(work_dir, "run/model.safetensors"));
+             in_work("run/model.safetensors"));
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
@@ -174,11 +177,11 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
     ck_assert_str_eq(r->out, first_sample);  // same seed, same text
 
     // A prompt character the model never saw is a clear error.
-    snprintf(args, sizeof args, "sample --model %s --prompt 'Zebra'", path_in(work_dir, "run/model.safetensors"));
+    snprintf(args, sizeof args, "sample --model %s --prompt 'Zebra'", in_work("run/model.safetensors"));
     expect_run_fails(work_dir, args, 2, "--prompt");
 
     // eval --json: loss close to the training loss on the same text.
-    snprintf(args, sizeof args, "eval --model %s %s --json", path_in(work_dir, "run/model.safetensors"), corpus);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("run/model.safetensors"), corpus);
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "eval failed: %s", r->err);
     double loss = NAN, perplexity = NAN;
@@ -193,16 +196,16 @@ END_TEST
 START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     char args[4096];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args,
              "train %s --arch gpt --layers 2 --embd 16 --heads 2 --context 8 --batch 4 --steps 60 --eval-interval 20 "
              "--warmup 5 --out %s --threads 2",  // the default warmup, 100 steps, is longer than this run
-             corpus, path_in(work_dir, "gpt"));
+             corpus, in_work("gpt"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --arch gpt failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "the model line does not say gpt, 2 layers: %s", r->err);
     char log[65536];
-    read_text_file(path_in(work_dir, "gpt/log.csv"), log, sizeof log);
+    read_text_file(in_work("gpt/log.csv"), log, sizeof log);
     double first = log_field(log, 0, 2), last = log_field(log, 59, 2);
     ck_assert_msg(isfinite(first) && isfinite(last) && last < first - 0.2,
                   "validation loss fell only from %.3f to %.3f", first, last);
@@ -214,7 +217,7 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     for (int step = 0; step < 60; step++)
         ck_assert_msg(log_field(log, step, 6) > 0, "grad_norm of step %d is %g", step, log_field(log, step, 6));
 
-    snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 30 --seed 3", path_in(work_dir, "gpt/model.safetensors"));
+    snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 30 --seed 3", in_work("gpt/model.safetensors"));
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample of a gpt failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
@@ -227,7 +230,7 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     r = run_tinygpt(work_dir, args);
     ck_assert_str_eq(r->out, cached);  // the key/value cache of every block gives the same text
 
-    snprintf(args, sizeof args, "eval --model %s %s --json", path_in(work_dir, "gpt/model.safetensors"), corpus);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("gpt/model.safetensors"), corpus);
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "eval of a gpt failed: %s", r->err);
     double loss = NAN;
@@ -238,8 +241,8 @@ END_TEST
 
 START_TEST(train_creates_missing_parent_directories_of_out) {
     char args[4096];
-    snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 8 --heads 2", path_in(work_dir, "corpus.txt"),
-             path_in(work_dir, "runs/nested/deeper"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 8 --heads 2", in_work("corpus.txt"),
+             in_work("runs/nested/deeper"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train into a missing parent failed: %s", r->err);
     char path[1024];
@@ -251,15 +254,15 @@ END_TEST
 START_TEST(init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones) {
     char args[4096];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
-    snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 16 --heads 2", corpus, path_in(work_dir, "a"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 16 --heads 2", corpus, in_work("a"));
     ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
-    snprintf(args, sizeof args, "train %s --out %s --steps 3 --init %s", corpus, path_in(work_dir, "b"),
-             path_in(work_dir, "a/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 3 --init %s", corpus, in_work("b"),
+             in_work("a/model.safetensors"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init failed: %s", r->err);
-    snprintf(args, sizeof args, "train %s --out %s --steps 3 --embd 32 --init %s", corpus, path_in(work_dir, "c"),
-             path_in(work_dir, "a/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 3 --embd 32 --init %s", corpus, in_work("c"),
+             in_work("a/model.safetensors"));
     expect_run_fails(work_dir, args, 2, "--embd");
 }
 END_TEST
@@ -267,38 +270,38 @@ END_TEST
 START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one) {
     char args[4096];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch gpt --layers 2 --context 8 --embd 16 --heads 2",
-             corpus, path_in(work_dir, "gpt"));
+             corpus, in_work("gpt"));
     ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch card --context 8 --embd 16 --heads 2", corpus,
-             path_in(work_dir, "card"));
+             in_work("card"));
     ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     // Without --arch, a gpt file trains on as a gpt of its own depth, with
     // gpt's defaults (--steps: the run stops after one step of 2000), and a
     // card file as card, with card's.
-    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, path_in(work_dir, "b"),
-             path_in(work_dir, "gpt/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("b"),
+             in_work("gpt/model.safetensors"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init of a gpt failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "%s", r->err);
     ck_assert_msg(strstr(r->err, "stopped after 1 of 2000 steps") != NULL, "not gpt's default --steps: %s", r->err);
-    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, path_in(work_dir, "c"),
-             path_in(work_dir, "card/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("c"),
+             in_work("card/model.safetensors"));
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init of a card model failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=card layers=1") != NULL, "%s", r->err);
     ck_assert_msg(strstr(r->err, "stopped after 1 of 7000 steps") != NULL, "not card's default --steps: %s", r->err);
 
     // A flag that disagrees with the file is an error naming both values.
-    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, path_in(work_dir, "d"),
-             path_in(work_dir, "gpt/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, in_work("d"),
+             in_work("gpt/model.safetensors"));
     expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
-    snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, path_in(work_dir, "d"),
-             path_in(work_dir, "gpt/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, in_work("d"),
+             in_work("gpt/model.safetensors"));
     expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
-    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, path_in(work_dir, "d"),
-             path_in(work_dir, "card/model.safetensors"));
+    snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, in_work("d"),
+             in_work("card/model.safetensors"));
     expect_run_fails(work_dir, args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
 }
 END_TEST
@@ -306,14 +309,14 @@ END_TEST
 START_TEST(the_same_seed_gives_the_same_losses_bit_for_bit) {
     char args[4096], log_a[65536], log_b[65536];
     char corpus[1024];
-    snprintf(corpus, sizeof corpus, "%s", path_in(work_dir, "corpus.txt"));
+    snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "train %s --out %s --steps 40 --batch 4 --context 16 --embd 16 --heads 2 --seed 9",
-                 corpus, path_in(work_dir, i == 0 ? "s1" : "s2"));
+                 corpus, in_work(i == 0 ? "s1" : "s2"));
         ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     }
-    read_text_file(path_in(work_dir, "s1/log.csv"), log_a, sizeof log_a);
-    read_text_file(path_in(work_dir, "s2/log.csv"), log_b, sizeof log_b);
+    read_text_file(in_work("s1/log.csv"), log_a, sizeof log_a);
+    read_text_file(in_work("s2/log.csv"), log_b, sizeof log_b);
     for (int row = 0; row < 40; row++) ck_assert(log_field(log_a, row, 1) == log_field(log_b, row, 1));
 }
 END_TEST
@@ -335,7 +338,7 @@ static void sample_setup(void) {
     Rng rng;
     rng_init(&rng, 5);
     model_init_weights(&m, &rng);
-    ck_assert_msg(checkpoint_save(&m, &tok, 0, path_in(work_dir, "tiny.safetensors"), &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("tiny.safetensors"), &err), "%s", err.msg);
     model_free(&m);
     tokenizer_free(&tok);
 }
@@ -346,7 +349,7 @@ static const char *sample_text(const char *flags) {
     static int which;
     which = (which + 1) % 8;
     char args[4096];
-    snprintf(args, sizeof args, "sample --model %s %s", path_in(work_dir, "tiny.safetensors"), flags);
+    snprintf(args, sizeof args, "sample --model %s %s", in_work("tiny.safetensors"), flags);
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
     size_t n = strlen(r->out);
@@ -364,7 +367,7 @@ START_TEST(top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwi
     char args[4096];
     const char *bad[] = {"0", "-0.5", "1.5", "nan"};
     for (int i = 0; i < 4; i++) {
-        snprintf(args, sizeof args, "sample --model %s --top-p %s", path_in(work_dir, "tiny.safetensors"), bad[i]);
+        snprintf(args, sizeof args, "sample --model %s --top-p %s", in_work("tiny.safetensors"), bad[i]);
         expect_run_fails(work_dir, args, 2, "--top-p");
     }
 }
@@ -390,33 +393,33 @@ START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separa
     ck_assert_str_ne(samples[1], samples[0]);
     ck_assert_str_ne(samples[2], samples[1]);
     char args[4096];
-    snprintf(args, sizeof args, "sample --model %s --num-samples 0", path_in(work_dir, "tiny.safetensors"));
+    snprintf(args, sizeof args, "sample --model %s --num-samples 0", in_work("tiny.safetensors"));
     expect_run_fails(work_dir, args, 2, "--num-samples");
 }
 END_TEST
 
 START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
-    write_text_file(path_in(work_dir, "prompt.txt"), "the lazy ");
+    write_text_file(in_work("prompt.txt"), "the lazy ");
     const char *from_flag = sample_text("--prompt 'the lazy ' --tokens 30 --seed 2");
     char flags[2048];
-    snprintf(flags, sizeof flags, "--prompt-file %s --tokens 30 --seed 2", path_in(work_dir, "prompt.txt"));
+    snprintf(flags, sizeof flags, "--prompt-file %s --tokens 30 --seed 2", in_work("prompt.txt"));
     ck_assert_str_eq(sample_text(flags), from_flag);
     // stdin: a pipe into tinygpt (run_binary's own stdin is /dev/null, so
     // the pipe is built inside a shell).
     char args[4096];
     snprintf(args, sizeof args, "-c \"printf 'the lazy ' | %s sample --model %s --prompt-file - --tokens 30 --seed 2\"",
-             tinygpt_binary(), path_in(work_dir, "tiny.safetensors"));
+             tinygpt_binary(), in_work("tiny.safetensors"));
     RunResult *r = run_binary("sh", work_dir, args);
     ck_assert_msg(r->status == 0, "stdin prompt failed: %s", r->err);
     ck_assert_str_eq(r->out, from_flag);
     // Not both; a missing file is named; a character outside the vocabulary names the file.
-    snprintf(args, sizeof args, "sample --model %s --prompt the --prompt-file %s", path_in(work_dir, "tiny.safetensors"),
-             path_in(work_dir, "prompt.txt"));
+    snprintf(args, sizeof args, "sample --model %s --prompt the --prompt-file %s", in_work("tiny.safetensors"),
+             in_work("prompt.txt"));
     expect_run_fails(work_dir, args, 2, "--prompt-file");
-    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", path_in(work_dir, "tiny.safetensors"), path_in(work_dir, "absent.txt"));
+    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("absent.txt"));
     expect_run_fails(work_dir, args, 1, "absent.txt");
-    write_text_file(path_in(work_dir, "zebra.txt"), "Zebra");
-    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", path_in(work_dir, "tiny.safetensors"), path_in(work_dir, "zebra.txt"));
+    write_text_file(in_work("zebra.txt"), "Zebra");
+    snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("zebra.txt"));
     expect_run_fails(work_dir, args, 2, "zebra.txt");
 }
 END_TEST
@@ -441,36 +444,36 @@ static void assert_bounded_fails(const char *args, const char *must_mention) {
 static void train_tiny(const char *name, int steps) {
     char args[4096];
     snprintf(args, sizeof args, "train %s --arch card --out %s --steps %d --batch 2 --context 8 --embd 8 --heads 2",
-             path_in(work_dir, "corpus.txt"), path_in(work_dir, name), steps);
+             in_work("corpus.txt"), in_work(name), steps);
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
 }
 
 START_TEST(a_fifo_or_a_device_is_refused_at_once_as_text_model_or_resume_data) {
-    ck_assert_int_eq(mkfifo(path_in(work_dir, "fifo"), 0600), 0);
+    ck_assert_int_eq(mkfifo(in_work("fifo"), 0600), 0);
     const char *fifo_says = "is a named pipe (FIFO), not a regular file";
     char args[4096];
-    snprintf(args, sizeof args, "train %s --out %s", path_in(work_dir, "fifo"), path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train %s --out %s", in_work("fifo"), in_work("out"));
     assert_bounded_fails(args, fifo_says);
-    snprintf(args, sizeof args, "train /dev/zero --out %s", path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train /dev/zero --out %s", in_work("out"));
     assert_bounded_fails(args, "'/dev/zero' is a character device, not a regular file");
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "fifo"), path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("fifo"), in_work("corpus.txt"));
     assert_bounded_fails(args, fifo_says);
-    snprintf(args, sizeof args, "sample --model %s", path_in(work_dir, "fifo"));
+    snprintf(args, sizeof args, "sample --model %s", in_work("fifo"));
     assert_bounded_fails(args, fifo_says);
 
     // --resume reads the text the run was trained on again: replace it by a FIFO.
-    write_text_file(path_in(work_dir, "text.txt"), "");
+    write_text_file(in_work("text.txt"), "");
     char copy[4096];
-    snprintf(copy, sizeof copy, "cp %s %s", path_in(work_dir, "corpus.txt"), path_in(work_dir, "text.txt"));
+    snprintf(copy, sizeof copy, "cp %s %s", in_work("corpus.txt"), in_work("text.txt"));
     ck_assert_int_eq(system(copy), 0);
     snprintf(args, sizeof args, "train %s --arch card --out %s --steps 4 --stop-after 2 --batch 2 --context 8 --embd 8 --heads 2",
-             path_in(work_dir, "text.txt"), path_in(work_dir, "run"));
+             in_work("text.txt"), in_work("run"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
-    ck_assert_int_eq(unlink(path_in(work_dir, "text.txt")), 0);
-    ck_assert_int_eq(mkfifo(path_in(work_dir, "text.txt"), 0600), 0);
-    snprintf(args, sizeof args, "train --resume %s", path_in(work_dir, "run"));
+    ck_assert_int_eq(unlink(in_work("text.txt")), 0);
+    ck_assert_int_eq(mkfifo(in_work("text.txt"), 0600), 0);
+    snprintf(args, sizeof args, "train --resume %s", in_work("run"));
     assert_bounded_fails(args, fifo_says);
 }
 END_TEST
@@ -480,14 +483,14 @@ START_TEST(eval_says_a_binary_file_looks_binary_as_train_does) {
     // An executable's first bytes: 0x7F "ELF" are valid UTF-8 (and 0x7F is
     // in no vocabulary), and the NUL that marks binary data comes after.
     const char elf[] = "\x7F" "ELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00";
-    FILE *f = fopen(path_in(work_dir, "program"), "wb");
+    FILE *f = fopen(in_work("program"), "wb");
     ck_assert_ptr_nonnull(f);
     fwrite(elf, 1, sizeof elf - 1, f);
     fclose(f);
     char args[4096];
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "m/model.safetensors"), path_in(work_dir, "program"));
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("program"));
     expect_run_fails(work_dir, args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
-    snprintf(args, sizeof args, "train %s --out %s", path_in(work_dir, "program"), path_in(work_dir, "t"));
+    snprintf(args, sizeof args, "train %s --out %s", in_work("program"), in_work("t"));
     expect_run_fails(work_dir, args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
 }
 END_TEST
@@ -495,14 +498,14 @@ END_TEST
 START_TEST(a_missing_file_says_there_is_no_such_file_and_what_to_do) {
     const char *says = "no such file; check the name and the directory it is in";
     char args[4096];
-    snprintf(args, sizeof args, "train %s --out %s", path_in(work_dir, "missing.txt"), path_in(work_dir, "out"));
+    snprintf(args, sizeof args, "train %s --out %s", in_work("missing.txt"), in_work("out"));
     expect_run_fails(work_dir, args, 1, says);
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "missing.safetensors"), path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("missing.safetensors"), in_work("corpus.txt"));
     expect_run_fails(work_dir, args, 1, says);
-    snprintf(args, sizeof args, "sample --model %s", path_in(work_dir, "missing.safetensors"));
+    snprintf(args, sizeof args, "sample --model %s", in_work("missing.safetensors"));
     expect_run_fails(work_dir, args, 1, says);
     train_tiny("m", 0);
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "m/model.safetensors"), path_in(work_dir, "missing.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("missing.txt"));
     expect_run_fails(work_dir, args, 1, says);
 }
 END_TEST
@@ -524,11 +527,11 @@ START_TEST(broken_weights_fail_eval_and_train_init_without_blaming_lr) {
     train_tiny("m", 0);
     char args[4096];
     // Beyond the loader's bound: eval and train --init fail at load, naming the tensor.
-    set_every_weight(path_in(work_dir, "m/model.safetensors"), path_in(work_dir, "absurd.safetensors"), 1e30f);
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "absurd.safetensors"), path_in(work_dir, "corpus.txt"));
+    set_every_weight(in_work("m/model.safetensors"), in_work("absurd.safetensors"), 1e30f);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("absurd.safetensors"), in_work("corpus.txt"));
     expect_run_fails(work_dir, args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
-    snprintf(args, sizeof args, "train %s --init %s --out %s", path_in(work_dir, "corpus.txt"), path_in(work_dir, "absurd.safetensors"),
-             path_in(work_dir, "t1"));
+    snprintf(args, sizeof args, "train %s --init %s --out %s", in_work("corpus.txt"), in_work("absurd.safetensors"),
+             in_work("t1"));
     expect_run_fails(work_dir, args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
     ck_assert_msg(!strstr(run_tinygpt(work_dir, args)->err, "lower --lr"), "%s", run_tinygpt(work_dir, args)->err);
 
@@ -536,13 +539,13 @@ START_TEST(broken_weights_fail_eval_and_train_init_without_blaming_lr) {
     // 1e6 overflows float within a few blocks: eval must not print a NaN
     // loss with status 0, and training from it must not blame --lr.
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --no-layernorm --layers 4 --batch 2 --context 8 --embd 8 --heads 2",
-             path_in(work_dir, "corpus.txt"), path_in(work_dir, "g"));
+             in_work("corpus.txt"), in_work("g"));
     ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
-    set_every_weight(path_in(work_dir, "g/model.safetensors"), path_in(work_dir, "overflow.safetensors"), MODEL_MAX_WEIGHT);
-    snprintf(args, sizeof args, "eval --model %s %s", path_in(work_dir, "overflow.safetensors"), path_in(work_dir, "corpus.txt"));
+    set_every_weight(in_work("g/model.safetensors"), in_work("overflow.safetensors"), MODEL_MAX_WEIGHT);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("overflow.safetensors"), in_work("corpus.txt"));
     expect_run_fails(work_dir, args, 1, "overflow float arithmetic, so it cannot be evaluated");
-    snprintf(args, sizeof args, "train %s --init %s --out %s --batch 2", path_in(work_dir, "corpus.txt"),
-             path_in(work_dir, "overflow.safetensors"), path_in(work_dir, "t2"));
+    snprintf(args, sizeof args, "train %s --init %s --out %s --batch 2", in_work("corpus.txt"),
+             in_work("overflow.safetensors"), in_work("t2"));
     RunResult *r = run_tinygpt(work_dir, args);  // stderr starts with the model's summary: the message is its last line
     ck_assert_msg(r->status == 1 && strstr(r->err, "tinygpt: training cannot start: at step 0, before any update") &&
                       strstr(r->err, "(--lr is not the cause)") && !strstr(r->err, "lower --lr"),
@@ -555,13 +558,13 @@ END_TEST
 // must come back as "tinygpt", not "exe", or ps, top and pgrep lose it.
 START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
     char cmd[8192], pid_path[1024];
-    snprintf(pid_path, sizeof pid_path, "%s", path_in(work_dir, "pid"));
+    snprintf(pid_path, sizeof pid_path, "%s", in_work("pid"));
     // A run long enough to look at (killed below); without GOMP_SPINCOUNT
     // and OMP_WAIT_POLICY, so that it does restart.
     snprintf(cmd, sizeof cmd,
              "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY %s train %s --arch card --out %s --steps 100000000 --batch 1 "
              "--context 8 --embd 8 --heads 2 --threads 1 >/dev/null 2>&1 & echo $! > %s",
-             tinygpt_binary(), path_in(work_dir, "corpus.txt"), path_in(work_dir, "long"), pid_path);
+             tinygpt_binary(), in_work("corpus.txt"), in_work("long"), pid_path);
     ck_assert_int_eq(system(cmd), 0);
     char text[64];
     read_text_file(pid_path, text, sizeof text);

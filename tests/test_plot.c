@@ -148,7 +148,8 @@ START_TEST(a_file_that_is_not_a_log_is_refused_naming_the_file) {
 END_TEST
 
 START_TEST(windows_line_ends_are_accepted) {
-    write_text_file(path_in(dir, "crlf.csv"), "step,train_loss,val_loss,lr,ms,tokens_per_s\r\n0,1.5,1.6,0.5,1,1\r\n1,1.4,,0.5,1,1\r\n");
+    write_text_file(path_in(dir, "crlf.csv"),
+                    "step,train_loss,val_loss,lr,ms,tokens_per_s\r\n0,1.5,1.6,0.5,1,1\r\n1,1.4,,0.5,1,1\r\n");
     LossHistory h;
     loss_history_init(&h);
     Error err;

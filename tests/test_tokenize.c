@@ -19,11 +19,14 @@
 
 static char work_dir[256];
 
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
+
 // The same rhythmic few KB as test_cli.c's corpus: words worth merging, and
 // an em dash (3 bytes) so that pieces and characters differ.
 static void setup(void) {
     scratch_dir_create(work_dir, sizeof work_dir);
-    write_corpus(path_in(work_dir, "corpus.txt"), 400);
+    write_corpus(in_work("corpus.txt"), 400);
 }
 
 static void teardown(void) { scratch_dir_remove(work_dir); }
@@ -46,7 +49,7 @@ static bool file_has(const char *path, const char *needle) {
 static void train_bpe(const char *name, const char *extra) {
     char args[2048];
     snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 300 " TINY_GPT " --steps 30 --out %s %s",
-             path_in(work_dir, "corpus.txt"), path_in(work_dir, name), extra);
+             in_work("corpus.txt"), in_work(name), extra);
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "train --tokenizer bpe");
     ck_assert_msg(strstr(r->err, "V=300") && strstr(r->err, "(bpe tokenizer)"), "the model line: %s", r->err);
@@ -54,7 +57,7 @@ static void train_bpe(const char *name, const char *extra) {
 
 START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_characters) {
     train_bpe("bpe", "");
-    const char *model = path_in(work_dir, "bpe/model.safetensors");
+    const char *model = in_work("bpe/model.safetensors");
     ck_assert(file_has(model, "\"tokenizer\":\"bpe\""));
     ck_assert(file_has(model, "\"merges\":"));
     ck_assert(!file_has(model, "\"vocab\":"));
@@ -70,20 +73,20 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
     ck_assert_msg(tokenizer_check_text(r->out, strlen(r->out), "sample", &err), "%s", err.msg);
 
     // attention labels each position with its piece.
-    snprintf(args, sizeof args, "attention --model %s --prompt 'the white whale' --out %s", model, path_in(work_dir, "maps"));
+    snprintf(args, sizeof args, "attention --model %s --prompt 'the white whale' --out %s", model, in_work("maps"));
     r = run_tinygpt(work_dir, args);
     expect_ok(r, "attention");
     ck_assert_msg(strstr(r->out, "␣whale") != NULL, "no ' whale' label: %s", r->out);
     int width, height;
     char why[256];
-    ck_assert_msg(png_size(path_in(work_dir, "maps/attention_layer1_head2.png"), &width, &height, why, sizeof why), "%s", why);
+    ck_assert_msg(png_size(in_work("maps/attention_layer1_head2.png"), &width, &height, why, sizeof why), "%s", why);
 }
 END_TEST
 
 START_TEST(tokenize_shows_the_pieces_of_a_text_which_join_back_to_it) {
     train_bpe("bpe", "");
     char args[2048];
-    snprintf(args, sizeof args, "tokenize --model %s 'the white whale sat on the mat'", path_in(work_dir, "bpe/model.safetensors"));
+    snprintf(args, sizeof args, "tokenize --model %s 'the white whale sat on the mat'", in_work("bpe/model.safetensors"));
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize");
     // Line 1: |piece|piece|...| ; the pieces, joined, are the text.
@@ -106,11 +109,11 @@ START_TEST(tokenize_shows_the_pieces_of_a_text_which_join_back_to_it) {
     ck_assert_int_eq(ids, pieces);
 
     // Standard input, and a char model's pieces are its characters.
-    snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 1 --out %s", path_in(work_dir, "corpus.txt"), path_in(work_dir, "char"));
+    snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 1 --out %s", in_work("corpus.txt"), in_work("char"));
     expect_ok(run_tinygpt(work_dir, args), "train char");
-    write_text_file(path_in(work_dir, "text.txt"), "a\xE2\x80\x94" "c\n");
-    snprintf(args, sizeof args, "'cat %s | %s tokenize --model %s -'", path_in(work_dir, "text.txt"), tinygpt_binary(),
-             path_in(work_dir, "char/model.safetensors"));
+    write_text_file(in_work("text.txt"), "a\xE2\x80\x94" "c\n");
+    snprintf(args, sizeof args, "'cat %s | %s tokenize --model %s -'", in_work("text.txt"), tinygpt_binary(),
+             in_work("char/model.safetensors"));
     r = run_binary("sh -c", work_dir, args);
     expect_ok(r, "tokenize from stdin");
     const char *want = "|a|\xE2\x80\x94|c|\\n|\n";
@@ -120,7 +123,7 @@ END_TEST
 
 START_TEST(tokenize_learn_reports_its_speed_and_first_merges) {
     char args[2048];
-    snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 260 --json", path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 260 --json", in_work("corpus.txt"));
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize --learn --json");
     long bytes = 0, tokens = 0;
@@ -130,7 +133,7 @@ START_TEST(tokenize_learn_reports_its_speed_and_first_merges) {
                             &bytes, &merges, &learn, &encode, &tokens), 5);
     ck_assert_int_eq(merges, 4);
     ck_assert(learn >= 0 && encode >= 0 && tokens > 0 && tokens < bytes);
-    snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 258", path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 258", in_work("corpus.txt"));
     r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize --learn");
     ck_assert_msg(strstr(r->out, "learned 2 merges") && strstr(r->out, "first merges: "), "%s", r->out);
@@ -140,15 +143,15 @@ END_TEST
 START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     // ASCII text: one byte per character, so a char model's bits per byte
     // is its loss in bits, val_loss / ln 2.
-    FILE *f = fopen(path_in(work_dir, "ascii.txt"), "w");
+    FILE *f = fopen(in_work("ascii.txt"), "w");
     ck_assert_ptr_nonnull(f);
     for (int i = 0; i < 300; i++) fputs(i % 3 ? "the cat sat on the mat.\n" : "call me ishmael.\n", f);
     fclose(f);
     char args[2048];
-    snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 21 --out %s", path_in(work_dir, "ascii.txt"), path_in(work_dir, "a"));
+    snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 21 --out %s", in_work("ascii.txt"), in_work("a"));
     expect_ok(run_tinygpt(work_dir, args), "train char");
     static char log_text[1 << 16];
-    read_text_file(path_in(work_dir, "a/log.csv"), log_text, sizeof log_text);
+    read_text_file(in_work("a/log.csv"), log_text, sizeof log_text);
     ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
     for (int row = 0; row <= 20; row += 10) {
         double val_loss = log_field(log_text, row, 2), val_bpb = log_field(log_text, row, 7);
@@ -160,10 +163,10 @@ START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     // A bpe token covers more than a byte, so its bits per byte are below
     // its loss in bits per token; eval says the same of the whole file.
     train_bpe("bpe", "");
-    read_text_file(path_in(work_dir, "bpe/log.csv"), log_text, sizeof log_text);
+    read_text_file(in_work("bpe/log.csv"), log_text, sizeof log_text);
     double val_loss = log_field(log_text, 29, 2), val_bpb = log_field(log_text, 29, 7);
     ck_assert_msg(val_bpb > 0 && val_bpb < 0.9 * val_loss / log(2.0), "val_bpb %g, val_loss %g", val_bpb, val_loss);
-    snprintf(args, sizeof args, "eval --model %s %s --json", path_in(work_dir, "bpe/model.safetensors"), path_in(work_dir, "corpus.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("bpe/model.safetensors"), in_work("corpus.txt"));
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "eval");
     double loss, perplexity, bpb;
@@ -178,11 +181,11 @@ START_TEST(a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges) {
     train_bpe("whole", "");
     train_bpe("parts", "--stop-after 13");
     char args[2048];
-    snprintf(args, sizeof args, "train --resume %s", path_in(work_dir, "parts"));
+    snprintf(args, sizeof args, "train --resume %s", in_work("parts"));
     expect_ok(run_tinygpt(work_dir, args), "train --resume");
     static char whole[1 << 16], parts[1 << 16];
-    read_text_file(path_in(work_dir, "whole/log.csv"), whole, sizeof whole);
-    read_text_file(path_in(work_dir, "parts/log.csv"), parts, sizeof parts);
+    read_text_file(in_work("whole/log.csv"), whole, sizeof whole);
+    read_text_file(in_work("parts/log.csv"), parts, sizeof parts);
     // The same losses, step by step (the ms and tokens/s columns differ).
     for (int row = 0; row < 30; row++)
         for (int column = 1; column <= 7; column += (column == 3 ? 3 : 1)) {
@@ -190,8 +193,8 @@ START_TEST(a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges) {
             ck_assert_msg((isnan(a) && isnan(b)) || a == b, "row %d column %d: %g vs %g", row, column, a, b);
         }
 
-    snprintf(args, sizeof args, "train %s --init %s --steps 2 --out %s", path_in(work_dir, "corpus.txt"),
-             path_in(work_dir, "whole/model.safetensors"), path_in(work_dir, "init"));
+    snprintf(args, sizeof args, "train %s --init %s --steps 2 --out %s", in_work("corpus.txt"),
+             in_work("whole/model.safetensors"), in_work("init"));
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "train --init");
     ck_assert_msg(strstr(r->err, "V=300") && strstr(r->err, "(bpe tokenizer)"), "%s", r->err);
@@ -199,22 +202,23 @@ START_TEST(a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges) {
 END_TEST
 
 START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
-    const char *corpus = path_in(work_dir, "corpus.txt");
+    const char *corpus = in_work("corpus.txt");
     char args[2048];
-    snprintf(args, sizeof args, "train %s --vocab-size 300 --out %s", corpus, path_in(work_dir, "x"));
+    snprintf(args, sizeof args, "train %s --vocab-size 300 --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 2, "--vocab-size is for --tokenizer bpe");
-    snprintf(args, sizeof args, "train %s --tokenizer words --out %s", corpus, path_in(work_dir, "x"));
+    snprintf(args, sizeof args, "train %s --tokenizer words --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 2, "--tokenizer 'words' is not one of: char, bpe");
-    snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 256 --out %s", corpus, path_in(work_dir, "x"));
+    snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 256 --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 2, "--vocab-size");
     // More merges than the text has pairs to merge: the file and the fix.
-    snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 60000 --out %s", corpus, path_in(work_dir, "x"));
+    snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 60000 --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 1, "use a --vocab-size of at most 300");
     train_bpe("bpe", "");
-    snprintf(args, sizeof args, "train %s --init %s --tokenizer char --out %s", corpus, path_in(work_dir, "bpe/model.safetensors"),
-             path_in(work_dir, "x"));
-    expect_run_fails(work_dir, args, 2, "--tokenizer char conflicts with the --init checkpoint, whose tokenizer is bpe");
-    snprintf(args, sizeof args, "train --resume %s --tokenizer char", path_in(work_dir, "bpe"));
+    snprintf(args, sizeof args, "train %s --init %s --tokenizer char --out %s", corpus, in_work("bpe/model.safetensors"),
+             in_work("x"));
+    expect_run_fails(work_dir, args, 2,
+                     "--tokenizer char conflicts with the --init checkpoint, whose tokenizer is bpe");
+    snprintf(args, sizeof args, "train --resume %s --tokenizer char", in_work("bpe"));
     expect_run_fails(work_dir, args, 2, "--tokenizer cannot be changed when resuming");
     expect_run_fails(work_dir, "tokenize 'x'", 2, "give one of --model FILE or --learn FILE");
 }

@@ -47,6 +47,9 @@
 static char work_dir[256];
 static char corpus[512];  // work_dir/corpus.txt: a few KB of rhythmic text
 
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
+
 // ---- Running the binary -------------------------------------------------------
 
 // When not 0, the largest file the next spawned tinygpt may write, in bytes
@@ -67,7 +70,7 @@ static pid_t spawn_args(const char *const *args) {
     // Empty the output files here, not in the child: a test that waits for
     // output must not see the last run's, and signal a child that has not yet
     // become tinygpt (it still runs the test's own signal handlers).
-    const char *out_path = path_in(work_dir, "out.txt"), *err_path = path_in(work_dir, "err.txt");
+    const char *out_path = in_work("out.txt"), *err_path = in_work("err.txt");
     ck_assert_int_eq(truncate(out_path, 0) == 0 || errno == ENOENT, 1);
     ck_assert_int_eq(truncate(err_path, 0) == 0 || errno == ENOENT, 1);
     fflush(NULL);
@@ -98,7 +101,7 @@ static int finish(pid_t pid) {
 static const char *last_err(void) {
     static char *text;
     free(text);
-    text = slurp_or_empty(path_in(work_dir, "err.txt"), NULL);
+    text = slurp_or_empty(in_work("err.txt"), NULL);
     return text;
 }
 
@@ -235,7 +238,7 @@ static long saved_step(const char *dir) {
 
 // write_text: "text" into work_dir/name; returns the path.
 static const char *write_text(const char *name, const char *text, size_t len) {
-    const char *path = path_in(work_dir, name);
+    const char *path = in_work(name);
     write_bytes(path, text, len);
     return path;
 }
@@ -265,9 +268,9 @@ START_TEST(a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_
     for (int i = 0; i < 3; i++) {
         char whole[300], parts[300], name[32];
         snprintf(name, sizeof name, "%s_%s_whole", archs[i], orders[i]);
-        snprintf(whole, sizeof whole, "%s", path_in(work_dir, name));
+        snprintf(whole, sizeof whole, "%s", in_work(name));
         snprintf(name, sizeof name, "%s_%s_parts", archs[i], orders[i]);
-        snprintf(parts, sizeof parts, "%s", path_in(work_dir, name));
+        snprintf(parts, sizeof parts, "%s", in_work(name));
         ck_assert_int_eq(RUN("train", corpus, "--out", whole, "--steps", "40", "--order", orders[i], "--arch", archs[i], TINY), 0);
         // Stop after 7 steps (not an evaluation step), then after 20 (one),
         // then finish; FILE is left out, so it comes from the checkpoint.
@@ -283,32 +286,32 @@ START_TEST(a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_
 END_TEST
 
 START_TEST(resuming_drops_log_rows_written_after_the_checkpoint) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "whole"), "--steps", "30", TINY), 0);
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "parts"), "--steps", "30", TINY, "--stop-after", "12"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", "30", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("parts"), "--steps", "30", TINY, "--stop-after", "12"), 0);
     // As if the run had gone on past its checkpoint and then crashed mid-row.
-    FILE *log = fopen(path_in(work_dir, "parts/log.csv"), "a");
+    FILE *log = fopen(in_work("parts/log.csv"), "a");
     ck_assert_ptr_nonnull(log);
     fputs("12,9.999,,0.5,1.0,100\n13,9.999,,0.5,1.0,100\n14,9.9", log);
     fclose(log);
-    ck_assert_int_eq(RUN("train", corpus, "--resume", path_in(work_dir, "parts")), 0);
-    expect_same_run(path_in(work_dir, "whole"), path_in(work_dir, "parts"));
+    ck_assert_int_eq(RUN("train", corpus, "--resume", in_work("parts")), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
 }
 END_TEST
 
 // A constant learning rate: the cosine decays over the run's --steps, so a
 // run that is extended follows another schedule than one planned long.
 START_TEST(resuming_with_a_larger_steps_trains_further_to_the_same_weights) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "long"), "--steps", "30", TINY, "--lr-schedule", "constant"), 0);
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "short"), "--steps", "20", TINY, "--lr-schedule", "constant"), 0);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "short"), "--steps", "30"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("long"), "--steps", "30", TINY, "--lr-schedule", "constant"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("short"), "--steps", "20", TINY, "--lr-schedule", "constant"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("short"), "--steps", "30"), 0);
     // The logs differ (the 20-step run evaluated at its last step, 19), the
     // weights must not: validation draws no random numbers.
     Model a, b;
     Tokenizer ta, tb;
     Error err = {{0}};
     long step_a, step_b;
-    ck_assert_msg(checkpoint_load(path_in(work_dir, "long/model.safetensors"), &a, &ta, 1, false, &step_a, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_load(path_in(work_dir, "short/model.safetensors"), &b, &tb, 1, false, &step_b, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(in_work("long/model.safetensors"), &a, &ta, 1, false, &step_a, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(in_work("short/model.safetensors"), &b, &tb, 1, false, &step_b, &err), "%s", err.msg);
     ck_assert_int_eq(step_a, 30);
     ck_assert_int_eq(step_b, 30);
     ck_assert_mem_eq(a.params_memory, b.params_memory, a.param_table.total * sizeof(float));
@@ -320,29 +323,29 @@ START_TEST(resuming_with_a_larger_steps_trains_further_to_the_same_weights) {
 END_TEST
 
 START_TEST(resume_refuses_flags_that_would_change_the_run) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "5", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
     const char *flags[][2] = {{"--lr", "0.1"},           {"--seed", "3"},     {"--batch", "8"}, {"--out", "elsewhere"},
                               {"--order", "sequential"}, {"--context", "8"}, {"--arch", "card"}, {"--layers", "2"}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        expect_status(RUN("train", "--resume", path_in(work_dir, "r"), "--steps", "9", flags[i][0], flags[i][1]), 2, flags[i][0]);
+        expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9", flags[i][0], flags[i][1]), 2, flags[i][0]);
 }
 END_TEST
 
 START_TEST(resume_of_a_finished_run_asks_for_a_larger_steps) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "5", TINY), 0);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r")), 2, "give a larger --steps");
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r"), "--steps", "3"), 2, "already at step 5");
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
+    expect_status(RUN("train", "--resume", in_work("r")), 2, "give a larger --steps");
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "3"), 2, "already at step 5");
 }
 END_TEST
 
 START_TEST(resume_refuses_a_different_text) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
     // The same characters, so the vocabulary accepts it: only the fingerprint can tell.
     char *text = slurp_or_empty(corpus, NULL);
     text[0] = text[0] == 'a' ? 'c' : 'a';
     const char *other = write_text("other.txt", text, strlen(text));
     free(text);
-    expect_status(RUN("train", other, "--resume", path_in(work_dir, "r")), 1, "is not the text this run was trained on");
+    expect_status(RUN("train", other, "--resume", in_work("r")), 1, "is not the text this run was trained on");
 }
 END_TEST
 
@@ -350,38 +353,38 @@ END_TEST
 // optimizer file is put back to an older step (as a crash between the two
 // writes would leave it), and --resume refuses, naming both steps.
 START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
     size_t len;
-    char *older = slurp_or_empty(path_in(work_dir, "r/optimizer.safetensors"), &len);
+    char *older = slurp_or_empty(in_work("r/optimizer.safetensors"), &len);
     ck_assert_uint_gt(len, 0);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "r"), "--stop-after", "10"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
     write_text("r/optimizer.safetensors", older, len);
     free(older);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r")), 1, "holds AdamW's state after step 5 but");
+    expect_status(RUN("train", "--resume", in_work("r")), 1, "holds AdamW's state after step 5 but");
     ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
     // Without the file at all, it says what to do.
-    ck_assert_int_eq(unlink(path_in(work_dir, "r/optimizer.safetensors")), 0);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r")), 1, "--init");
+    ck_assert_int_eq(unlink(in_work("r/optimizer.safetensors")), 0);
+    expect_status(RUN("train", "--resume", in_work("r")), 1, "--init");
 }
 END_TEST
 
 START_TEST(resume_from_a_directory_without_a_checkpoint_names_the_file) {
-    mkdir(path_in(work_dir, "empty"), 0700);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "empty")), 1, "empty/model.safetensors");
+    mkdir(in_work("empty"), 0700);
+    expect_status(RUN("train", "--resume", in_work("empty")), 1, "empty/model.safetensors");
 }
 END_TEST
 
 START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "5", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
     // Re-save it without the state, as an older tinygpt would have.
     Model m;
     Tokenizer tok;
     Error err = {{0}};
-    ck_assert_msg(checkpoint_load(path_in(work_dir, "r/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_save(&m, &tok, 5, path_in(work_dir, "r/model.safetensors"), &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(in_work("r/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 5, in_work("r/model.safetensors"), &err), "%s", err.msg);
     model_free(&m);
     tokenizer_free(&tok);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r"), "--steps", "9"), 1, "--init");
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9"), 1, "--init");
 }
 END_TEST
 
@@ -397,31 +400,31 @@ END_TEST
 #define LONG_TINY "--steps", "1000000", TINY
 
 START_TEST(ctrl_c_saves_a_checkpoint_exits_130_and_the_run_resumes_to_an_uninterrupted_runs_weights) {
-    pid_t pid = SPAWN("train", corpus, "--out", path_in(work_dir, "parts"), LONG_TINY);
-    wait_for_lines(pid, path_in(work_dir, "out.txt"), 3);  // 20 steps or more
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("parts"), LONG_TINY);
+    wait_for_lines(pid, in_work("out.txt"), 3);  // 20 steps or more
     ck_assert_int_eq(kill(pid, SIGINT), 0);
     expect_status(finish(pid), 130, "saved");
     const char *err = last_err();
     ck_assert_msg(strstr(err, "stopping after this step"), "no notice of the stop: %s", err);
     ck_assert_msg(strstr(err, "continue with: tinygpt train --resume"), "no hint to resume: %s", err);
-    long stopped = saved_step(path_in(work_dir, "parts"));
+    long stopped = saved_step(in_work("parts"));
     ck_assert_int_ge(stopped, 20);
 
     // Resume for 25 more steps, and compare with a run that did them all at once.
     char steps[32];
     snprintf(steps, sizeof steps, "%ld", stopped + 25);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "parts"), "--steps", steps), 0);
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "whole"), "--steps", steps, TINY), 0);
-    expect_same_run(path_in(work_dir, "whole"), path_in(work_dir, "parts"));
+    ck_assert_int_eq(RUN("train", "--resume", in_work("parts"), "--steps", steps), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", steps, TINY), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
 }
 END_TEST
 
 START_TEST(sigterm_saves_a_checkpoint_and_exits_143) {
-    pid_t pid = SPAWN("train", corpus, "--out", path_in(work_dir, "r"), LONG_TINY);
-    wait_for_lines(pid, path_in(work_dir, "out.txt"), 2);
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("r"), LONG_TINY);
+    wait_for_lines(pid, in_work("out.txt"), 2);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     expect_status(finish(pid), 143, "saved");
-    ck_assert_int_ge(saved_step(path_in(work_dir, "r")), 10);
+    ck_assert_int_ge(saved_step(in_work("r")), 10);
 }
 END_TEST
 
@@ -438,23 +441,23 @@ START_TEST(a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_wa
     for (int i = 0; i < 8000; i++) text[i] = "abcdefgh ijk\n"[(i * 7 + i / 5) % 13];
     const char *data = write_text("slow.txt", text, 8000);
     free(text);
-    ck_assert_int_eq(RUN("train", data, "--out", path_in(work_dir, "r"), "--steps", "1000", slow[0], slow[1], slow[2], slow[3],
+    ck_assert_int_eq(RUN("train", data, "--out", in_work("r"), "--steps", "1000", slow[0], slow[1], slow[2], slow[3],
                          slow[4], slow[5], slow[6], slow[7], slow[8], slow[9], slow[10], slow[11], slow[12], slow[13],
                          slow[14], slow[15], "--stop-after", "2"),
                      0);
     size_t len_before, len_after;
-    char *before = slurp_or_empty(path_in(work_dir, "r/model.safetensors"), &len_before);
+    char *before = slurp_or_empty(in_work("r/model.safetensors"), &len_before);
 
-    pid_t pid = SPAWN("train", "--resume", path_in(work_dir, "r"), "--save-every", "0", "--threads", "1");
-    wait_for_lines(pid, path_in(work_dir, "out.txt"), 1);  // a step has just ended: the next one has begun
+    pid_t pid = SPAWN("train", "--resume", in_work("r"), "--save-every", "0", "--threads", "1");
+    wait_for_lines(pid, in_work("out.txt"), 1);  // a step has just ended: the next one has begun
     ck_assert_int_eq(kill(pid, SIGINT), 0);
-    wait_for_text(pid, path_in(work_dir, "err.txt"), "stopping after this step");
+    wait_for_text(pid, in_work("err.txt"), "stopping after this step");
     ck_assert_int_eq(kill(pid, SIGINT), 0);
     int status = finish(pid);
     const char *err = last_err();
     ck_assert_msg(status == 130, "exited %d, expected 130: %s", status, err);
     ck_assert_msg(strstr(err, "saved") == NULL, "it saved after the second Ctrl-C: %s", err);
-    char *after = slurp_or_empty(path_in(work_dir, "r/model.safetensors"), &len_after);
+    char *after = slurp_or_empty(in_work("r/model.safetensors"), &len_after);
     ck_assert_msg(len_before == len_after && memcmp(before, after, len_before) == 0, "the checkpoint changed");
     free(before);
     free(after);
@@ -463,18 +466,18 @@ END_TEST
 
 START_TEST(a_killed_run_resumes_from_its_last_periodic_checkpoint_to_the_same_weights) {
     // SIGKILL cannot be caught: this is a crash, or the power going out.
-    pid_t pid = SPAWN("train", corpus, "--out", path_in(work_dir, "parts"), LONG_TINY, "--save-every", "10");
-    wait_for_lines(pid, path_in(work_dir, "out.txt"), 4);  // 30 steps or more: at least two periodic checkpoints
+    pid_t pid = SPAWN("train", corpus, "--out", in_work("parts"), LONG_TINY, "--save-every", "10");
+    wait_for_lines(pid, in_work("out.txt"), 4);  // 30 steps or more: at least two periodic checkpoints
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     ck_assert_int_eq(finish(pid), 128 + SIGKILL);
-    long stopped = saved_step(path_in(work_dir, "parts"));  // whole, whatever the kill interrupted
+    long stopped = saved_step(in_work("parts"));  // whole, whatever the kill interrupted
     ck_assert_msg(stopped >= 20 && stopped % 10 == 0, "the checkpoint is at step %ld", stopped);
 
     char steps[32];
     snprintf(steps, sizeof steps, "%ld", stopped + 15);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "parts"), "--steps", steps), 0);
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "whole"), "--steps", steps, TINY, "--save-every", "10"), 0);
-    expect_same_run(path_in(work_dir, "whole"), path_in(work_dir, "parts"));
+    ck_assert_int_eq(RUN("train", "--resume", in_work("parts"), "--steps", steps), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", steps, TINY, "--save-every", "10"), 0);
+    expect_same_run(in_work("whole"), in_work("parts"));
 }
 END_TEST
 
@@ -484,7 +487,7 @@ START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_g
     // --lr 100 overflows card within a few steps; a checkpoint every 2
     // steps. (A gpt does not overflow even at --lr 1e6: its LayerNorms undo
     // any growth of the weights before the logits.)
-    int status = RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "100", "--arch", "card", TINY, "--lr", "100",
+    int status = RUN("train", corpus, "--out", in_work("r"), "--steps", "100", "--arch", "card", TINY, "--lr", "100",
                      "--save-every", "2");
     expect_status(status, 1, "training diverged at step ");
     const char *err = last_err();
@@ -498,7 +501,7 @@ START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_g
                   "no last good checkpoint named: %s", err);
     ck_assert_msg(strstr(err, "--lr"), "no advice: %s", err);
     ck_assert_msg(kept % 2 == 0 && kept >= 2 && kept <= step, "checkpoint after %ld steps, fault at step %ld", kept, step);
-    ck_assert_int_eq(saved_step(path_in(work_dir, "r")), kept);  // whole and finite: it loads
+    ck_assert_int_eq(saved_step(in_work("r")), kept);  // whole and finite: it loads
 }
 END_TEST
 
@@ -506,10 +509,10 @@ START_TEST(a_run_stops_rather_than_save_weights_the_loader_would_refuse) {
     // Two SGD steps at --lr 1e6 take card's weights far past
     // MODEL_MAX_WEIGHT (to about 1e18) while they and the loss are still
     // finite: saved, they would be a model that no command could load.
-    int status = RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "2", "--arch", "card", TINY, "--lr", "1000000");
+    int status = RUN("train", corpus, "--out", in_work("r"), "--steps", "2", "--arch", "card", TINY, "--lr", "1000000");
     expect_status(status, 1, "training diverged at step 1: the weight of '");
     ck_assert_msg(strstr(last_err(), "beyond the 1e+06 a weight may have"), "%s", last_err());
-    ck_assert_int_eq(access(path_in(work_dir, "r/model.safetensors"), F_OK), -1);
+    ck_assert_int_eq(access(in_work("r/model.safetensors"), F_OK), -1);
 }
 END_TEST
 
@@ -517,38 +520,38 @@ END_TEST
 
 START_TEST(train_rejects_an_unreadable_file_naming_it) {
     // /proc/self/mem opens, but reading its first page fails (EIO), even for root.
-    expect_status(RUN("train", "/proc/self/mem", "--out", path_in(work_dir, "o")), 1, "error reading '/proc/self/mem'");
+    expect_status(RUN("train", "/proc/self/mem", "--out", in_work("o")), 1, "error reading '/proc/self/mem'");
     const char *locked = write_text("locked.txt", "some text\n", 10);
     ck_assert_int_eq(chmod(locked, 0), 0);
     if (geteuid() == 0) return;  // root reads it anyway: nothing more to check
-    expect_status(RUN("train", locked, "--out", path_in(work_dir, "o")), 1, "Permission denied");
+    expect_status(RUN("train", locked, "--out", in_work("o")), 1, "Permission denied");
 }
 END_TEST
 
 START_TEST(train_rejects_binary_data_naming_the_file_and_byte) {
     // The start of an ELF executable: its first NUL is byte 7.
     const char *elf = write_text("a.out", "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0", 16);
-    expect_status(RUN("train", elf, "--out", path_in(work_dir, "o")), 1, "has a NUL byte at byte 7");
+    expect_status(RUN("train", elf, "--out", in_work("o")), 1, "has a NUL byte at byte 7");
     // Bytes that are not UTF-8 at all: the first bad one is named.
     const char *noise = write_text("noise.bin", "ok\xff\xfe\x80", 5);
-    expect_status(RUN("train", noise, "--out", path_in(work_dir, "o")), 1, "is not valid UTF-8 at byte 2 (0xFF)");
+    expect_status(RUN("train", noise, "--out", in_work("o")), 1, "is not valid UTF-8 at byte 2 (0xFF)");
 }
 END_TEST
 
 START_TEST(train_rejects_latin1_text_with_the_byte_offset) {
     const char *latin1 = write_text("latin1.txt", "caf\xe9 au lait\n", 13);
-    expect_status(RUN("train", latin1, "--out", path_in(work_dir, "o")), 1, "not valid UTF-8 at byte 3");
-    expect_status(RUN("train", latin1, "--out", path_in(work_dir, "o")), 1, "iconv");
+    expect_status(RUN("train", latin1, "--out", in_work("o")), 1, "not valid UTF-8 at byte 3");
+    expect_status(RUN("train", latin1, "--out", in_work("o")), 1, "iconv");
 }
 END_TEST
 
 START_TEST(train_rejects_an_empty_file_and_a_text_shorter_than_one_window) {
-    expect_status(RUN("train", write_text("empty.txt", "", 0), "--out", path_in(work_dir, "o")), 1, "is empty");
+    expect_status(RUN("train", write_text("empty.txt", "", 0), "--out", in_work("o")), 1, "is empty");
     // 40 characters: enough for --context 16 without validation, not for --context 64.
     const char *short_text = write_text("short.txt", "0123456789012345678901234567890123456789", 40);
-    expect_status(RUN("train", short_text, "--out", path_in(work_dir, "o"), "--context", "64", "--val-fraction", "0"), 1,
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "64", "--val-fraction", "0"), 1,
                   "smaller --context");
-    expect_status(RUN("train", short_text, "--out", path_in(work_dir, "o"), "--context", "16", "--embd", "8", "--heads", "2"), 1,
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "16", "--embd", "8", "--heads", "2"), 1,
                   "--val-fraction");
 }
 END_TEST
@@ -564,7 +567,7 @@ START_TEST(train_rejects_bad_sizes_and_rates_as_usage_errors_naming_the_flag) {
         {"--arch", "foo", "--arch 'foo' is not one of"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        expect_status(RUN("train", corpus, "--out", path_in(work_dir, "o"), cases[i][0], cases[i][1]), 2, cases[i][2]);
+        expect_status(RUN("train", corpus, "--out", in_work("o"), cases[i][0], cases[i][1]), 2, cases[i][2]);
 }
 END_TEST
 
@@ -572,7 +575,7 @@ START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
     // 2^20 windows of 16 with 65536 channels: about 60 TB. Refused in
     // milliseconds; allocating (or the OOM killer) would take much longer.
     double start = now_seconds();
-    int status = RUN("train", corpus, "--out", path_in(work_dir, "o"), "--batch", "1048576", "--context", "16", "--embd", "65536",
+    int status = RUN("train", corpus, "--out", in_work("o"), "--batch", "1048576", "--context", "16", "--embd", "65536",
                      "--heads", "1");
     expect_status(status, 2, "use a smaller --batch, --context, --embd or --layers");
     ck_assert_msg(now_seconds() - start < 10, "the refusal took %.1f s", now_seconds() - start);
@@ -611,8 +614,8 @@ static void expect_unchanged(const char *dir, Snapshot *before) {
 }
 
 START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_ways_on) {
-    char r[300];  // path_in's buffers are reused
-    snprintf(r, sizeof r, "%s", path_in(work_dir, "r"));
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "5", TINY), 0);
     Snapshot before = snapshot(r);
     expect_status(RUN("train", corpus, "--out", r, "--steps", "9", TINY), 2, "already holds a run");
@@ -622,11 +625,11 @@ START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_wa
         ck_assert_msg(strstr(err, wanted[i]) != NULL, "the error does not say '%s': %s", wanted[i], err);
     expect_unchanged(r, &before);  // not even log.csv, which a run used to empty as it started
     // Any one file of a run is enough; an empty directory is fine.
-    ck_assert_int_eq(mkdir(path_in(work_dir, "only_log"), 0700), 0);
+    ck_assert_int_eq(mkdir(in_work("only_log"), 0700), 0);
     write_text("only_log/log.csv", "step,train_loss,val_loss\n", 25);
-    expect_status(RUN("train", corpus, "--out", path_in(work_dir, "only_log"), "--steps", "2", TINY), 2, "(log.csv)");
-    ck_assert_int_eq(mkdir(path_in(work_dir, "empty"), 0700), 0);
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "empty"), "--steps", "2", TINY), 0);
+    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2, "(log.csv)");
+    ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("empty"), "--steps", "2", TINY), 0);
 }
 END_TEST
 
@@ -642,14 +645,14 @@ END_TEST
 // --force starts over: nothing of the old run stays, not even a file the
 // new run would not write (an SGD run keeps no AdamW state).
 START_TEST(force_replaces_the_run_and_leaves_no_file_of_the_old_one) {
-    char r[300];  // path_in's buffers are reused
-    snprintf(r, sizeof r, "%s", path_in(work_dir, "r"));
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "12", TINY, "--optimizer", "adamw"), 0);
-    ck_assert_int_eq(access(path_in(work_dir, "r/optimizer.safetensors"), F_OK), 0);
+    ck_assert_int_eq(access(in_work("r/optimizer.safetensors"), F_OK), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY, "--optimizer", "sgd", "--force"), 0);
-    ck_assert_msg(access(path_in(work_dir, "r/optimizer.safetensors"), F_OK) != 0, "the old AdamW state is still there");
+    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old AdamW state is still there");
     ck_assert_int_eq(saved_step(r), 3);
-    ck_assert_int_eq(count_lines(path_in(work_dir, "r/log.csv")), 1 + 3);  // the header and the new run's rows only
+    ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 3);  // the header and the new run's rows only
     // It resumes as the SGD run it is.
     ck_assert_int_eq(RUN("train", "--resume", r, "--steps", "5"), 0);
     ck_assert_int_eq(saved_step(r), 5);
@@ -660,11 +663,11 @@ END_TEST
 // --force deletes only once everything has loaded: a mistyped FILE leaves
 // the old run as it was.
 START_TEST(force_with_a_file_that_fails_to_load_deletes_nothing) {
-    char r[300];  // path_in's buffers are reused
-    snprintf(r, sizeof r, "%s", path_in(work_dir, "r"));
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY), 0);
     Snapshot before = snapshot(r);
-    expect_status(RUN("train", path_in(work_dir, "no-such.txt"), "--out", r, "--force", TINY), 1, "no-such.txt");
+    expect_status(RUN("train", in_work("no-such.txt"), "--out", r, "--force", TINY), 1, "no-such.txt");
     expect_unchanged(r, &before);
 }
 END_TEST
@@ -680,12 +683,12 @@ static long lock_holder(const char *dir) {
 }
 
 START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) {
-    char r[300];  // path_in's buffers are reused
-    snprintf(r, sizeof r, "%s", path_in(work_dir, "r"));
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
     // SGD: AdamW's state is saved just before the model, and a kill between
     // the two would make --resume refuse (rightly) below.
     pid_t first = SPAWN("train", corpus, "--out", r, LONG_TINY, "--save-every", "10", "--optimizer", "sgd");
-    wait_for_lines(first, path_in(work_dir, "out.txt"), 3);  // past its first checkpoint
+    wait_for_lines(first, in_work("out.txt"), 3);  // past its first checkpoint
     char pid_text[64];
     snprintf(pid_text, sizeof pid_text, "(pid %ld)", (long)first);
     ck_assert_int_eq(lock_holder(r), first);
@@ -710,8 +713,8 @@ START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) 
     pid_t second = SPAWN("train", "--resume", r, "--steps", steps);
     expect_status(finish(second), 0, "saved");
     ck_assert_int_eq(lock_holder(r), second);
-    ck_assert_msg(access(path_in(work_dir, "r/model.safetensors.tmp"), F_OK) != 0, "the stale model .tmp is still there");
-    ck_assert_msg(access(path_in(work_dir, "r/optimizer.safetensors.tmp"), F_OK) != 0, "the stale optimizer .tmp is still there");
+    ck_assert_msg(access(in_work("r/model.safetensors.tmp"), F_OK) != 0, "the stale model .tmp is still there");
+    ck_assert_msg(access(in_work("r/optimizer.safetensors.tmp"), F_OK) != 0, "the stale optimizer .tmp is still there");
     ck_assert_int_eq(saved_step(r), stopped + 5);
 }
 END_TEST
@@ -719,11 +722,11 @@ END_TEST
 // The lock file says nothing about a run being there: a directory holding
 // only one, from a run that failed to start, takes a new run.
 START_TEST(a_directory_with_only_a_stale_lock_file_takes_a_new_run) {
-    ck_assert_int_eq(RUN("train", path_in(work_dir, "no-such.txt"), "--out", path_in(work_dir, "r"), TINY), 1);
-    ck_assert_int_eq(mkdir(path_in(work_dir, "r"), 0700), 0);
+    ck_assert_int_eq(RUN("train", in_work("no-such.txt"), "--out", in_work("r"), TINY), 1);
+    ck_assert_int_eq(mkdir(in_work("r"), 0700), 0);
     write_text("r/.lock", "999999999\n", 10);  // no such process: the kernel holds no lock for it
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "3", TINY), 0);
-    ck_assert_int_eq(saved_step(path_in(work_dir, "r")), 3);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "3", TINY), 0);
+    ck_assert_int_eq(saved_step(in_work("r")), 3);
 }
 END_TEST
 
@@ -731,7 +734,7 @@ END_TEST
 // run.json saved it: the training file's path as "data" in the metadata.
 static void put_data_path_in_model(const char *name, const char *data_path) {
     size_t len;
-    char *bytes = slurp_or_empty(path_in(work_dir, name), &len);
+    char *bytes = slurp_or_empty(in_work(name), &len);
     ck_assert_uint_gt(len, 8);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)bytes[i];
@@ -759,24 +762,24 @@ static void put_data_path_in_model(const char *name, const char *data_path) {
 // kept the text. run.json, in the run directory, does; and a run saved
 // before run.json existed, with the path in its model, still resumes.
 START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
     size_t len;
-    char *model = slurp_or_empty(path_in(work_dir, "r/model.safetensors"), &len);
+    char *model = slurp_or_empty(in_work("r/model.safetensors"), &len);
     bool has_path = false;  // the header is text; the weights after it could hold any bytes, but not these
     for (size_t i = 0; i + strlen(work_dir) <= len; i++) has_path |= memcmp(model + i, work_dir, strlen(work_dir)) == 0;
     ck_assert_msg(!has_path, "the model holds a path of the trainer's, %s", work_dir);
     free(model);
-    char *info = slurp_or_empty(path_in(work_dir, "r/run.json"), NULL);
+    char *info = slurp_or_empty(in_work("r/run.json"), NULL);
     ck_assert_msg(strstr(info, corpus) != NULL, "run.json does not name %s: %s", corpus, info);
     free(info);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "r"), "--stop-after", "10"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
 
     // An older run directory: no run.json, the path in the model.
-    ck_assert_int_eq(unlink(path_in(work_dir, "r/run.json")), 0);
+    ck_assert_int_eq(unlink(in_work("r/run.json")), 0);
     put_data_path_in_model("r/model.safetensors", corpus);
-    ck_assert_int_eq(saved_step(path_in(work_dir, "r")), 10);
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r")), 0, "saved");
-    ck_assert_int_eq(saved_step(path_in(work_dir, "r")), 20);
+    ck_assert_int_eq(saved_step(in_work("r")), 10);
+    expect_status(RUN("train", "--resume", in_work("r")), 0, "saved");
+    ck_assert_int_eq(saved_step(in_work("r")), 20);
 }
 END_TEST
 
@@ -787,7 +790,7 @@ END_TEST
 // loss.png of step 0 fit). The run must stop, say why, and save.
 START_TEST(a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint) {
     child_file_limit = 32 * 1024;
-    int status = RUN("train", corpus, "--out", path_in(work_dir, "r"), "--arch", "card", "--batch", "2", "--context", "8",
+    int status = RUN("train", corpus, "--out", in_work("r"), "--arch", "card", "--batch", "2", "--context", "8",
                      "--embd", "8", "--heads", "2", "--val-fraction", "0", "--steps", "5000", "--eval-interval", "100000",
                      "--seed", "1");
     child_file_limit = 0;
@@ -798,16 +801,16 @@ START_TEST(a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint) {
     const char *at = strstr(err, "training stopped after ");
     ck_assert_msg(at && sscanf(at, "training stopped after %ld steps", &stopped) == 1, "%s", err);
     ck_assert_msg(stopped > 100 && stopped < 5000, "stopped after %ld steps", stopped);
-    ck_assert_int_eq(saved_step(path_in(work_dir, "r")), stopped);
+    ck_assert_int_eq(saved_step(in_work("r")), stopped);
     ck_assert_msg(strstr(err, "--resume") != NULL, "no way on: %s", err);
     // With room again, it continues.
-    expect_status(RUN("train", "--resume", path_in(work_dir, "r"), "--steps", "2000"), 0, "saved");
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", "2000"), 0, "saved");
 }
 END_TEST
 
 // count_progress_lines: the "step N/M | ..." lines in the last run's stdout.
 static int count_progress_lines(void) {
-    char *out = slurp_or_empty(path_in(work_dir, "out.txt"), NULL);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
     int n = 0;
     for (const char *line = out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line))
         n += strncmp(line, "step ", 5) == 0;
@@ -817,27 +820,27 @@ static int count_progress_lines(void) {
 
 START_TEST(without_validation_progress_lines_come_every_log_interval_steps) {
     // By default every --eval-interval (10 in TINY) steps, as with validation: 0, 10, 20 and the last, 29.
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "a"), "--steps", "30", TINY, "--val-fraction", "0"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("a"), "--steps", "30", TINY, "--val-fraction", "0"), 0);
     ck_assert_int_eq(count_progress_lines(), 4);
     // --log-interval 4: 0, 4, ..., 28 and 29.
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "b"), "--steps", "30", TINY, "--val-fraction", "0",
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("b"), "--steps", "30", TINY, "--val-fraction", "0",
                          "--log-interval", "4"), 0);
     ck_assert_int_eq(count_progress_lines(), 9);
-    char *out = slurp_or_empty(path_in(work_dir, "out.txt"), NULL);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
     ck_assert_msg(strstr(out, "step      4/30 | train loss") != NULL, "%s", out);
     free(out);
     // It does not change the run, so a resume may change it too.
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "c"), "--steps", "30", TINY, "--stop-after", "10"), 0);
-    ck_assert_int_eq(RUN("train", "--resume", path_in(work_dir, "c"), "--log-interval", "5", "--stop-after", "20"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("c"), "--steps", "30", TINY, "--stop-after", "10"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("c"), "--log-interval", "5", "--stop-after", "20"), 0);
     ck_assert_int_eq(count_progress_lines(), 2);  // 10 (an evaluation) and 15
 }
 END_TEST
 
 START_TEST(steps_0_writes_a_loss_png_too) {
-    ck_assert_int_eq(RUN("train", corpus, "--out", path_in(work_dir, "r"), "--steps", "0", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "0", TINY), 0);
     int w = 0, h = 0;
     char why[600];
-    ck_assert_msg(png_size(path_in(work_dir, "r/loss.png"), &w, &h, why, sizeof why), "%s", why);
+    ck_assert_msg(png_size(in_work("r/loss.png"), &w, &h, why, sizeof why), "%s", why);
     ck_assert_int_eq(w, PLOT_WIDTH);
     ck_assert_int_eq(h, PLOT_HEIGHT);
 }
@@ -865,12 +868,12 @@ static long differing_pixels(const char *a_path, const char *b_path) {
 // After a resume, loss.png is the whole run's: the picture `tinygpt plot`
 // draws from the whole log, not one of the resumed steps alone.
 START_TEST(after_a_resume_loss_png_shows_the_whole_run) {
-    char r[300];  // path_in's buffers are reused
-    snprintf(r, sizeof r, "%s", path_in(work_dir, "r"));
+    char r[300];  // in_work's buffers are reused
+    snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "60", TINY, "--stop-after", "30"), 0);
     ck_assert_int_eq(RUN("train", "--resume", r), 0);
     // The resumed steps' rows alone, as a log.
-    char *log = slurp_or_empty(path_in(work_dir, "r/log.csv"), NULL);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
     char *row30 = strstr(log, "\n30,");
     ck_assert_ptr_nonnull(row30);
     char *only = malloc(strlen(log) + 1);
@@ -883,10 +886,10 @@ START_TEST(after_a_resume_loss_png_shows_the_whole_run) {
     free(log);
     char title[600];
     snprintf(title, sizeof title, "loss: %s", r);
-    ck_assert_int_eq(RUN("plot", path_in(work_dir, "r/log.csv"), "--title", title, "--out", path_in(work_dir, "whole.png")), 0);
-    ck_assert_int_eq(RUN("plot", path_in(work_dir, "resumed.csv"), "--title", title, "--out", path_in(work_dir, "resumed.png")), 0);
-    long from_whole = differing_pixels(path_in(work_dir, "r/loss.png"), path_in(work_dir, "whole.png"));
-    long from_resumed = differing_pixels(path_in(work_dir, "r/loss.png"), path_in(work_dir, "resumed.png"));
+    ck_assert_int_eq(RUN("plot", in_work("r/log.csv"), "--title", title, "--out", in_work("whole.png")), 0);
+    ck_assert_int_eq(RUN("plot", in_work("resumed.csv"), "--title", title, "--out", in_work("resumed.png")), 0);
+    long from_whole = differing_pixels(in_work("r/loss.png"), in_work("whole.png"));
+    long from_resumed = differing_pixels(in_work("r/loss.png"), in_work("resumed.png"));
     ck_assert_msg(from_whole < 50 && from_resumed > 1000,
                   "loss.png differs from the whole log's picture in %ld pixels, from the resumed steps' in %ld",
                   from_whole, from_resumed);
