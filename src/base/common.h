@@ -102,8 +102,8 @@ bool atomic_open(AtomicFile *af, const char *path, Error *err);
 // atomic_commit: finish what atomic_open started. If "ok" (every write to
 // af->f succeeded): fflush, fsync (if af->sync), fclose, rename over "path",
 // and fsync the directory (if af->sync), each checked, since a full disk may
-// only show up at any of them. If "ok" is false, or any of those fails, the .tmp is removed and
-// "path" is left as it was. Returns whether "path" is the new file; on a
+// only show up at any of them. If "ok" is false, or any of those fails, the
+// .tmp is removed and "path" is left as it was. Returns whether "path" is the new file; on a
 // failure here "err" says why (a false "ok" keeps the caller's message).
 bool atomic_commit(AtomicFile *af, bool ok, Error *err);
 // write_file_atomic: "len" bytes of "data" as the new "path", through
