@@ -1,12 +1,15 @@
 // helpers.c: shared test helpers (see helpers.h).
 #include "helpers.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "common.h"
 #include "tests.h"
 
 void scratch_dir_create(char *dir, size_t cap) {
@@ -16,8 +19,16 @@ void scratch_dir_create(char *dir, size_t cap) {
 
 void scratch_dir_remove(const char *dir) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+const char *path_in(const char *dir, const char *name) {
+    static char buf[8][1024];
+    static int which;
+    which = (which + 1) % 8;
+    snprintf(buf[which], sizeof buf[which], "%s/%s", dir, name);
+    return buf[which];
 }
 
 void read_text_file(const char *path, char *buf, size_t cap) {
@@ -46,9 +57,43 @@ const char *tinygpt_binary(void) {
     return bin ? bin : "./tinygpt";
 }
 
+RunResult *run_tinygpt(const char *dir, const char *args) { return run_binary(tinygpt_binary(), dir, args); }
+
 bool stderr_is_one_line(const RunResult *r) {
     size_t n = strlen(r->err);
     return n > 0 && strchr(r->err, '\n') == r->err + n - 1;
+}
+
+void expect_failure(const RunResult *r, const char *args, int status, const char *needle) {
+    ck_assert_msg(r->status == status, "'%s' exited %d, expected %d (stderr: %s)", args, r->status, status, r->err);
+    ck_assert_msg(strstr(r->err, needle) != NULL, "'%s' error does not mention '%s': %s", args, needle, r->err);
+    ck_assert_msg(stderr_is_one_line(r), "'%s' error is not one line: %s", args, r->err);
+}
+
+void expect_run_fails(const char *dir, const char *args, int status, const char *needle) {
+    expect_failure(run_tinygpt(dir, args), args, status, needle);
+}
+
+void log_cell(const char *log, int row, int column, char *out, size_t cap) {
+    const char *p = strchr(log, '\n');  // past the header
+    for (int r = 0; p && r < row; r++) p = strchr(p + 1, '\n');
+    ck_assert_msg(p && p[1], "the log has no row %d", row);
+    p++;
+    for (int c = 0; c < column; c++) {
+        p = strpbrk(p, ",\n");
+        ck_assert_msg(p && *p == ',', "row %d of the log has no column %d", row, column);
+        p++;
+    }
+    size_t n = strcspn(p, ",\n");
+    ck_assert_msg(n < cap, "row %d column %d of the log is longer than %zu bytes", row, column, cap - 1);
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+double log_field(const char *log, int row, int column) {
+    char cell[64];
+    log_cell(log, row, column, cell, sizeof cell);
+    return cell[0] ? atof(cell) : NAN;
 }
 
 static unsigned be32(const unsigned char *p) {
@@ -74,11 +119,37 @@ bool png_size(const char *path, int *width, int *height, char *why, size_t why_c
     return true;
 }
 
-void write_text_file(const char *path, const char *text) {
+void write_corpus(const char *path, int repeats) {
     FILE *f = fopen(path, "w");
     ck_assert_msg(f != NULL, "cannot create %s", path);
-    fputs(text, f);
-    fclose(f);
+    const char *lines[] = {"the cat sat on the mat.\n", "a whale \xE2\x80\x94 a white whale!\n", "call me ishmael.\n",
+                           "the sea is wide and deep.\n"};
+    for (int i = 0; i < repeats; i++) fputs(lines[(i * 7 + i / 3) % 4], f);
+    ck_assert_msg(fclose(f) == 0, "cannot write %s", path);
+}
+
+void write_bytes(const char *path, const void *bytes, size_t len) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot create %s", path);
+    ck_assert_msg(fwrite(bytes, 1, len, f) == len, "cannot write %s", path);
+    ck_assert_msg(fclose(f) == 0, "cannot write %s", path);
+}
+
+void write_text_file(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
+
+char *slurp(const char *path, size_t *len) {
+    char *bytes;
+    size_t n;
+    Error err = {{0}};
+    ck_assert_msg(read_file(path, &bytes, &n, &err), "%s", err.msg);
+    if (len) *len = n;
+    return bytes;
+}
+
+char *slurp_or_empty(const char *path, size_t *len) {
+    if (access(path, F_OK) == 0) return slurp(path, len);
+    if (len) *len = 0;
+    return xcalloc(1, 1);
 }
 
 void set_threads(int n) { omp_set_num_threads(n); }
@@ -87,4 +158,17 @@ int get_threads(void) { return omp_get_max_threads(); }
 
 void fill_uniform(float *x, size_t n, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
+}
+
+void assert_all_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
+    for (size_t i = 0; i < n; i++) {
+        double scale = fmax(1.0, fabs(want[i]));
+        if (!(fabs((double)got[i] - want[i]) <= rtol * scale))
+            ck_abort_msg("%s[%zu] = %.9g, want %.9g", what, i, (double)got[i], (double)want[i]);
+    }
+}
+
+void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
+    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
+                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
 }

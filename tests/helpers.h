@@ -1,19 +1,26 @@
-// helpers.h: what several test files share: a scratch directory, running
-// the tinygpt binary as a child process, reading a PNG's header, the
-// OpenMP thread count, and random test data.
+// helpers.h: what several test files share: a scratch directory and paths
+// in it, running the tinygpt binary as a child process and checking how it
+// failed, reading and writing whole files, a log.csv's fields, a PNG's
+// header, the OpenMP thread count, random test data, and the two checks of
+// a layer's numbers that its tests share (a tolerance, a gradcheck).
 #ifndef TINYGPT_TEST_HELPERS_H
 #define TINYGPT_TEST_HELPERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gradcheck.h"
 #include "rng.h"
 #include "sanitized.h"
 
 // scratch_dir_create: a new empty directory under /tmp, its path in "dir";
-// scratch_dir_remove deletes it and everything in it.
+// scratch_dir_remove deletes it and everything in it (made writable first:
+// some tests take the permissions away).
 void scratch_dir_create(char *dir, size_t cap);
 void scratch_dir_remove(const char *dir);
+// path_in: "dir/name", in one of 8 rotating buffers: enough for every path
+// one command line needs; copy a path to keep it longer.
+const char *path_in(const char *dir, const char *name);
 
 typedef struct {
     int status;          // exit status (128 + signal if killed)
@@ -27,19 +34,45 @@ typedef struct {
 RunResult *run_binary(const char *binary, const char *dir, const char *args);
 // tinygpt_binary: $TINYGPT_BIN, or ./tinygpt (what `make test` builds).
 const char *tinygpt_binary(void);
+// run_tinygpt: run_binary of tinygpt_binary().
+RunResult *run_tinygpt(const char *dir, const char *args);
 // stderr_is_one_line: the message is exactly one line, ending in '\n'.
 bool stderr_is_one_line(const RunResult *r);
+// expect_failure: the run "r" of "args" exited with "status", and its
+// stderr is one line that mentions "needle": what every error of tinygpt's
+// must be. expect_run_fails: the same for tinygpt run with "args" in "dir".
+void expect_failure(const RunResult *r, const char *args, int status, const char *needle);
+void expect_run_fails(const char *dir, const char *args, int status, const char *needle);
+
+// log_cell: the text of field "column" (0-based) of data row "row" (0 =
+// the first after the header) of a log.csv's text, into "out" [cap] ("" for
+// an empty field). The row and the column must be there. log_field: the
+// same field as a number, NaN if it is empty.
+void log_cell(const char *log, int row, int column, char *out, size_t cap);
+double log_field(const char *log, int row, int column);
 
 // png_size: check that "path" starts with the 8-byte PNG signature followed
 // by an IHDR chunk, and read its width and height. False (with the reason
 // in "why") otherwise.
 bool png_size(const char *path, int *width, int *height, char *why, size_t why_cap);
 
-// write_text_file: create "path" holding "text" (asserts on failure).
+// write_corpus: "path" holding a few KB of text with structure to learn:
+// "repeats" lines of short words in a fixed rhythm, one of them with an em
+// dash (3 bytes in UTF-8, so that bytes, characters and bpe pieces differ).
+void write_corpus(const char *path, int repeats);
+// write_bytes: create (or replace) "path" holding "len" bytes of "bytes";
+// write_text_file: the same for a string. Both assert on failure.
+void write_bytes(const char *path, const void *bytes, size_t len);
 void write_text_file(const char *path, const char *text);
 // read_text_file: up to cap-1 bytes of "path" into "buf", NUL-terminated
-// (empty when the file cannot be read).
+// (empty when the file cannot be read): for text of a known bound, without
+// an allocation (run_binary's output).
 void read_text_file(const char *path, char *buf, size_t cap);
+// slurp: the whole of "path" (which must be there) in a new buffer,
+// NUL-terminated, its length in "*len" (may be NULL); the caller frees it.
+// slurp_or_empty: "" for a file that is not there (yet).
+char *slurp(const char *path, size_t *len);
+char *slurp_or_empty(const char *path, size_t *len);
 
 // The thread count matters to tests that prove results do not depend on it,
 // and to finite-difference loops that run thousands of tiny passes, where a
@@ -48,5 +81,12 @@ void set_threads(int n);
 int get_threads(void);
 // fill_uniform: x[0..n) uniform in [-1, 1).
 void fill_uniform(float *x, size_t n, Rng *rng);
+
+// assert_all_close: every got[i] within "rtol" of want[i], relative to
+// max(1, |want[i]|); the first that is not fails the test, named "what[i]".
+void assert_all_close(const char *what, const float *got, const float *want, size_t n, double rtol);
+// assert_gradcheck_passes: no element of the "n" that "r" checked failed;
+// else the test fails with the worst one.
+void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n);
 
 #endif

@@ -49,18 +49,6 @@ static char dir[256];
 static void setup(void) { scratch_dir_create(dir, sizeof dir); }
 static void teardown(void) { scratch_dir_remove(dir); }
 
-// column: field "index" (0-based) of the CSV row "line" into "out".
-static void column(const char *line, int index, char *out, size_t cap) {
-    for (int i = 0; i < index && line; i++) {
-        line = strchr(line, ',');
-        if (line) line++;
-    }
-    size_t n = 0;
-    while (line && line[n] && line[n] != ',' && line[n] != '\n' && n + 1 < cap) n++;
-    memcpy(out, line ? line : "", n);
-    out[n] = '\0';
-}
-
 // tensor_data_hash: FNV-1a 64 over the bytes after a safetensors header.
 static uint64_t tensor_data_hash(const char *path, size_t *bytes) {
     FILE *f = fopen(path, "rb");
@@ -87,21 +75,18 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
              "train %s --arch card --steps 30 --batch 4 --context 16 --embd 32 --heads 4 --seed 7 --threads 1 "
              "--eval-interval 10 --save-every 0 --out %s/run",
              GOLDEN_TEXT, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "train failed (%d): %s", r->status, r->err);
     if (TINYGPT_SANITIZED) return;  // another compiler's roundings: see the top of the file
 
     char path[512], log[1 << 14];
     snprintf(path, sizeof path, "%s/run/log.csv", dir);
     read_text_file(path, log, sizeof log);
-    const char *line = strchr(log, '\n');  // past the header
     int val_seen = 0;
     for (int step = 0; step < 30; step++) {
-        ck_assert_msg(line && line[1], "log.csv ends before step %d", step);
-        line++;
         char loss[32], val[32];
-        column(line, 1, loss, sizeof loss);
-        column(line, 2, val, sizeof val);
+        log_cell(log, step, 1, loss, sizeof loss);
+        log_cell(log, step, 2, val, sizeof val);
         ck_assert_msg(strcmp(loss, GOLDEN_TRAIN_LOSSES[step]) == 0, "step %d: train loss %s, recorded %s", step, loss,
                       GOLDEN_TRAIN_LOSSES[step]);
         if (val[0]) {
@@ -110,7 +95,6 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
                           val, GOLDEN_VAL_LOSSES[val_seen]);
             val_seen++;
         }
-        line = strchr(line, '\n');
     }
     ck_assert_int_eq(val_seen, 4);
 
@@ -122,7 +106,7 @@ START_TEST(card_training_is_bit_identical_to_the_model_before_the_gpt_architectu
                   (unsigned long long)GOLDEN_TENSOR_HASH);
 
     snprintf(args, sizeof args, "sample --model %s --seed 3 --tokens 80 --prompt \"the \"", path);
-    r = run_binary(tinygpt_binary(), dir, args);
+    r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "sample failed (%d): %s", r->status, r->err);
     ck_assert_str_eq(r->out, GOLDEN_SAMPLE);
 }
@@ -156,21 +140,13 @@ static void train_losses(const char *binary, const char *init, const char *out, 
     char path[512], log[1 << 14];
     snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
     read_text_file(path, log, sizeof log);
-    const char *line = strchr(log, '\n');
-    for (int step = 0; step < 20; step++) {
-        ck_assert_msg(line && line[1], "%s: log.csv ends before step %d", out, step);
-        line++;
-        char loss[32];
-        column(line, 1, loss, sizeof loss);
-        losses[step] = atof(loss);
-        line = strchr(line, '\n');
-    }
+    for (int step = 0; step < 20; step++) losses[step] = log_field(log, step, 1);
 }
 
 static void check_reference_agrees(const char *arch_flags) {
     char args[1024];
     snprintf(args, sizeof args, "train %s %s --steps 0 --seed 11 --out %s/init", GOLDEN_TEXT, arch_flags, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "init failed (%d): %s", r->status, r->err);
     char init[512];
     snprintf(init, sizeof init, "%s/init/model.safetensors", dir);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "helpers.h"
 #include "json.h"
 #include "optimizer.h"
 #include "sanitized.h"
@@ -51,8 +52,7 @@ static TokenizerKind fixture_tokenizer;  // and which tokenizer
 static void setup_arch(Arch arch) {
     fixture_arch = arch;
     edit_target = path;
-    snprintf(dir, sizeof dir, "/tmp/tinygpt_ckpt_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_dir_create(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
 
     Error err = {{0}};
@@ -98,7 +98,9 @@ static void setup_bpe(void) {
     setup_arch(ARCH_CARD);
 }
 
-// teardown: free the fixture and delete the directory with whatever the test left in it.
+// teardown: free the fixture and delete the directory with whatever the test
+// left in it: files and empty directories. In process, unlike
+// scratch_dir_remove's `rm -rf`: start_over calls it once per damaged case.
 static void teardown(void) {
     model_free(&model);
     tokenizer_free(&tok);
@@ -133,23 +135,6 @@ typedef struct {
     size_t data_len;
 } Parts;
 
-// slurp: the bytes of "file" (the caller frees).
-static char *slurp(const char *file, size_t *len) {
-    char *bytes;
-    Error err = {{0}};
-    ck_assert_msg(read_file(file, &bytes, len, &err), "%s", err.msg);
-    return bytes;
-}
-
-// spit: replace "file" with "len" bytes of "bytes".
-static void spit(const char *file, const void *bytes, size_t len) {
-    Error err = {{0}};
-    FILE *f = fopen_checked(file, "wb", &err);
-    ck_assert_msg(f != NULL, "%s", err.msg);
-    ck_assert_msg(write_exact(bytes, len, f, file, &err), "%s", err.msg);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 // length_at: the little-endian u64 at "bytes".
 static uint64_t length_at(const char *bytes) {
     uint64_t n = 0;
@@ -181,7 +166,7 @@ static void join(const Parts *p) {
     for (int i = 0; i < 8; i++) bytes[i] = (char)((uint64_t)p->header_len >> (8 * i));
     memcpy(bytes + 8, p->header, p->header_len);
     memcpy(bytes + 8 + p->header_len, p->data, p->data_len);
-    spit(edit_target, bytes, len);
+    write_bytes(edit_target, bytes, len);
     free(bytes);
 }
 
@@ -743,7 +728,7 @@ START_TEST(load_rejects_a_wrong_header_length) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int b = 0; b < 8; b++) bytes[b] = (char)(cases[i].value >> (8 * b));
-        spit(path, bytes, len);
+        write_bytes(path, bytes, len);
         expect_rejected(cases[i].needle);
     }
     free(bytes);
@@ -751,7 +736,7 @@ START_TEST(load_rejects_a_wrong_header_length) {
 END_TEST
 
 START_TEST(load_rejects_a_file_shorter_than_the_length_field) {
-    spit(path, "\x10\0\0", 3);
+    write_bytes(path, "\x10\0\0", 3);
     expect_rejected("only 3 bytes");
 }
 END_TEST
@@ -862,7 +847,7 @@ START_TEST(load_rejects_extra_bytes_after_the_last_tensor) {
     char *bytes = slurp(path, &len);
     bytes = xrealloc(bytes, len + 4);
     memset(bytes + len, 0, 4);
-    spit(path, bytes, len + 4);
+    write_bytes(path, bytes, len + 4);
     free(bytes);
     expect_rejected("extra bytes at the end");
 }

@@ -24,58 +24,23 @@
 
 static char work_dir[256];
 
-// run: tinygpt with "args" (a shell fragment), capturing stdout and stderr.
-static RunResult *run(const char *args) { return run_binary(tinygpt_binary(), work_dir, args); }
-
-// The error line must be one line, say which flag or file, and exit as told.
-static void assert_fails(const char *args, int status, const char *must_mention) {
-    RunResult *r = run(args);
-    ck_assert_msg(r->status == status, "'%s' exited %d, expected %d (stderr: %s)", args, r->status, status, r->err);
-    ck_assert_msg(strstr(r->err, must_mention) != NULL, "'%s' error does not mention '%s': %s", args, must_mention, r->err);
-    ck_assert_msg(strchr(r->err, '\n') == r->err + strlen(r->err) - 1, "'%s' error is not one line: %s", args, r->err);
-}
-
-// A few KB of text with structure to learn: short words in a fixed rhythm.
-static void write_corpus(const char *path, int repeats) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    const char *lines[] = {"the cat sat on the mat.\n", "a whale — a white whale!\n", "call me ishmael.\n",
-                           "the sea is wide and deep.\n"};
-    for (int i = 0; i < repeats; i++) fputs(lines[(i * 7 + i / 3) % 4], f);
-    fclose(f);
-}
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
 
 static void setup(void) {
-    snprintf(work_dir, sizeof work_dir, "/tmp/tinygpt_cli_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(work_dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/corpus.txt", work_dir);
-    write_corpus(path, 400);
+    scratch_dir_create(work_dir, sizeof work_dir);
+    write_corpus(in_work("corpus.txt"), 400);
 }
 
-static void teardown(void) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", work_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", work_dir);
-}
-
-// in_work: "work_dir/name". The result lives in one of 8 rotating buffers,
-// enough for every path one command line needs; copy it to keep it longer.
-static const char *in_work(const char *name) {
-    static char buf[8][1024];
-    static int which;
-    which = (which + 1) % 8;
-    snprintf(buf[which], sizeof buf[which], "%s/%s", work_dir, name);
-    return buf[which];
-}
+static void teardown(void) { scratch_dir_remove(work_dir); }
 
 START_TEST(help_lists_the_commands_and_exits_zero) {
-    RunResult *r = run("--help");
+    RunResult *r = run_tinygpt(work_dir, "--help");
     ck_assert_int_eq(r->status, 0);
     ck_assert_ptr_nonnull(strstr(r->out, "train"));
     ck_assert_ptr_nonnull(strstr(r->out, "sample"));
     ck_assert_ptr_nonnull(strstr(r->out, "eval"));
-    r = run("train --help");
+    r = run_tinygpt(work_dir, "train --help");
     ck_assert_int_eq(r->status, 0);
     ck_assert_ptr_nonnull(strstr(r->out, "--val-fraction"));
     ck_assert_ptr_nonnull(strstr(r->out, "--order"));
@@ -91,7 +56,7 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
 END_TEST
 
 START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) {
-    RunResult *r = run("--version");
+    RunResult *r = run_tinygpt(work_dir, "--version");
     ck_assert_msg(r->status == 0 && strncmp(r->out, "tinygpt ", 8) == 0, "exit %d: %s%s", r->status, r->out, r->err);
     static char version[256];
     ck_assert_msg(strlen(r->out) < sizeof version, "%s", r->out);
@@ -101,11 +66,11 @@ START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) 
     for (int i = 0; i < 7; i++) {
         char args[64];
         snprintf(args, sizeof args, "%s --version", commands[i]);
-        r = run(args);
+        r = run_tinygpt(work_dir, args);
         ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
         ck_assert_msg(strcmp(r->out, version) == 0, "'%s' printed '%s', not '%s'", args, r->out, version);
     }
-    r = run("--help");
+    r = run_tinygpt(work_dir, "--help");
     ck_assert_msg(strstr(r->out, "--version") != NULL, "%s", r->out);
 }
 END_TEST
@@ -114,77 +79,67 @@ START_TEST(bad_flags_are_usage_errors_that_name_the_flag) {
     char args[4096];
     char corpus[1024];
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
-    assert_fails("frobnicate", 2, "frobnicate");
+    expect_run_fails(work_dir, "frobnicate", 2, "frobnicate");
     snprintf(args, sizeof args, "train %s --bogus 3", corpus);
-    assert_fails(args, 2, "--bogus");
+    expect_run_fails(work_dir, args, 2, "--bogus");
     snprintf(args, sizeof args, "train %s --steps", corpus);
-    assert_fails(args, 2, "--steps");
+    expect_run_fails(work_dir, args, 2, "--steps");
     snprintf(args, sizeof args, "train %s --steps ten", corpus);
-    assert_fails(args, 2, "--steps");
+    expect_run_fails(work_dir, args, 2, "--steps");
     snprintf(args, sizeof args, "train %s --batch 0", corpus);
-    assert_fails(args, 2, "--batch");
+    expect_run_fails(work_dir, args, 2, "--batch");
     snprintf(args, sizeof args, "train %s --embd 30 --heads 4", corpus);
-    assert_fails(args, 2, "--heads");
+    expect_run_fails(work_dir, args, 2, "--heads");
     snprintf(args, sizeof args, "train %s --dropout 1", corpus);
-    assert_fails(args, 2, "--dropout");
+    expect_run_fails(work_dir, args, 2, "--dropout");
     snprintf(args, sizeof args, "train %s --lr nan", corpus);
-    assert_fails(args, 2, "--lr");
+    expect_run_fails(work_dir, args, 2, "--lr");
     snprintf(args, sizeof args, "train %s --order shuffled", corpus);
-    assert_fails(args, 2, "--order");
+    expect_run_fails(work_dir, args, 2, "--order");
     snprintf(args, sizeof args, "train %s --layers 0", corpus);
-    assert_fails(args, 2, "--layers");
+    expect_run_fails(work_dir, args, 2, "--layers");
     snprintf(args, sizeof args, "train %s --arch card --layers 2", corpus);
-    assert_fails(args, 2, "--layers");
+    expect_run_fails(work_dir, args, 2, "--layers");
     snprintf(args, sizeof args, "train %s --arch foo", corpus);
-    assert_fails(args, 2, "--arch 'foo'");
+    expect_run_fails(work_dir, args, 2, "--arch 'foo'");
     snprintf(args, sizeof args, "train %s --arch card --no-mlp", corpus);
-    assert_fails(args, 2, "--no-mlp");
+    expect_run_fails(work_dir, args, 2, "--no-mlp");
     snprintf(args, sizeof args, "train %s --optimizer rmsprop", corpus);
-    assert_fails(args, 2, "--optimizer 'rmsprop'");
+    expect_run_fails(work_dir, args, 2, "--optimizer 'rmsprop'");
     snprintf(args, sizeof args, "train %s --lr-schedule linear", corpus);
-    assert_fails(args, 2, "--lr-schedule 'linear'");
+    expect_run_fails(work_dir, args, 2, "--lr-schedule 'linear'");
     snprintf(args, sizeof args, "train %s --optimizer sgd --beta1 0.8", corpus);
-    assert_fails(args, 2, "--beta1 is for --optimizer adamw");
+    expect_run_fails(work_dir, args, 2, "--beta1 is for --optimizer adamw");
     snprintf(args, sizeof args, "train %s --arch card --weight-decay 0.1", corpus);
-    assert_fails(args, 2, "--weight-decay is for --optimizer adamw");
+    expect_run_fails(work_dir, args, 2, "--weight-decay is for --optimizer adamw");
     snprintf(args, sizeof args, "train %s --beta2 1", corpus);
-    assert_fails(args, 2, "--beta2");
+    expect_run_fails(work_dir, args, 2, "--beta2");
     snprintf(args, sizeof args, "train %s --grad-clip -1", corpus);
-    assert_fails(args, 2, "--grad-clip");
-    assert_fails("train", 2, "FILE");
-    assert_fails("sample --tokens 5", 2, "--model");
+    expect_run_fails(work_dir, args, 2, "--grad-clip");
+    expect_run_fails(work_dir, "train", 2, "FILE");
+    expect_run_fails(work_dir, "sample --tokens 5", 2, "--model");
 }
 END_TEST
 
 START_TEST(bad_files_are_runtime_errors_that_name_the_file) {
     char args[4096];
     snprintf(args, sizeof args, "train %s/missing.txt --out %s", work_dir, in_work("out"));
-    assert_fails(args, 1, "missing.txt");
+    expect_run_fails(work_dir, args, 1, "missing.txt");
     snprintf(args, sizeof args, "train %s --out %s", work_dir, in_work("out"));
-    assert_fails(args, 1, "directory");
+    expect_run_fails(work_dir, args, 1, "directory");
     snprintf(args, sizeof args, "sample --model %s/nope.safetensors", work_dir);
-    assert_fails(args, 1, "nope.safetensors");
+    expect_run_fails(work_dir, args, 1, "nope.safetensors");
     // A text file is not a checkpoint.
     snprintf(args, sizeof args, "sample --model %s", in_work("corpus.txt"));
-    assert_fails(args, 1, "corpus.txt");
+    expect_run_fails(work_dir, args, 1, "corpus.txt");
     // Too short for one window of context + 1.
     FILE *f = fopen(in_work("short.txt"), "w");
     fputs("tiny", f);
     fclose(f);
     snprintf(args, sizeof args, "train %s --context 16 --out %s", in_work("short.txt"), in_work("out"));
-    assert_fails(args, 1, "short.txt");
+    expect_run_fails(work_dir, args, 1, "short.txt");
 }
 END_TEST
-
-// Column "column" (0-based) of data row "row" of a log.csv, or NAN if empty.
-static double log_value(const char *log, int row, int column) {
-    const char *p = strchr(log, '\n');  // skip the header
-    for (int r = 0; p && r < row; r++) p = strchr(p + 1, '\n');
-    if (!p) return NAN;
-    p++;
-    for (int c = 0; c < column; c++) p = strchr(p, ',') + 1;
-    return (*p == ',' || *p == '\n') ? NAN : atof(p);
-}
 
 START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates) {
     char args[4096];
@@ -194,17 +149,17 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
              "train %s --arch card --out %s --steps 300 --batch 8 --context 16 --embd 32 --heads 4 --lr 0.5 "
              "--eval-interval 100 --threads 2",
              corpus, in_work("run"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
 
     char log[65536];
     read_text_file(in_work("run/log.csv"), log, sizeof log);
     ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"));
-    double first = log_value(log, 0, 1), last_val = log_value(log, 299, 2);
+    double first = log_field(log, 0, 1), last_val = log_field(log, 299, 2);
     double mean_last = 0;
-    for (int i = 280; i < 300; i++) mean_last += log_value(log, i, 1) / 20;
-    ck_assert_msg(isfinite(log_value(log, 0, 2)), "no validation loss at step 0");
-    ck_assert_msg(isnan(log_value(log, 1, 2)), "validation loss at a step that is not an eval step");
+    for (int i = 280; i < 300; i++) mean_last += log_field(log, i, 1) / 20;
+    ck_assert_msg(isfinite(log_field(log, 0, 2)), "no validation loss at step 0");
+    ck_assert_msg(isnan(log_field(log, 1, 2)), "validation loss at a step that is not an eval step");
     // The text has 27 distinct characters and a rigid rhythm: a model that
     // learns anything falls far below its starting loss.
     ck_assert_msg(mean_last < 0.5 * first, "loss fell only from %.3f to %.3f", first, mean_last);
@@ -213,21 +168,21 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
     // Sampling: stdout is the prompt followed by exactly --tokens characters.
     snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 40 --seed 3",
              in_work("run/model.safetensors"));
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
     char first_sample[65536];
     strcpy(first_sample, r->out);
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_str_eq(r->out, first_sample);  // same seed, same text
 
     // A prompt character the model never saw is a clear error.
     snprintf(args, sizeof args, "sample --model %s --prompt 'Zebra'", in_work("run/model.safetensors"));
-    assert_fails(args, 2, "--prompt");
+    expect_run_fails(work_dir, args, 2, "--prompt");
 
     // eval --json: loss close to the training loss on the same text.
     snprintf(args, sizeof args, "eval --model %s %s --json", in_work("run/model.safetensors"), corpus);
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "eval failed: %s", r->err);
     double loss = NAN, perplexity = NAN;
     size_t tokens = 0;
@@ -246,24 +201,24 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
              "train %s --arch gpt --layers 2 --embd 16 --heads 2 --context 8 --batch 4 --steps 60 --eval-interval 20 "
              "--warmup 5 --out %s --threads 2",  // the default warmup, 100 steps, is longer than this run
              corpus, in_work("gpt"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --arch gpt failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "the model line does not say gpt, 2 layers: %s", r->err);
     char log[65536];
     read_text_file(in_work("gpt/log.csv"), log, sizeof log);
-    double first = log_value(log, 0, 2), last = log_value(log, 59, 2);
+    double first = log_field(log, 0, 2), last = log_field(log, 59, 2);
     ck_assert_msg(isfinite(first) && isfinite(last) && last < first - 0.2,
                   "validation loss fell only from %.3f to %.3f", first, last);
     // The lr column is the schedule's (warmup 5 to 1e-3, cosine to 1e-4 at
     // step 60), and grad_norm the gradients' norm before clipping.
-    ck_assert_double_eq_tol(log_value(log, 0, 3), 1e-3 * 1 / 6, 1e-9);
-    ck_assert_double_eq_tol(log_value(log, 5, 3), 1e-3, 1e-9);
-    ck_assert_double_eq_tol(log_value(log, 59, 3), 1e-4 + 0.5 * (1 + cos(M_PI * 54 / 55)) * 9e-4, 1e-9);
+    ck_assert_double_eq_tol(log_field(log, 0, 3), 1e-3 * 1 / 6, 1e-9);
+    ck_assert_double_eq_tol(log_field(log, 5, 3), 1e-3, 1e-9);
+    ck_assert_double_eq_tol(log_field(log, 59, 3), 1e-4 + 0.5 * (1 + cos(M_PI * 54 / 55)) * 9e-4, 1e-9);
     for (int step = 0; step < 60; step++)
-        ck_assert_msg(log_value(log, step, 6) > 0, "grad_norm of step %d is %g", step, log_value(log, step, 6));
+        ck_assert_msg(log_field(log, step, 6) > 0, "grad_norm of step %d is %g", step, log_field(log, step, 6));
 
     snprintf(args, sizeof args, "sample --model %s --prompt 'the ' --tokens 30 --seed 3", in_work("gpt/model.safetensors"));
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample of a gpt failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
     int characters = 0;  // UTF-8: every byte but the continuation bytes of '—' starts one
@@ -272,11 +227,11 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     static char cached[sizeof r->out];
     memcpy(cached, r->out, sizeof cached);
     strcat(args, " --no-cache");
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_str_eq(r->out, cached);  // the key/value cache of every block gives the same text
 
     snprintf(args, sizeof args, "eval --model %s %s --json", in_work("gpt/model.safetensors"), corpus);
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "eval of a gpt failed: %s", r->err);
     double loss = NAN;
     ck_assert_int_eq(sscanf(r->out, "{\"loss\": %lf", &loss), 1);
@@ -288,7 +243,7 @@ START_TEST(train_creates_missing_parent_directories_of_out) {
     char args[4096];
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 8 --heads 2", in_work("corpus.txt"),
              in_work("runs/nested/deeper"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train into a missing parent failed: %s", r->err);
     char path[1024];
     snprintf(path, sizeof path, "%s/runs/nested/deeper/model.safetensors", work_dir);
@@ -301,14 +256,14 @@ START_TEST(init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones) {
     char corpus[1024];
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --context 8 --embd 16 --heads 2", corpus, in_work("a"));
-    ck_assert_int_eq(run(args)->status, 0);
+    ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     snprintf(args, sizeof args, "train %s --out %s --steps 3 --init %s", corpus, in_work("b"),
              in_work("a/model.safetensors"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init failed: %s", r->err);
     snprintf(args, sizeof args, "train %s --out %s --steps 3 --embd 32 --init %s", corpus, in_work("c"),
              in_work("a/model.safetensors"));
-    assert_fails(args, 2, "--embd");
+    expect_run_fails(work_dir, args, 2, "--embd");
 }
 END_TEST
 
@@ -318,22 +273,22 @@ START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflic
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch gpt --layers 2 --context 8 --embd 16 --heads 2",
              corpus, in_work("gpt"));
-    ck_assert_int_eq(run(args)->status, 0);
+    ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --arch card --context 8 --embd 16 --heads 2", corpus,
              in_work("card"));
-    ck_assert_int_eq(run(args)->status, 0);
+    ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     // Without --arch, a gpt file trains on as a gpt of its own depth, with
     // gpt's defaults (--steps: the run stops after one step of 2000), and a
     // card file as card, with card's.
     snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("b"),
              in_work("gpt/model.safetensors"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init of a gpt failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=gpt layers=2") != NULL, "%s", r->err);
     ck_assert_msg(strstr(r->err, "stopped after 1 of 2000 steps") != NULL, "not gpt's default --steps: %s", r->err);
     snprintf(args, sizeof args, "train %s --out %s --stop-after 1 --init %s", corpus, in_work("c"),
              in_work("card/model.safetensors"));
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --init of a card model failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "arch=card layers=1") != NULL, "%s", r->err);
     ck_assert_msg(strstr(r->err, "stopped after 1 of 7000 steps") != NULL, "not card's default --steps: %s", r->err);
@@ -341,13 +296,13 @@ START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflic
     // A flag that disagrees with the file is an error naming both values.
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    assert_fails(args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
+    expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    assert_fails(args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
+    expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, in_work("d"),
              in_work("card/model.safetensors"));
-    assert_fails(args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
+    expect_run_fails(work_dir, args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
 }
 END_TEST
 
@@ -358,11 +313,11 @@ START_TEST(the_same_seed_gives_the_same_losses_bit_for_bit) {
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "train %s --out %s --steps 40 --batch 4 --context 16 --embd 16 --heads 2 --seed 9",
                  corpus, in_work(i == 0 ? "s1" : "s2"));
-        ck_assert_int_eq(run(args)->status, 0);
+        ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     }
     read_text_file(in_work("s1/log.csv"), log_a, sizeof log_a);
     read_text_file(in_work("s2/log.csv"), log_b, sizeof log_b);
-    for (int row = 0; row < 40; row++) ck_assert(log_value(log_a, row, 1) == log_value(log_b, row, 1));
+    for (int row = 0; row < 40; row++) ck_assert(log_field(log_a, row, 1) == log_field(log_b, row, 1));
 }
 END_TEST
 
@@ -395,7 +350,7 @@ static const char *sample_text(const char *flags) {
     which = (which + 1) % 8;
     char args[4096];
     snprintf(args, sizeof args, "sample --model %s %s", in_work("tiny.safetensors"), flags);
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
     size_t n = strlen(r->out);
     ck_assert_msg(n < sizeof out[which], "'%s' printed %zu bytes, more than the test keeps", args, n);
@@ -413,7 +368,7 @@ START_TEST(top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwi
     const char *bad[] = {"0", "-0.5", "1.5", "nan"};
     for (int i = 0; i < 4; i++) {
         snprintf(args, sizeof args, "sample --model %s --top-p %s", in_work("tiny.safetensors"), bad[i]);
-        assert_fails(args, 2, "--top-p");
+        expect_run_fails(work_dir, args, 2, "--top-p");
     }
 }
 END_TEST
@@ -439,7 +394,7 @@ START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separa
     ck_assert_str_ne(samples[2], samples[1]);
     char args[4096];
     snprintf(args, sizeof args, "sample --model %s --num-samples 0", in_work("tiny.safetensors"));
-    assert_fails(args, 2, "--num-samples");
+    expect_run_fails(work_dir, args, 2, "--num-samples");
 }
 END_TEST
 
@@ -460,12 +415,12 @@ START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
     // Not both; a missing file is named; a character outside the vocabulary names the file.
     snprintf(args, sizeof args, "sample --model %s --prompt the --prompt-file %s", in_work("tiny.safetensors"),
              in_work("prompt.txt"));
-    assert_fails(args, 2, "--prompt-file");
+    expect_run_fails(work_dir, args, 2, "--prompt-file");
     snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("absent.txt"));
-    assert_fails(args, 1, "absent.txt");
+    expect_run_fails(work_dir, args, 1, "absent.txt");
     write_text_file(in_work("zebra.txt"), "Zebra");
     snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("zebra.txt"));
-    assert_fails(args, 2, "zebra.txt");
+    expect_run_fails(work_dir, args, 2, "zebra.txt");
 }
 END_TEST
 
@@ -480,12 +435,9 @@ static RunResult *run_bounded(const char *args) {
     return run_binary(binary, work_dir, args);
 }
 
-// assert_bounded_fails: assert_fails for run_bounded.
+// assert_bounded_fails: expect_run_fails with status 1, for run_bounded.
 static void assert_bounded_fails(const char *args, const char *must_mention) {
-    RunResult *r = run_bounded(args);
-    ck_assert_msg(r->status == 1, "'%s' exited %d, expected 1 (stderr: %s)", args, r->status, r->err);
-    ck_assert_msg(strstr(r->err, must_mention) != NULL, "'%s' error does not mention '%s': %s", args, must_mention, r->err);
-    ck_assert_msg(stderr_is_one_line(r), "'%s' error is not one line: %s", args, r->err);
+    expect_failure(run_bounded(args), args, 1, must_mention);
 }
 
 // train_tiny: a tiny card model trained for "steps" steps (0: as initialised) into work_dir/"name".
@@ -493,7 +445,7 @@ static void train_tiny(const char *name, int steps) {
     char args[4096];
     snprintf(args, sizeof args, "train %s --arch card --out %s --steps %d --batch 2 --context 8 --embd 8 --heads 2",
              in_work("corpus.txt"), in_work(name), steps);
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
 }
 
@@ -517,7 +469,7 @@ START_TEST(a_fifo_or_a_device_is_refused_at_once_as_text_model_or_resume_data) {
     ck_assert_int_eq(system(copy), 0);
     snprintf(args, sizeof args, "train %s --arch card --out %s --steps 4 --stop-after 2 --batch 2 --context 8 --embd 8 --heads 2",
              in_work("text.txt"), in_work("run"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
     ck_assert_int_eq(unlink(in_work("text.txt")), 0);
     ck_assert_int_eq(mkfifo(in_work("text.txt"), 0600), 0);
@@ -537,9 +489,9 @@ START_TEST(eval_says_a_binary_file_looks_binary_as_train_does) {
     fclose(f);
     char args[4096];
     snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("program"));
-    assert_fails(args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
+    expect_run_fails(work_dir, args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
     snprintf(args, sizeof args, "train %s --out %s", in_work("program"), in_work("t"));
-    assert_fails(args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
+    expect_run_fails(work_dir, args, 1, "program' has a NUL byte at byte 7, so it looks like binary data");
 }
 END_TEST
 
@@ -547,14 +499,14 @@ START_TEST(a_missing_file_says_there_is_no_such_file_and_what_to_do) {
     const char *says = "no such file; check the name and the directory it is in";
     char args[4096];
     snprintf(args, sizeof args, "train %s --out %s", in_work("missing.txt"), in_work("out"));
-    assert_fails(args, 1, says);
+    expect_run_fails(work_dir, args, 1, says);
     snprintf(args, sizeof args, "eval --model %s %s", in_work("missing.safetensors"), in_work("corpus.txt"));
-    assert_fails(args, 1, says);
+    expect_run_fails(work_dir, args, 1, says);
     snprintf(args, sizeof args, "sample --model %s", in_work("missing.safetensors"));
-    assert_fails(args, 1, says);
+    expect_run_fails(work_dir, args, 1, says);
     train_tiny("m", 0);
     snprintf(args, sizeof args, "eval --model %s %s", in_work("m/model.safetensors"), in_work("missing.txt"));
-    assert_fails(args, 1, says);
+    expect_run_fails(work_dir, args, 1, says);
 }
 END_TEST
 
@@ -577,24 +529,24 @@ START_TEST(broken_weights_fail_eval_and_train_init_without_blaming_lr) {
     // Beyond the loader's bound: eval and train --init fail at load, naming the tensor.
     set_every_weight(in_work("m/model.safetensors"), in_work("absurd.safetensors"), 1e30f);
     snprintf(args, sizeof args, "eval --model %s %s", in_work("absurd.safetensors"), in_work("corpus.txt"));
-    assert_fails(args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
+    expect_run_fails(work_dir, args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
     snprintf(args, sizeof args, "train %s --init %s --out %s", in_work("corpus.txt"), in_work("absurd.safetensors"),
              in_work("t1"));
-    assert_fails(args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
-    ck_assert_msg(!strstr(run(args)->err, "lower --lr"), "%s", run(args)->err);
+    expect_run_fails(work_dir, args, 1, "tensor 'tok_emb.weight' holds 1e+30 at element 0, beyond the 1e+06");
+    ck_assert_msg(!strstr(run_tinygpt(work_dir, args)->err, "lower --lr"), "%s", run_tinygpt(work_dir, args)->err);
 
     // Within the bound, but a gpt without LayerNorm whose every weight is
     // 1e6 overflows float within a few blocks: eval must not print a NaN
     // loss with status 0, and training from it must not blame --lr.
     snprintf(args, sizeof args, "train %s --out %s --steps 0 --no-layernorm --layers 4 --batch 2 --context 8 --embd 8 --heads 2",
              in_work("corpus.txt"), in_work("g"));
-    ck_assert_int_eq(run(args)->status, 0);
+    ck_assert_int_eq(run_tinygpt(work_dir, args)->status, 0);
     set_every_weight(in_work("g/model.safetensors"), in_work("overflow.safetensors"), MODEL_MAX_WEIGHT);
     snprintf(args, sizeof args, "eval --model %s %s", in_work("overflow.safetensors"), in_work("corpus.txt"));
-    assert_fails(args, 1, "overflow float arithmetic, so it cannot be evaluated");
+    expect_run_fails(work_dir, args, 1, "overflow float arithmetic, so it cannot be evaluated");
     snprintf(args, sizeof args, "train %s --init %s --out %s --batch 2", in_work("corpus.txt"),
              in_work("overflow.safetensors"), in_work("t2"));
-    RunResult *r = run(args);  // stderr starts with the model's summary: the message is its last line
+    RunResult *r = run_tinygpt(work_dir, args);  // stderr starts with the model's summary: the message is its last line
     ck_assert_msg(r->status == 1 && strstr(r->err, "tinygpt: training cannot start: at step 0, before any update") &&
                       strstr(r->err, "(--lr is not the cause)") && !strstr(r->err, "lower --lr"),
                   "exit %d: %s", r->status, r->err);
@@ -641,9 +593,8 @@ START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
     kill(pid, SIGKILL);
     ck_assert_msg(restarted, "process %d did not restart itself with GOMP_SPINCOUNT=1000 within 10 s", (int)pid);
     // comm is the file's name, cut to 15 characters, and a newline.
-    const char *binary = tinygpt_binary(), *slash = strrchr(binary, '/');
     char want[32];
-    snprintf(want, sizeof want, "%.15s\n", slash ? slash + 1 : binary);
+    snprintf(want, sizeof want, "%.15s\n", path_base(tinygpt_binary()));
     ck_assert_str_eq(comm, want);
 }
 END_TEST

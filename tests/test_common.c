@@ -1,6 +1,6 @@
 // test_common.c: tests for src/base/common.c: the one error formatter, the
-// one way to quote outside text in a message, and the checked open that
-// refuses what would hang or never end.
+// one way to quote outside text in a message, the checked open that refuses
+// what would hang or never end, the atomic writer, and paths.
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,15 +88,8 @@ END_TEST
 
 // ---- fopen_checked and read_file --------------------------------------------------
 
-// in_dir: "dir/name", in a static buffer.
-static const char *in_dir(const char *name) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
-
 START_TEST(fopen_checked_refuses_a_fifo_at_once_naming_it) {
-    const char *fifo = in_dir("pipe.txt");
+    const char *fifo = path_in(dir, "pipe.txt");
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     alarm(HANG_SECONDS);
     Error err = {{0}};
@@ -126,10 +119,10 @@ END_TEST
 
 START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
     Error err = {{0}};
-    ck_assert_ptr_null(fopen_checked(in_dir("missing.txt"), "rb", &err));
+    ck_assert_ptr_null(fopen_checked(path_in(dir, "missing.txt"), "rb", &err));
     ck_assert_msg(strstr(err.msg, "missing.txt' for reading: no such file; check the name"), "message was: %s",
                   err.msg);
-    ck_assert_ptr_null(fopen_checked(in_dir("no/such/dir/log.csv"), "w", &err));
+    ck_assert_ptr_null(fopen_checked(path_in(dir, "no/such/dir/log.csv"), "w", &err));
     ck_assert_msg(strstr(err.msg, "log.csv' for writing: no such directory; create it first"), "message was: %s",
                   err.msg);
     ck_assert_ptr_null(fopen_checked(dir, "rb", &err));
@@ -140,19 +133,69 @@ START_TEST(fopen_checked_says_what_to_do_about_a_missing_file_or_directory) {
 END_TEST
 
 START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
-    write_text_file(in_dir("a.txt"), "hello\n");
+    write_text_file(path_in(dir, "a.txt"), "hello\n");
     char target[512];
-    snprintf(target, sizeof target, "%s", in_dir("a.txt"));
-    ck_assert_int_eq(symlink(target, in_dir("link.txt")), 0);
+    snprintf(target, sizeof target, "%s", path_in(dir, "a.txt"));
+    ck_assert_int_eq(symlink(target, path_in(dir, "link.txt")), 0);
     const char *names[] = {"a.txt", "link.txt"};
     for (int i = 0; i < 2; i++) {
         Error err = {{0}};
         char *text;
         size_t len;
-        ck_assert_msg(read_file(in_dir(names[i]), &text, &len, &err), "%s", err.msg);
+        ck_assert_msg(read_file(path_in(dir, names[i]), &text, &len, &err), "%s", err.msg);
         ck_assert_uint_eq(len, 6);
         ck_assert_str_eq(text, "hello\n");
         free(text);
+    }
+}
+END_TEST
+
+// ---- Paths -------------------------------------------------------------------------
+
+START_TEST(path_dir_is_the_directory_of_a_file_as_dirname_says) {
+    const char *cases[][2] = {
+        {"runs/a/log.csv", "runs/a"}, {"log.csv", "."},  {"./log.csv", "."},          {"../log.csv", ".."},
+        {"/x", "/"},                  {"//x", "/"},      {"runs/a//log.csv", "runs/a"}, {"/a/b", "/a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        ck_assert_msg(path_dir(cases[i][0], out, sizeof out), "'%s' did not fit", cases[i][0]);
+        ck_assert_msg(strcmp(out, cases[i][1]) == 0, "path_dir('%s') is '%s', not '%s'", cases[i][0], out, cases[i][1]);
+    }
+    char small[4];
+    ck_assert(!path_dir("runs/a/log.csv", small, sizeof small));
+    ck_assert_str_eq(small, "run");
+}
+END_TEST
+
+START_TEST(path_base_is_what_follows_the_last_slash) {
+    ck_assert_str_eq(path_base("runs/a/log.csv"), "log.csv");
+    ck_assert_str_eq(path_base("log.csv"), "log.csv");
+    ck_assert_str_eq(path_base("/x"), "x");
+    ck_assert_str_eq(path_base("runs/a/"), "");
+}
+END_TEST
+
+// ---- The atomic writer ---------------------------------------------------------------
+
+// A file written without sync (loss.png) still replaces the old one whole,
+// and a failed write leaves the old one; neither leaves its .tmp.
+START_TEST(atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all) {
+    const char *path = path_in(dir, "picture.png");
+    char tmp[600], text[64];
+    snprintf(tmp, sizeof tmp, "%s" ATOMIC_TMP_SUFFIX, path);
+    write_text_file(path, "old");
+    for (int ok = 0; ok <= 1; ok++) {
+        AtomicFile af;
+        Error err = {{0}};
+        ck_assert_msg(atomic_open(&af, path, &err), "%s", err.msg);
+        ck_assert(af.sync);  // the default: on the disk
+        af.sync = false;
+        fputs("new", af.f);
+        ck_assert_int_eq(atomic_commit(&af, ok, &err), ok);
+        read_text_file(path, text, sizeof text);
+        ck_assert_str_eq(text, ok ? "new" : "old");
+        ck_assert_msg(access(tmp, F_OK) != 0, "the .tmp is left (ok = %d)", ok);
     }
 }
 END_TEST
@@ -171,6 +214,12 @@ Suite *common_suite(void) {
     tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
     tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
     tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    tcase_add_test(files, atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all);
     suite_add_tcase(s, files);
+
+    TCase *paths = tcase_create("paths");
+    tcase_add_test(paths, path_dir_is_the_directory_of_a_file_as_dirname_says);
+    tcase_add_test(paths, path_base_is_what_follows_the_last_slash);
+    suite_add_tcase(s, paths);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "data.h"
+#include "helpers.h"
 #include "sanitized.h"
 #include "tests.h"
 
@@ -23,33 +24,27 @@ static int n_temp_files;
 
 // make_temp_dir: fixture setup; a new empty directory for this test.
 static void make_temp_dir(void) {
-    strcpy(temp_dir, "/tmp/tinygpt_test_data_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
+    scratch_dir_create(temp_dir, sizeof temp_dir);
     n_temp_files = 0;
 }
 
-// remove_temp_dir: fixture teardown; delete the files written, then the directory.
-static void remove_temp_dir(void) {
-    for (int i = 0; i < n_temp_files; i++) unlink(temp_files[i]);
-    rmdir(temp_dir);
-}
+// remove_temp_dir: fixture teardown; delete the directory and its files.
+static void remove_temp_dir(void) { scratch_dir_remove(temp_dir); }
 
 // write_temp_file: write "len" bytes of "bytes" to a file called "name" in
-// the test's directory; returns its path (valid until the test ends).
+// the test's directory; returns its path (valid until the test ends, unlike
+// path_in's rotating buffers).
 static const char *write_temp_file(const char *name, const char *bytes, size_t len) {
     ck_assert_int_lt(n_temp_files, MAX_TEMP_FILES);
     char *path = temp_files[n_temp_files++];
     snprintf(path, sizeof temp_files[0], "%s/%s", temp_dir, name);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
-    ck_assert_int_eq(fclose(f), 0);
+    write_bytes(path, bytes, len);
     return path;
 }
 
-// write_text_file: a file of "n_chars" ASCII letters in a repeating,
+// write_letters_file: a file of "n_chars" ASCII letters in a repeating,
 // non-trivial pattern (so n_chars tokens), for split-size tests.
-static const char *write_text_file(const char *name, size_t n_chars) {
+static const char *write_letters_file(const char *name, size_t n_chars) {
     char *text = malloc(n_chars + 1);
     ck_assert_ptr_nonnull(text);
     for (size_t i = 0; i < n_chars; i++) text[i] = (char)('a' + (i * 7) % 26);
@@ -61,7 +56,7 @@ static const char *write_text_file(const char *name, size_t n_chars) {
 // ---- dataset_load -------------------------------------------------------------
 
 START_TEST(load_splits_at_the_floor_of_n_tokens_times_val_fraction) {
-    const char *path = write_text_file("split.txt", 1000);
+    const char *path = write_letters_file("split.txt", 1000);
     const struct {
         double val_fraction;
         size_t n_val;
@@ -228,8 +223,8 @@ END_TEST
 
 START_TEST(load_rejects_a_training_split_shorter_than_one_window) {
     // 64 tokens cannot hold a window of 64 + 1; 65 tokens can.
-    const char *short_path = write_text_file("short.txt", 64);
-    const char *exact_path = write_text_file("exact.txt", 65);
+    const char *short_path = write_letters_file("short.txt", 64);
+    const char *exact_path = write_letters_file("exact.txt", 65);
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
@@ -248,7 +243,7 @@ END_TEST
 START_TEST(load_rejects_a_short_validation_split_but_allows_none) {
     // 1000 tokens at --val-fraction 0.01 leave 10 validation tokens: too few
     // for --context 16, but fine with no validation split at all.
-    const char *path = write_text_file("val.txt", 1000);
+    const char *path = write_letters_file("val.txt", 1000);
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
@@ -264,7 +259,7 @@ START_TEST(load_rejects_a_short_validation_split_but_allows_none) {
 END_TEST
 
 START_TEST(load_rejects_a_val_fraction_outside_zero_one) {
-    const char *path = write_text_file("f.txt", 100);
+    const char *path = write_letters_file("f.txt", 100);
     Dataset ds;
     Tokenizer tok;
     Error err = {0};

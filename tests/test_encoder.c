@@ -108,11 +108,6 @@ static double encoder_loss(void *ctx) {
     return loss;
 }
 
-static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
-    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
-                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
-}
-
 START_TEST(backward_matches_finite_differences_for_both_tables) {
     EncoderCase ec;
     encoder_case_init(&ec, 11);

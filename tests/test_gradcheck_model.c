@@ -70,7 +70,7 @@ static void expect_a_passing_line_per_tensor(const char *out, const ModelConfig 
 }
 
 START_TEST(gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero) {
-    RunResult *r = run_binary(tinygpt_binary(), dir, "gradcheck --seed 3");
+    RunResult *r = run_tinygpt(dir, "gradcheck --seed 3");
     ck_assert_msg(r->status == 0, "gradcheck failed (%d): %s%s", r->status, r->out, r->err);
     expect_a_passing_line_per_tensor(r->out, &GRADCHECK_MODEL);
     ck_assert_ptr_nonnull(strstr(r->out, "all 9 tensors pass"));
@@ -78,7 +78,7 @@ START_TEST(gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero) {
 END_TEST
 
 START_TEST(gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor) {
-    RunResult *r = run_binary(tinygpt_binary(), dir, "gradcheck --arch gpt --layers 2");
+    RunResult *r = run_tinygpt(dir, "gradcheck --arch gpt --layers 2");
     ck_assert_msg(r->status == 0, "gradcheck --arch gpt failed (%d): %s%s", r->status, r->out, r->err);
     const ModelConfig cfg = gradcheck_config(ARCH_GPT, 2);
     expect_a_passing_line_per_tensor(r->out, &cfg);
@@ -151,9 +151,7 @@ START_TEST(gradcheck_command_refuses_bad_flags_in_one_line) {
                               {"gradcheck --layers 2", "--layers"},  // card has one block
                               {"gradcheck --arch gpt --layers 0", "--layers"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        RunResult *r = run_binary(tinygpt_binary(), dir, cases[i][0]);
-        ck_assert_msg(r->status == 2, "'%s' exited %d", cases[i][0], r->status);
-        ck_assert_msg(strstr(r->err, cases[i][1]) != NULL && stderr_is_one_line(r), "%s: %s", cases[i][0], r->err);
+        expect_run_fails(dir, cases[i][0], 2, cases[i][1]);
     }
 }
 END_TEST

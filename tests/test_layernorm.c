@@ -26,14 +26,6 @@ static const double HAND_VALUE_TOL = 1e-6;
 // writing instead of adding, is off by the start itself, O(1).
 static const double ADDS_TO_START_RTOL = 1e-5;
 
-static void assert_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
-    for (size_t i = 0; i < n; i++) {
-        double scale = fmax(1.0, fabs(want[i]));
-        if (!(fabs((double)got[i] - want[i]) <= rtol * scale))
-            ck_abort_msg("%s[%zu] = %.9g, want %.9g", what, i, (double)got[i], (double)want[i]);
-    }
-}
-
 // ---------------------------------------------------------------------------
 // 1. Hand-computed rows, C = 4.
 //   row 0: x = (1, 2, 3, 4): mean 2.5, deviations (-1.5, -0.5, 0.5, 1.5),
@@ -93,11 +85,6 @@ static double layernorm_loss(void *ctx) {
     return loss;
 }
 
-static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
-    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
-                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
-}
-
 // One backward with dout = R from zeroed gradients, into dinp[GN*GC] and dweight[GC].
 static void layernorm_case_backward(LayerNormCase *lc, float *dinp, float *dweight) {
     float dout[GN * GC];
@@ -136,8 +123,8 @@ START_TEST(backward_adds_to_dinp_and_dweight) {
     float want_inp[GN * GC], want_weight[GC];
     for (int i = 0; i < GN * GC; i++) want_inp[i] = start_inp[i] + from_zero_inp[i];
     for (int c = 0; c < GC; c++) want_weight[c] = start_weight[c] + from_zero_weight[c];
-    assert_close("dinp", dinp, want_inp, GN * GC, ADDS_TO_START_RTOL);
-    assert_close("dweight", dweight, want_weight, GC, ADDS_TO_START_RTOL);
+    assert_all_close("dinp", dinp, want_inp, GN * GC, ADDS_TO_START_RTOL);
+    assert_all_close("dweight", dweight, want_weight, GC, ADDS_TO_START_RTOL);
 }
 END_TEST
 
@@ -263,9 +250,9 @@ START_TEST(fast_versions_match_the_reference_loops) {
         layernorm_forward_reference(out[1], mean[1], rstd[1], inp, weight, N, C);
         layernorm_backward(dinp[0], dweight[0], dout, inp, weight, mean[0], rstd[0], N, C);
         layernorm_backward_reference(dinp[1], dweight[1], dout, inp, weight, mean[1], rstd[1], N, C);
-        assert_close("out", out[0], out[1], n, FAST_MATCHES_REFERENCE_RTOL);
-        assert_close("dinp", dinp[0], dinp[1], n, FAST_MATCHES_REFERENCE_RTOL);
-        assert_close("dweight", dweight[0], dweight[1], (size_t)C, FAST_MATCHES_REFERENCE_RTOL);
+        assert_all_close("out", out[0], out[1], n, FAST_MATCHES_REFERENCE_RTOL);
+        assert_all_close("dinp", dinp[0], dinp[1], n, FAST_MATCHES_REFERENCE_RTOL);
+        assert_all_close("dweight", dweight[0], dweight[1], (size_t)C, FAST_MATCHES_REFERENCE_RTOL);
         for (int v = 0; v < 2; v++) {
             free(out[v]);
             free(dinp[v]);

@@ -35,6 +35,8 @@ static const double FAST_MATCHES_REFERENCE_RTOL = 1e-5;
 // Assert that a[0..n) and b[0..n) agree within FAST_MATCHES_REFERENCE_RTOL.
 // (`if` + ck_abort_msg rather than ck_assert per element: every passing
 // ck_assert writes a message to Check's pipe, and here there are millions.)
+// Unlike assert_all_close (helpers.h), neither side is the truth: the scale
+// is the larger of the two, and the message names the shape.
 static void assert_close(const char *what, const float *a, const float *b, size_t n, int N, int C, int OC) {
     for (size_t i = 0; i < n; i++) {
         double scale = fmax(1.0, fmax(fabs(a[i]), fabs(b[i])));
@@ -42,11 +44,6 @@ static void assert_close(const char *what, const float *a, const float *b, size_
             ck_abort_msg("%s[%zu] differs: fast %.9g vs reference %.9g (N=%d C=%d OC=%d)", what, i, (double)a[i],
                          (double)b[i], N, C, OC);
     }
-}
-
-static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
-    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
-                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
 }
 
 // ---------------------------------------------------------------------------

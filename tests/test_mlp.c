@@ -32,14 +32,6 @@ static const double MATCHES_REFERENCE_STEPS_RTOL = 1e-5;
 // rounded a few times more, a few float32 steps (1.2e-7 relative each).
 static const double ADDS_TWICE_RTOL = 1e-6;
 
-static void assert_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
-    for (size_t i = 0; i < n; i++) {
-        double scale = fmax(1.0, fabs(want[i]));
-        if (!(fabs((double)got[i] - want[i]) <= rtol * scale))
-            ck_abort_msg("%s[%zu] = %.9g, want %.9g", what, i, (double)got[i], (double)want[i]);
-    }
-}
-
 // All of one MLP's tensors, for N rows of width C (hidden width H = 4C).
 typedef struct {
     int N, C, H;
@@ -122,9 +114,9 @@ START_TEST(forward_matches_the_reference_linear_gelu_linear_steps) {
     linear_forward_reference(fc_ref, m.inp, m.fc_weight, NULL, N, C, m.H);
     gelu_forward_reference(gelu_ref, fc_ref, nh);
     linear_forward_reference(out_ref, gelu_ref, m.proj_weight, NULL, N, m.H, C);
-    assert_close("fc_out", m.fc_out, fc_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
-    assert_close("gelu_out", m.gelu_out, gelu_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
-    assert_close("out", m.out, out_ref, (size_t)N * C, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_all_close("fc_out", m.fc_out, fc_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_all_close("gelu_out", m.gelu_out, gelu_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_all_close("out", m.out, out_ref, (size_t)N * C, MATCHES_REFERENCE_STEPS_RTOL);
     free(out_ref);
     free(gelu_ref);
     free(fc_ref);
@@ -144,11 +136,6 @@ static double mlp_loss(void *ctx) {
     double loss = 0;
     for (size_t i = 0; i < (size_t)m->N * m->C; i++) loss += m->out[i] * m->R[i];
     return loss;
-}
-
-static void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
-    ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
-                  r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
 }
 
 // One forward, then one backward from zeroed weight gradients. Backward
@@ -196,9 +183,9 @@ START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
     }
     for (size_t i = 0; i < nc; i++) m.dinp[i] = NAN;
     mlp_run_backward(&m);
-    assert_close("dinp", m.dinp, once_inp, nc, ADDS_TWICE_RTOL);
-    assert_close("dfc_weight", m.dfc_weight, twice_fc, hc, ADDS_TWICE_RTOL);
-    assert_close("dproj_weight", m.dproj_weight, twice_proj, hc, ADDS_TWICE_RTOL);
+    assert_all_close("dinp", m.dinp, once_inp, nc, ADDS_TWICE_RTOL);
+    assert_all_close("dfc_weight", m.dfc_weight, twice_fc, hc, ADDS_TWICE_RTOL);
+    assert_all_close("dproj_weight", m.dproj_weight, twice_proj, hc, ADDS_TWICE_RTOL);
     free(twice_proj);
     free(twice_fc);
     free(once_inp);

@@ -21,15 +21,6 @@ static char dir[256];
 static void setup(void) { scratch_dir_create(dir, sizeof dir); }
 static void teardown(void) { scratch_dir_remove(dir); }
 
-// in_dir: "dir/name", in one of 4 rotating buffers.
-static const char *in_dir(const char *name) {
-    static char buf[4][600];
-    static int which;
-    which = (which + 1) % 4;
-    snprintf(buf[which], sizeof buf[which], "%s/%s", dir, name);
-    return buf[which];
-}
-
 static double px(const SeriesPoint *p) { return p->x_sum / (double)p->count; }
 static double py(const SeriesPoint *p) { return p->y_sum / (double)p->count; }
 
@@ -96,11 +87,11 @@ START_TEST(losses_that_are_not_finite_are_left_out_of_the_history) {
 END_TEST
 
 START_TEST(reading_a_log_with_validation_rows_gives_both_curves) {
-    write_log(in_dir("log.csv"), 95, 10);
+    write_log(path_in(dir, "log.csv"), 95, 10);
     LossHistory h;
     loss_history_init(&h);
     Error err;
-    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
     ck_assert_uint_eq(h.train.n, 95);
     ck_assert_uint_eq(h.val.n, 11);  // steps 0, 10, ..., 90 and the last, 94
     ck_assert_double_eq(px(&h.val.points[10]), 94.0);
@@ -111,11 +102,11 @@ START_TEST(reading_a_log_with_validation_rows_gives_both_curves) {
 END_TEST
 
 START_TEST(reading_a_log_without_validation_rows_gives_only_the_train_curve) {
-    write_log(in_dir("log.csv"), 30, 0);
+    write_log(path_in(dir, "log.csv"), 30, 0);
     LossHistory h;
     loss_history_init(&h);
     Error err;
-    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
     ck_assert_uint_eq(h.train.n, 30);
     ck_assert_uint_eq(h.val.n, 0);
     loss_history_free(&h);
@@ -135,11 +126,11 @@ START_TEST(a_file_that_is_not_a_log_is_refused_naming_the_file) {
         {"short_row.csv", "step,train_loss,val_loss\n0\n", "line 2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_text_file(in_dir(cases[i].name), cases[i].text);
+        write_text_file(path_in(dir, cases[i].name), cases[i].text);
         LossHistory h;
         loss_history_init(&h);
         Error err = {{0}};
-        ck_assert_msg(!loss_history_read_csv(&h, in_dir(cases[i].name), &err), "%s was accepted", cases[i].name);
+        ck_assert_msg(!loss_history_read_csv(&h, path_in(dir, cases[i].name), &err), "%s was accepted", cases[i].name);
         ck_assert_msg(strstr(err.msg, cases[i].name) != NULL, "%s: message does not name the file: %s",
                       cases[i].name, err.msg);
         ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "%s: message does not say '%s': %s",
@@ -150,18 +141,19 @@ START_TEST(a_file_that_is_not_a_log_is_refused_naming_the_file) {
     Error err = {{0}};
     LossHistory h;
     loss_history_init(&h);
-    ck_assert(!loss_history_read_csv(&h, in_dir("missing.csv"), &err));
+    ck_assert(!loss_history_read_csv(&h, path_in(dir, "missing.csv"), &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "missing.csv"));
     loss_history_free(&h);
 }
 END_TEST
 
 START_TEST(windows_line_ends_are_accepted) {
-    write_text_file(in_dir("crlf.csv"), "step,train_loss,val_loss,lr,ms,tokens_per_s\r\n0,1.5,1.6,0.5,1,1\r\n1,1.4,,0.5,1,1\r\n");
+    write_text_file(path_in(dir, "crlf.csv"),
+                    "step,train_loss,val_loss,lr,ms,tokens_per_s\r\n0,1.5,1.6,0.5,1,1\r\n1,1.4,,0.5,1,1\r\n");
     LossHistory h;
     loss_history_init(&h);
     Error err;
-    ck_assert_msg(loss_history_read_csv(&h, in_dir("crlf.csv"), &err), "%s", err.msg);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "crlf.csv"), &err), "%s", err.msg);
     ck_assert_uint_eq(h.train.n, 2);
     ck_assert_uint_eq(h.val.n, 1);
     loss_history_free(&h);
@@ -184,11 +176,11 @@ static void write_timed_log(const char *path, int steps, int every, double ms_pe
 }
 
 START_TEST(columns_are_found_by_their_names_in_the_header) {
-    write_timed_log(in_dir("log.csv"), 25, 10, 2.0, 0.01);
+    write_timed_log(path_in(dir, "log.csv"), 25, 10, 2.0, 0.01);
     LossHistory h;
     loss_history_init(&h);
     Error err;
-    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
     ck_assert_uint_eq(h.train.n, 25);
     ck_assert_uint_eq(h.val.n, 4);  // steps 0, 10, 20 and the last, 24
     const double val_steps[4] = {0, 10, 20, 24};
@@ -202,12 +194,12 @@ START_TEST(columns_are_found_by_their_names_in_the_header) {
 END_TEST
 
 START_TEST(time_x_is_the_sum_of_ms_up_to_and_including_each_step) {
-    write_timed_log(in_dir("log.csv"), 25, 10, 2.0, 0.01);
+    write_timed_log(path_in(dir, "log.csv"), 25, 10, 2.0, 0.01);
     LossHistory h;
     loss_history_init(&h);
     h.x = PLOT_X_TIME;
     Error err;
-    ck_assert_msg(loss_history_read_csv(&h, in_dir("log.csv"), &err), "%s", err.msg);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
     // Step s took 2 (s + 1) ms, so steps 0..s took (s + 1)(s + 2) ms.
     const double val_steps[4] = {0, 10, 20, 24};
     ck_assert_uint_eq(h.val.n, 4);
@@ -232,12 +224,12 @@ START_TEST(time_x_needs_an_ms_column_holding_durations) {
         {"negative_ms.csv", "step,train_loss,val_loss,ms\n0,1.5,1.6,-2\n", "line 2 has no valid ms"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_text_file(in_dir(cases[i].name), cases[i].text);
+        write_text_file(path_in(dir, cases[i].name), cases[i].text);
         LossHistory h;
         loss_history_init(&h);
         h.x = PLOT_X_TIME;
         Error err = {{0}};
-        ck_assert_msg(!loss_history_read_csv(&h, in_dir(cases[i].name), &err), "%s was accepted", cases[i].name);
+        ck_assert_msg(!loss_history_read_csv(&h, path_in(dir, cases[i].name), &err), "%s was accepted", cases[i].name);
         ck_assert_msg(strstr(err.msg, cases[i].name) != NULL, "does not name the file: %s", err.msg);
         ck_assert_msg(strstr(err.msg, cases[i].must_mention) != NULL, "%s: message does not say '%s': %s",
                       cases[i].name, cases[i].must_mention, err.msg);
@@ -245,7 +237,7 @@ START_TEST(time_x_needs_an_ms_column_holding_durations) {
         loss_history_free(&h);
         // Against the step, the ms column is not read at all.
         loss_history_init(&h);
-        ck_assert_msg(loss_history_read_csv(&h, in_dir(cases[i].name), &err), "%s", err.msg);
+        ck_assert_msg(loss_history_read_csv(&h, path_in(dir, cases[i].name), &err), "%s", err.msg);
         loss_history_free(&h);
     }
 }
@@ -273,10 +265,10 @@ START_TEST(a_comparison_draws_each_run_in_its_own_colour) {
     for (int r = 0; r < RUNS; r++) {
         char name[32];
         snprintf(name, sizeof name, "run%d.csv", r);
-        write_timed_log(in_dir(name), 200, 20, 1.0 + r, 0.01 * (r + 1));
+        write_timed_log(path_in(dir, name), 200, 20, 1.0 + r, 0.01 * (r + 1));
         loss_history_init(&runs[r]);
         Error err;
-        ck_assert_msg(loss_history_read_csv(&runs[r], in_dir(name), &err), "%s", err.msg);
+        ck_assert_msg(loss_history_read_csv(&runs[r], path_in(dir, name), &err), "%s", err.msg);
     }
     Canvas c;
     canvas_init(&c, PLOT_WIDTH, PLOT_HEIGHT);
@@ -302,43 +294,35 @@ static void assert_png(const char *path, int width, int height) {
 }
 
 START_TEST(plot_command_draws_a_log_with_validation_rows_next_to_it) {
-    write_log(in_dir("log.csv"), 300, 50);
+    write_log(path_in(dir, "log.csv"), 300, 50);
     char args[1024];
-    snprintf(args, sizeof args, "plot %s", in_dir("log.csv"));
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    snprintf(args, sizeof args, "plot %s", path_in(dir, "log.csv"));
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
     ck_assert_ptr_nonnull(strstr(r->err, "300 train and 7 validation points"));
-    assert_png(in_dir("loss.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    assert_png(path_in(dir, "loss.png"), PLOT_WIDTH, PLOT_HEIGHT);
 }
 END_TEST
 
 START_TEST(plot_command_draws_a_log_without_validation_rows_where_out_says) {
-    write_log(in_dir("log.csv"), 40, 0);
+    write_log(path_in(dir, "log.csv"), 40, 0);
     char args[1024];
-    snprintf(args, sizeof args, "plot %s --out %s", in_dir("log.csv"), in_dir("elsewhere.png"));
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    snprintf(args, sizeof args, "plot %s --out %s", path_in(dir, "log.csv"), path_in(dir, "elsewhere.png"));
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
     ck_assert_ptr_nonnull(strstr(r->err, "40 train and 0 validation points"));
-    assert_png(in_dir("elsewhere.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    assert_png(path_in(dir, "elsewhere.png"), PLOT_WIDTH, PLOT_HEIGHT);
 }
 END_TEST
 
 START_TEST(plot_command_on_a_bad_log_fails_in_one_line_naming_the_file) {
-    write_text_file(in_dir("notes.txt"), "these are not the losses you are looking for\n");
+    write_text_file(path_in(dir, "notes.txt"), "these are not the losses you are looking for\n");
     char args[1024];
-    snprintf(args, sizeof args, "plot %s", in_dir("notes.txt"));
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
-    ck_assert_int_eq(r->status, 1);
-    ck_assert_msg(strstr(r->err, "notes.txt") != NULL, "stderr does not name the file: %s", r->err);
-    ck_assert_msg(stderr_is_one_line(r), "not one line: %s", r->err);
-    snprintf(args, sizeof args, "plot %s", in_dir("absent.csv"));
-    r = run_binary(tinygpt_binary(), dir, args);
-    ck_assert_int_eq(r->status, 1);
-    ck_assert_ptr_nonnull(strstr(r->err, "absent.csv"));
-    ck_assert(stderr_is_one_line(r));
-    r = run_binary(tinygpt_binary(), dir, "plot");  // no LOG.csv: a usage error
-    ck_assert_int_eq(r->status, 2);
-    ck_assert(stderr_is_one_line(r));
+    snprintf(args, sizeof args, "plot %s", path_in(dir, "notes.txt"));
+    expect_run_fails(dir, args, 1, "notes.txt");
+    snprintf(args, sizeof args, "plot %s", path_in(dir, "absent.csv"));
+    expect_run_fails(dir, args, 1, "absent.csv");
+    expect_run_fails(dir, "plot", 2, "missing LOG.csv");  // a usage error
 }
 END_TEST
 
@@ -358,9 +342,9 @@ static void make_runs(int n, char *list, size_t cap) {
     for (int r = 1; r <= n; r++) {
         char sub[32], path[700];
         snprintf(sub, sizeof sub, "run%d", r);
-        snprintf(path, sizeof path, "mkdir -p %s", in_dir(sub));
+        snprintf(path, sizeof path, "mkdir -p %s", path_in(dir, sub));
         ck_assert_int_eq(system(path), 0);
-        snprintf(path, sizeof path, "%s/log.csv", in_dir(sub));
+        snprintf(path, sizeof path, "%s/log.csv", path_in(dir, sub));
         write_timed_log(path, 100 * r, 25, 1.5 * r, 0.01 * r);
         size_t used = strlen(list);
         snprintf(list + used, cap - used, "%s%s/log.csv", r > 1 ? " " : "", sub);
@@ -375,26 +359,26 @@ START_TEST(plot_command_compares_several_logs_in_compare_png_here) {
     RunResult *r = run_here(args);
     ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
     ck_assert_msg(strstr(r->err, "3 validation curves of 5, 9, 13 points") != NULL, "%s", r->err);
-    assert_png(in_dir("compare.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    assert_png(path_in(dir, "compare.png"), PLOT_WIDTH, PLOT_HEIGHT);
     // Against time, with names, a title and a place of its own.
     snprintf(args, sizeof args, "plot %s --x time --labels 'a,b,c' --title 'three runs' --out %s", logs,
-             in_dir("time.png"));
+             path_in(dir, "time.png"));
     r = run_here(args);
     ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
-    assert_png(in_dir("time.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    assert_png(path_in(dir, "time.png"), PLOT_WIDTH, PLOT_HEIGHT);
     // One log against time is the one-log picture, next to the log.
     r = run_here("plot run1/log.csv --x time");
     ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
     ck_assert_ptr_nonnull(strstr(r->err, "100 train and 5 validation points"));
-    assert_png(in_dir("run1/loss.png"), PLOT_WIDTH, PLOT_HEIGHT);
+    assert_png(path_in(dir, "run1/loss.png"), PLOT_WIDTH, PLOT_HEIGHT);
 }
 END_TEST
 
 START_TEST(plot_command_refuses_bad_comparisons_in_one_line) {
     char logs[1024], args[2400];
     make_runs(9, logs, sizeof logs);
-    write_text_file(in_dir("notes.txt"), "not a log\n");
-    write_text_file(in_dir("no_ms.csv"), "step,train_loss,val_loss\n0,1.5,1.6\n");
+    write_text_file(path_in(dir, "notes.txt"), "not a log\n");
+    write_text_file(path_in(dir, "no_ms.csv"), "step,train_loss,val_loss\n0,1.5,1.6\n");
     const struct {
         const char *args, *must_mention;
         int status;
@@ -408,13 +392,9 @@ START_TEST(plot_command_refuses_bad_comparisons_in_one_line) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(args, sizeof args, "plot %s", cases[i].args);
-        RunResult *r = run_here(args);
-        ck_assert_msg(r->status == cases[i].status, "'%s': status %d: %s", args, r->status, r->err);
-        ck_assert_msg(strstr(r->err, cases[i].must_mention) != NULL, "'%s' does not say '%s': %s", args,
-                      cases[i].must_mention, r->err);
-        ck_assert_msg(stderr_is_one_line(r), "'%s': not one line: %s", args, r->err);
+        expect_failure(run_here(args), args, cases[i].status, cases[i].must_mention);
     }
-    ck_assert_int_ne(access(in_dir("compare.png"), F_OK), 0);  // nothing drawn
+    ck_assert_int_ne(access(path_in(dir, "compare.png"), F_OK), 0);  // nothing drawn
 }
 END_TEST
 

@@ -147,7 +147,8 @@ static double residual_loss(void *ctx) {
     return loss;
 }
 
-static void assert_gradcheck_passes(const char *what, GradCheckResult r, float p) {
+// assert_gradcheck_passes (helpers.h), naming the dropout rate "p".
+static void assert_gradcheck_passes_at(const char *what, GradCheckResult r, float p) {
     ck_assert_msg(r.failures == 0, "%s (p = %g): %zu of %d elements off; worst [%zu] analytic %.6g numeric %.6g",
                   what, (double)p, r.failures, GN, r.worst_index, r.worst_analytic, r.worst_numeric);
 }
@@ -166,8 +167,8 @@ START_TEST(backward_matches_finite_differences_for_the_stream_and_the_branch) {
     }
     residual_backward(dbranch, dout, GN, rc.p, KEY);
     // The stream's gradient is dout itself (residual.h): check that claim.
-    assert_gradcheck_passes("inp", gradcheck(residual_loss, &rc, rc.inp, dout, GN, GRADCHECK_FLOAT32), rc.p);
-    assert_gradcheck_passes("branch", gradcheck(residual_loss, &rc, rc.branch, dbranch, GN, GRADCHECK_FLOAT32),
+    assert_gradcheck_passes_at("inp", gradcheck(residual_loss, &rc, rc.inp, dout, GN, GRADCHECK_FLOAT32), rc.p);
+    assert_gradcheck_passes_at("branch", gradcheck(residual_loss, &rc, rc.branch, dbranch, GN, GRADCHECK_FLOAT32),
                             rc.p);
 }
 END_TEST

@@ -19,27 +19,14 @@
 
 static char work_dir[256];
 
-static RunResult *run(const char *args) { return run_binary(tinygpt_binary(), work_dir, args); }
-
-// in_work: "work_dir/name", in one of 8 rotating buffers.
-static const char *in_work(const char *name) {
-    static char buf[8][512];
-    static int which;
-    which = (which + 1) % 8;
-    snprintf(buf[which], sizeof buf[which], "%s/%s", work_dir, name);
-    return buf[which];
-}
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
 
 // The same rhythmic few KB as test_cli.c's corpus: words worth merging, and
 // an em dash (3 bytes) so that pieces and characters differ.
 static void setup(void) {
     scratch_dir_create(work_dir, sizeof work_dir);
-    FILE *f = fopen(in_work("corpus.txt"), "w");
-    ck_assert_ptr_nonnull(f);
-    const char *lines[] = {"the cat sat on the mat.\n", "a whale \xE2\x80\x94 a white whale!\n", "call me ishmael.\n",
-                           "the sea is wide and deep.\n"};
-    for (int i = 0; i < 400; i++) fputs(lines[(i * 7 + i / 3) % 4], f);
-    fclose(f);
+    write_corpus(in_work("corpus.txt"), 400);
 }
 
 static void teardown(void) { scratch_dir_remove(work_dir); }
@@ -48,22 +35,14 @@ static void expect_ok(const RunResult *r, const char *what) {
     ck_assert_msg(r->status == 0, "%s exited %d: %s", what, r->status, r->err);
 }
 
-static void expect_error(const char *args, int status, const char *needle) {
-    RunResult *r = run(args);
-    ck_assert_msg(r->status == status, "'%s' exited %d, expected %d: %s", args, r->status, status, r->err);
-    ck_assert_msg(strstr(r->err, needle) != NULL, "'%s' does not say '%s': %s", args, needle, r->err);
-    ck_assert_msg(stderr_is_one_line(r), "'%s' error is not one line: %s", args, r->err);
-}
-
 // file_has: "path" contains the bytes "needle" (a checkpoint is binary, so
 // not read as a string).
 static bool file_has(const char *path, const char *needle) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    return memmem(buf, n, needle, strlen(needle)) != NULL;
+    size_t n;
+    char *bytes = slurp(path, &n);
+    bool found = memmem(bytes, n, needle, strlen(needle)) != NULL;
+    free(bytes);
+    return found;
 }
 
 // train_bpe: a tiny bpe gpt of 300 tokens (44 merges) into work_dir/"name".
@@ -71,7 +50,7 @@ static void train_bpe(const char *name, const char *extra) {
     char args[2048];
     snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 300 " TINY_GPT " --steps 30 --out %s %s",
              in_work("corpus.txt"), in_work(name), extra);
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "train --tokenizer bpe");
     ck_assert_msg(strstr(r->err, "V=300") && strstr(r->err, "(bpe tokenizer)"), "the model line: %s", r->err);
 }
@@ -85,7 +64,7 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
 
     char args[2048];
     snprintf(args, sizeof args, "sample --model %s --prompt 'the whale' --tokens 40 --seed 3", model);
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "sample");
     ck_assert_int_eq(strncmp(r->out, "the whale", 9), 0);
     // Whatever bytes the model picks, stdout is valid UTF-8 (a byte that
@@ -95,7 +74,7 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
 
     // attention labels each position with its piece.
     snprintf(args, sizeof args, "attention --model %s --prompt 'the white whale' --out %s", model, in_work("maps"));
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     expect_ok(r, "attention");
     ck_assert_msg(strstr(r->out, "␣whale") != NULL, "no ' whale' label: %s", r->out);
     int width, height;
@@ -108,7 +87,7 @@ START_TEST(tokenize_shows_the_pieces_of_a_text_which_join_back_to_it) {
     train_bpe("bpe", "");
     char args[2048];
     snprintf(args, sizeof args, "tokenize --model %s 'the white whale sat on the mat'", in_work("bpe/model.safetensors"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize");
     // Line 1: |piece|piece|...| ; the pieces, joined, are the text.
     char joined[256];
@@ -131,7 +110,7 @@ START_TEST(tokenize_shows_the_pieces_of_a_text_which_join_back_to_it) {
 
     // Standard input, and a char model's pieces are its characters.
     snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 1 --out %s", in_work("corpus.txt"), in_work("char"));
-    expect_ok(run(args), "train char");
+    expect_ok(run_tinygpt(work_dir, args), "train char");
     write_text_file(in_work("text.txt"), "a\xE2\x80\x94" "c\n");
     snprintf(args, sizeof args, "'cat %s | %s tokenize --model %s -'", in_work("text.txt"), tinygpt_binary(),
              in_work("char/model.safetensors"));
@@ -145,7 +124,7 @@ END_TEST
 START_TEST(tokenize_learn_reports_its_speed_and_first_merges) {
     char args[2048];
     snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 260 --json", in_work("corpus.txt"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize --learn --json");
     long bytes = 0, tokens = 0;
     int merges = 0;
@@ -155,26 +134,11 @@ START_TEST(tokenize_learn_reports_its_speed_and_first_merges) {
     ck_assert_int_eq(merges, 4);
     ck_assert(learn >= 0 && encode >= 0 && tokens > 0 && tokens < bytes);
     snprintf(args, sizeof args, "tokenize --learn %s --vocab-size 258", in_work("corpus.txt"));
-    r = run(args);
+    r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize --learn");
     ck_assert_msg(strstr(r->out, "learned 2 merges") && strstr(r->out, "first merges: "), "%s", r->out);
 }
 END_TEST
-
-// log_number: field "column" of row "row" (0 = the first after the header)
-// of a log.csv text; NaN if empty.
-static double log_number(const char *log, int row, int column) {
-    const char *p = strchr(log, '\n');
-    for (int r = 0; p && r < row; r++) p = strchr(p + 1, '\n');
-    ck_assert_ptr_nonnull(p);
-    p++;
-    for (int c = 0; c < column; c++) {
-        p = strchr(p, ',');
-        ck_assert_ptr_nonnull(p);
-        p++;
-    }
-    return (*p == ',' || *p == '\n') ? NAN : atof(p);
-}
 
 START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     // ASCII text: one byte per character, so a char model's bits per byte
@@ -185,25 +149,25 @@ START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     fclose(f);
     char args[2048];
     snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 21 --out %s", in_work("ascii.txt"), in_work("a"));
-    expect_ok(run(args), "train char");
+    expect_ok(run_tinygpt(work_dir, args), "train char");
     static char log_text[1 << 16];
     read_text_file(in_work("a/log.csv"), log_text, sizeof log_text);
     ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
     for (int row = 0; row <= 20; row += 10) {
-        double val_loss = log_number(log_text, row, 2), val_bpb = log_number(log_text, row, 7);
+        double val_loss = log_field(log_text, row, 2), val_bpb = log_field(log_text, row, 7);
         ck_assert_msg(fabs(val_bpb - val_loss / log(2.0)) < 1e-5, "row %d: val_bpb %g, val_loss %g", row, val_bpb,
                       val_loss);
     }
-    ck_assert(isnan(log_number(log_text, 1, 7)));  // no evaluation at step 1
+    ck_assert(isnan(log_field(log_text, 1, 7)));  // no evaluation at step 1
 
     // A bpe token covers more than a byte, so its bits per byte are below
     // its loss in bits per token; eval says the same of the whole file.
     train_bpe("bpe", "");
     read_text_file(in_work("bpe/log.csv"), log_text, sizeof log_text);
-    double val_loss = log_number(log_text, 29, 2), val_bpb = log_number(log_text, 29, 7);
+    double val_loss = log_field(log_text, 29, 2), val_bpb = log_field(log_text, 29, 7);
     ck_assert_msg(val_bpb > 0 && val_bpb < 0.9 * val_loss / log(2.0), "val_bpb %g, val_loss %g", val_bpb, val_loss);
     snprintf(args, sizeof args, "eval --model %s %s --json", in_work("bpe/model.safetensors"), in_work("corpus.txt"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "eval");
     double loss, perplexity, bpb;
     long tokens;
@@ -218,20 +182,20 @@ START_TEST(a_bpe_run_resumes_bit_for_bit_and_init_keeps_the_merges) {
     train_bpe("parts", "--stop-after 13");
     char args[2048];
     snprintf(args, sizeof args, "train --resume %s", in_work("parts"));
-    expect_ok(run(args), "train --resume");
+    expect_ok(run_tinygpt(work_dir, args), "train --resume");
     static char whole[1 << 16], parts[1 << 16];
     read_text_file(in_work("whole/log.csv"), whole, sizeof whole);
     read_text_file(in_work("parts/log.csv"), parts, sizeof parts);
     // The same losses, step by step (the ms and tokens/s columns differ).
     for (int row = 0; row < 30; row++)
         for (int column = 1; column <= 7; column += (column == 3 ? 3 : 1)) {
-            double a = log_number(whole, row, column), b = log_number(parts, row, column);
+            double a = log_field(whole, row, column), b = log_field(parts, row, column);
             ck_assert_msg((isnan(a) && isnan(b)) || a == b, "row %d column %d: %g vs %g", row, column, a, b);
         }
 
     snprintf(args, sizeof args, "train %s --init %s --steps 2 --out %s", in_work("corpus.txt"),
              in_work("whole/model.safetensors"), in_work("init"));
-    RunResult *r = run(args);
+    RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "train --init");
     ck_assert_msg(strstr(r->err, "V=300") && strstr(r->err, "(bpe tokenizer)"), "%s", r->err);
 }
@@ -268,21 +232,22 @@ START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
     const char *corpus = in_work("corpus.txt");
     char args[2048];
     snprintf(args, sizeof args, "train %s --vocab-size 300 --out %s", corpus, in_work("x"));
-    expect_error(args, 2, "--vocab-size is for --tokenizer bpe");
+    expect_run_fails(work_dir, args, 2, "--vocab-size is for --tokenizer bpe");
     snprintf(args, sizeof args, "train %s --tokenizer words --out %s", corpus, in_work("x"));
-    expect_error(args, 2, "--tokenizer 'words' is not one of: char, bpe");
+    expect_run_fails(work_dir, args, 2, "--tokenizer 'words' is not one of: char, bpe");
     snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 256 --out %s", corpus, in_work("x"));
-    expect_error(args, 2, "--vocab-size");
+    expect_run_fails(work_dir, args, 2, "--vocab-size");
     // More merges than the text has pairs to merge: the file and the fix.
     snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 60000 --out %s", corpus, in_work("x"));
-    expect_error(args, 1, "use a --vocab-size of at most 300");
+    expect_run_fails(work_dir, args, 1, "use a --vocab-size of at most 300");
     train_bpe("bpe", "");
     snprintf(args, sizeof args, "train %s --init %s --tokenizer char --out %s", corpus, in_work("bpe/model.safetensors"),
              in_work("x"));
-    expect_error(args, 2, "--tokenizer char conflicts with the --init checkpoint, whose tokenizer is bpe");
+    expect_run_fails(work_dir, args, 2,
+                     "--tokenizer char conflicts with the --init checkpoint, whose tokenizer is bpe");
     snprintf(args, sizeof args, "train --resume %s --tokenizer char", in_work("bpe"));
-    expect_error(args, 2, "--tokenizer cannot be changed when resuming");
-    expect_error("tokenize 'x'", 2, "give one of --model FILE or --learn FILE");
+    expect_run_fails(work_dir, args, 2, "--tokenizer cannot be changed when resuming");
+    expect_run_fails(work_dir, "tokenize 'x'", 2, "give one of --model FILE or --learn FILE");
 }
 END_TEST
 

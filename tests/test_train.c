@@ -47,21 +47,10 @@
 static char work_dir[256];
 static char corpus[512];  // work_dir/corpus.txt: a few KB of rhythmic text
 
+// in_work: "work_dir/name" (path_in, helpers.h: 8 rotating buffers).
+static const char *in_work(const char *name) { return path_in(work_dir, name); }
+
 // ---- Running the binary -------------------------------------------------------
-
-static const char *binary(void) {
-    const char *bin = getenv("TINYGPT_BIN");
-    return bin ? bin : "./tinygpt";
-}
-
-// in_work: "work_dir/name", in one of 8 rotating buffers.
-static const char *in_work(const char *name) {
-    static char buf[8][512];
-    static int which;
-    which = (which + 1) % 8;
-    snprintf(buf[which], sizeof buf[which], "%s/%s", work_dir, name);
-    return buf[which];
-}
 
 // When not 0, the largest file the next spawned tinygpt may write, in bytes
 // (RLIMIT_FSIZE): a write past it fails with EFBIG, as on a full disk, only
@@ -71,7 +60,7 @@ static rlim_t child_file_limit;
 // spawn: start `tinygpt ARGS...` (a NULL-terminated list) with stdout and
 // stderr going to work_dir/out.txt and err.txt; returns its pid.
 static pid_t spawn_args(const char *const *args) {
-    const char *argv[64] = {binary()};
+    const char *argv[64] = {tinygpt_binary()};
     int argc = 1;
     for (; args[argc - 1]; argc++) {
         ck_assert_int_lt(argc, 63);
@@ -108,30 +97,11 @@ static int finish(pid_t pid) {
 }
 #define RUN(...) finish(SPAWN(__VA_ARGS__))
 
-// slurp: the whole of "path" in a new NUL-terminated buffer ("" if missing); the caller frees it.
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    while (f) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1) break;
-        cap *= 2;
-        buf = realloc(buf, cap);
-        ck_assert_ptr_nonnull(buf);
-    }
-    if (f) fclose(f);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
 // The last run's stderr, in a buffer reused by each call.
 static const char *last_err(void) {
     static char *text;
     free(text);
-    text = slurp(in_work("err.txt"), NULL);
+    text = slurp_or_empty(in_work("err.txt"), NULL);
     return text;
 }
 
@@ -139,6 +109,7 @@ static const char *last_err(void) {
 // "needle". An error status must come with exactly one error line (one that
 // starts with "tinygpt"; a run that fails after it started training has also
 // printed its "model:" and "memory:" lines), and that line says "needle".
+// (expect_failure, helpers.h, wants stderr to be that one line alone.)
 static void expect_status(int got, int status, const char *needle) {
     const char *err = last_err();
     ck_assert_msg(got == status, "exited %d, expected %d; stderr: %s", got, status, err);
@@ -157,12 +128,6 @@ static void expect_status(int got, int status, const char *needle) {
 
 // ---- Waiting for the binary -------------------------------------------------------
 
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -170,7 +135,7 @@ static void sleep_ms(int ms) {
 
 // count_lines: newlines in "path" (0 if missing).
 static int count_lines(const char *path) {
-    char *text = slurp(path, NULL);
+    char *text = slurp_or_empty(path, NULL);
     int n = 0;
     for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) n++;
     free(text);
@@ -186,24 +151,24 @@ static void still_running(pid_t pid) {
 // wait_for_lines: until "path" has at least "n" lines (the training status
 // lines go to out.txt, flushed at each evaluation), while "pid" runs.
 static void wait_for_lines(pid_t pid, const char *path, int n) {
-    double deadline = seconds_now() + WAIT_SECONDS;
+    double deadline = now_seconds() + WAIT_SECONDS;
     while (count_lines(path) < n) {
         still_running(pid);
-        ck_assert_msg(seconds_now() < deadline, "'%s' did not reach %d lines in %.0f s", path, n, WAIT_SECONDS);
+        ck_assert_msg(now_seconds() < deadline, "'%s' did not reach %d lines in %.0f s", path, n, WAIT_SECONDS);
         sleep_ms(2);
     }
 }
 
 // wait_for_text: until "path" contains "needle", while "pid" runs.
 static void wait_for_text(pid_t pid, const char *path, const char *needle) {
-    double deadline = seconds_now() + WAIT_SECONDS;
+    double deadline = now_seconds() + WAIT_SECONDS;
     for (;;) {
-        char *text = slurp(path, NULL);
+        char *text = slurp_or_empty(path, NULL);
         bool found = strstr(text, needle) != NULL;
         free(text);
         if (found) return;
         still_running(pid);
-        ck_assert_msg(seconds_now() < deadline, "'%s' did not say '%s' in %.0f s", path, needle, WAIT_SECONDS);
+        ck_assert_msg(now_seconds() < deadline, "'%s' did not say '%s' in %.0f s", path, needle, WAIT_SECONDS);
         sleep_ms(1);
     }
 }
@@ -216,7 +181,7 @@ static void wait_for_text(pid_t pid, const char *path, const char *needle) {
 static char *log_numbers(const char *dir) {
     char path[600];
     snprintf(path, sizeof path, "%s/log.csv", dir);
-    char *text = slurp(path, NULL), *out = malloc(strlen(text) + 1), *o = out;
+    char *text = slurp_or_empty(path, NULL), *out = malloc(strlen(text) + 1), *o = out;
     ck_assert_ptr_nonnull(out);
     int column = 0;
     for (const char *p = text; *p; p++) {
@@ -237,7 +202,7 @@ static void expect_same_file(const char *dir_a, const char *dir_b, const char *n
     snprintf(path_b, sizeof path_b, "%s/%s", dir_b, name);
     if (optional && access(path_a, F_OK) != 0 && access(path_b, F_OK) != 0) return;
     size_t len_a, len_b;
-    char *a = slurp(path_a, &len_a), *b = slurp(path_b, &len_b);
+    char *a = slurp_or_empty(path_a, &len_a), *b = slurp_or_empty(path_b, &len_b);
     ck_assert_msg(len_a > 0 && len_a == len_b && memcmp(a, b, len_a) == 0, "%s differs", name);
     free(a);
     free(b);
@@ -274,16 +239,12 @@ static long saved_step(const char *dir) {
 // write_text: "text" into work_dir/name; returns the path.
 static const char *write_text(const char *name, const char *text, size_t len) {
     const char *path = in_work(name);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(text, 1, len, f), len);
-    ck_assert_int_eq(fclose(f), 0);
+    write_bytes(path, text, len);
     return path;
 }
 
 static void setup(void) {
-    snprintf(work_dir, sizeof work_dir, "/tmp/tinygpt_train_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(work_dir));
+    scratch_dir_create(work_dir, sizeof work_dir);
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", work_dir);
     FILE *f = fopen(corpus, "w");
     ck_assert_ptr_nonnull(f);
@@ -293,11 +254,7 @@ static void setup(void) {
     fclose(f);
 }
 
-static void teardown(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", work_dir, work_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", work_dir);
-}
+static void teardown(void) { scratch_dir_remove(work_dir); }
 
 // The tiny model most tests train, a gpt of the default 4 blocks: about a
 // millisecond per step.
@@ -384,7 +341,7 @@ END_TEST
 START_TEST(resume_refuses_a_different_text) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
     // The same characters, so the vocabulary accepts it: only the fingerprint can tell.
-    char *text = slurp(corpus, NULL);
+    char *text = slurp_or_empty(corpus, NULL);
     text[0] = text[0] == 'a' ? 'c' : 'a';
     const char *other = write_text("other.txt", text, strlen(text));
     free(text);
@@ -398,7 +355,7 @@ END_TEST
 START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
     size_t len;
-    char *older = slurp(in_work("r/optimizer.safetensors"), &len);
+    char *older = slurp_or_empty(in_work("r/optimizer.safetensors"), &len);
     ck_assert_uint_gt(len, 0);
     ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
     write_text("r/optimizer.safetensors", older, len);
@@ -489,7 +446,7 @@ START_TEST(a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_wa
                          slow[14], slow[15], "--stop-after", "2"),
                      0);
     size_t len_before, len_after;
-    char *before = slurp(in_work("r/model.safetensors"), &len_before);
+    char *before = slurp_or_empty(in_work("r/model.safetensors"), &len_before);
 
     pid_t pid = SPAWN("train", "--resume", in_work("r"), "--save-every", "0", "--threads", "1");
     wait_for_lines(pid, in_work("out.txt"), 1);  // a step has just ended: the next one has begun
@@ -500,7 +457,7 @@ START_TEST(a_second_ctrl_c_quits_at_once_and_leaves_the_last_checkpoint_as_it_wa
     const char *err = last_err();
     ck_assert_msg(status == 130, "exited %d, expected 130: %s", status, err);
     ck_assert_msg(strstr(err, "saved") == NULL, "it saved after the second Ctrl-C: %s", err);
-    char *after = slurp(in_work("r/model.safetensors"), &len_after);
+    char *after = slurp_or_empty(in_work("r/model.safetensors"), &len_after);
     ck_assert_msg(len_before == len_after && memcmp(before, after, len_before) == 0, "the checkpoint changed");
     free(before);
     free(after);
@@ -617,11 +574,11 @@ END_TEST
 START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
     // 2^20 windows of 16 with 65536 channels: about 60 TB. Refused in
     // milliseconds; allocating (or the OOM killer) would take much longer.
-    double start = seconds_now();
+    double start = now_seconds();
     int status = RUN("train", corpus, "--out", in_work("o"), "--batch", "1048576", "--context", "16", "--embd", "65536",
                      "--heads", "1");
     expect_status(status, 2, "use a smaller --batch, --context, --embd or --layers");
-    ck_assert_msg(seconds_now() - start < 10, "the refusal took %.1f s", seconds_now() - start);
+    ck_assert_msg(now_seconds() - start < 10, "the refusal took %.1f s", now_seconds() - start);
     expect_status(status, 2, "--batch 1048576 --context 16 --embd 65536");
 }
 END_TEST
@@ -640,7 +597,7 @@ static Snapshot snapshot(const char *dir) {
     for (int i = 0; i < 4; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, WATCHED[i]);
-        snap.bytes[i] = slurp(path, &snap.len[i]);
+        snap.bytes[i] = slurp_or_empty(path, &snap.len[i]);
     }
     return snap;
 }
@@ -679,7 +636,7 @@ END_TEST
 START_TEST(an_out_that_is_a_file_is_a_usage_error) {
     const char *file = write_text("notes.txt", "my notes\n", 9);
     expect_status(RUN("train", corpus, "--out", file, "--steps", "2", TINY), 2, "is a file, not a directory");
-    char *text = slurp(file, NULL);
+    char *text = slurp_or_empty(file, NULL);
     ck_assert_str_eq(text, "my notes\n");
     free(text);
 }
@@ -719,7 +676,7 @@ END_TEST
 static long lock_holder(const char *dir) {
     char path[600];
     snprintf(path, sizeof path, "%s/.lock", dir);
-    char *text = slurp(path, NULL);
+    char *text = slurp_or_empty(path, NULL);
     long pid = strtol(text, NULL, 10);
     free(text);
     return pid;
@@ -777,7 +734,7 @@ END_TEST
 // run.json saved it: the training file's path as "data" in the metadata.
 static void put_data_path_in_model(const char *name, const char *data_path) {
     size_t len;
-    char *bytes = slurp(in_work(name), &len);
+    char *bytes = slurp_or_empty(in_work(name), &len);
     ck_assert_uint_gt(len, 8);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)bytes[i];
@@ -807,12 +764,12 @@ static void put_data_path_in_model(const char *name, const char *data_path) {
 START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
     size_t len;
-    char *model = slurp(in_work("r/model.safetensors"), &len);
+    char *model = slurp_or_empty(in_work("r/model.safetensors"), &len);
     bool has_path = false;  // the header is text; the weights after it could hold any bytes, but not these
     for (size_t i = 0; i + strlen(work_dir) <= len; i++) has_path |= memcmp(model + i, work_dir, strlen(work_dir)) == 0;
     ck_assert_msg(!has_path, "the model holds a path of the trainer's, %s", work_dir);
     free(model);
-    char *info = slurp(in_work("r/run.json"), NULL);
+    char *info = slurp_or_empty(in_work("r/run.json"), NULL);
     ck_assert_msg(strstr(info, corpus) != NULL, "run.json does not name %s: %s", corpus, info);
     free(info);
     ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
@@ -853,7 +810,7 @@ END_TEST
 
 // count_progress_lines: the "step N/M | ..." lines in the last run's stdout.
 static int count_progress_lines(void) {
-    char *out = slurp(in_work("out.txt"), NULL);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
     int n = 0;
     for (const char *line = out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line))
         n += strncmp(line, "step ", 5) == 0;
@@ -869,7 +826,7 @@ START_TEST(without_validation_progress_lines_come_every_log_interval_steps) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("b"), "--steps", "30", TINY, "--val-fraction", "0",
                          "--log-interval", "4"), 0);
     ck_assert_int_eq(count_progress_lines(), 9);
-    char *out = slurp(in_work("out.txt"), NULL);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
     ck_assert_msg(strstr(out, "step      4/30 | train loss") != NULL, "%s", out);
     free(out);
     // It does not change the run, so a resume may change it too.
@@ -916,7 +873,7 @@ START_TEST(after_a_resume_loss_png_shows_the_whole_run) {
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "60", TINY, "--stop-after", "30"), 0);
     ck_assert_int_eq(RUN("train", "--resume", r), 0);
     // The resumed steps' rows alone, as a log.
-    char *log = slurp(in_work("r/log.csv"), NULL);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
     char *row30 = strstr(log, "\n30,");
     ck_assert_ptr_nonnull(row30);
     char *only = malloc(strlen(log) + 1);

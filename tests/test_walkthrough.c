@@ -291,12 +291,10 @@ END_TEST
 START_TEST(the_walkthrough_command_prints_every_step) {
     char dir[256];
     scratch_dir_create(dir, sizeof dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, "walkthrough");
+    RunResult *r = run_tinygpt(dir, "walkthrough");
     ck_assert_msg(r->status == 0, "walkthrough failed: %s", r->err);
     ck_assert_str_eq(r->out, printed);  // the default key is the one setup used
-    r = run_binary(tinygpt_binary(), dir, "walkthrough --seed -1");
-    ck_assert_int_eq(r->status, 2);
-    ck_assert_ptr_nonnull(strstr(r->err, "--seed"));
+    expect_run_fails(dir, "walkthrough --seed -1", 2, "--seed");
     scratch_dir_remove(dir);
 }
 END_TEST

@@ -138,7 +138,7 @@ END_TEST
 START_TEST(train_through_a_pipe_prints_only_the_plain_lines) {
     char args[1024];
     snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
     ck_assert_msg(strchr(r->out, '\r') == NULL && strchr(r->err, '\r') == NULL, "a status line went to a file");
     ck_assert_ptr_null(strstr(r->err, "ETA"));
@@ -153,7 +153,7 @@ END_TEST
 START_TEST(train_writes_loss_png_of_the_plot_size) {
     char args[1024], path[512], why[512];
     snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
-    RunResult *r = run_binary(tinygpt_binary(), dir, args);
+    RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "train failed: %s", r->err);
     snprintf(path, sizeof path, "%s/run/loss.png", dir);
     int w = 0, h = 0;

@@ -168,14 +168,24 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
+const char *path_base(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+bool path_dir(const char *path, char *out, size_t cap) {
+    size_t len = (size_t)(path_base(path) - path);
+    while (len > 1 && path[len - 1] == '/') len--;  // the separating '/'s, but not the root's
+    int n = len == 0 ? snprintf(out, cap, ".") : snprintf(out, cap, "%.*s", (int)len, path);
+    return n >= 0 && (size_t)n < cap;
+}
+
 // sync_parent_dir: fsync the directory holding "path", which makes a rename
 // into it durable. Some file systems cannot sync a directory and say EINVAL;
 // there is nothing more to do on those.
 static bool sync_parent_dir(const char *path, Error *err) {
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
     bool ok = fsync(fd) == 0 || errno == EINVAL;
@@ -187,6 +197,7 @@ static bool sync_parent_dir(const char *path, Error *err) {
 bool atomic_open(AtomicFile *af, const char *path, Error *err) {
     size_t tmp_size = strlen(path) + sizeof ATOMIC_TMP_SUFFIX;
     af->path = path;
+    af->sync = true;
     af->tmp = xmalloc(tmp_size);
     snprintf(af->tmp, tmp_size, "%s" ATOMIC_TMP_SUFFIX, path);
     af->f = fopen_checked(af->tmp, "wb", err);
@@ -204,7 +215,7 @@ bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
     const char *tmp = af->tmp;
     if (ok && fflush(af->f) != 0)
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && fsync(fileno(af->f)) != 0)
+    if (ok && af->sync && fsync(fileno(af->f)) != 0)
         ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
     if (fclose(af->f) != 0 && ok)
         ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
@@ -212,7 +223,7 @@ bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
         ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, af->path,
                        strerror(errno), af->path);
     if (!ok) remove(tmp);
-    ok = ok && sync_parent_dir(af->path, err);
+    ok = ok && (!af->sync || sync_parent_dir(af->path, err));
     free(af->tmp);
     af->tmp = NULL;
     af->f = NULL;
@@ -302,8 +313,9 @@ void make_dir(const char *path) {
     char partial[4096];
     if (strlen(path) >= sizeof partial) die(EXIT_USAGE, "--out '%.40s...' is too long; use a shorter path", path);
     strcpy(partial, path);
-    for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-        *slash = '\0';  // each parent in turn
+    // Each parent in turn (from partial + 1: a leading '/' is the root; "" has none).
+    for (char *slash = partial[0] ? strchr(partial + 1, '/') : NULL; slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
         if (mkdir(partial, 0777) != 0 && errno != EEXIST)
             die(EXIT_RUNTIME, "cannot create directory '%s' for --out: %s; pick another --out", partial,
                 strerror(errno));

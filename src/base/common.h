@@ -42,7 +42,8 @@ bool error_setv(Error *err, const char *prefix, const char *fmt, va_list args) _
 // newline or a terminal escape included, which would split or garble the
 // message: control characters (C0, DEL and the C1 range U+0080..U+009F)
 // become '?', and a string longer than 60 bytes is cut, at a character
-// boundary, and ends in "...".
+// boundary, and ends in "...". (For messages: a token's piece is shown by
+// tokenize's print_piece, every byte, or attention_label, with signs.)
 typedef struct {
     char text[64];
 } Shown;
@@ -87,16 +88,22 @@ typedef struct {
     FILE *f;           // "<path>.tmp", open for writing
     const char *path;  // the file it becomes (the caller's string)
     char *tmp;         // "<path>.tmp"
+    bool sync;         // fsync the file and its directory (see atomic_open)
 } AtomicFile;
 
 // atomic_open: start writing "path": create (or empty) "<path>.tmp" and
 // open it in "af->f". False, with "err" naming it, if it cannot be created.
+// It sets "af->sync": the new file is on the disk when atomic_commit
+// returns. A caller may clear it for a file that is cheap to make again and
+// rewritten often (loss.png, redrawn from log.csv at every progress line):
+// the rename alone still keeps a reader from ever seeing half of it; only a
+// crash of the machine could then leave the old picture, or none.
 bool atomic_open(AtomicFile *af, const char *path, Error *err);
 // atomic_commit: finish what atomic_open started. If "ok" (every write to
-// af->f succeeded): fflush, fsync, fclose, rename over "path", and fsync the
-// directory, each checked, since a full disk may only show up at any of
-// them. If "ok" is false, or any of those fails, the .tmp is removed and
-// "path" is left as it was. Returns whether "path" is the new file; on a
+// af->f succeeded): fflush, fsync (if af->sync), fclose, rename over "path",
+// and fsync the directory (if af->sync), each checked, since a full disk may
+// only show up at any of them. If "ok" is false, or any of those fails, the
+// .tmp is removed and "path" is left as it was. Returns whether "path" is the new file; on a
 // failure here "err" says why (a false "ok" keeps the caller's message).
 bool atomic_commit(AtomicFile *af, bool ok, Error *err);
 // write_file_atomic: "len" bytes of "data" as the new "path", through
@@ -111,6 +118,17 @@ bool read_file(const char *path, char **out, size_t *len, Error *err);
 // read_stream: read_file on a stream already open ("f", read to its end and
 // left open; "path" names it in errors), such as stdin.
 bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err);
+
+// path_base: the last component of "path", what follows its last '/'
+// ("runs/a/log.csv" -> "log.csv"; "log.csv" itself when it has none): a
+// pointer into "path".
+const char *path_base(const char *path);
+// path_dir: the directory of the file "path" into "out" [cap], like
+// dirname(1): what comes before its last component, without the '/' that
+// end it ("runs/a//log.csv" -> "runs/a"), "." when it has no '/', and "/"
+// for a file at the root ("/x" -> "/"). False if "out" is too small (it
+// then holds as much as fits).
+bool path_dir(const char *path, char *out, size_t cap);
 
 // make_dir: create the --out directory "path" and any missing parents, like
 // `mkdir -p` (train and attention both do). A path that cannot be created,

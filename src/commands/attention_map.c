@@ -249,8 +249,7 @@ int cmd_attention(int argc, char **argv) {
     if (threads > 0) omp_set_num_threads(threads);
     char dir[4096];
     if (!out_dir) {
-        const char *slash = strrchr(model_path, '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - model_path) : 1, slash ? model_path : ".");
+        path_dir(model_path, dir, sizeof dir);  // a longer path cannot be loaded below
         out_dir = dir;
     }
     Model model;

@@ -43,7 +43,8 @@ void attention_map_size(int T, int label_chars, int *width, int *height);
 // (␣ ↵ →, '?' for other control characters and for a byte that is only part
 // of a character, as a bpe piece can hold), at most ATTENTION_LABEL_MAX
 // characters. Into "out" ("cap" bytes, NUL-terminated); returns the
-// characters shown.
+// characters shown. (Signs a reader can take in at a glance, where tokenize
+// escapes every byte exactly and show() quotes a message's text.)
 enum { ATTENTION_LABEL_MAX = 8, ATTENTION_LABEL_BYTES = 4 * ATTENTION_LABEL_MAX + 1 };
 int attention_label(const char *piece, size_t len, char *out, size_t cap);
 

@@ -12,7 +12,8 @@
 // print_piece: token bytes as they look in text, between bars, with what
 // would not show escaped: \n, \t, \r, a backslash, a bar, and any byte
 // that is not printable ASCII and not part of a whole UTF-8 character (a
-// bpe piece can hold half of one) as \xNN.
+// bpe piece can hold half of one) as \xNN. Unlike show() (messages: '?' and
+// a cut) and attention_label (signs for a picture), it loses no byte.
 static void print_piece(const char *piece, size_t len) {
     putchar('|');
     for (size_t i = 0; i < len;) {

@@ -71,9 +71,9 @@ void canvas_text_utf8(Canvas *c, const Font *font, int x, int y, const char *utf
 int canvas_text_utf8_width(const Font *font, const char *utf8, size_t len, int scale);
 
 // canvas_write_png: save as an 8-bit RGB PNG at "path". Writes "path".tmp
-// and renames it over "path", so a viewer that reloads the picture while
-// training redraws it never sees half a file. False (with "err" naming the
-// file) on an I/O error.
+// and renames it over "path" (common.h's atomic writer, without fsync), so
+// a viewer that reloads the picture while training redraws it never sees
+// half a file. False (with "err" naming the file) on an I/O error.
 bool canvas_write_png(const Canvas *c, const char *path, Error *err);
 
 #endif

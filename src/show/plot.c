@@ -401,13 +401,11 @@ void plot_compare(Canvas *c, const LossHistory *runs, const char *const *labels,
 // "log.csv", "./log.csv" or "../log.csv" asks the file system for the name.
 static void run_name(const char *log_path, char *name, size_t cap) {
     char dir[4096];
-    const char *slash = strrchr(log_path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - log_path) : 1, slash ? log_path : ".");
-    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';  // "runs/x//log.csv"
-    const char *last = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    path_dir(log_path, dir, sizeof dir);  // a longer path cannot be read: the name does not matter
+    const char *last = path_base(dir);
     char resolved[PATH_MAX];
     if ((strcmp(last, ".") == 0 || strcmp(last, "..") == 0 || *last == '\0') && realpath(dir, resolved)) {
-        last = strrchr(resolved, '/') + 1;
+        last = path_base(resolved);
         if (*last == '\0') last = "/";
     }
     snprintf(name, cap, "%s", last);
@@ -460,9 +458,8 @@ int cmd_plot(int argc, char **argv) {
     }
     char default_out[4096];
     if (!out_path && n == 1) {
-        const char *slash = strrchr(logs[0], '/');
-        int dir_len = slash ? (int)(slash - logs[0]) + 1 : 0;
-        snprintf(default_out, sizeof default_out, "%.*sloss.png", dir_len, logs[0]);
+        // The log's name replaced: "runs/a/log.csv" -> "runs/a/loss.png", "log.csv" -> "loss.png".
+        snprintf(default_out, sizeof default_out, "%.*sloss.png", (int)(path_base(logs[0]) - logs[0]), logs[0]);
         out_path = default_out;
     } else if (!out_path) {
         out_path = "compare.png";
