@@ -205,7 +205,7 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     char args[2048];
     snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 20 --stop-after 10 --out %s", in_work("corpus.txt"),
              in_work("old"));
-    expect_ok(run(args), "train --stop-after");
+    expect_ok(run_tinygpt(work_dir, args), "train --stop-after");
     // As an older tinygpt wrote it: no val_bpb column, in the header or the rows.
     static char log_text[1 << 16], old[1 << 16];
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
@@ -220,11 +220,11 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     ck_assert_int_eq(strncmp(old, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n", 54), 0);
 
     snprintf(args, sizeof args, "train --resume %s", in_work("old"));
-    expect_ok(run(args), "train --resume");
+    expect_ok(run_tinygpt(work_dir, args), "train --resume");
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
     ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
     ck_assert_msg(strstr(log_text, old + 54) == log_text + 62, "the old rows are not kept as they were");
-    ck_assert(isfinite(log_number(log_text, 10, 7)));  // step 10 was evaluated after the resume
+    ck_assert(isfinite(log_field(log_text, 10, 7)));  // step 10 was evaluated after the resume
 }
 END_TEST
 
