@@ -1,7 +1,7 @@
 // checkpoint.c: save and load the model, and AdamW's state beside it, as
 // .safetensors (see checkpoint.h).
 //
-// Reading order: file 17, after model.c (the parameter table) and json.c.
+// Reading order: file 18, after model.c (the parameter table) and json.c.
 //
 // The file, byte by byte:
 //

@@ -1,8 +1,8 @@
 // json.h: a small JSON reader and a string-escaping writer, just big enough
 // for a safetensors header.
 //
-// Reading order: file 16, just before checkpoint.h, its one user. It
-// reuses utf8_decode and utf8_encode from tokenizer.h (file 3b).
+// Reading order: file 17, just before checkpoint.h, its one user. It
+// reuses utf8_decode and utf8_encode from tokenizer.h (file 4).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is
 // strict (RFC 8259): no comments, no trailing commas, no single quotes, no

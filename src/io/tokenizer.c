@@ -1,6 +1,6 @@
 // tokenizer.c: text <-> token ids (see tokenizer.h).
 //
-// Reading order: file 3b, after bpe.c (file 3), the byte-pair encoder that
+// Reading order: file 4, after bpe.c (file 3), the byte-pair encoder that
 // the bpe kind hands its work to.
 //
 // What it does: checks that a text is strict UTF-8, finds every distinct code

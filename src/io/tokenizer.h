@@ -1,6 +1,6 @@
 // tokenizer.h: text <-> token ids, by characters or by learned BPE pieces.
 //
-// Reading order: file 3b, after bpe.h (file 3), the second kind. Two kinds:
+// Reading order: file 4, after bpe.h (file 3), the second kind. Two kinds:
 // - char (the default): a token is one Unicode code point (so "—" and "’"
 //   are single tokens, not three bytes each). Ids are assigned in increasing
 //   code point order, so the same text always gives the same vocabulary.

@@ -2,7 +2,7 @@
 // it, and the `tinygpt plot` command that redraws it from a log.csv, or
 // compares the validation curves of several logs on one picture.
 //
-// Reading order: file 20, after canvas.h (glue code). `train` keeps a LossHistory
+// Reading order: file 21, after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
 // LOG.csv` reads the same numbers back from the log and draws the same
 // picture; `tinygpt plot A/log.csv B/log.csv ...` draws one validation
