@@ -71,27 +71,29 @@ bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text
 // metadata (bpe_from_merges_text; messages start with "merges").
 bool tokenizer_from_bpe_merges(Tokenizer *tok, const char *merges, size_t len, Error *err);
 
-// tokenizer_build (char only): the vocabulary of every code point in "text". "source"
-// names the text in error messages (a file name). Fails on invalid UTF-8
-// (reporting the byte offset) and on empty text.
+// tokenizer_build (char only): the vocabulary of every code point in
+// "text". "source" names the text in error messages (a file name). Fails on
+// invalid UTF-8 (reporting the byte offset) and on empty text.
 bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err);
-// tokenizer_from_vocab (char only): rebuild from the concatenated code points in id order
-// (the checkpoint's "vocab" metadata). Fails on invalid UTF-8, an empty vocab,
-// a duplicated character or code points out of increasing order; the message starts with "vocabulary" and does
-// not know the file, so the caller prefixes the checkpoint's path.
+// tokenizer_from_vocab (char only): rebuild from the concatenated code
+// points in id order (the checkpoint's "vocab" metadata). Fails on invalid
+// UTF-8, an empty vocab, a duplicated character or code points out of
+// increasing order; the message starts with "vocabulary" and does not know
+// the file, so the caller prefixes the checkpoint's path.
 bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err);
-// tokenizer_vocab_utf8 (char only): the vocabulary's code points concatenated in id order,
-// UTF-8, NUL-terminated; "*len" gets the byte count. The caller frees it.
+// tokenizer_vocab_utf8 (char only): the vocabulary's code points
+// concatenated in id order, UTF-8, NUL-terminated; "*len" gets the byte
+// count. The caller frees it.
 char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len);
 // tokenizer_id: the id of code point "cp", or -1 if it is not in the
 // vocabulary (bpe: the id of an ASCII character, its byte; -1 for others).
 // Read-only, so safe to call from several threads at once.
 int tokenizer_id(const Tokenizer *tok, uint32_t cp);
-// tokenizer_next (char only): the id of the character at byte "*pos" of "text" ("len"
-// bytes), advancing "*pos" past it. Returns -1, with "*pos" unchanged and
-// "err" naming "source", the character and its byte offset, on invalid UTF-8
-// or a character outside the vocabulary. For callers that store ids their
-// own way (data.c packs them into 1 or 2 bytes).
+// tokenizer_next (char only): the id of the character at byte "*pos" of
+// "text" ("len" bytes), advancing "*pos" past it. Returns -1, with "*pos"
+// unchanged and "err" naming "source", the character and its byte offset,
+// on invalid UTF-8 or a character outside the vocabulary. For callers that
+// store ids their own way (data.c packs them into 1 or 2 bytes).
 int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *pos, const char *source,
                    Error *err);
 // tokenizer_encode: text -> ids, "*ids" newly allocated (caller frees) with
