@@ -361,6 +361,15 @@ START_TEST(from_vocab_rejects_invalid_utf8_a_nul_and_an_empty_vocab) {
 END_TEST
 
 
+START_TEST(utf8_count_and_prefix_count_the_bytes_that_start_a_character) {
+    const char *text = "a" EM_DASH "b" EMOJI;  // 1 + 3 + 1 + 4 bytes, 4 characters
+    ck_assert_uint_eq(utf8_count(text, strlen(text)), 4);
+    const size_t want[] = {0, 1, 4, 5, 9, 9};  // the first 0..5 characters
+    for (size_t k = 0; k < 6; k++) ck_assert_uint_eq(utf8_prefix(text, strlen(text), k), want[k]);
+    ck_assert_uint_eq(utf8_count("", 0), 0);
+}
+END_TEST
+
 // ---- Utf8Stream ---------------------------------------------------------------
 
 // stream_pieces: what a Utf8Stream prints for "pieces" written one after the
@@ -475,6 +484,7 @@ Suite *tokenizer_suite(void) {
     tcase_add_test(utf8, utf8_decode_rejects_every_class_of_invalid_utf8);
     tcase_add_test(utf8, utf8_decode_accepts_the_neighbours_of_the_surrogates);
     tcase_add_test(utf8, utf8_decode_never_reads_past_len);
+    tcase_add_test(utf8, utf8_count_and_prefix_count_the_bytes_that_start_a_character);
     suite_add_tcase(s, utf8);
 
     TCase *build = tcase_create("build");

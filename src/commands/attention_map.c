@@ -109,11 +109,17 @@ int attention_label(const char *piece, size_t len, char *out, size_t cap) {
     return chars;
 }
 
-// utf8_chars: the characters (code points) in "text"'s bytes.
-static int utf8_chars(const char *text) {
-    int n = 0;
-    for (; *text; text++) n += ((unsigned char)*text & 0xC0) != 0x80;
-    return n;
+// utf8_chars: the characters of a label.
+static int utf8_chars(const char *label) { return (int)utf8_count(label, strlen(label)); }
+
+// widest_label: the most characters in labels[T], at least 1.
+static int widest_label(const char *const *labels, int T) {
+    int widest = 1;
+    for (int t = 0; t < T; t++) {
+        int n = utf8_chars(labels[t]);
+        if (n > widest) widest = n;
+    }
+    return widest;
 }
 
 // draw_label: a label centred on cx, its top at "top": at text scale 2 if it
@@ -124,11 +130,8 @@ static void draw_label(Canvas *c, const Font *font, int cx, int top, const char 
     int chars = utf8_chars(label), scale = 2;
     if (2 * 6 * chars > max_w) scale = 1;
     size_t len = strlen(label);
-    while (len > 0 && canvas_text_utf8_width(font, label, len, scale) > max_w && chars > 1) {
-        do len--;  // drop the last character, all its bytes
-        while (len > 0 && ((unsigned char)label[len] & 0xC0) == 0x80);
-        chars--;
-    }
+    while (canvas_text_utf8_width(font, label, len, scale) > max_w && chars > 1)
+        len = utf8_prefix(label, len, (size_t)--chars);  // drop the last character, all its bytes
     bool sign = strcmp(label, "␣") == 0 || strcmp(label, "↵") == 0 || strcmp(label, "→") == 0;
     int y = top + (2 - scale) * TEXT_HEIGHT / 2;  // a smaller label on the same middle line
     canvas_text_utf8(c, font, cx - canvas_text_utf8_width(font, label, len, scale) / 2, y, label, len, scale,
@@ -137,12 +140,7 @@ static void draw_label(Canvas *c, const Font *font, int cx, int top, const char 
 
 void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
                         const char *title) {
-    int label_chars = 1;
-    for (int t = 0; t < T; t++) {
-        int n = utf8_chars(labels[t]);
-        if (n > label_chars) label_chars = n;
-    }
-    Layout l = layout_for(T, label_chars);
+    Layout l = layout_for(T, widest_label(labels, T));
     canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
     canvas_text(c, 12, 10, title, 2, INK);
     canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
@@ -188,18 +186,11 @@ void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T
 // row per token reading. A column is 7 characters wide, so a column label
 // shows at most 6; row labels are padded to the widest.
 static void print_head(const float *weights, int T, const char *const *labels, const char *title) {
-    int row_w = 1;
-    for (int t = 0; t < T; t++) {
-        int n = utf8_chars(labels[t]);
-        if (n > row_w) row_w = n;
-    }
+    int row_w = widest_label(labels, T);
     printf("%s: row = the token reading, column = the token it reads; rows sum to 1\n%*s", title, row_w, "");
     for (int j = 0; j < T; j++) {
         int n = utf8_chars(labels[j]), shown = n < 6 ? n : 6;
-        size_t bytes = 0;
-        for (int k = 0; k < shown; k++)
-            do bytes++;
-            while (((unsigned char)labels[j][bytes] & 0xC0) == 0x80);
+        size_t bytes = utf8_prefix(labels[j], strlen(labels[j]), (size_t)shown);
         printf("%*s%.*s", 7 - shown, "", (int)bytes, labels[j]);
     }
     printf("\n");
@@ -291,12 +282,7 @@ int cmd_attention(int argc, char **argv) {
 
     model_forward(&model, ids + first, NULL, 1, T, false, 0);
     int width, height;
-    int label_chars = 1;
-    for (int t = 0; t < T; t++) {
-        int chars = utf8_chars(labels[t]);
-        if (chars > label_chars) label_chars = chars;
-    }
-    attention_map_size(T, label_chars, &width, &height);
+    attention_map_size(T, widest_label(labels, T), &width, &height);
     Canvas canvas;
     canvas_init(&canvas, width, height);
     // The labels' font: $TINYGPT_FONT, or DejaVu Sans Mono. Without it the

@@ -46,9 +46,7 @@ static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int wi
                             const char *path, Error *err) {
     void *ids = text;
     if (width > 1) {
-        size_t starts = 0;
-        for (size_t i = 0; i < len; i++) starts += ((unsigned char)text[i] & 0xC0) != 0x80;
-        ids = xmalloc(starts * (size_t)width);
+        ids = xmalloc(utf8_count(text, len) * (size_t)width);
     }
     size_t n = 0;
     for (size_t pos = 0; pos < len;) {
@@ -73,18 +71,12 @@ static void *encode_compact(const Tokenizer *tok, char *text, size_t len, int wi
 // split_byte: where the last floor(n_chars * val_fraction) characters of
 // "text" begin, in bytes; "*n_val_chars" gets their count. floor() of the
 // product, as Python's int(n * val_fraction), so another program can compute
-// the same split. Counts characters as the bytes that can start one (every
-// byte but continuation bytes 10xxxxxx): for invalid UTF-8 the count is off,
-// but then encoding fails anyway.
+// the same split. Counts characters as utf8_count does: for invalid UTF-8
+// the count is off, but then encoding fails anyway.
 static size_t split_byte(const char *text, size_t len, double val_fraction, size_t *n_val_chars) {
-    size_t n_chars = 0;
-    for (size_t i = 0; i < len; i++) n_chars += ((unsigned char)text[i] & 0xC0) != 0x80;
+    size_t n_chars = utf8_count(text, len);
     *n_val_chars = (size_t)floor((double)n_chars * val_fraction);
-    size_t train_chars = n_chars - *n_val_chars, seen = 0, i = 0;
-    for (; i < len; i++) {
-        if (((unsigned char)text[i] & 0xC0) != 0x80 && seen++ == train_chars) break;
-    }
-    return i;
+    return utf8_prefix(text, len, n_chars - *n_val_chars);
 }
 
 // encode_bpe_part: append the bpe ids of text[0, len) to the growing array

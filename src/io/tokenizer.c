@@ -117,6 +117,20 @@ int utf8_encode(uint32_t cp, char out[4]) {
     return 4;
 }
 
+// utf8_count and utf8_prefix: a byte starts a character unless it is 10xxxxxx.
+size_t utf8_count(const char *text, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) n += ((unsigned char)text[i] & 0xC0) != 0x80;
+    return n;
+}
+
+size_t utf8_prefix(const char *text, size_t len, size_t chars) {
+    size_t seen = 0;
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)text[i] & 0xC0) != 0x80 && seen++ == chars) return i;
+    return len;
+}
+
 // next_char: decode the character at byte "pos" of "text" (a file or a prompt)
 // into "*cp" and return its length in bytes. Returns 0 and fills "err"
 // (naming "source" and the byte offset) if the bytes there are not valid

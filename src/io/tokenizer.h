@@ -53,6 +53,13 @@ const char *tokenizer_kind_name(TokenizerKind kind);
 int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 // utf8_encode: write code point "cp" as UTF-8 into "out"; returns 1..4 bytes.
 int utf8_encode(uint32_t cp, char out[4]);
+// utf8_count: the characters in text[0, len), counted as the bytes that can
+// start one (every byte but continuation bytes 10xxxxxx): for valid UTF-8,
+// its code points. No decoding, so it is a fast first pass over a file.
+size_t utf8_count(const char *text, size_t len);
+// utf8_prefix: the length in bytes of the first "chars" characters of
+// text[0, len) (counted as utf8_count counts), or "len" if it has fewer.
+size_t utf8_prefix(const char *text, size_t len, size_t chars);
 
 // tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
 // text file: strict UTF-8 with no NUL byte. If not, "err" names "source" and
