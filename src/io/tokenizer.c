@@ -355,12 +355,7 @@ bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, s
     return true;
 }
 
-// tokenizer_decode: the UTF-8 bytes of one token; "id" must be in [0, V).
-int tokenizer_decode(const Tokenizer *tok, int id, char out[4]) {
-    assert(id >= 0 && id < tok->vocab_size);
-    return utf8_encode(tok->codepoints[id], out);
-}
-
+// tokenizer_piece: bpe's own table of pieces, or the one fill_utf8 built for char.
 const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len) {
     assert(id >= 0 && id < tok->vocab_size);
     if (tok->kind == TOKENIZER_BPE) return (const char *)bpe_piece(&tok->bpe, id, len);

@@ -110,8 +110,6 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
 // bpe (its chunk cache grows).
 bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err);
-// tokenizer_decode (char only): the UTF-8 bytes of token "id" into "out"; returns 1..4.
-int tokenizer_decode(const Tokenizer *tok, int id, char out[4]);
 // tokenizer_piece: the bytes of token "id", "*len" of them. A bpe piece can
 // end in the middle of a UTF-8 character (its next bytes come in the next
 // token), so a printer of pieces must hold incomplete characters back.

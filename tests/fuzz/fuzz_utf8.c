@@ -23,10 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!tokenizer_encode(&tok, text, size, &ids, &n, "fuzz", &err)) abort();  // built from this text
     size_t pos = 0;
     for (size_t i = 0; i < n; i++) {
-        char out[4];
-        int len = tokenizer_decode(&tok, ids[i], out);
-        if (len < 1 || len > 4 || pos + (size_t)len > size || memcmp(out, text + pos, (size_t)len) != 0) abort();
-        pos += (size_t)len;
+        size_t len;
+        const char *out = tokenizer_piece(&tok, ids[i], &len);
+        if (len < 1 || len > 4 || pos + len > size || memcmp(out, text + pos, len) != 0) abort();
+        pos += len;
     }
     if (pos != size) abort();
     free(ids);
