@@ -48,38 +48,6 @@
 // - the UTF-16 surrogates U+D800..U+DFFF, which are not characters,
 // - anything above U+10FFFF.
 
-// utf8_decode: read the first byte to learn the length, gather the payload
-// bits from the continuation bytes, then reject the forms listed above.
-int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
-    if (len == 0) return 0;
-    unsigned char b0 = s[0];
-    int n;            // sequence length in bytes
-    uint32_t value;   // payload bits gathered so far
-    uint32_t min;     // the smallest code point that needs n bytes (below it: overlong)
-    if (b0 < 0x80) {
-        *cp = b0;
-        return 1;
-    } else if ((b0 & 0xE0) == 0xC0) {
-        n = 2, value = b0 & 0x1F, min = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-        n = 3, value = b0 & 0x0F, min = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-        n = 4, value = b0 & 0x07, min = 0x10000;
-    } else {
-        return 0;  // a stray continuation byte 10xxxxxx, or 0xF8..0xFF (never valid)
-    }
-    if (len < (size_t)n) return 0;  // truncated by the end of the text
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;  // truncated by a byte that does not continue it
-        value = (value << 6) | (s[i] & 0x3F);
-    }
-    if (value < min) return 0;                        // overlong
-    if (value >= 0xD800 && value <= 0xDFFF) return 0; // surrogate
-    if (value > MAX_CODEPOINT) return 0;              // beyond Unicode
-    *cp = value;
-    return n;
-}
-
 // utf8_length_from_lead: how many bytes a character starting with "lead"
 // takes (the table at the top), or 0 if no character starts with it.
 static int utf8_length_from_lead(unsigned char lead) {
@@ -88,6 +56,31 @@ static int utf8_length_from_lead(unsigned char lead) {
     if ((lead & 0xF0) == 0xE0) return 3;
     if ((lead & 0xF8) == 0xF0) return 4;
     return 0;
+}
+
+// utf8_decode: read the first byte to learn the length, gather the payload
+// bits from the continuation bytes, then reject the forms listed above.
+int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
+    if (len == 0) return 0;
+    int n = utf8_length_from_lead(s[0]);  // sequence length in bytes
+    if (n == 0) return 0;                 // a stray continuation byte 10xxxxxx, or 0xF8..0xFF (never valid)
+    if (len < (size_t)n) return 0;        // truncated by the end of the text
+    if (n == 1) {
+        *cp = s[0];
+        return 1;
+    }
+    // The smallest code point that needs n bytes (below it: overlong).
+    static const uint32_t MIN_FOR_LENGTH[5] = {0, 0, 0x80, 0x800, 0x10000};
+    uint32_t value = s[0] & (0x7Fu >> n);  // the lead byte's payload: 110xxxxx, 1110xxxx, 11110xxx
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;  // truncated by a byte that does not continue it
+        value = (value << 6) | (s[i] & 0x3F);
+    }
+    if (value < MIN_FOR_LENGTH[n]) return 0;          // overlong
+    if (value >= 0xD800 && value <= 0xDFFF) return 0; // surrogate
+    if (value > MAX_CODEPOINT) return 0;              // beyond Unicode
+    *cp = value;
+    return n;
 }
 
 // utf8_encode: the table above, read from left to right. "cp" must be a valid
