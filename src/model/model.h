@@ -38,6 +38,7 @@
 
 #include "common.h"
 #include "rng.h"
+#include "tensor_table.h"
 
 typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
 
@@ -78,25 +79,6 @@ ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
 int model_layers(const ModelConfig *cfg);
 
-// One named tensor inside a contiguous buffer.
-typedef struct {
-    char name[48];     // the PyTorch / safetensors name, e.g. "blocks.3.mlp.fc.weight"
-    int ndim;          // 1 or 2
-    size_t shape[2];   // shape[1] unused when ndim == 1
-    size_t offset;     // in floats, from the start of the buffer
-    size_t size;       // number of floats
-} TensorSpec;
-
-// A table: the tensors of one buffer, in buffer order. Built at run time
-// from the config, so it grows with the number of blocks; it is the single
-// source for allocation, checkpoint names and shapes, gradcheck, the
-// NaN guard and the README's memory table.
-typedef struct {
-    TensorSpec *specs;  // [count]
-    int count;
-    size_t total;       // floats in all (saturates at SIZE_MAX for absurd sizes)
-} TensorTable;
-
 // param_table: the parameters, in checkpoint order. Within a block q, k and
 // v are adjacent, so together they are one [3C,C] matrix and a single
 // matmul computes all three projections.
@@ -107,9 +89,6 @@ void act_table(TensorTable *t, const ModelConfig *cfg, int B);
 // the backward pass goes block by block, and each block's gradients are
 // dead once it has passed them on, so every block reuses the same buffers.
 void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B);
-void table_free(TensorTable *t);
-// table_find: the entry named "name", or NULL.
-const TensorSpec *table_find(const TensorTable *t, const char *name);
 
 // ---- Named views into the buffers -------------------------------------------
 // A view is NULL where the architecture has no such tensor.
