@@ -1291,93 +1291,65 @@ START_TEST(gpt_load_rejects_the_file_truncated_at_every_length) {
 }
 END_TEST
 
-// ---- Training state (train --resume) ---------------------------------------------
+// ---- A run's metadata (train --resume) --------------------------------------------
+//
+// checkpoint_save_run keeps a run's own keys (settings.c writes them; what
+// they mean is tested in test_settings.c) after the model's, and
+// checkpoint_read_header gives them back, every one, as strings.
 
-// A state with extreme values: the largest u64s, floats that only survive
-// as 9 significant digits, and a path that JSON would have to escape (the
-// model must not keep it at all).
-static TrainState example_state(void) {
-    TrainState st = {
-        .data_tokens = 123456789012ull, .data_hash = UINT64_MAX, .seed = 9200000000000000000ull,
-        .batch_rng = UINT64_MAX - 1, .steps = 3000, .batch = 32, .lr = 0.1f, .val_fraction = 1.0f / 3.0f,
-        .eval_interval = 250, .eval_batches = 20, .save_every = 1000,
-    };
-    snprintf(st.data_path, sizeof st.data_path, "/tmp/a \"quoted\" dir\\caf\xC3\xA9/moby.txt");
-    snprintf(st.order, sizeof st.order, "sequential");
-    return st;
+// A run's metadata with values that JSON must escape or that are long.
+static void example_run(Metadata *md) {
+    memset(md, 0, sizeof *md);
+    metadata_set(md, "batch_rng", "%llu", (unsigned long long)(UINT64_MAX - 1));
+    metadata_set(md, "data_hash", "%llu", (unsigned long long)UINT64_MAX);
+    metadata_set(md, "lr", "0.001");
+    metadata_set_bytes(md, "note", "a \"quoted\"\\caf\xC3\xA9\n", 17);
 }
 
-// save_with_state: replace the fixture file with one that holds example_state().
-static void save_with_state(void) {
-    TrainState st = example_state();
+// save_run: replace the fixture file with one that holds example_run().
+static void save_run(void) {
+    Metadata md;
+    example_run(&md);
     Error err = {{0}};
-    ck_assert_msg(checkpoint_save_with_state(&model, &tok, STEP, &st, path, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save_run(&model, &tok, STEP, &md, path, &err), "%s", err.msg);
+    metadata_free(&md);
 }
 
-// expect_state_rejected: checkpoint_read_state must fail naming the file and "needle".
-static void expect_state_rejected(const char *needle) {
-    TrainState st;
-    long step = -1;
+// expect_header_rejected: checkpoint_read_header must fail naming the file and "needle".
+static void expect_header_rejected(const char *needle) {
+    CheckpointHeader h;
     Error err = {{0}};
-    ck_assert_msg(!checkpoint_read_state(path, &st, &step, &err), "a damaged state was read (wanted '%s')", needle);
+    ck_assert_msg(!checkpoint_read_header(path, &h, &err), "a damaged header was read (wanted '%s')", needle);
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, needle) && !strchr(err.msg, '\n'),
                   "wanted '%s' and the path in one line: %s", needle, err.msg);
-    ck_assert_int_eq(step, -1);
+    ck_assert_int_eq(h.metadata.count, 0);
 }
 
-START_TEST(save_with_state_then_read_state_restores_every_field_exactly) {
-    save_with_state();
-    TrainState want = example_state(), got;
-    long step = -1;
+START_TEST(save_run_then_read_header_gives_back_every_key_byte_for_byte) {
+    save_run();
+    CheckpointHeader h;
     Error err = {{0}};
-    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
-    ck_assert_int_eq(step, STEP);
-    ck_assert_str_eq(got.order, want.order);
-    ck_assert_uint_eq(got.data_tokens, want.data_tokens);
-    ck_assert_uint_eq(got.data_hash, want.data_hash);
-    ck_assert_uint_eq(got.seed, want.seed);
-    ck_assert_uint_eq(got.batch_rng, want.batch_rng);
-    ck_assert_int_eq(got.steps, want.steps);
-    ck_assert_int_eq(got.batch, want.batch);
-    ck_assert_int_eq(got.eval_interval, want.eval_interval);
-    ck_assert_int_eq(got.eval_batches, want.eval_batches);
-    ck_assert_int_eq(got.save_every, want.save_every);
-    ck_assert_mem_eq(&got.lr, &want.lr, sizeof(float));  // bit-exact
-    ck_assert_mem_eq(&got.val_fraction, &want.val_fraction, sizeof(float));
+    ck_assert_msg(checkpoint_read_header(path, &h, &err), "%s", err.msg);
+    ck_assert_int_eq(h.step, STEP);
+    ck_assert_int_eq(h.config.n_embd, model.config.n_embd);
+    ck_assert_int_eq(h.tokenizer, TOKENIZER_CHAR);
+    Metadata want;
+    example_run(&want);
+    for (int i = 0; i < want.count; i++) {
+        const MetadataItem *got = metadata_get(&h.metadata, want.items[i].key);
+        ck_assert_msg(got != NULL, "no \"%s\"", want.items[i].key);
+        ck_assert_uint_eq(got->len, want.items[i].len);
+        ck_assert_mem_eq(got->value, want.items[i].value, got->len);
+    }
+    ck_assert_ptr_nonnull(metadata_get(&h.metadata, "format"));  // the model's keys too
+    ck_assert_ptr_nonnull(metadata_get(&h.metadata, "vocab"));
+    metadata_free(&want);
+    metadata_free(&h.metadata);
 }
 END_TEST
 
-// A model is handed on: where its trainer kept the text is none of its
-// reader's business (train keeps the path in the run directory's run.json).
-START_TEST(save_with_state_writes_no_file_path_into_the_model) {
-    save_with_state();
-    Parts p = split();
-    ck_assert_msg(strstr(p.header, "\"data\"") == NULL && strstr(p.header, "moby.txt") == NULL,
-                  "the header holds the path: %s", p.header);
-    free_parts(&p);
-    TrainState got;
-    long step;
-    Error err = {{0}};
-    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
-    ck_assert_str_eq(got.data_path, "");
-}
-END_TEST
-
-// A checkpoint saved before run.json existed has the path under "data": it
-// is still read, so that run resumes without FILE.
-START_TEST(read_state_of_an_older_checkpoint_gives_the_data_path_it_holds) {
-    save_with_state();
-    edit_header("\"data_tokens\"", "\"data\":\"/tmp/old run/moby.txt\",\"data_tokens\"");
-    TrainState got;
-    long step;
-    Error err = {{0}};
-    ck_assert_msg(checkpoint_read_state(path, &got, &step, &err), "%s", err.msg);
-    ck_assert_str_eq(got.data_path, "/tmp/old run/moby.txt");
-}
-END_TEST
-
-START_TEST(a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval) {
-    save_with_state();
+START_TEST(a_checkpoint_with_a_run_still_loads_as_weights_for_sample_and_eval) {
+    save_run();
     Model m;
     Tokenizer t;
     ck_assert_int_eq(load_ok(&m, &t, 1, false), STEP);
@@ -1387,47 +1359,34 @@ START_TEST(a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval) {
 }
 END_TEST
 
-START_TEST(read_state_of_a_checkpoint_without_one_says_to_use_init) {
-    expect_state_rejected("holds no training state");
-    expect_state_rejected("--init");
+START_TEST(read_header_of_a_checkpoint_without_a_run_says_to_use_init) {
+    expect_header_rejected("holds no training state");
+    expect_header_rejected("--init");
 }
 END_TEST
 
-START_TEST(read_state_rejects_missing_malformed_or_impossible_values) {
-    // VALUE: a string literal and its length, which counts the NULs inside it.
-#define VALUE(literal) literal, sizeof literal - 1
-    const struct {
-        const char *key, *value;
-        size_t len;
-        const char *needle;
-    } cases[] = {
-        {"batch_rng", VALUE("0"), "\"batch_rng\" is 0"},
-        {"batch_rng", VALUE("18446744073709551616"), "\"batch_rng\" is \"18446744073709551616\""},  // 2^64
-        {"seed", VALUE("-1"), "\"seed\" is \"-1\""},
-        {"data_hash", VALUE("0x10"), "\"data_hash\""},
-        {"steps", VALUE("ten"), "\"steps\""},
-        {"batch", VALUE("0"), "\"batch\""},
-        {"batch", VALUE("1048577"), "\"batch\""},
-        {"eval_interval", VALUE("0"), "\"eval_interval\""},
-        {"eval_batches", VALUE("0"), "\"eval_batches\""},
-        {"lr", VALUE("nan"), "\"lr\" is \"nan\""},
-        {"lr", VALUE("-0.1"), "\"lr\" is \"-0.1\""},
-        {"lr", VALUE("2e6"), "\"lr\" must be at most 1e6"},
-        {"val_fraction", VALUE("1"), "\"val_fraction\" below 1"},
-        {"order", VALUE("shuffled"), "\"order\" is neither"},
-        {"order", VALUE("random\0"), "\"order\" is neither"},
-        {"data", VALUE("a\0b"), "\"data\" is not a file path"},  // an older file's (see above)
-    };
-#undef VALUE
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        save_with_state();
-        edit_header("\"data_tokens\"", "\"data\":\"/tmp/moby.txt\",\"data_tokens\"");
-        set_metadata(cases[i].key, cases[i].value, cases[i].len);
-        expect_state_rejected(cases[i].needle);
-    }
-    save_with_state();
-    edit_header(",\"seed\":\"9200000000000000000\"", "");
-    expect_state_rejected("no \"seed\"");
+START_TEST(read_header_rejects_a_metadata_value_that_is_not_a_string) {
+    save_run();
+    edit_header("\"lr\":\"0.001\"", "\"lr\":0.001");
+    expect_header_rejected("\"lr\" is a number, not a string");
+    save_run();
+    set_metadata("format", "tinygpt-2", 9);  // the model's own checks come first
+    expect_header_rejected("this tinygpt reads \"tinygpt-1\"");
+}
+END_TEST
+
+// The model's keys as a run's settings read them: every one, also those a
+// file leaves out (a char model's tokenizer, the parts a whole gpt has).
+START_TEST(model_metadata_names_every_key_of_the_model) {
+    Metadata md = {0};
+    checkpoint_model_metadata(&md, &model.config, TOKENIZER_CHAR);
+    const char *keys[] = {"tokenizer", "vocab_size", "n_embd", "n_head", "block_size", "arch", "n_layer",
+                          "no_layernorm", "no_mlp", "no_residual", "dropout"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(metadata_get(&md, keys[i]) != NULL, "no \"%s\"", keys[i]);
+    ck_assert_str_eq(metadata_get(&md, "tokenizer")->value, "char");
+    ck_assert_str_eq(metadata_get(&md, "no_mlp")->value, "0");
+    metadata_free(&md);
 }
 END_TEST
 
@@ -2039,14 +1998,13 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(bpe, load_rejects_an_unknown_tokenizer_or_damaged_merges);
     suite_add_tcase(s, bpe);
 
-    TCase *state = tcase_create("training state");
+    TCase *state = tcase_create("a run's metadata");
     tcase_add_checked_fixture(state, setup, teardown);
-    tcase_add_test(state, save_with_state_then_read_state_restores_every_field_exactly);
-    tcase_add_test(state, save_with_state_writes_no_file_path_into_the_model);
-    tcase_add_test(state, read_state_of_an_older_checkpoint_gives_the_data_path_it_holds);
-    tcase_add_test(state, a_checkpoint_with_state_still_loads_as_weights_for_sample_and_eval);
-    tcase_add_test(state, read_state_of_a_checkpoint_without_one_says_to_use_init);
-    tcase_add_test(state, read_state_rejects_missing_malformed_or_impossible_values);
+    tcase_add_test(state, save_run_then_read_header_gives_back_every_key_byte_for_byte);
+    tcase_add_test(state, a_checkpoint_with_a_run_still_loads_as_weights_for_sample_and_eval);
+    tcase_add_test(state, read_header_of_a_checkpoint_without_a_run_says_to_use_init);
+    tcase_add_test(state, read_header_rejects_a_metadata_value_that_is_not_a_string);
+    tcase_add_test(state, model_metadata_names_every_key_of_the_model);
     tcase_add_test(state, save_into_the_current_directory_by_a_bare_file_name_works);
     suite_add_tcase(s, state);
 

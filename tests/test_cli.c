@@ -296,13 +296,13 @@ START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflic
     // A flag that disagrees with the file is an error naming both values.
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
+    expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which was trained with --layers 2");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
+    expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which was trained with --arch gpt");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, in_work("d"),
              in_work("card/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
+    expect_run_fails(work_dir, args, 2, "--layers is for --arch gpt (card has exactly one block), and the checkpoint it starts from has --arch card");
 }
 END_TEST
 

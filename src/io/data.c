@@ -251,6 +251,8 @@ static void copy_window(TokenSpan tokens, size_t start, int b, int T, int *input
     }
 }
 
+const char *const ORDER_NAMES[] = {"random", "sequential", NULL};
+
 // batch_random: each row starts at an independent uniform draw from
 // [0, n - T); the largest start, n - T - 1, still leaves room for the last
 // target at index n - 1.

@@ -76,6 +76,12 @@ uint64_t dataset_hash(const Dataset *ds);
 // model do not compare; per byte of the same text they do.
 double bits_per_byte(double nats_per_token, size_t tokens, size_t bytes);
 
+// The two batch orders (train's --order): random windows, or sequential
+// ones that another program can replay. ORDER_NAMES: their names, indexed
+// by BatchOrder, NULL-terminated.
+typedef enum { ORDER_RANDOM, ORDER_SEQUENTIAL } BatchOrder;
+extern const char *const ORDER_NAMES[];
+
 // batch_random: B windows at starts drawn uniformly from [0, n - T).
 // inputs[b,t] = tokens[start_b + t], targets[b,t] = tokens[start_b + t + 1].
 // Needs n >= T + 1. inputs, targets: [B,T].

@@ -76,6 +76,10 @@ const JsonValue *json_get(const JsonValue *object, const char *key);
 // spelled as plain decimal digits no larger than 2^53 (see the notes above).
 bool json_as_uint(const JsonValue *v, uint64_t *out);
 
+// json_string_is: whether "v" is a string exactly "text" (a JSON string
+// may hold NULs, which strcmp would stop at).
+bool json_string_is(const JsonValue *v, const char *text);
+
 // json_type_name: "null", "a boolean", "a number", ... for error messages.
 const char *json_type_name(JsonType type);
 

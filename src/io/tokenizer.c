@@ -156,7 +156,9 @@ bool tokenizer_check_text(const char *text, size_t len, const char *source, Erro
     return true;
 }
 
-const char *tokenizer_kind_name(TokenizerKind kind) { return kind == TOKENIZER_BPE ? "bpe" : "char"; }
+const char *const TOKENIZER_NAMES[] = {"char", "bpe", NULL};
+
+const char *tokenizer_kind_name(TokenizerKind kind) { return TOKENIZER_NAMES[kind]; }
 
 // ---- Building the vocabulary ------------------------------------------------
 

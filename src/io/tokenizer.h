@@ -43,8 +43,10 @@ typedef struct {
     int vocab_size;
 } TokenizerSpec;
 
-// tokenizer_kind_name: "char" or "bpe" (the --tokenizer values and the
-// checkpoint's "tokenizer" metadata).
+// TOKENIZER_NAMES: "char" and "bpe", indexed by TokenizerKind,
+// NULL-terminated (the --tokenizer values and the checkpoint's "tokenizer"
+// metadata); tokenizer_kind_name: one of them.
+extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
 
 // utf8_decode: decode one code point from "s" (at most "len" bytes) into

@@ -32,13 +32,14 @@
 // ===========================================================================
 // The configuration.
 
-const char *arch_name(Arch arch) { return arch == ARCH_GPT ? "gpt" : "card"; }
+const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
+
+const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
 bool arch_from_name(const char *name, Arch *arch) {
-    if (strcmp(name, "card") == 0) *arch = ARCH_CARD;
-    else if (strcmp(name, "gpt") == 0) *arch = ARCH_GPT;
-    else return false;
-    return true;
+    int index = name_index(ARCH_NAMES, name);
+    if (index >= 0) *arch = (Arch)index;
+    return index >= 0;
 }
 
 ModelParts model_parts(const ModelConfig *cfg) {

@@ -41,6 +41,9 @@
 #include "tensor_table.h"
 
 typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
+// Their names, indexed by Arch ("card", "gpt"), NULL-terminated: the --arch
+// values and the checkpoint's "arch".
+extern const char *const ARCH_NAMES[];
 
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
@@ -59,8 +62,8 @@ typedef struct {
     bool no_layernorm, no_mlp, no_residual;
 } ModelConfig;
 
-// arch_name / arch_from_name: "card" and "gpt"; arch_from_name returns false
-// for any other name.
+// arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
+// false for any other name.
 const char *arch_name(Arch arch);
 bool arch_from_name(const char *name, Arch *arch);
 

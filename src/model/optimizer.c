@@ -29,6 +29,9 @@
 // torch.nn.utils.clip_grad_norm_ adds this to the norm before dividing.
 #define CLIP_NORM_EPS 1e-6
 
+const char *const OPTIMIZER_NAMES[] = {"sgd", "adamw", NULL};
+const char *const LR_SCHEDULE_NAMES[] = {"constant", "cosine", NULL};
+
 void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *model) {
     memset(opt, 0, sizeof *opt);
     opt->cfg = *cfg;

@@ -51,6 +51,10 @@
 
 typedef enum { OPT_SGD = 0, OPT_ADAMW = 1 } OptimizerKind;
 typedef enum { LR_CONSTANT = 0, LR_COSINE = 1 } LrSchedule;
+// Their names, indexed by the enums, NULL-terminated: the --optimizer and
+// --lr-schedule values and the checkpoint's "optimizer" and "lr_schedule".
+extern const char *const OPTIMIZER_NAMES[];
+extern const char *const LR_SCHEDULE_NAMES[];
 
 typedef struct {
     OptimizerKind kind;

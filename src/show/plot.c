@@ -417,10 +417,10 @@ int cmd_plot(int argc, char **argv) {
     const char *labels_text = NULL;  // one name per log, "a,b,c"; default: each log's directory
     const char *title = NULL;        // default: "loss: LOG.csv" for one log, "validation loss" for several
     Flag flags[] = {
-        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv; compare.png here for several logs)", 0, 0, false, NULL},
-        {"--x", FLAG_STRING, &x_text, "step|time", "x axis: the step, or the training seconds so far (the running sum of the log's ms column)", 0, 0, false, NULL},
-        {"--labels", FLAG_STRING, &labels_text, "A,B,...", "the logs' names in the legend (the title for one log), comma-separated, one per log", 0, 0, false, "each log's directory"},
-        {"--title", FLAG_STRING, &title, "TEXT", "the picture's title", 0, 0, false, "'loss: LOG.csv', or 'validation loss' for several"},
+        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv; compare.png here for several logs)", 0, 0, false, NULL, NULL},
+        {"--x", FLAG_STRING, &x_text, "step|time", "x axis: the step, or the training seconds so far (the running sum of the log's ms column)", 0, 0, false, NULL, NULL},
+        {"--labels", FLAG_STRING, &labels_text, "A,B,...", "the logs' names in the legend (the title for one log), comma-separated, one per log", 0, 0, false, "each log's directory", NULL},
+        {"--title", FLAG_STRING, &title, "TEXT", "the picture's title", 0, 0, false, "'loss: LOG.csv', or 'validation loss' for several", NULL},
     };
     Command cmd = {"plot", "LOG.csv...",
                    "Draw the train and validation loss curves of a log.csv written by 'tinygpt train' as a PNG "
