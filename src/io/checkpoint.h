@@ -1,7 +1,8 @@
 // checkpoint.h: save and load the model as a standard .safetensors file,
 // and AdamW's state as another, beside it (at the end of this header).
 //
-// Reading order: file 18 (after model.h and json.h).
+// Reading order: file 18, after model.h, and after json.h, read first in
+// the same entry.
 //
 // Format (https://github.com/huggingface/safetensors): 8 bytes little-endian
 // header length N; N bytes of JSON; then the raw little-endian F32 data.
