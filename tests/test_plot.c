@@ -1,10 +1,11 @@
-// test_plot.c: tests for src/plot.c: the bounded loss history (every step
-// kept until it is full, then neighbours merged into their means), reading
-// a log.csv with and without validation rows, its columns found by name,
-// with x the step or the training time so far, refusing what is not one
-// with a message naming the file, a comparison drawing each run in its own
-// colour, and `tinygpt plot` writing a PNG of the stated size for one log
-// or several, or failing in one line with exit status 1 (2 for usage).
+// test_plot.c: tests for src/show/plot.c and for `tinygpt plot`
+// (src/commands/plot_logs.c): the bounded loss history (every step kept
+// until it is full, then neighbours merged into their means), reading a
+// log.csv with and without validation rows, its columns found by name, with
+// x the step or the training time so far, refusing what is not one with a
+// message naming the file, a comparison drawing each run in its own colour,
+// and `tinygpt plot` writing a PNG of the stated size for one log or
+// several, or failing in one line with exit status 1 (2 for usage).
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
