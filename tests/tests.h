@@ -6,6 +6,7 @@
 
 Suite *common_suite(void);
 Suite *rng_suite(void);
+Suite *utf8_suite(void);
 Suite *tokenizer_suite(void);
 Suite *bpe_suite(void);
 Suite *data_suite(void);

@@ -12,6 +12,7 @@
 #include "checkpoint.h"
 #include "model.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 static const Rgb INK = {40, 40, 40}, SOFT_INK = {150, 150, 150};
 static const char SUBTITLE_1[] = "row: the token reading; column: the token it reads";

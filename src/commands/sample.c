@@ -11,6 +11,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "tokenizer.h"
+#include "utf8.h"  // Utf8Stream
 
 static int compare_descending(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;

@@ -1,6 +1,7 @@
 // settings.h: every setting of a training run, declared once.
 //
-// Reading order: file 24, after args.h. A run is what `train` is told: the
+// Reading order: file 27, after args.h, run_dir.h and csv_log.h, before
+// train.c, which runs on it. A run is what `train` is told: the
 // text, the model's sizes, the optimizer, the schedule, how often to
 // evaluate and save. Each setting is one row of the table in settings.c
 // (TRAIN_SETTINGS): its name, type and flag, its help line, its default for

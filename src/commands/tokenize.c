@@ -8,6 +8,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 // print_piece: token bytes as they look in text, between bars, with what
 // would not show escaped: \n, \t, \r, a backslash, a bar, and any byte

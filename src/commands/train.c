@@ -1,7 +1,7 @@
 // train.c: the `train` command: set a run up from its settings, run the
 // training loop, save (see train.h).
 //
-// Reading order: file 25, after settings.c. The file from the bottom up:
+// Reading order: file 28, after settings.c. The file from the bottom up:
 // cmd_train settles the settings (settings.h: flags, --init's or
 // --resume's checkpoint, defaults), setup_run builds what the run holds,
 // train_loop runs the steps. Besides the loop, what keeps a long run safe:

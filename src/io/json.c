@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"  // utf8_decode, utf8_encode
+#include "utf8.h"  // utf8_decode, utf8_encode
 
 // The largest integer json_as_uint returns: every integer up to 2^53 is
 // exactly representable as a double, so such a value means the same thing to

@@ -1,6 +1,6 @@
 // run_dir.c: the run directory: its lock, --force and run.json (see run_dir.h).
 //
-// Reading order: file 21.
+// Reading order: file 25.
 #include "run_dir.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "tokenizer.h"  // TODO(merge): utf8.h
+#include "utf8.h"
 
 const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "run.json",
                                  NULL};

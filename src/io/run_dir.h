@@ -1,8 +1,9 @@
 // run_dir.h: the directory a training run writes into: one run at a time,
 // its lock, starting over (--force), and run.json.
 //
-// Reading order: file 21, after safetensors.h (run.json holds the same
-// kind of key/value strings as a checkpoint's metadata).
+// Reading order: file 25, after the pictures (file 24), with csv_log.h: the
+// files train keeps besides the checkpoint. run.json holds the same kind of
+// key/value strings as a checkpoint's metadata (safetensors.h).
 //
 // DIR (train's --out, or --resume's) belongs to one run at a time. What a
 // run writes there is RUN_FILES: if any one of them is there, DIR holds a

@@ -1,6 +1,6 @@
 // attention.h: multi-head causal self-attention with dropout on the weights.
 //
-// Reading order: file 8, the heart of the model. For every head h and every
+// Reading order: file 9, the heart of the model. For every head h and every
 // position t, with q, k, v the head's HS channels of qkv:
 //   1. scores[t,j]  = q_t . k_j / sqrt(HS)        how well key j answers query t
 //   2. mask:          scores[t,j] = -inf for j > t (a position may not read the future)

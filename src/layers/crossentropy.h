@@ -1,6 +1,6 @@
 // crossentropy.h: softmax over the vocabulary + cross-entropy loss.
 //
-// Reading order: file 9, the model's last layer. For each of the N = B*T
+// Reading order: file 10, the model's last layer. For each of the N = B*T
 // positions, logits[n,:] scores every possible next token:
 //   probs[n,v]  = exp(logits[n,v]) / sum_u exp(logits[n,u])
 //   losses[n]   = -log probs[n, target[n]]

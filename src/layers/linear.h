@@ -1,6 +1,6 @@
 // linear.h: the fully connected layer, y = x W^T + b, forward and backward.
 //
-// Reading order: file 7. The model uses it three times: the q/k/v
+// Reading order: file 8. The model uses it three times: the q/k/v
 // projection (one [3C,C] weight), the attention output projection, and the
 // classification head. Weight layout follows PyTorch's nn.Linear: [out, in].
 //

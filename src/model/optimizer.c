@@ -1,7 +1,7 @@
 // optimizer.c: gradient clipping, the learning-rate schedule, and the SGD
 // and AdamW updates (see optimizer.h for the math of each).
 //
-// Reading order: file 15, after model.h's model_sgd_step. The file in
+// Reading order: file 17, after model.h's model_sgd_step. The file in
 // three parts, in the order a training step uses them: the norm and the
 // clipping, the schedule, the update.
 //
