@@ -25,7 +25,7 @@
 
 // The derived defaults: nanoGPT's min_lr = learning_rate / 10, and a
 // progress line at every evaluation.
-static void derive_min_lr(TrainSettings *s) { s->min_lr = (float)s->lr / 10.0f; }
+static void derive_min_lr(TrainSettings *s) { s->min_lr = s->lr / 10.0; }
 static void derive_log_interval(TrainSettings *s) { s->log_interval = s->eval_interval; }
 // A resumed run writes where it was: into its own directory.
 static void derive_out_dir(TrainSettings *s) { s->out_dir = s->resume_dir ? s->resume_dir : "out"; }

@@ -362,7 +362,7 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
 // lr_decay_iters = max_iters.
 static OptimizerConfig optimizer_config(const TrainSettings *s) {
     return (OptimizerConfig){.kind = s->optimizer,
-                             .lr = (float)s->lr,  // as a float, as before; the next commit makes it exact
+                             .lr = s->lr,
                              .min_lr = s->min_lr,
                              .beta1 = s->beta1,
                              .beta2 = s->beta2,
@@ -425,7 +425,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     TrainSettings *s = &run->s;
     Error err;
     TokenizerSpec learn = {s->tokenizer, s->vocab_size};
-    if (!dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path, (float)s->val_fraction, s->context,
+    if (!dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path, s->val_fraction, s->context,
                       &err))
         die(EXIT_RUNTIME, "%s", err.msg);
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
