@@ -1,4 +1,5 @@
-// test_arch.c: the two architectures from the outside.
+// test_arch.c: the two architectures (src/model/model.c) from the outside,
+// through `tinygpt train`.
 //
 // 1. `--arch card` is the attention model exactly as it was before the gpt
 //    architecture existed: the same flags, seed and thread count give the
@@ -9,10 +10,11 @@
 //    The recording is of the gcc -O3 build that `make` makes; the sanitizer
 //    build (clang -O1) fuses multiply-adds in other places and differs in
 //    the last digits, so there the test only checks that the run works.
-// 2. The reference build (`make REFERENCE=1`: every product, attention and
-//    GELU by the plain `_reference` loops) trains: over 20 steps its losses
-//    stay within REFERENCE_LOSS_TOLERANCE of the fast kernels', for card and
-//    for gpt, from the same initial checkpoint.
+// 2. The reference build (`make REFERENCE=1`: every product, attention,
+//    LayerNorm and GELU by the plain `_reference` loops) trains: over 20
+//    steps its losses stay within REFERENCE_LOSS_TOLERANCE of the fast
+//    kernels', from the same initial checkpoint (one loop test over card and
+//    gpt).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

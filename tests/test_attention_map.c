@@ -1,12 +1,16 @@
-// test_attention_map.c: tests for src/attention_map.c (`tinygpt attention`).
+// test_attention_map.c: tests for src/commands/attention_map.c (`tinygpt
+// attention`).
 //
 // A small random card model and a gpt of two blocks are saved as
 // checkpoints; the command must print, for every layer and head, a T x T
 // matrix whose rows sum to 1 with zeros above the diagonal, equal to what
-// model_forward leaves in that block's attn_weights; write one PNG per
-// layer and head (or only the layer asked for) of the size
-// attention_map_size gives; use the last block_size characters of a long
-// prompt; and fail clearly on bad input.
+// model_forward leaves in that block's attn_weights (one loop test over
+// both models); write one PNG per layer and head (or only the layer asked
+// for) of the size attention_map_size gives, next to the checkpoint unless
+// --out says where; use the last block_size characters of a long prompt;
+// label each column with its piece, with signs for invisible characters;
+// fit heatmaps of any length in their canvas, and fall back to the bitmap
+// font with one note; and fail clearly on bad input.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,16 +1,21 @@
-// test_checkpoint.c: tests for src/io/checkpoint.c (saving and loading .safetensors).
+// test_checkpoint.c: tests for src/io/checkpoint.c: saving and loading a
+// model as .safetensors, with its vocabulary (or bpe merges), the training
+// state `train --resume` reads, and AdamW's state beside it.
 //
 // Every test starts from the same fixture: a small model whose weights are
 // all set (including -0, a denormal and the largest weights the loader
-// accepts, which a lossy round trip would change), a vocabulary with a quote, a backslash, a newline and
-// multi-byte characters, saved to a fresh directory. The model is card (one
-// attention block) or gpt with GPT_LAYERS blocks: the loop tests run once on
-// each (fixture_of), the "gpt" cases check what only gpt has. The
-// rejection tests then damage that file in one specific way, by editing its
-// JSON header as text (and rewriting the 8-byte length to match), or its
+// accepts, which a lossy round trip would change), a vocabulary with a
+// quote, a backslash, a newline and multi-byte characters, saved to a fresh
+// directory. The model is card (one attention block) or gpt with GPT_LAYERS
+// blocks: the loop tests run once on each (fixture_of), the "gpt" cases
+// check what only gpt has, and old card files (without "arch") still load.
+// The rejection tests then damage that file in one specific way, by editing
+// its JSON header as text (and rewriting the 8-byte length to match), or its
 // data bytes, and check that loading fails with a one-line message naming
-// the file and the problem, and leaves nothing allocated. The last tests do
-// the same for AdamW's state (optimizer.safetensors), saved beside the model.
+// the file and the problem, and leaves nothing allocated. Then the same
+// tools on the training state a checkpoint holds for `train --resume`, on
+// AdamW's state (optimizer.safetensors), saved beside the model, and on a
+// bpe tokenizer's merges.
 #define _GNU_SOURCE  // memmem
 #include <dirent.h>
 #include <float.h>

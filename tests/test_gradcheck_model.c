@@ -1,9 +1,10 @@
-// test_gradcheck_model.c: tests for src/gradcheck_model.c (`tinygpt
-// gradcheck`): it passes on the real model, card and gpt, for several seeds,
-// printing one line per parameter tensor; and it fails, with exit status 1,
-// on a build whose softmax backward is deliberately wrong
+// test_gradcheck_model.c: tests for src/commands/gradcheck_model.c
+// (`tinygpt gradcheck`): it passes on the real model, card and gpt, for
+// several seeds, printing one line per parameter tensor; it fails, with
+// exit status 1, on a build whose softmax backward is deliberately wrong
 // ($(BUILD)/tinygpt-broken, see the Makefile), naming the tensors whose
-// gradient flows through that softmax.
+// gradient flows through that softmax (one loop test over card and gpt);
+// and it refuses bad flags in one line.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,16 +5,25 @@
 //
 // In order: the parameter, activation and activation-gradient tables are laid
 // out as model.h says, and every view points at its table entry;
-// model_check_config refuses bad sizes with a message naming the flag;
-// model_memory_bytes is what model_init allocates; each architecture's
-// initialisation draws what model.h says; every parameter's gradient matches
-// central finite differences of the whole model's loss, with and without
-// dropout, and backward adds to the gradients; a forward pass smaller than
-// the maximum (a prefix of every buffer) computes the same thing as a model
-// built for exactly that size, and so does sampling's one-position-at-a-time
-// forward pass; SGD learns a trivially predictable sequence; and training is
-// bit-for-bit reproducible, for a seed and across thread counts (every sum
-// runs in a fixed order).
+// model_check_config refuses bad sizes with a message naming the flag, and
+// the architectures have their names; model_memory_bytes is what model_init
+// allocates, and model_check_memory refuses what would not fit; the searches
+// for a NaN, an infinity or a weight past the bound name the first tensor
+// and element; each architecture's initialisation draws what model.h says;
+// every parameter's gradient matches central finite differences of the
+// whole model's loss, with and without dropout (and in gpts without some of
+// their parts), and backward adds to the gradients; the first loss; dropout
+// acts only in training; a forward pass smaller than the maximum (a prefix
+// of every buffer) computes the same thing as a model built for exactly
+// that size, and so does sampling's one-position-at-a-time forward pass;
+// SGD learns a trivially predictable sequence; and training is bit-for-bit
+// reproducible, for a seed and across thread counts (every sum runs in a
+// fixed order).
+//
+// A test that holds for both architectures is one loop test over them
+// (_i = 0 card, _i = 1 gpt) whose failures name the architecture; what only
+// one has (gpt's blocks, ln_f and tied head, each one's init and first
+// loss) has tests of its own.
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>

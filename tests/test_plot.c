@@ -1,4 +1,4 @@
-// test_plot.c: tests for src/plot.c: the bounded loss history (every step
+// test_plot.c: tests for src/show/plot.c: the bounded loss history (every step
 // kept until it is full, then neighbours merged into their means), reading
 // a log.csv with and without validation rows, its columns found by name,
 // with x the step or the training time so far, refusing what is not one

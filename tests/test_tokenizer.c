@@ -1,4 +1,7 @@
-// test_tokenizer.c: tests for src/tokenizer.c (UTF-8 and the character vocabulary).
+// test_tokenizer.c: tests for src/io/tokenizer.c: UTF-8 (decoding, counting,
+// and the stream that prints pieces cut inside a character), the character
+// vocabulary (building, encoding, its saved form), and each token's piece,
+// char or bpe (bpe itself: test_bpe.c).
 //
 // The multi-byte characters used below, with their UTF-8 bytes:
 //   é  U+00E9   C3 A9          2 bytes
