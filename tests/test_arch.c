@@ -1,4 +1,5 @@
-// test_arch.c: the two architectures from the outside.
+// test_arch.c: the two architectures (src/model/model.c) from the outside,
+// through `tinygpt train`.
 //
 // 1. `--arch card` is the attention model exactly as it was before the gpt
 //    architecture existed: the same flags, seed and thread count give the
@@ -9,10 +10,11 @@
 //    The recording is of the gcc -O3 build that `make` makes; the sanitizer
 //    build (clang -O1) fuses multiply-adds in other places and differs in
 //    the last digits, so there the test only checks that the run works.
-// 2. The reference build (`make REFERENCE=1`: every product, attention and
-//    GELU by the plain `_reference` loops) trains: over 20 steps its losses
-//    stay within REFERENCE_LOSS_TOLERANCE of the fast kernels', for card and
-//    for gpt, from the same initial checkpoint.
+// 2. The reference build (`make REFERENCE=1`: every product, attention,
+//    LayerNorm and GELU by the plain `_reference` loops) trains: over 20
+//    steps its losses stay within REFERENCE_LOSS_TOLERANCE of the fast
+//    kernels', from the same initial checkpoint (one loop test over card and
+//    gpt).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,15 +130,17 @@ static const char *reference_binary(void) {
     return bin;
 }
 
-// train_losses: run "binary" for 20 steps from "init" and read log.csv's
-// train_loss column into losses[20].
-static void train_losses(const char *binary, const char *init, const char *out, double losses[20]) {
+// train_losses: run "binary" for 20 steps from "init" (made with the flags
+// "arch_flags", for the message) and read log.csv's train_loss column into
+// losses[20].
+static void train_losses(const char *binary, const char *arch_flags, const char *init, const char *out,
+                         double losses[20]) {
     char args[1024];
     snprintf(args, sizeof args,
              "train %s --init %s --steps 20 --order sequential --seed 5 --batch 4 --save-every 0 --out %s/%s",
              GOLDEN_TEXT, init, dir, out);
     RunResult *r = run_binary(binary, dir, args);
-    ck_assert_msg(r->status == 0, "%s train failed (%d): %s", binary, r->status, r->err);
+    ck_assert_msg(r->status == 0, "%s: %s train failed (%d): %s", arch_flags, binary, r->status, r->err);
     char path[512], log[1 << 14];
     snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
     read_text_file(path, log, sizeof log);
@@ -147,25 +151,26 @@ static void check_reference_agrees(const char *arch_flags) {
     char args[1024];
     snprintf(args, sizeof args, "train %s %s --steps 0 --seed 11 --out %s/init", GOLDEN_TEXT, arch_flags, dir);
     RunResult *r = run_tinygpt(dir, args);
-    ck_assert_msg(r->status == 0, "init failed (%d): %s", r->status, r->err);
+    ck_assert_msg(r->status == 0, "%s: init failed (%d): %s", arch_flags, r->status, r->err);
     char init[512];
     snprintf(init, sizeof init, "%s/init/model.safetensors", dir);
     double fast[20], reference[20];
-    train_losses(tinygpt_binary(), init, "fast", fast);
-    train_losses(reference_binary(), init, "reference", reference);
+    train_losses(tinygpt_binary(), arch_flags, init, "fast", fast);
+    train_losses(reference_binary(), arch_flags, init, "reference", reference);
     for (int step = 0; step < 20; step++)
         ck_assert_msg(fabs(fast[step] - reference[step]) <= REFERENCE_LOSS_TOLERANCE,
                       "%s step %d: fast loss %.6f, reference %.6f", arch_flags, step, fast[step], reference[step]);
     ck_assert_msg(fast[19] < fast[0], "%s: the loss did not fall (%.4f -> %.4f)", arch_flags, fast[0], fast[19]);
 }
 
-START_TEST(the_reference_build_trains_the_card_model_like_the_fast_one) {
-    check_reference_agrees("--arch card --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.5");
-}
-END_TEST
-
-START_TEST(the_reference_build_trains_the_gpt_model_like_the_fast_one) {
-    check_reference_agrees("--arch gpt --layers 2 --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.1");
+// Loop test: _i = 0 trains card, _i = 1 a gpt of 2 blocks (the flags, which
+// begin every message, say which).
+START_TEST(the_reference_build_trains_each_architecture_like_the_fast_one) {
+    static const char *const arch_flags[] = {
+        "--arch card --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.5",
+        "--arch gpt --layers 2 --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.1",
+    };
+    check_reference_agrees(arch_flags[_i]);
 }
 END_TEST
 
@@ -179,8 +184,7 @@ Suite *arch_suite(void) {
     tc = tcase_create("reference_build");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
-    tcase_add_test(tc, the_reference_build_trains_the_card_model_like_the_fast_one);
-    tcase_add_test(tc, the_reference_build_trains_the_gpt_model_like_the_fast_one);
+    tcase_add_loop_test(tc, the_reference_build_trains_each_architecture_like_the_fast_one, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,6 @@
-// test_args.c: tests for src/args.c (the flag tables): parsing (one
-// positional argument, or a list of them), and --help.
+// test_args.c: tests for src/commands/args.c (the flag tables): parsing
+// (flags with a space or '=', a positional argument, an optional one, or a
+// list of them), --help with each default, and --version.
 //
 // parse_flags exits on a bad flag, so these call its core,
 // parse_flags_report, which returns the same message instead. The binary's

@@ -1,6 +1,11 @@
-// test_cli.c: the tinygpt binary end to end: its errors for bad flags and
-// files, and real (tiny) train -> sample -> eval round trips, of a card
-// model and of a gpt.
+// test_cli.c: the tinygpt binary end to end (src/commands/main.c and the
+// commands it runs): --help and --version; its errors for bad flags and
+// files (one line, exit 2 for usage and 1 for a file: missing, binary, a
+// FIFO or a device, broken weights); real (tiny) train -> sample -> eval
+// round trips, of a card model and of a gpt; --init taking the sizes and
+// the architecture from its checkpoint; the same seed giving the same
+// losses; sampling's --top-p, --num-samples and prompt from a file or
+// stdin; and the process's name after it restarts itself.
 //
 // These run ./tinygpt (or $TINYGPT_BIN) as a child process, the way a user
 // does, so `make test` builds it first.

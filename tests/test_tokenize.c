@@ -1,7 +1,10 @@
-// test_tokenize.c: the bpe tokenizer end to end through the binary: `train
-// --tokenizer bpe` saves its merges in the checkpoint, and sample, eval,
-// tokenize, --init and --resume read them from there; the val_bpb column and
-// eval's bits per byte; the tokenizer flags' errors.
+// test_tokenize.c: the bpe tokenizer end to end through the binary, and
+// src/commands/tokenize.c (`tinygpt tokenize`): `train --tokenizer bpe`
+// saves its merges in the checkpoint, and sample, eval, tokenize, --init and
+// --resume read them from there; `tokenize` shows a text's pieces, and
+// `tokenize --learn` its speed and first merges; the val_bpb column (added
+// to an older log on resume) and eval's bits per byte; the tokenizer flags'
+// errors.
 #define _GNU_SOURCE  // memmem
 #include <math.h>
 #include <stdio.h>

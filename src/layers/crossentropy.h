@@ -16,9 +16,11 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 
 // Softmax and cross-entropy together have a famously simple gradient:
 //   dlogits[n,v] = (probs[n,v] - [v == target[n]]) / N
-// Like every gradient of an activation in tinygpt it is written, not added
-// to: each activation feeds exactly one layer, so its gradient has one
-// source (gradients of parameters are added to; see model_zero_grad).
+// It is written, not added to: the logits feed only this layer, so their
+// gradient has one source. So is every layer's input gradient but
+// LayerNorm's, whose input, the residual stream, also feeds the skip path
+// (layernorm.h); gradients of parameters are added to (see
+// model_zero_grad).
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
 
 // softmax_forward: probs[N,V] = softmax(logits[N,V]) row by row, without a
