@@ -27,6 +27,7 @@ Suite *walkthrough_suite(void);
 Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
 Suite *args_suite(void);
+Suite *settings_suite(void);
 Suite *train_suite(void);
 Suite *steady_state_suite(void);
 Suite *arch_suite(void);

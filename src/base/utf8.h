@@ -4,7 +4,7 @@
 //
 // Reading order: file 3, after rng.h, before tokenizer.h (file 5), which
 // turns the characters it decodes into ids. The strings read by json.h
-// (file 18) and the labels drawn by canvas.h (file 24) are UTF-8 too, so
+// (file 19) and the labels drawn by canvas.h (file 24) are UTF-8 too, so
 // this sits in base/, under all of them, and knows only bytes and code
 // points: what a token is, is the tokenizer's business.
 //

@@ -125,7 +125,7 @@ const Setting TRAIN_SETTINGS[] = {
 };
 const int NUM_TRAIN_SETTINGS = (int)(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0]);
 
-_Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= sizeof ((Given *)0)->given,
+_Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= NUM_TRAIN_SETTINGS_MAX,
                "Given has a place for every setting");
 _Static_assert(sizeof(Arch) == sizeof(int) && sizeof(TokenizerKind) == sizeof(int) &&
                    sizeof(OptimizerKind) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
@@ -170,7 +170,7 @@ static const char *default_text(const Setting *st, char *out, size_t cap) {
 }
 
 // Each flag's --help default, one buffer per setting.
-static char default_texts[64][40];
+static char default_texts[NUM_TRAIN_SETTINGS_MAX][40];
 
 // The flags: every row but the positional FILE, in table order. "flags"
 // must have room for NUM_TRAIN_SETTINGS.
@@ -224,14 +224,20 @@ void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given
 // Resuming: the flags a run keeps cannot be given again.
 
 void settings_refuse_on_resume(const Command *cmd, const Given *given) {
-    char may[256] = "";
+    // "--steps, --threads, --save-every and --log-interval": the flags a
+    // resumed run may be given, as the table lists them.
+    const char *names[NUM_TRAIN_SETTINGS_MAX];
+    int n = 0;
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (st->resume != RESUME_MAY_CHANGE || !st->help || strncmp(st->flag, "--", 2) != 0 ||
-            st == setting_named("resume_dir"))
-            continue;
+        if (st->resume == RESUME_MAY_CHANGE && st->help && strncmp(st->flag, "--", 2) == 0 &&
+            st != setting_named("resume_dir"))
+            names[n++] = st->flag;
+    }
+    char may[256] = "";
+    for (int i = 0; i < n; i++) {
         size_t len = strlen(may);
-        snprintf(may + len, sizeof may - len, "%s%s", len ? ", " : "", st->flag);
+        snprintf(may + len, sizeof may - len, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", names[i]);
     }
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
         if (given->given[i] && TRAIN_SETTINGS[i].resume == RESUME_KEEPS)
@@ -264,9 +270,10 @@ static bool parse_kept(const Setting *st, const char *text, size_t len, TrainSet
     switch (st->type) {
     case SETTING_INT:
     case SETTING_LONG: {
-        if (len > 18 || strspn(text, "0123456789") != len) return false;  // 18 digits fit in a long
+        if (len > 19 || strspn(text, "0123456789") != len) return false;
+        errno = 0;
         long x = strtol(text, NULL, 10);
-        if (x < st->min || (st->max > 0 && x > st->max)) return false;
+        if (errno == ERANGE || x < st->min || (st->max > 0 && x > st->max)) return false;
         if (st->type == SETTING_INT) *(int *)field(st, s) = (int)x;
         else *(long *)field(st, s) = x;
         return true;

@@ -1,7 +1,7 @@
 // settings.h: every setting of a training run, declared once.
 //
 // Reading order: file 27, after args.h, run_dir.h and csv_log.h, before
-// train.c, which runs on it. A run is what `train` is told: the
+// train_setup.c, which sets a run up from it. A run is what `train` is told: the
 // text, the model's sizes, the optimizer, the schedule, how often to
 // evaluate and save. Each setting is one row of the table in settings.c
 // (TRAIN_SETTINGS): its name, type and flag, its help line, its default for
@@ -120,8 +120,9 @@ extern const int NUM_TRAIN_SETTINGS;
 const Setting *setting_named(const char *name);
 
 // Which settings the command line gave: given[i] for TRAIN_SETTINGS[i].
+#define NUM_TRAIN_SETTINGS_MAX 64
 typedef struct {
-    bool given[64];
+    bool given[NUM_TRAIN_SETTINGS_MAX];
 } Given;
 
 // settings_parse: TrainSettings from argv (argv[0] is "train"), defaults not

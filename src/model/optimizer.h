@@ -3,7 +3,7 @@
 // weights, by plain SGD or by AdamW.
 //
 // Reading order: file 17, right after model.h's model_sgd_step, whose
-// `w -= lr * g` is the simplest of the rules here; train.c (file 28) is
+// `w -= lr * g` is the simplest of the rules here; train.c (file 29) is
 // its user. It leaves out everything PyTorch's optimizers offer beyond what
 // nanoGPT uses: no momentum for SGD, no amsgrad, no parameter groups other
 // than "decays" and "does not".

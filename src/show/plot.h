@@ -4,7 +4,7 @@
 //
 // Reading order: file 24, after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
-// LOG.csv` (plot_logs.h (file 34), the command) reads the same numbers back
+// LOG.csv` (plot_logs.h (file 35), the command) reads the same numbers back
 // from the log and draws the same picture; `tinygpt plot A/log.csv B/log.csv
 // ...` draws one validation curve per log, against step or against training
 // time.

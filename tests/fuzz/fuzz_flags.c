@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     TrainSettings s;
     memset(&s, 0, sizeof s);
-    Flag flags[64];
+    Flag flags[NUM_TRAIN_SETTINGS_MAX];
     Command cmd = {"train", "[FILE]", "fuzzed train", "tinygpt train FILE", NULL, 0};
     settings_command(&cmd, flags, &s);
     const char *positional = NULL;
