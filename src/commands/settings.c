@@ -10,8 +10,6 @@
 #include "settings.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,19 +268,15 @@ static bool parse_kept(const Setting *st, const char *text, size_t len, TrainSet
     switch (st->type) {
     case SETTING_INT:
     case SETTING_LONG: {
-        if (len > 19 || strspn(text, "0123456789") != len) return false;
-        errno = 0;
-        long x = strtol(text, NULL, 10);
-        if (errno == ERANGE || x < st->min || (st->max > 0 && x > st->max)) return false;
+        uint64_t x;
+        if (!parse_u64(text, len, &x) || (double)x < st->min || (st->max > 0 && (double)x > st->max)) return false;
         if (st->type == SETTING_INT) *(int *)field(st, s) = (int)x;
-        else *(long *)field(st, s) = x;
+        else *(long *)field(st, s) = (long)x;
         return true;
     }
     case SETTING_DOUBLE: {
-        char *end;
-        double x = strtod(text, &end);
-        if (!(text[0] >= '0' && text[0] <= '9') || end != text + len || !isfinite(x)) return false;
-        if (x < st->min || (st->max > 0 && x > st->max)) return false;
+        double x;
+        if (!parse_double(text, len, &x) || x < st->min || (st->max > 0 && x > st->max)) return false;
         *(double *)field(st, s) = x;
         return true;
     }

@@ -67,13 +67,24 @@ const MetadataItem *metadata_get(const Metadata *md, const char *key) {
     return NULL;
 }
 
-// parse_u64: "len" bytes of "text" as 1 to 20 decimal digits that fit in
-// 64 bits.
-static bool parse_u64(const char *text, size_t len, uint64_t *out) {
+// strspn stops at a NUL (a JSON string may hold one): comparing its count
+// with "len" refuses that too.
+bool parse_u64(const char *text, size_t len, uint64_t *out) {
     bool digits = len >= 1 && len <= 20 && strspn(text, "0123456789") == len;
     errno = 0;
     unsigned long long value = digits ? strtoull(text, NULL, 10) : 0;
     if (!digits || errno == ERANGE) return false;
+    *out = value;
+    return true;
+}
+
+// strtod alone would also skip leading spaces and read "nan" or "inf": ask
+// for a digit first.
+bool parse_double(const char *text, size_t len, double *out) {
+    if (len == 0 || !(text[0] >= '0' && text[0] <= '9') || strlen(text) != len) return false;
+    char *end;
+    double value = strtod(text, &end);
+    if (end != text + len || !isfinite(value)) return false;
     *out = value;
     return true;
 }
@@ -240,36 +251,20 @@ const JsonValue *safetensors_meta_string(SafetensorsFile *st, const char *key) {
 bool safetensors_meta_long(SafetensorsFile *st, const char *key, long max, long *out) {
     const JsonValue *v = safetensors_meta_string(st, key);
     if (!v) return false;
-    // 18 digits always fit in a long (whose max is 9.2e18), so strtol cannot overflow.
-    bool digits = v->string_len >= 1 && v->string_len <= 18 && strspn(v->string, "0123456789") == v->string_len;
-    long value = digits ? strtol(v->string, NULL, 10) : -1;
-    if (value < 0 || value > max)
+    uint64_t value;
+    if (!parse_u64(v->string, v->string_len, &value) || value > (uint64_t)max)
         return safetensors_reject(st, "its __metadata__ \"%s\" is \"%s\", not a whole number in [0, %ld]; the file is damaged, retrain",
                                   key, show(v->string, v->string_len).text, max);
-    *out = value;
+    *out = (long)value;
     return true;
 }
 
-bool safetensors_meta_u64(SafetensorsFile *st, const char *key, uint64_t *out) {
-    const JsonValue *v = safetensors_meta_string(st, key);
-    if (!v) return false;
-    if (!parse_u64(v->string, v->string_len, out))
-        return safetensors_reject(st, "its __metadata__ \"%s\" is \"%s\", not a whole number below 2^64; the file is damaged, retrain",
-                                  key, show(v->string, v->string_len).text);
-    return true;
-}
-
-// strtod alone would also skip leading spaces and read "nan" or "inf": ask
-// for a digit first.
 bool safetensors_meta_double(SafetensorsFile *st, const char *key, double *out) {
     const JsonValue *v = safetensors_meta_string(st, key);
     if (!v) return false;
-    char *end;
-    double value = strtod(v->string, &end);
-    if (!(v->string[0] >= '0' && v->string[0] <= '9') || end != v->string + v->string_len || !isfinite(value))
+    if (!parse_double(v->string, v->string_len, out))
         return safetensors_reject(st, "its __metadata__ \"%s\" is \"%s\", not a decimal number; the file is damaged, retrain",
                                   key, show(v->string, v->string_len).text);
-    *out = value;
     return true;
 }
 

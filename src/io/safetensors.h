@@ -60,9 +60,16 @@ void metadata_set(Metadata *md, const char *key, const char *fmt, ...) __attribu
 void metadata_set_bytes(Metadata *md, const char *key, const char *bytes, size_t len);
 // metadata_get: the item "key", or NULL.
 const MetadataItem *metadata_get(const Metadata *md, const char *key);
-// metadata_u64: the value of "key" as 1 to 20 decimal digits that fit in 64
-// bits (strictly: no sign, no space); false when absent or not that.
+// metadata_u64: the value of "key" as parse_u64 reads it; false when
+// absent or not that.
 bool metadata_u64(const Metadata *md, const char *key, uint64_t *out);
+
+// The strict spellings of a number in metadata, as tinygpt writes them,
+// "len" bytes of "text": parse_u64, 1 to 20 decimal digits that fit in 64
+// bits (no sign, no space, no "12abc"); parse_double, a finite decimal
+// number with a digit first ("0.1", "1e-05"; not " 1", "+1", ".5" or "nan").
+bool parse_u64(const char *text, size_t len, uint64_t *out);
+bool parse_double(const char *text, size_t len, double *out);
 void metadata_free(Metadata *md);
 
 // One group of tensors in a file: those of "table", in table order, each
@@ -129,8 +136,6 @@ bool safetensors_meta_has(const SafetensorsFile *st, const char *key);
 const JsonValue *safetensors_meta_string(SafetensorsFile *st, const char *key);
 // safetensors_meta_long: decimal digits, as a number in [0, "max"].
 bool safetensors_meta_long(SafetensorsFile *st, const char *key, long max, long *out);
-// safetensors_meta_u64: 1 to 20 decimal digits that fit in 64 bits.
-bool safetensors_meta_u64(SafetensorsFile *st, const char *key, uint64_t *out);
 // safetensors_meta_double: a non-negative decimal number ("0.1", "1e-05").
 bool safetensors_meta_double(SafetensorsFile *st, const char *key, double *out);
 
