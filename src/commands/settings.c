@@ -140,6 +140,92 @@ const Setting *setting_named(const char *name) {
 // field: where setting "st" of "s" is.
 static void *field(const Setting *st, const TrainSettings *s) { return (char *)s + st->offset; }
 
+// is_flag: "st" is given as a flag, not as the positional FILE.
+static bool is_flag(const Setting *st) { return strncmp(st->flag, "--", 2) == 0; }
+
+// ===========================================================================
+// A setting's value, as text and back. The defaults in the table and the
+// values a checkpoint keeps are read by the same strict parser.
+
+// value_size: the bytes of a setting's value in TrainSettings.
+static size_t value_size(SettingType type) {
+    switch (type) {
+    case SETTING_INT:
+    case SETTING_CHOICE: return sizeof(int);
+    case SETTING_LONG: return sizeof(long);
+    case SETTING_DOUBLE: return sizeof(double);
+    case SETTING_SWITCH: return sizeof(bool);
+    case SETTING_PATH: return sizeof(const char *);
+    }
+    return 0;
+}
+
+// parse_value: "text" ("len" bytes) as the value of "st", strictly: what
+// settings_value_text writes and nothing else (digits only for a whole
+// number, a digit first for a double, a choice's exact name, "0" or "1"
+// for a switch), within the flag's range. False if it is not.
+static bool parse_value(const Setting *st, const char *text, size_t len, TrainSettings *s) {
+    if (strlen(text) != len || len == 0) return false;
+    switch (st->type) {
+    case SETTING_INT:
+    case SETTING_LONG: {
+        uint64_t x;
+        if (!parse_u64(text, len, &x) || (double)x < st->min || (st->max > 0 && (double)x > st->max)) return false;
+        if (st->type == SETTING_INT) *(int *)field(st, s) = (int)x;
+        else *(long *)field(st, s) = (long)x;
+        return true;
+    }
+    case SETTING_DOUBLE: {
+        double x;
+        if (!parse_double(text, len, &x) || x < st->min || (st->max > 0 && x > st->max)) return false;
+        *(double *)field(st, s) = x;
+        return true;
+    }
+    case SETTING_CHOICE: {
+        int index = name_index(st->choices, text);
+        if (index < 0) return false;
+        *(int *)field(st, s) = index;
+        return true;
+    }
+    case SETTING_SWITCH:
+        if (strcmp(text, "0") != 0 && strcmp(text, "1") != 0) return false;
+        *(bool *)field(st, s) = text[0] == '1';
+        return true;
+    case SETTING_PATH: *(const char **)field(st, s) = text; return true;
+    }
+    return false;
+}
+
+void settings_value_text(const Setting *st, const TrainSettings *s, char *out, size_t cap) {
+    const void *value = field(st, s);
+    switch (st->type) {
+    case SETTING_INT: snprintf(out, cap, "%d", *(const int *)value); break;
+    case SETTING_LONG: snprintf(out, cap, "%ld", *(const long *)value); break;
+    case SETTING_DOUBLE: {
+        // The shortest of 15, 16 or 17 significant digits that reads back
+        // as the same double: "0.001", not "0.0010000000000000000208".
+        const double x = *(const double *)value;
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(out, cap, "%.*g", digits, x);
+            if (strtod(out, NULL) == x) break;
+        }
+        break;
+    }
+    case SETTING_CHOICE: snprintf(out, cap, "%s", st->choices[*(const int *)value]); break;
+    case SETTING_SWITCH: snprintf(out, cap, "%s", *(const bool *)value ? "1" : "0"); break;
+    case SETTING_PATH: snprintf(out, cap, "%s", *(const char *const *)value ? *(const char *const *)value : ""); break;
+    }
+}
+
+
+// needs_met: whether setting "st" means something in "s": what it needs
+// has the value it needs, or it needs nothing.
+static bool needs_met(const Setting *st, const TrainSettings *s) {
+    if (!st->needs) return true;
+    const Setting *other = setting_named(st->needs);
+    return strcmp(other->choices[*(const int *)field(other, s)], st->needs_value) == 0;
+}
+
 // ===========================================================================
 // Parsing the command line: the flags are made from the table, and args.c
 // parses them as it parses every command's.
@@ -176,7 +262,7 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
     int n = 0;
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (strncmp(st->flag, "--", 2) != 0) continue;
+        if (!is_flag(st)) continue;
         const char *dflt = default_text(st, default_texts[i], sizeof default_texts[i]);
         flags[n++] = (Flag){.name = st->flag,
                             .type = flag_type(st->type),
@@ -193,11 +279,10 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
 }
 
 // apply_default: setting "st" of "s" from its default text for "arch".
-static bool parse_kept(const Setting *st, const char *text, size_t len, TrainSettings *s);
 static void apply_default(const Setting *st, TrainSettings *s, Arch arch) {
     const char *text = arch == ARCH_CARD && st->card_default ? st->card_default : st->gpt_default;
     if (!text) return;  // none (--init), or not a card setting
-    bool parsed = parse_kept(st, text, strlen(text), s);
+    bool parsed = parse_value(st, text, strlen(text), s);
     assert(parsed && "a default in TRAIN_SETTINGS reads as its flag would");
     (void)parsed;
 }
@@ -212,7 +297,7 @@ void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given
     s->data_path = parse_flags(cmd, argc, argv);
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        given->given[i] = st == setting_named("data_path") ? s->data_path != NULL : command_flag(cmd, st->flag)->seen;
+        given->given[i] = is_flag(st) ? command_flag(cmd, st->flag)->seen : s->data_path != NULL;
     }
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
         if (TRAIN_SETTINGS[i].derive && !given->given[i]) TRAIN_SETTINGS[i].derive(s);
@@ -228,7 +313,7 @@ void settings_refuse_on_resume(const Command *cmd, const Given *given) {
     int n = 0;
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (st->resume == RESUME_MAY_CHANGE && st->help && strncmp(st->flag, "--", 2) == 0 &&
+        if (st->resume == RESUME_MAY_CHANGE && st->help && is_flag(st) &&
             st != setting_named("resume_dir"))
             names[n++] = st->flag;
     }
@@ -246,63 +331,6 @@ void settings_refuse_on_resume(const Command *cmd, const Given *given) {
 // ===========================================================================
 // Settings from a checkpoint or run.json.
 
-// value_size: the bytes of a setting's value in TrainSettings.
-static size_t value_size(SettingType type) {
-    switch (type) {
-    case SETTING_INT:
-    case SETTING_CHOICE: return sizeof(int);
-    case SETTING_LONG: return sizeof(long);
-    case SETTING_DOUBLE: return sizeof(double);
-    case SETTING_SWITCH: return sizeof(bool);
-    case SETTING_PATH: return sizeof(const char *);
-    }
-    return 0;
-}
-
-// parse_kept: "text" ("len" bytes) as the value of "st", strictly: what
-// settings_value_text writes and nothing else (digits only for a whole
-// number, a digit first for a double, a choice's exact name, "0" or "1"
-// for a switch), within the flag's range. False if it is not.
-static bool parse_kept(const Setting *st, const char *text, size_t len, TrainSettings *s) {
-    if (strlen(text) != len || len == 0) return false;
-    switch (st->type) {
-    case SETTING_INT:
-    case SETTING_LONG: {
-        uint64_t x;
-        if (!parse_u64(text, len, &x) || (double)x < st->min || (st->max > 0 && (double)x > st->max)) return false;
-        if (st->type == SETTING_INT) *(int *)field(st, s) = (int)x;
-        else *(long *)field(st, s) = (long)x;
-        return true;
-    }
-    case SETTING_DOUBLE: {
-        double x;
-        if (!parse_double(text, len, &x) || x < st->min || (st->max > 0 && x > st->max)) return false;
-        *(double *)field(st, s) = x;
-        return true;
-    }
-    case SETTING_CHOICE: {
-        int index = name_index(st->choices, text);
-        if (index < 0) return false;
-        *(int *)field(st, s) = index;
-        return true;
-    }
-    case SETTING_SWITCH:
-        if (strcmp(text, "0") != 0 && strcmp(text, "1") != 0) return false;
-        *(bool *)field(st, s) = text[0] == '1';
-        return true;
-    case SETTING_PATH: *(const char **)field(st, s) = text; return true;
-    }
-    return false;
-}
-
-// needs_met: whether setting "st" means something in "s": what it needs
-// has the value it needs, or it needs nothing.
-static bool needs_met(const Setting *st, const TrainSettings *s) {
-    if (!st->needs) return true;
-    const Setting *other = setting_named(st->needs);
-    return strcmp(other->choices[*(const int *)field(other, s)], st->needs_value) == 0;
-}
-
 bool settings_read_kept(TrainSettings *saved, const Metadata *md, Kept kept, const char *path, Error *err) {
     const bool exact = metadata_get(md, "settings_format") != NULL;  // see Setting.was_float
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
@@ -315,7 +343,7 @@ bool settings_read_kept(TrainSettings *saved, const Metadata *md, Kept kept, con
             return error_set(err, "'%s' has no \"%s\" (%s) in its metadata, which a run needs to continue; the file is damaged: start a new run from its weights with --init",
                              path, st->key, st->flag);
         size_t len = item ? item->len : strlen(text);
-        if (!parse_kept(st, text, len, saved))
+        if (!parse_value(st, text, len, saved))
             return error_set(err, "'%s' holds \"%s\" as its \"%s\" (%s), which is not a value %s takes; the file is damaged: start a new run from its weights with --init",
                              path, show(text, len).text, st->key, st->flag, st->flag);
         if (st->was_float && !exact) {
@@ -374,27 +402,6 @@ void settings_finish(const Command *cmd, TrainSettings *s, const Given *given, c
 
 // ===========================================================================
 // Settings into a checkpoint's metadata (and run.json).
-
-void settings_value_text(const Setting *st, const TrainSettings *s, char *out, size_t cap) {
-    const void *value = field(st, s);
-    switch (st->type) {
-    case SETTING_INT: snprintf(out, cap, "%d", *(const int *)value); break;
-    case SETTING_LONG: snprintf(out, cap, "%ld", *(const long *)value); break;
-    case SETTING_DOUBLE: {
-        // The shortest of 15, 16 or 17 significant digits that reads back
-        // as the same double: "0.001", not "0.0010000000000000000208".
-        const double x = *(const double *)value;
-        for (int digits = 15; digits <= 17; digits++) {
-            snprintf(out, cap, "%.*g", digits, x);
-            if (strtod(out, NULL) == x) break;
-        }
-        break;
-    }
-    case SETTING_CHOICE: snprintf(out, cap, "%s", st->choices[*(const int *)value]); break;
-    case SETTING_SWITCH: snprintf(out, cap, "%s", *(const bool *)value ? "1" : "0"); break;
-    case SETTING_PATH: snprintf(out, cap, "%s", *(const char *const *)value ? *(const char *const *)value : ""); break;
-    }
-}
 
 void settings_to_metadata(const TrainSettings *s, Kept kept, Metadata *md) {
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {

@@ -170,8 +170,7 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     struct stat dir_st;
     if (stat(s->resume_dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
         die(EXIT_RUNTIME, "--resume '%s' is not a directory; give the --out directory of an earlier run", s->resume_dir);
-    s->out_dir = s->resume_dir;
-    Error err;
+    Error err;  // --out is DIR itself (settings.c, derive_out_dir)
     int status = run_dir_claim(&run->dir, s->out_dir, false, false, &err);
     if (status) die(status, "%s", err.msg);
     char *checkpoint = run->start_path;
