@@ -28,11 +28,11 @@ import re
 import sys
 
 ENTRY_RE = re.compile(r"^(\d+)([a-z]?)\. (.*)$")
-PATH_RE = re.compile(r"`([a-z_]+/[a-z_]+)\.(h/\.c|h|c)`")
+PATH_RE = re.compile(r"`([a-z0-9_]+/[a-z0-9_]+)\.(h/\.c|h|c)`")  # digits too: base/utf8
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 LABEL_RE = re.compile(r"\bfile (\d+[a-z]?)\b")
 # Another file's number, as comments give it: "tokenizer.h (file 3b)".
-MENTION_RE = re.compile(r"\b([a-z_]+\.[ch]) \(file (\d+[a-z]?)\)")
+MENTION_RE = re.compile(r"\b([a-z0-9_]+\.[ch]) \(file (\d+[a-z]?)\)")
 
 
 def reading_list(readme):

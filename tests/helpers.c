@@ -160,6 +160,26 @@ void fill_uniform(float *x, size_t n, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
 }
 
+const InvalidUtf8 INVALID_UTF8[] = {
+    {"stray continuation byte 0x80", "\x80"},
+    {"stray continuation byte 0xBF", "\xBF"},
+    {"overlong 2-byte '/' (C0 AF)", "\xC0\xAF"},
+    {"overlong 2-byte U+007F (C1 BF)", "\xC1\xBF"},
+    {"overlong 3-byte '/' (E0 80 AF)", "\xE0\x80\xAF"},
+    {"overlong 3-byte U+07FF (E0 9F BF)", "\xE0\x9F\xBF"},
+    {"overlong 4-byte U+FFFF (F0 8F BF BF)", "\xF0\x8F\xBF\xBF"},
+    {"first surrogate U+D800 (ED A0 80)", "\xED\xA0\x80"},
+    {"last surrogate U+DFFF (ED BF BF)", "\xED\xBF\xBF"},
+    {"U+110000 (F4 90 80 80)", "\xF4\x90\x80\x80"},
+    {"lead byte F5", "\xF5\x80\x80\x80"},
+    {"byte FF", "\xFF"},
+    {"3-byte sequence cut by the end", "\xE2\x80"},
+    {"4-byte sequence cut by the end", "\xF0\x9F\x98"},
+    {"2-byte sequence cut by an ASCII byte", "\xC3" "A"},
+    {"3-byte sequence cut by a new lead byte", "\xE2\x80\xC3\xA9"},
+};
+_Static_assert(sizeof INVALID_UTF8 / sizeof INVALID_UTF8[0] == N_INVALID_UTF8, "N_INVALID_UTF8 counts the table");
+
 void assert_all_close(const char *what, const float *got, const float *want, size_t n, double rtol) {
     for (size_t i = 0; i < n; i++) {
         double scale = fmax(1.0, fabs(want[i]));

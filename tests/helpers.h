@@ -1,8 +1,9 @@
 // helpers.h: what several test files share: a scratch directory and paths
 // in it, running the tinygpt binary as a child process and checking how it
 // failed, reading and writing whole files, a log.csv's fields, a PNG's
-// header, the OpenMP thread count, random test data, and the two checks of
-// a layer's numbers that its tests share (a tolerance, a gradcheck).
+// header, the OpenMP thread count, random test data, every class of invalid
+// UTF-8, and the two checks of a layer's numbers that its tests share (a
+// tolerance, a gradcheck).
 #ifndef TINYGPT_TEST_HELPERS_H
 #define TINYGPT_TEST_HELPERS_H
 
@@ -81,6 +82,16 @@ void set_threads(int n);
 int get_threads(void);
 // fill_uniform: x[0..n) uniform in [-1, 1).
 void fill_uniform(float *x, size_t n, Rng *rng);
+
+// INVALID_UTF8: an example of each class of invalid UTF-8, named, for
+// test_utf8.c (utf8_decode refuses every one) and test_tokenizer.c (the
+// tokenizer reports every one at its byte offset).
+typedef struct {
+    const char *name;
+    const char *bytes;
+} InvalidUtf8;
+enum { N_INVALID_UTF8 = 16 };
+extern const InvalidUtf8 INVALID_UTF8[];  // [N_INVALID_UTF8]
 
 // assert_all_close: every got[i] within "rtol" of want[i], relative to
 // max(1, |want[i]|); the first that is not fails the test, named "what[i]".

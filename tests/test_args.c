@@ -1,5 +1,6 @@
-// test_args.c: tests for src/args.c (the flag tables): parsing (one
-// positional argument, or a list of them), and --help.
+// test_args.c: tests for src/commands/args.c (the flag tables): parsing
+// (flags with a space or '=', a positional argument, an optional one, or a
+// list of them), --help with each default, and --version.
 //
 // parse_flags exits on a bad flag, so these call its core,
 // parse_flags_report, which returns the same message instead. The binary's
@@ -15,24 +16,27 @@
 // One flag of every type, with the ranges train uses.
 static int batch;
 static long steps;
-static float lr;
+static double lr;
 static const char *out;
 static bool verbose;
-static Flag flags[5];
+static int arch;
+static const char *const ARCHES[] = {"card", "gpt", NULL};
+static Flag flags[6];
 static Command cmd;
 
 // reset: the defaults, and a fresh table (parse marks flags as seen).
 static void reset(const char *positional) {
-    batch = 32, steps = 3000, lr = 0.5f, out = "out", verbose = false;
+    batch = 32, steps = 3000, lr = 0.5, out = "out", verbose = false, arch = 1;
     const Flag table[] = {
-        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false, NULL},
-        {"--steps", FLAG_LONG, &steps, "N", "steps", 0, 1e12, false, NULL},
-        {"--lr", FLAG_FLOAT, &lr, "LR", "learning rate", 0, 1e6, false, NULL},
-        {"--out", FLAG_STRING, &out, "DIR", "output directory", 0, 0, false, NULL},
-        {"--verbose", FLAG_SWITCH, &verbose, NULL, "say more", 0, 0, false, NULL},
+        {"--batch", FLAG_INT, &batch, "B", "windows per step", 1, 1 << 20, false, NULL, NULL},
+        {"--steps", FLAG_LONG, &steps, "N", "steps", 0, 1e12, false, NULL, NULL},
+        {"--lr", FLAG_DOUBLE, &lr, "LR", "learning rate", 0, 1e6, false, NULL, NULL},
+        {"--out", FLAG_STRING, &out, "DIR", "output directory", 0, 0, false, NULL, NULL},
+        {"--verbose", FLAG_SWITCH, &verbose, NULL, "say more", 0, 0, false, NULL, NULL},
+        {"--arch", FLAG_CHOICE, &arch, "ARCH", "the model", 0, 0, false, NULL, ARCHES},
     };
     memcpy(flags, table, sizeof table);
-    cmd = (Command){"train", positional, "Train.", "tinygpt train x.txt", flags, 5};
+    cmd = (Command){"train", positional, "Train.", "tinygpt train x.txt", flags, 6};
 }
 
 // parse: parse_flags_report on a NULL-terminated list of arguments after the command name.
@@ -60,15 +64,16 @@ START_TEST(parse_reads_every_type_with_a_space_or_an_equals_sign) {
     const char *positional;
     Error err = {{0}};
     ck_assert_int_eq(PARSE(&positional, &err, "--batch", "8", "data.txt", "--steps=12345678901", "--lr", "1e-3",
-                           "--out=runs/x", "--verbose"),
+                           "--out=runs/x", "--verbose", "--arch", "card"),
                      PARSE_OK);
     ck_assert_str_eq(positional, "data.txt");
     ck_assert_int_eq(batch, 8);
     ck_assert_int_eq(steps, 12345678901L);
-    ck_assert_float_eq(lr, 1e-3f);
+    ck_assert(lr == 1e-3);  // the double 1e-3, as Python has it, not a float's 1.00000005e-3
     ck_assert_str_eq(out, "runs/x");
     ck_assert(verbose);
-    for (int i = 0; i < 5; i++) ck_assert_msg(flags[i].seen, "%s not marked seen", flags[i].name);
+    ck_assert_int_eq(arch, 0);
+    for (int i = 0; i < 6; i++) ck_assert_msg(flags[i].seen, "%s not marked seen", flags[i].name);
 }
 END_TEST
 
@@ -77,8 +82,9 @@ START_TEST(parse_keeps_defaults_and_marks_nothing_seen_when_no_flag_is_given) {
     const char *positional;
     ck_assert_int_eq(PARSE(&positional, NULL, "data.txt"), PARSE_OK);
     ck_assert_int_eq(batch, 32);
-    ck_assert_float_eq(lr, 0.5f);
-    for (int i = 0; i < 5; i++) ck_assert(!flags[i].seen);
+    ck_assert(lr == 0.5);
+    ck_assert_int_eq(arch, 1);
+    for (int i = 0; i < 6; i++) ck_assert(!flags[i].seen);
 }
 END_TEST
 
@@ -94,6 +100,13 @@ START_TEST(parse_names_an_unknown_flag) {
     EXPECT_ERROR("unknown flag '--bogus'", "x.txt", "--bogus", "3");
     EXPECT_ERROR("unknown flag '--bogus'", "x.txt", "--bogus=3");
     EXPECT_ERROR("unknown flag '-b'", "x.txt", "-b", "3");
+}
+END_TEST
+
+START_TEST(parse_names_the_choices_of_a_choice_flag_given_another_value) {
+    EXPECT_ERROR("--arch 'GPT' is not one of: card, gpt", "x.txt", "--arch", "GPT");
+    EXPECT_ERROR("--arch '' is not one of: card, gpt", "x.txt", "--arch=");
+    EXPECT_ERROR("--arch 'gpt2' is not one of: card, gpt", "x.txt", "--arch=gpt2");
 }
 END_TEST
 
@@ -235,6 +248,7 @@ START_TEST(help_shows_each_default_or_the_text_that_stands_for_it) {
     text = help_text();
     ck_assert_msg(strstr(text, "windows per step (default gpt 12, card 32)\n") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "learning rate (default 0.5)\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "the model (default gpt)\n") != NULL, "a choice shows its name: %s", text);
     free(text);
 }
 END_TEST
@@ -270,6 +284,7 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_keeps_defaults_and_marks_nothing_seen_when_no_flag_is_given);
     tcase_add_test(tc, parse_reports_help_instead_of_exiting);
     tcase_add_test(tc, parse_names_an_unknown_flag);
+    tcase_add_test(tc, parse_names_the_choices_of_a_choice_flag_given_another_value);
     tcase_add_test(tc, parse_names_a_flag_whose_value_is_missing);
     tcase_add_test(tc, parse_rejects_values_that_are_not_numbers);
     tcase_add_test(tc, parse_rejects_a_learning_rate_that_is_not_finite);

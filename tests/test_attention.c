@@ -1,5 +1,6 @@
-// test_attention.c: tests for src/attention.c (causal multi-head
-// self-attention with dropout on the weights).
+// test_attention.c: tests for src/layers/attention.c (causal multi-head
+// self-attention with dropout on the weights), and its one-position pass
+// for sampling.
 //
 // attention.c has two versions of each pass, a reference one and a fast one
 // (transposed keys and values, precomputed dropout factors), and every test

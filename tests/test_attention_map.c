@@ -1,12 +1,16 @@
-// test_attention_map.c: tests for src/attention_map.c (`tinygpt attention`).
+// test_attention_map.c: tests for src/commands/attention_map.c (`tinygpt
+// attention`).
 //
 // A small random card model and a gpt of two blocks are saved as
 // checkpoints; the command must print, for every layer and head, a T x T
 // matrix whose rows sum to 1 with zeros above the diagonal, equal to what
-// model_forward leaves in that block's attn_weights; write one PNG per
-// layer and head (or only the layer asked for) of the size
-// attention_map_size gives; use the last block_size characters of a long
-// prompt; and fail clearly on bad input.
+// model_forward leaves in that block's attn_weights (one loop test over
+// both models); write one PNG per layer and head (or only the layer asked
+// for) of the size attention_map_size gives, next to the checkpoint unless
+// --out says where; use the last block_size characters of a long prompt;
+// label each column with its piece, with signs for invisible characters;
+// fit heatmaps of any length in their canvas, and fall back to the bitmap
+// font with one note; and fail clearly on bad input.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,11 +79,11 @@ static void read_layer_head(const char *out, int layer, int head, int T, double 
     int n = 0;
     for (const char *q = p; q < end; q++)
         if (*q != ' ' && n < T) labels[n++] = *q, q += (*q & 0x80) ? 2 : 0;  // ␣ and ↵ are 3 bytes
-    ck_assert_int_eq(n, T);
+    ck_assert_msg(n == T, "layer %d head %d: %d column labels, expected %d", layer, head, n, T);
     p = end + 1;
     for (int t = 0; t < T; t++) {
         end = strchr(p, '\n');
-        ck_assert_ptr_nonnull(end);
+        ck_assert_msg(end != NULL, "layer %d head %d: the output ends at row %d of %d", layer, head, t, T);
         const char *q = p;
         while (*q != ' ') q++;  // the row label
         for (int j = 0; j < T; j++) {
@@ -126,28 +130,37 @@ START_TEST(each_head_prints_rows_that_sum_to_one_with_zeros_above_the_diagonal) 
 }
 END_TEST
 
+// Loop test: _i = 0 on the card model, _i = 1 on the gpt, every layer.
 START_TEST(the_printed_weights_are_those_of_model_forward) {
     const char *prompt = "lazy fox";
     const int T = (int)strlen(prompt);
-    RunResult *r = run_attention(prompt);
-    ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
+    const char *model_file = _i == 0 ? model_path : gpt_path;
+    const char *arch = _i == 0 ? "card" : "gpt";
+    const int layers = _i == 0 ? 1 : GPT_LAYERS;
+    char args[2048];
+    snprintf(args, sizeof args, "attention --model %s --prompt '%s' --out %s", model_file, prompt, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s: attention failed: %s", arch, r->err);
     Model m;
     Tokenizer tok;
     Error err;
-    ck_assert_msg(checkpoint_load(model_path, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(model_file, &m, &tok, 1, false, NULL, &err), "%s: %s", arch, err.msg);
+    ck_assert_msg(m.n_layer == layers, "%s: %d layers, expected %d", arch, m.n_layer, layers);
     int *ids;
     size_t n;
-    ck_assert(tokenizer_encode(&tok, prompt, (size_t)T, &ids, &n, "prompt", &err));
+    ck_assert_msg(tokenizer_encode(&tok, prompt, (size_t)T, &ids, &n, "prompt", &err), "%s: %s", arch, err.msg);
     model_forward(&m, ids, NULL, 1, T, false, 0);
-    for (int h = 0; h < HEADS; h++) {
-        double printed[BLOCK * BLOCK];
-        char labels[BLOCK];
-        read_head(r->out, h + 1, T, printed, labels);
-        const float *expected = m.acts.blocks[0].attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
-        for (int i = 0; i < T * T; i++)
-            ck_assert_msg(fabs(printed[i] - expected[i]) <= PRINTED_TOL, "head %d [%d,%d]: printed %.3f, model %.5f",
-                          h + 1, i / T, i % T, printed[i], (double)expected[i]);
-    }
+    for (int l = 0; l < layers; l++)
+        for (int h = 0; h < HEADS; h++) {
+            double printed[BLOCK * BLOCK];
+            char labels[BLOCK];
+            read_layer_head(r->out, _i == 0 ? 0 : l + 1, h + 1, T, printed, labels);  // card's titles name no layer
+            const float *expected = m.acts.blocks[l].attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
+            for (int i = 0; i < T * T; i++)
+                ck_assert_msg(fabs(printed[i] - expected[i]) <= PRINTED_TOL,
+                              "%s: layer %d head %d [%d,%d]: printed %.3f, model %.5f", arch, l + 1, h + 1, i / T,
+                              i % T, printed[i], (double)expected[i]);
+        }
     free(ids);
     tokenizer_free(&tok);
     model_free(&m);
@@ -243,39 +256,6 @@ START_TEST(bad_input_is_a_one_line_error_naming_the_flag_or_file) {
 END_TEST
 
 // ---- gpt: one heatmap per layer and head ----------------------------------------
-
-START_TEST(a_gpt_prints_every_layer_and_head_as_model_forward_computes_them) {
-    const char *prompt = "lazy fox";
-    const int T = (int)strlen(prompt);
-    char args[2048];
-    snprintf(args, sizeof args, "attention --model %s --prompt '%s' --out %s", gpt_path, prompt, dir);
-    RunResult *r = run_tinygpt(dir, args);
-    ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
-    Model m;
-    Tokenizer tok;
-    Error err;
-    ck_assert_msg(checkpoint_load(gpt_path, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_int_eq(m.n_layer, GPT_LAYERS);
-    int *ids;
-    size_t n;
-    ck_assert(tokenizer_encode(&tok, prompt, (size_t)T, &ids, &n, "prompt", &err));
-    model_forward(&m, ids, NULL, 1, T, false, 0);
-    for (int l = 0; l < GPT_LAYERS; l++)
-        for (int h = 0; h < HEADS; h++) {
-            double printed[BLOCK * BLOCK];
-            char labels[BLOCK];
-            read_layer_head(r->out, l + 1, h + 1, T, printed, labels);
-            const float *expected = m.acts.blocks[l].attn_weights + (size_t)h * T * T;  // [B=1,NH,T,T]
-            for (int i = 0; i < T * T; i++)
-                ck_assert_msg(fabs(printed[i] - expected[i]) <= PRINTED_TOL,
-                              "layer %d head %d [%d,%d]: printed %.3f, model %.5f", l + 1, h + 1, i / T, i % T,
-                              printed[i], (double)expected[i]);
-        }
-    free(ids);
-    tokenizer_free(&tok);
-    model_free(&m);
-}
-END_TEST
 
 // expect_pngs: in "out_dir", attention_layer{l}_head{h}.png exists exactly
 // for the layers "want[l - 1]" says, for every head, and no other layer's.
@@ -423,13 +403,12 @@ Suite *attention_map_suite(void) {
     tcase_set_timeout(tc, 30);  // runs the binary
     tcase_add_test(tc, a_label_shows_its_piece_with_signs_for_the_invisible_characters);
     tcase_add_test(tc, each_head_prints_rows_that_sum_to_one_with_zeros_above_the_diagonal);
-    tcase_add_test(tc, the_printed_weights_are_those_of_model_forward);
+    tcase_add_loop_test(tc, the_printed_weights_are_those_of_model_forward, 0, 2);
     tcase_add_test(tc, one_png_per_head_is_written_with_the_stated_size);
     tcase_add_test(tc, a_prompt_longer_than_the_block_size_shows_its_last_block_size_characters);
     tcase_add_test(tc, the_pictures_go_next_to_the_checkpoint_by_default);
     tcase_add_test(tc, out_is_created_with_its_parents_as_train_creates_its_out);
     tcase_add_test(tc, bad_input_is_a_one_line_error_naming_the_flag_or_file);
-    tcase_add_test(tc, a_gpt_prints_every_layer_and_head_as_model_forward_computes_them);
     tcase_add_test(tc, a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers);
     tcase_add_test(tc, a_layer_out_of_range_is_a_one_line_usage_error);
     tcase_add_test(tc, heatmaps_of_any_length_fit_their_canvas);

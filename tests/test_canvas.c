@@ -1,4 +1,4 @@
-// test_canvas.c: tests for src/canvas.c: drawing stays inside the canvas,
+// test_canvas.c: tests for src/show/canvas.c: drawing stays inside the canvas,
 // text is as wide as canvas_text_width says and as tall as TEXT_HEIGHT,
 // bytes outside ASCII are drawn as '?' by the bitmap font and as
 // themselves by the TrueType font (DejaVu Sans Mono, fonts-dejavu-core), and

@@ -1,6 +1,11 @@
-// test_cli.c: the tinygpt binary end to end: its errors for bad flags and
-// files, and real (tiny) train -> sample -> eval round trips, of a card
-// model and of a gpt.
+// test_cli.c: the tinygpt binary end to end (src/commands/main.c and the
+// commands it runs): --help and --version; its errors for bad flags and
+// files (one line, exit 2 for usage and 1 for a file: missing, binary, a
+// FIFO or a device, broken weights); real (tiny) train -> sample -> eval
+// round trips, of a card model and of a gpt; --init taking the sizes and
+// the architecture from its checkpoint; the same seed giving the same
+// losses; sampling's --top-p, --num-samples and prompt from a file or
+// stdin; and the process's name after it restarts itself.
 //
 // These run ./tinygpt (or $TINYGPT_BIN) as a child process, the way a user
 // does, so `make test` builds it first.
@@ -296,13 +301,13 @@ START_TEST(init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflic
     // A flag that disagrees with the file is an error naming both values.
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 3 --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which has 2");
+    expect_run_fails(work_dir, args, 2, "--layers 3 conflicts with the --init checkpoint, which was trained with --layers 2");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --arch card --init %s", corpus, in_work("d"),
              in_work("gpt/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which is gpt");
+    expect_run_fails(work_dir, args, 2, "--arch card conflicts with the --init checkpoint, which was trained with --arch gpt");
     snprintf(args, sizeof args, "train %s --out %s --steps 2 --layers 2 --init %s", corpus, in_work("d"),
              in_work("card/model.safetensors"));
-    expect_run_fails(work_dir, args, 2, "--layers 2 conflicts with the --init checkpoint, which is card");
+    expect_run_fails(work_dir, args, 2, "--layers is for --arch gpt (card has exactly one block), and the checkpoint it starts from has --arch card");
 }
 END_TEST
 

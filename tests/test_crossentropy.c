@@ -1,10 +1,12 @@
-// test_crossentropy.c: tests for src/crossentropy.c (softmax over the
-// vocabulary + mean cross-entropy loss).
+// test_crossentropy.c: tests for src/layers/crossentropy.c (softmax over
+// the vocabulary + mean cross-entropy loss).
 //
 // A hand-worked case with logits chosen as logs of small integers, so the
-// softmax is a ratio of integers; the two limits every implementation should
-// survive (all-zero logits give ln V; logits of +-1e4 stay finite); and the
-// backward pass against central finite differences of the mean loss itself.
+// softmax is a ratio of integers, forward and backward (which overwrites
+// dlogits, not adds to it); the two limits every implementation should
+// survive (all-zero logits give ln V; logits of +-1e4 stay finite);
+// probability rows that sum to 1; and the backward pass against central
+// finite differences of the mean loss itself.
 #include <math.h>
 #include <string.h>
 

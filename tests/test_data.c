@@ -1,5 +1,9 @@
-// test_data.c: tests for src/data.c (loading, the train/validation split,
-// and the two ways of cutting batches).
+// test_data.c: tests for src/io/data.c: loading (every kind of bad file
+// refused, naming it; a large file in about its own size of memory; ids in
+// the fewest bytes that hold the vocabulary), the train/validation split
+// (the same text for char and bpe, bpe learned from the training split
+// only), the text's hash, bits per byte, and the two ways of cutting
+// batches.
 //
 // Files are written into a fresh mkdtemp directory under /tmp for each test
 // and removed afterwards (a checked fixture, so it runs inside each test's

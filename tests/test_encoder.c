@@ -1,10 +1,13 @@
-// test_encoder.c: tests for src/encoder.c (token + position embedding).
+// test_encoder.c: tests for src/layers/encoder.c (token + position
+// embedding).
 //
 // Forward is checked on a case small enough to add up by hand. Backward is
 // checked twice: by hand, and against central finite differences of the
 // scalar loss L = sum(encoded * R) for a fixed random R, so dL/dencoded = R.
 // Both use a batch in which one token appears more than once: its gradient
-// row must collect the sum over every position that used it.
+// row must collect the sum over every position that used it. Backward adds
+// to the gradients already there, and 1 and 2 threads give the plain
+// loops' bits.
 #include <string.h>
 
 #include "encoder.h"

@@ -2,9 +2,10 @@
 //
 // 1. both versions give values worked out in double precision (python's
 //    math.erf), forward and backward;
-// 2. fast_erff keeps the error bound fasterf.h states, and the fast versions
-//    (fast_erff, fast_expf) stay within a named tolerance of the libm ones
-//    over a dense range of x and at the extremes;
+// 2. fast_erff keeps the error bound src/kernels/fasterf.h states, and the
+//    fast versions (on fast_erff and src/kernels/fastexp.h's fast_expf)
+//    stay within a named tolerance of the libm ones over a dense range of x
+//    and at the extremes;
 // 3. both backwards match central finite differences of L = sum(gelu(x) * R);
 // 4. the edges: in place, NaN, and bits that do not depend on where an
 //    element sits in the array or on the thread count.

@@ -1,9 +1,10 @@
-// test_gradcheck_model.c: tests for src/gradcheck_model.c (`tinygpt
-// gradcheck`): it passes on the real model, card and gpt, for several seeds,
-// printing one line per parameter tensor; and it fails, with exit status 1,
-// on a build whose softmax backward is deliberately wrong
+// test_gradcheck_model.c: tests for src/commands/gradcheck_model.c
+// (`tinygpt gradcheck`): it passes on the real model, card and gpt, for
+// several seeds, printing one line per parameter tensor; it fails, with
+// exit status 1, on a build whose softmax backward is deliberately wrong
 // ($(BUILD)/tinygpt-broken, see the Makefile), naming the tensors whose
-// gradient flows through that softmax.
+// gradient flows through that softmax (one loop test over card and gpt);
+// and it refuses bad flags in one line.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,55 +94,58 @@ START_TEST(gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor) {
 }
 END_TEST
 
-// expect_verdicts: gradcheck's output has a line for each of "names[n]",
-// and each says "verdict" (PASS or FAIL).
-static void expect_verdicts(const char *out, const char *const *names, size_t n, const char *verdict) {
+// expect_verdicts: gradcheck's output "out" (of the command "args", for
+// the messages) has a line for each of "names", up to a NULL, and each says
+// "verdict" (PASS or FAIL).
+static void expect_verdicts(const char *args, const char *out, const char *const *names, const char *verdict) {
     char line[512];
-    for (size_t i = 0; i < n; i++) {
-        ck_assert_msg(line_of(out, names[i], line, sizeof line) != NULL, "no line for %s", names[i]);
-        ck_assert_msg(strstr(line, verdict) != NULL, "%s", line);
+    for (size_t i = 0; names[i]; i++) {
+        ck_assert_msg(line_of(out, names[i], line, sizeof line) != NULL, "%s: no line for %s", args, names[i]);
+        ck_assert_msg(strstr(line, verdict) != NULL, "%s: %s, not %s", args, line, verdict);
     }
 }
 
-START_TEST(gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward) {
-    const char *broken = getenv("TINYGPT_BROKEN_BIN");
-    if (!broken) broken = "build/tinygpt-broken";
-    RunResult *r = run_binary(broken, dir, "gradcheck");
-    ck_assert_msg(r->status == 1, "the broken build's gradcheck exited %d (is %s built? `make test` builds it): %s",
-                  r->status, broken, r->err);
-    // Zeroing softmax's "- weighted_sum" term corrupts the gradient of the
-    // scores, so of q and k, and through them of the embeddings; v, the
+// What the broken build's gradcheck must say, per architecture.
+static const struct {
+    const char *args;
+    const char *fail[9], *pass[7];  // each up to a NULL
+    const char *summary;
+} BROKEN_SOFTMAX[] = {
+    // card: zeroing softmax's "- weighted_sum" term corrupts the gradient of
+    // the scores, so of q and k, and through them of the embeddings; v, the
     // projection and the head never see it.
-    const char *fail[] = {"tok_emb.weight", "pos_emb.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight"};
-    const char *pass[] = {"blocks.0.attn.v.weight", "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias",
-                          "head.weight", "head.bias"};
-    expect_verdicts(r->out, fail, sizeof fail / sizeof fail[0], "FAIL");
-    expect_verdicts(r->out, pass, sizeof pass / sizeof pass[0], "PASS");
-    ck_assert_ptr_nonnull(strstr(r->out, "4 of 9 tensors FAIL"));
-}
-END_TEST
-
-START_TEST(gradcheck_command_fails_a_gpt_on_a_build_with_a_broken_softmax_backward) {
-    const char *broken = getenv("TINYGPT_BROKEN_BIN");
-    if (!broken) broken = "build/tinygpt-broken";
-    RunResult *r = run_binary(broken, dir, "gradcheck --arch gpt --layers 2");
-    ck_assert_msg(r->status == 1, "the broken build's gradcheck --arch gpt exited %d (is %s built?): %s%s", r->status,
-                  broken, r->out, r->err);
-    // Each block's softmax corrupts the gradient of its q and k, and of
+    {"gradcheck",
+     {"tok_emb.weight", "pos_emb.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight", NULL},
+     {"blocks.0.attn.v.weight", "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias", "head.weight", "head.bias",
+      NULL},
+     "4 of 9 tensors FAIL"},
+    // gpt: each block's softmax corrupts the gradient of its q and k, and of
     // everything before them: its ln1, the blocks before it and the
     // embeddings. Block 0's v, projection and MLP reach only block 1's
     // softmax, where the error they get may stay within the tolerance (with
     // this seed it does for v and the projection), so they are not checked.
     // After the last softmax's q and k, nothing sees it: block 1's v,
     // projection and MLP, and ln_f.
-    const char *fail[] = {"tok_emb.weight",         "pos_emb.weight",         "blocks.0.ln1.weight",
-                          "blocks.0.attn.q.weight", "blocks.0.attn.k.weight", "blocks.1.ln1.weight",
-                          "blocks.1.attn.q.weight", "blocks.1.attn.k.weight"};
-    const char *pass[] = {"blocks.1.attn.v.weight", "blocks.1.attn.proj.weight", "blocks.1.ln2.weight",
-                          "blocks.1.mlp.fc.weight", "blocks.1.mlp.proj.weight",  "ln_f.weight"};
-    expect_verdicts(r->out, fail, sizeof fail / sizeof fail[0], "FAIL");
-    expect_verdicts(r->out, pass, sizeof pass / sizeof pass[0], "PASS");
-    ck_assert_ptr_nonnull(strstr(r->out, "tensors FAIL"));
+    {"gradcheck --arch gpt --layers 2",
+     {"tok_emb.weight", "pos_emb.weight", "blocks.0.ln1.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight",
+      "blocks.1.ln1.weight", "blocks.1.attn.q.weight", "blocks.1.attn.k.weight", NULL},
+     {"blocks.1.attn.v.weight", "blocks.1.attn.proj.weight", "blocks.1.ln2.weight", "blocks.1.mlp.fc.weight",
+      "blocks.1.mlp.proj.weight", "ln_f.weight", NULL},
+     "tensors FAIL"},
+};
+
+// Loop test: _i = 0 on card, _i = 1 on a gpt of 2 blocks.
+START_TEST(gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward) {
+    const char *broken = getenv("TINYGPT_BROKEN_BIN");
+    if (!broken) broken = "build/tinygpt-broken";
+    const char *args = BROKEN_SOFTMAX[_i].args;
+    RunResult *r = run_binary(broken, dir, args);
+    ck_assert_msg(r->status == 1, "the broken build's %s exited %d (is %s built? `make test` builds it): %s%s", args,
+                  r->status, broken, r->out, r->err);
+    expect_verdicts(args, r->out, BROKEN_SOFTMAX[_i].fail, "FAIL");
+    expect_verdicts(args, r->out, BROKEN_SOFTMAX[_i].pass, "PASS");
+    ck_assert_msg(strstr(r->out, BROKEN_SOFTMAX[_i].summary) != NULL, "%s: no '%s': %s", args,
+                  BROKEN_SOFTMAX[_i].summary, r->out);
 }
 END_TEST
 
@@ -164,8 +168,7 @@ Suite *gradcheck_model_suite(void) {
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 2);
     tcase_add_test(tc, gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor);
-    tcase_add_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward);
-    tcase_add_test(tc, gradcheck_command_fails_a_gpt_on_a_build_with_a_broken_softmax_backward);
+    tcase_add_loop_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward, 0, 2);
     tcase_add_test(tc, gradcheck_command_refuses_bad_flags_in_one_line);
     suite_add_tcase(s, tc);
     return s;

@@ -1,4 +1,5 @@
-// test_json.c: tests for src/json.c (the strict JSON reader and the string writer).
+// test_json.c: tests for src/io/json.c (the strict JSON reader, the string
+// writer and its growing buffer).
 //
 // Characters used below, with their UTF-8 bytes:
 //   é  U+00E9   C3 A9          (JSON "\u00e9")

@@ -1,4 +1,5 @@
-// test_linear.c: tests for src/linear.c (y = x W^T + b).
+// test_linear.c: tests for src/layers/linear.c (y = x W^T + b), and through
+// its fast versions the engine they share, src/kernels/matmul.c.
 //
 // Three layers of evidence, in the order a reader would want them:
 // 1. both forward versions give a hand-worked answer;
@@ -6,9 +7,10 @@
 //    L = sum(out * R) for a fixed random R (so dL/dout = R), and add to the
 //    gradients already there rather than overwrite them;
 // 3. the fast (tiled, OpenMP) versions agree with the reference ones on many
-//    shapes, most of them not multiples of linear.c's blocking (tiles of
-//    TILE_ROWS 4 x TILE_COLS 64, row chunks and k blocks of 64), so ragged
-//    edge tiles, several chunks and several k blocks all run.
+//    shapes, most of them not multiples of matmul.c's blocking (tiles of
+//    TILE_ROWS 4 x TILE_COLS 64, row chunks of CHUNK_ROWS 128 and k blocks
+//    of K_BLOCK 128), so ragged edge tiles, several chunks and several k
+//    blocks all run.
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -160,11 +162,15 @@ END_TEST
 // 3. Fast vs reference over a grid of shapes. One loop-test iteration per N,
 // so each runs (and is timed) in its own forked process.
 
-// N: one row, ragged row tiles, and 130 = three row chunks (the dweight k).
+// matmul.c cuts rows into chunks of CHUNK_ROWS = 128 and k into blocks of
+// K_BLOCK = 128.
+// N: one row, ragged row tiles, and 130 = two row chunks (and the dweight
+// k: two k blocks).
 static const int ROW_COUNTS[] = {1, 3, 5, 17, 130};
-// C: the forward k (65 = two k blocks) and the dinp column tiles.
-static const int IN_WIDTHS[] = {1, 7, 64, 65};
-// OC: column tiles around multiples of 64, and the dinp k.
+// C: the forward k (129 = two k blocks) and the dinp column tiles.
+static const int IN_WIDTHS[] = {1, 7, 64, 65, 129};
+// OC: column tiles around multiples of 64, and the dinp k (129 and 200: two
+// k blocks).
 static const int OUT_WIDTHS[] = {1, 3, 63, 64, 65, 129, 200};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -5,16 +5,25 @@
 //
 // In order: the parameter, activation and activation-gradient tables are laid
 // out as model.h says, and every view points at its table entry;
-// model_check_config refuses bad sizes with a message naming the flag;
-// model_memory_bytes is what model_init allocates; each architecture's
-// initialisation draws what model.h says; every parameter's gradient matches
-// central finite differences of the whole model's loss, with and without
-// dropout, and backward adds to the gradients; a forward pass smaller than
-// the maximum (a prefix of every buffer) computes the same thing as a model
-// built for exactly that size, and so does sampling's one-position-at-a-time
-// forward pass; SGD learns a trivially predictable sequence; and training is
-// bit-for-bit reproducible, for a seed and across thread counts (every sum
-// runs in a fixed order).
+// model_check_config refuses bad sizes with a message naming the flag, and
+// the architectures have their names; model_memory_bytes is what model_init
+// allocates, and model_check_memory refuses what would not fit; the searches
+// for a NaN, an infinity or a weight past the bound name the first tensor
+// and element; each architecture's initialisation draws what model.h says;
+// every parameter's gradient matches central finite differences of the
+// whole model's loss, with and without dropout (and in gpts without some of
+// their parts), and backward adds to the gradients; the first loss; dropout
+// acts only in training; a forward pass smaller than the maximum (a prefix
+// of every buffer) computes the same thing as a model built for exactly
+// that size, and so does sampling's one-position-at-a-time forward pass;
+// SGD learns a trivially predictable sequence; and training is bit-for-bit
+// reproducible, for a seed and across thread counts (every sum runs in a
+// fixed order).
+//
+// A test that holds for both architectures is one loop test over them
+// (_i = 0 card, _i = 1 gpt) whose failures name the architecture; what only
+// one has (gpt's blocks, ln_f and tied head, each one's init and first
+// loss) has tests of its own.
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -83,27 +92,31 @@ static void expect(ExpectedTable *x, int ndim, size_t rows, size_t cols, const c
 }
 
 // assert_table_is: "t" lists exactly the tensors of "x", in that order, each
-// right after the previous one, and its total is their sum.
-static void assert_table_is(const TensorTable *t, const ExpectedTable *x) {
+// right after the previous one, and its total is their sum. "what" (the
+// architecture, and anything else that varies) begins every message.
+static void assert_table_is(const char *what, const TensorTable *t, const ExpectedTable *x) {
     size_t offset = 0;
     for (int i = 0; i < t->count && i < x->count; i++) {
         const TensorSpec *s = &t->specs[i];
         const ExpectedTensor *e = &x->tensors[i];
-        ck_assert_msg(strcmp(s->name, e->name) == 0, "entry %d is %s, expected %s", i, s->name, e->name);
+        ck_assert_msg(strcmp(s->name, e->name) == 0, "%s: entry %d is %s, expected %s", what, i, s->name, e->name);
         if (e->ndim > 0) {
-            ck_assert_msg(s->ndim == e->ndim, "%s has %d dimensions, expected %d", s->name, s->ndim, e->ndim);
-            ck_assert_msg(s->shape[0] == e->rows, "%s: shape[0] is %zu, expected %zu", s->name, s->shape[0], e->rows);
+            ck_assert_msg(s->ndim == e->ndim, "%s: %s has %d dimensions, expected %d", what, s->name, s->ndim,
+                          e->ndim);
+            ck_assert_msg(s->shape[0] == e->rows, "%s: %s: shape[0] is %zu, expected %zu", what, s->name,
+                          s->shape[0], e->rows);
             if (e->ndim == 2)
-                ck_assert_msg(s->shape[1] == e->cols, "%s: shape[1] is %zu, expected %zu", s->name, s->shape[1],
-                              e->cols);
+                ck_assert_msg(s->shape[1] == e->cols, "%s: %s: shape[1] is %zu, expected %zu", what, s->name,
+                              s->shape[1], e->cols);
         }
-        ck_assert_msg(s->size == e->size, "%s has %zu floats, expected %zu", s->name, s->size, e->size);
-        ck_assert_msg(s->offset == offset, "%s starts at %zu, expected %zu (right after the previous one)", s->name,
-                      s->offset, offset);
+        ck_assert_msg(s->size == e->size, "%s: %s has %zu floats, expected %zu", what, s->name, s->size, e->size);
+        ck_assert_msg(s->offset == offset, "%s: %s starts at %zu, expected %zu (right after the previous one)", what,
+                      s->name, s->offset, offset);
         offset += e->size;
     }
-    ck_assert_msg(t->count == x->count, "the table has %d entries, expected %d", t->count, x->count);
-    ck_assert_uint_eq(t->total, offset);
+    ck_assert_msg(t->count == x->count, "%s: the table has %d entries, expected %d", what, t->count, x->count);
+    ck_assert_msg(t->total == offset, "%s: the table's total is %zu floats, its entries add up to %zu", what, t->total,
+                  offset);
 }
 
 START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
@@ -120,7 +133,7 @@ START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
     expect(&x, 1, V, 0, "head.bias");
     TensorTable t;
     param_table(&t, &SMALL);
-    assert_table_is(&t, &x);
+    assert_table_is("card", &t, &x);
     // tok_emb, pos_emb, q/k/v/proj weights, proj bias, head weight, head bias
     ck_assert_uint_eq(t.total, V * C + T * C + 4 * C * C + C + V * C + V);
     table_free(&t);
@@ -129,7 +142,7 @@ START_TEST(param_table_lists_every_tensor_contiguously_in_model_h_order) {
     ModelConfig one_layer = SMALL;
     one_layer.n_layer = 1;
     param_table(&t, &one_layer);
-    assert_table_is(&t, &x);
+    assert_table_is("card with n_layer 1", &t, &x);
     table_free(&t);
 }
 END_TEST
@@ -153,7 +166,7 @@ START_TEST(gpt_param_table_lists_embeddings_then_each_block_then_ln_f_and_no_hea
     expect(&x, 1, C, 0, "ln_f.weight");
     TensorTable t;
     param_table(&t, &SMALL_GPT);
-    assert_table_is(&t, &x);
+    assert_table_is("gpt", &t, &x);
     // The head is tied to tok_emb: no tensor of its own.
     ck_assert_ptr_null(table_find(&t, "head.weight"));
     ck_assert_ptr_null(table_find(&t, "head.bias"));
@@ -203,33 +216,22 @@ static void expected_acts(ExpectedTable *x, const ModelConfig *cfg, size_t B) {
     expect(x, 0, BT, 1, "losses");
 }
 
-// The dropout masks' scales are kept only when there is dropout.
+// Every block's activations, and the dropout masks' scales only when there
+// is dropout. Loop test: _i = 0 on card, _i = 1 on gpt.
 START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
     enum { B = 3 };
     for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
-        ModelConfig cfg = SMALL;
+        ModelConfig cfg = _i == 0 ? SMALL : SMALL_GPT;
         cfg.dropout = with_dropout ? 0.2f : 0.0f;
+        char what[64];
+        snprintf(what, sizeof what, "%s, dropout %g", arch_name(cfg.arch), (double)cfg.dropout);
         ExpectedTable x = {0};
         expected_acts(&x, &cfg, B);
         TensorTable t;
         act_table(&t, &cfg, B);
-        assert_table_is(&t, &x);
-        ck_assert(with_dropout == (table_find(&t, "blocks.0.dropout_scales") != NULL));
-        table_free(&t);
-    }
-}
-END_TEST
-
-START_TEST(gpt_act_table_sizes_every_block_s_activations_for_the_largest_batch) {
-    enum { B = 3 };
-    for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
-        ModelConfig cfg = SMALL_GPT;
-        cfg.dropout = with_dropout ? 0.2f : 0.0f;
-        ExpectedTable x = {0};
-        expected_acts(&x, &cfg, B);
-        TensorTable t;
-        act_table(&t, &cfg, B);
-        assert_table_is(&t, &x);
+        assert_table_is(what, &t, &x);
+        ck_assert_msg(with_dropout == (table_find(&t, "blocks.0.dropout_scales") != NULL),
+                      "%s: blocks.0.dropout_scales is %s", what, with_dropout ? "missing" : "there");
         table_free(&t);
     }
 }
@@ -250,7 +252,7 @@ START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
     expect(&card, 0, B * NH, T * T, "dattn_weights");
     TensorTable t;
     grad_act_table(&t, &SMALL, B);
-    assert_table_is(&t, &card);
+    assert_table_is("card", &t, &card);
     table_free(&t);
 
     ExpectedTable gpt = {0};
@@ -266,8 +268,10 @@ START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
         ModelConfig cfg = SMALL_GPT;
         cfg.n_layer = L;
         cfg.dropout = 0.1f;
+        char what[32];
+        snprintf(what, sizeof what, "gpt of %d blocks", L);
         grad_act_table(&t, &cfg, B);
-        assert_table_is(&t, &gpt);
+        assert_table_is(what, &t, &gpt);
         table_free(&t);
     }
 }
@@ -930,7 +934,7 @@ static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, 
     set_threads(1);
     model_zero_grad(&gc.m);
     const double loss = grad_case_loss(&gc);
-    ck_assert_msg(isfinite(loss) && loss > 0, "initial loss %g", loss);
+    ck_assert_msg(isfinite(loss) && loss > 0, "%s: initial loss %g", arch_name(cfg->arch), loss);
     model_backward(&gc.m);
     for (int i = 0; i < gc.m.param_table.count; i++) {
         const TensorSpec *spec = &gc.m.param_table.specs[i];
@@ -953,21 +957,22 @@ static void check_model_gradients(const ModelConfig *cfg, int max_batch, int B, 
     model_free(&gc.m);
 }
 
-// Loop test: _i = 0 without dropout, _i = 1 with dropout 0.2 (training, fixed key).
+// Loop test over four cases: card (_i = 0, 1), then gpt (_i = 2, 3), each
+// without dropout and with dropout 0.2 (training, fixed key). In gpt that is
+// every tensor of both blocks, ln_f, and tok_emb (embedding plus tied
+// head); with dropout, the embedding's, both branches' and attention's
+// masks.
+static const struct {
+    const ModelConfig *cfg;
+    float dropout;
+    uint64_t seed;
+} EVERY_GRADIENT_CASES[] = {
+    {&SMALL, 0.0f, 1}, {&SMALL, 0.2f, 2}, {&SMALL_GPT, 0.0f, 11}, {&SMALL_GPT, 0.2f, 12},
+};
 START_TEST(every_parameter_gradient_matches_finite_differences) {
-    ModelConfig cfg = SMALL;
-    cfg.dropout = _i == 0 ? 0.0f : 0.2f;
-    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, 1 + (uint64_t)_i, WHOLE_MODEL_TOLERANCE);
-}
-END_TEST
-
-// Loop test, as above: every tensor of both blocks, ln_f, and tok_emb
-// (embedding plus tied head); with dropout, the embedding's, both
-// branches' and attention's masks.
-START_TEST(gpt_every_parameter_gradient_matches_finite_differences) {
-    ModelConfig cfg = SMALL_GPT;
-    cfg.dropout = _i == 0 ? 0.0f : 0.2f;
-    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, 11 + (uint64_t)_i, WHOLE_MODEL_TOLERANCE);
+    ModelConfig cfg = *EVERY_GRADIENT_CASES[_i].cfg;
+    cfg.dropout = EVERY_GRADIENT_CASES[_i].dropout;
+    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, EVERY_GRADIENT_CASES[_i].seed, WHOLE_MODEL_TOLERANCE);
 }
 END_TEST
 
@@ -1091,10 +1096,12 @@ static void smaller_batch_matches_exact_model(const ModelConfig *cfg) {
     model_init(&big, &big_cfg, 3, false);
     model_init(&exact, &exact_cfg, B, false);
     model_init_weights(&big, &rng);
-    ck_assert_int_eq(big.param_table.count, exact.param_table.count);
+    ck_assert_msg(big.param_table.count == exact.param_table.count, "%s: %d tensors for T=6, %d for T=4",
+                  arch_name(cfg->arch), big.param_table.count, exact.param_table.count);
     for (int i = 0; i < exact.param_table.count; i++) {  // pos_emb: a prefix; the others: whole
         const TensorSpec *from = &big.param_table.specs[i], *to = &exact.param_table.specs[i];
-        ck_assert_str_eq(from->name, to->name);
+        ck_assert_msg(strcmp(from->name, to->name) == 0, "%s: tensor %d is %s for T=6, %s for T=4",
+                      arch_name(cfg->arch), i, from->name, to->name);
         memcpy(exact.params_memory + to->offset, big.params_memory + from->offset, to->size * sizeof(float));
     }
     int inputs[B * T], targets[B * T];
@@ -1106,19 +1113,16 @@ static void smaller_batch_matches_exact_model(const ModelConfig *cfg) {
         ck_assert_msg(memcmp(big.acts.logits, exact.acts.logits, (size_t)B * T * cfg->vocab_size * sizeof(float)) ==
                           0,
                       "%s, training %d: the logits differ", arch_name(cfg->arch), training);
-        ck_assert_float_eq(big_loss, exact_loss);
+        ck_assert_msg(big_loss == exact_loss, "%s, training %d: loss %.9g built for T=6, %.9g for T=4",
+                      arch_name(cfg->arch), training, (double)big_loss, (double)exact_loss);
     }
     model_free(&exact);
     model_free(&big);
 }
 
+// Loop test: _i = 0 on card, _i = 1 on gpt.
 START_TEST(a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
-    smaller_batch_matches_exact_model(&SMALL);
-}
-END_TEST
-
-START_TEST(gpt_a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size) {
-    smaller_batch_matches_exact_model(&SMALL_GPT);
+    smaller_batch_matches_exact_model(_i == 0 ? &SMALL : &SMALL_GPT);
 }
 END_TEST
 
@@ -1195,16 +1199,14 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
     model_free(&full);
 }
 
+// Loop test: _i = 0 on card, _i = 1 on a gpt of 3 blocks.
 START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
-    const ModelConfig cfg = {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f};
-    position_by_position_matches_full_pass(&cfg);
-}
-END_TEST
-
-START_TEST(gpt_forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
-    const ModelConfig cfg = {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f,
-                             .arch = ARCH_GPT, .n_layer = 3};
-    position_by_position_matches_full_pass(&cfg);
+    static const ModelConfig configs[] = {
+        {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f},
+        {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f, .arch = ARCH_GPT,
+         .n_layer = 3},
+    };
+    position_by_position_matches_full_pass(&configs[_i]);
 }
 END_TEST
 
@@ -1218,7 +1220,8 @@ END_TEST
 static void learns_repeating_sequence(const ModelConfig *cfg, int steps, float lr) {
     enum { B = 2, T = 8 };
     const double required_fraction = 0.2;
-    ck_assert_int_eq(cfg->block_size, T);
+    ck_assert_msg(cfg->block_size == T, "%s: block_size %d, the sequence needs %d", arch_name(cfg->arch),
+                  cfg->block_size, (int)T);
     int inputs[B * T], targets[B * T];
     for (int b = 0; b < B; b++) {  // row b starts at offset b: "abcabcab", "bcabcabc"
         for (int t = 0; t < T; t++) {
@@ -1250,16 +1253,14 @@ static void learns_repeating_sequence(const ModelConfig *cfg, int steps, float l
     model_free(&m);
 }
 
+// Loop test: _i = 0 on card, _i = 1 on a gpt of 2 blocks.
 START_TEST(sgd_learns_a_repeating_sequence) {
-    const ModelConfig cfg = {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f};
-    learns_repeating_sequence(&cfg, 300, 0.5f);
-}
-END_TEST
-
-START_TEST(gpt_sgd_learns_a_repeating_sequence) {
-    const ModelConfig cfg = {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f,
-                             .arch = ARCH_GPT, .n_layer = 2};
-    learns_repeating_sequence(&cfg, 300, 0.5f);
+    static const ModelConfig configs[] = {
+        {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f},
+        {.vocab_size = 3, .block_size = 8, .n_embd = 16, .n_head = 2, .dropout = 0.0f, .arch = ARCH_GPT,
+         .n_layer = 2},
+    };
+    learns_repeating_sequence(&configs[_i], 300, 0.5f);
 }
 END_TEST
 
@@ -1337,17 +1338,14 @@ static void thread_counts_give_identical_runs(const ModelConfig *cfg) {
     free(params_one);
 }
 
-START_TEST(the_same_seed_gives_bitwise_identical_losses) { same_seed_runs_are_identical(&RUN_CFG); }
+// Loop tests: _i = 0 on card, _i = 1 on gpt.
+START_TEST(the_same_seed_gives_bitwise_identical_losses) {
+    same_seed_runs_are_identical(_i == 0 ? &RUN_CFG : &RUN_GPT_CFG);
+}
 END_TEST
 
-START_TEST(one_and_two_threads_give_bitwise_identical_losses) { thread_counts_give_identical_runs(&RUN_CFG); }
-END_TEST
-
-START_TEST(gpt_the_same_seed_gives_bitwise_identical_losses) { same_seed_runs_are_identical(&RUN_GPT_CFG); }
-END_TEST
-
-START_TEST(gpt_one_and_two_threads_give_bitwise_identical_losses) {
-    thread_counts_give_identical_runs(&RUN_GPT_CFG);
+START_TEST(one_and_two_threads_give_bitwise_identical_losses) {
+    thread_counts_give_identical_runs(_i == 0 ? &RUN_CFG : &RUN_GPT_CFG);
 }
 END_TEST
 
@@ -1356,8 +1354,7 @@ Suite *model_suite(void) {
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, param_table_lists_every_tensor_contiguously_in_model_h_order);
     tcase_add_test(tables, gpt_param_table_lists_embeddings_then_each_block_then_ln_f_and_no_head);
-    tcase_add_test(tables, act_table_sizes_every_activation_for_the_largest_batch);
-    tcase_add_test(tables, gpt_act_table_sizes_every_block_s_activations_for_the_largest_batch);
+    tcase_add_loop_test(tables, act_table_sizes_every_activation_for_the_largest_batch, 0, 2);
     tcase_add_test(tables, grad_act_table_holds_one_block_s_gradients_whatever_the_depth);
     tcase_add_test(tables, act_table_does_not_overflow_for_the_longest_context_check_config_allows);
     tcase_add_test(tables, model_init_points_each_view_at_its_table_entry);
@@ -1383,18 +1380,15 @@ Suite *model_suite(void) {
     // (gpt: about 3400, some 0.2 s); under a sanitizer they are several times
     // slower, past Check's default 4 s.
     tcase_set_timeout(passes, 30);
-    tcase_add_loop_test(passes, every_parameter_gradient_matches_finite_differences, 0, 2);
-    tcase_add_loop_test(passes, gpt_every_parameter_gradient_matches_finite_differences, 0, 2);
+    tcase_add_loop_test(passes, every_parameter_gradient_matches_finite_differences, 0, 4);
     tcase_add_loop_test(passes, a_gpt_without_some_of_its_parts_has_the_right_gradient, 1, 8);
     tcase_add_loop_test(passes, gradients_are_right_for_a_batch_smaller_than_the_maximum, 0, 2);
     tcase_add_loop_test(passes, backward_adds_to_the_parameter_gradients_and_zero_grad_clears_them, 0, 2);
     tcase_add_test(passes, first_loss_is_finite_and_positive);
     tcase_add_test(passes, gpt_first_loss_is_close_to_ln_v);
-    tcase_add_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
-    tcase_add_test(passes, gpt_a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size);
+    tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
-    tcase_add_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass);
-    tcase_add_test(passes, gpt_forward_position_by_position_gives_the_logits_of_a_full_forward_pass);
+    tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 2);
     suite_add_tcase(s, passes);
 
     TCase *training = tcase_create("training");
@@ -1402,12 +1396,9 @@ Suite *model_suite(void) {
     // regions; under a sanitizer on a busy 2-core machine each barrier can
     // wait a scheduler tick, which was seen to take them past Check's 4 s.
     tcase_set_timeout(training, 30);
-    tcase_add_test(training, sgd_learns_a_repeating_sequence);
-    tcase_add_test(training, gpt_sgd_learns_a_repeating_sequence);
-    tcase_add_test(training, the_same_seed_gives_bitwise_identical_losses);
-    tcase_add_test(training, one_and_two_threads_give_bitwise_identical_losses);
-    tcase_add_test(training, gpt_the_same_seed_gives_bitwise_identical_losses);
-    tcase_add_test(training, gpt_one_and_two_threads_give_bitwise_identical_losses);
+    tcase_add_loop_test(training, sgd_learns_a_repeating_sequence, 0, 2);
+    tcase_add_loop_test(training, the_same_seed_gives_bitwise_identical_losses, 0, 2);
+    tcase_add_loop_test(training, one_and_two_threads_give_bitwise_identical_losses, 0, 2);
     suite_add_tcase(s, training);
     return s;
 }

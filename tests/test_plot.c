@@ -1,10 +1,11 @@
-// test_plot.c: tests for src/plot.c: the bounded loss history (every step
-// kept until it is full, then neighbours merged into their means), reading
-// a log.csv with and without validation rows, its columns found by name,
-// with x the step or the training time so far, refusing what is not one
-// with a message naming the file, a comparison drawing each run in its own
-// colour, and `tinygpt plot` writing a PNG of the stated size for one log
-// or several, or failing in one line with exit status 1 (2 for usage).
+// test_plot.c: tests for src/show/plot.c and for `tinygpt plot`
+// (src/commands/plot_logs.c): the bounded loss history (every step kept
+// until it is full, then neighbours merged into their means), reading a
+// log.csv with and without validation rows, its columns found by name, with
+// x the step or the training time so far, refusing what is not one with a
+// message naming the file, a comparison drawing each run in its own colour,
+// and `tinygpt plot` writing a PNG of the stated size for one log or
+// several, or failing in one line with exit status 1 (2 for usage).
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -386,7 +387,7 @@ START_TEST(plot_command_refuses_bad_comparisons_in_one_line) {
         {logs, "at most 8 LOG.csv", 2},  // nine logs
         {"run1/log.csv run2/log.csv --labels 'a,b,c'", "--labels has 3 names for 2 logs", 2},
         {"run1/log.csv run2/log.csv --labels a", "--labels has 1 name for 2 logs", 2},
-        {"run1/log.csv run2/log.csv --x wall", "--x takes step or time", 2},
+        {"run1/log.csv run2/log.csv --x wall", "--x 'wall' is not one of: step, time", 2},
         {"run1/log.csv notes.txt", "notes.txt", 1},
         {"run1/log.csv no_ms.csv --x time", "'no_ms.csv' has no ms column", 1},
     };

@@ -1,4 +1,5 @@
-// test_rng.c: tests for src/rng.c (the seeded stream and the dropout hash).
+// test_rng.c: tests for src/base/rng.c (the seeded stream and the dropout
+// hash).
 //
 // The statistical tests use fixed seeds, so they are deterministic: each
 // tolerance below is several standard errors wide, so a correct generator

@@ -1,4 +1,6 @@
-// test_sampler.c: temperature / top-k / top-p sampling and the sliding context.
+// test_sampler.c: tests for src/commands/sample.c: temperature, top-k and
+// top-p sampling (statistics, and determinism per seed), and the generator's
+// sliding context, with and without the key/value cache, for card and gpt.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

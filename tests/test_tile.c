@@ -1,4 +1,5 @@
-// test_tile.c: tests for src/tile.h, the register tile.
+// test_tile.c: tests for src/kernels/tile.h, the register tile, and its
+// 16 x 16 transpose.
 //
 // tile_vec (vector registers, constant ROWS and NV) must give exactly the
 // bits of tile_any (plain loops): both add the same terms in the same order,

@@ -1,7 +1,10 @@
-// test_tokenize.c: the bpe tokenizer end to end through the binary: `train
-// --tokenizer bpe` saves its merges in the checkpoint, and sample, eval,
-// tokenize, --init and --resume read them from there; the val_bpb column and
-// eval's bits per byte; the tokenizer flags' errors.
+// test_tokenize.c: the bpe tokenizer end to end through the binary, and
+// src/commands/tokenize.c (`tinygpt tokenize`): `train --tokenizer bpe`
+// saves its merges in the checkpoint, and sample, eval, tokenize, --init and
+// --resume read them from there; `tokenize` shows a text's pieces, and
+// `tokenize --learn` its speed and first merges; the val_bpb column (added
+// to an older log on resume) and eval's bits per byte; the tokenizer flags'
+// errors.
 #define _GNU_SOURCE  // memmem
 #include <math.h>
 #include <stdio.h>
@@ -244,7 +247,7 @@ START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
     snprintf(args, sizeof args, "train %s --init %s --tokenizer char --out %s", corpus, in_work("bpe/model.safetensors"),
              in_work("x"));
     expect_run_fails(work_dir, args, 2,
-                     "--tokenizer char conflicts with the --init checkpoint, whose tokenizer is bpe");
+                     "--tokenizer char conflicts with the --init checkpoint, which was trained with --tokenizer bpe");
     snprintf(args, sizeof args, "train --resume %s --tokenizer char", in_work("bpe"));
     expect_run_fails(work_dir, args, 2, "--tokenizer cannot be changed when resuming");
     expect_run_fails(work_dir, "tokenize 'x'", 2, "give one of --model FILE or --learn FILE");

@@ -1,4 +1,5 @@
-// test_train.c: what `tinygpt train` promises beyond training (src/train.c):
+// test_train.c: what `tinygpt train` promises beyond training
+// (src/commands/train.c):
 // a stopped run resumes bit for bit; Ctrl-C and SIGTERM save a checkpoint
 // and a second signal quits at once; a killed run loses at most the steps
 // since its last periodic checkpoint; a diverging run stops before a NaN

@@ -1,4 +1,5 @@
-// test_walkthrough.c: tests for src/walkthrough.c.
+// test_walkthrough.c: tests for src/commands/walkthrough.c (`tinygpt
+// walkthrough`).
 //
 // Every matrix the walkthrough prints is read back from its printed text
 // (4 decimals) and compared with the same quantity computed here, in plain

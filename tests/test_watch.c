@@ -1,4 +1,4 @@
-// test_watch.c: tests for src/watch.c: the live status line's content and
+// test_watch.c: tests for src/show/watch.c: the live status line's content and
 // fit, and `tinygpt train` as a person watching it sees it: on a terminal
 // (a pseudo-terminal here) one status line redrawn with "\r"; through a
 // pipe only the plain lines, as before; and DIR/loss.png either way.

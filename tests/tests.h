@@ -6,6 +6,7 @@
 
 Suite *common_suite(void);
 Suite *rng_suite(void);
+Suite *utf8_suite(void);
 Suite *tokenizer_suite(void);
 Suite *bpe_suite(void);
 Suite *data_suite(void);
@@ -26,6 +27,7 @@ Suite *walkthrough_suite(void);
 Suite *attention_map_suite(void);
 Suite *gradcheck_model_suite(void);
 Suite *args_suite(void);
+Suite *settings_suite(void);
 Suite *train_suite(void);
 Suite *steady_state_suite(void);
 Suite *arch_suite(void);

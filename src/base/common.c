@@ -327,3 +327,9 @@ void make_dir(const char *path) {
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         die(EXIT_RUNTIME, "--out '%s' exists and is not a directory; pick another --out", path);
 }
+
+int name_index(const char *const *names, const char *name) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}

@@ -140,6 +140,11 @@ void make_dir(const char *path);
 // unknown. Used to refuse a model that cannot fit before allocating it.
 size_t memory_limit_bytes(void);
 
+// name_index: the index of "name" in "names" (NULL-terminated), or -1: how a
+// choice's text ("gpt", "adamw") becomes the enum it names, wherever it is
+// read (a flag, a checkpoint's metadata).
+int name_index(const char *const *names, const char *name);
+
 // now_seconds: monotonic wall-clock time, for ms/step and tokens/s.
 double now_seconds(void);
 

@@ -30,8 +30,8 @@ static void print_default(const Flag *f, FILE *out) {
     switch (f->type) {
     case FLAG_INT: fprintf(out, " (default %d)", *(int *)f->value); break;
     case FLAG_LONG: fprintf(out, " (default %ld)", *(long *)f->value); break;
-    case FLAG_FLOAT: fprintf(out, " (default %g)", (double)*(float *)f->value); break;
     case FLAG_DOUBLE: fprintf(out, " (default %g)", *(double *)f->value); break;
+    case FLAG_CHOICE: fprintf(out, " (default %s)", f->choices[*(int *)f->value]); break;
     case FLAG_STRING: {
         const char *s = *(const char **)f->value;
         if (s) fprintf(out, " (default %s)", s);
@@ -84,7 +84,7 @@ static bool check_range(const Flag *f, double x, const char *text, Error *err) {
     if (f->min == 0 && f->max == 0) return true;
     if (x >= f->min && x <= f->max) return true;
     Shown shown = show(text, strlen(text));
-    if (f->type == FLAG_FLOAT || f->type == FLAG_DOUBLE)
+    if (f->type == FLAG_DOUBLE)
         return error_set(err, "%s %s is out of range [%g, %g]", f->name, shown.text, f->min, f->max);
     // Whole-number ranges in full: "[1, 1048576]", not %g's "[1, 1.04858e+06]".
     return error_set(err, "%s %s is out of range [%.0f, %.0f]", f->name, shown.text, f->min, f->max);
@@ -105,14 +105,25 @@ static bool set_value(Flag *f, const char *text, Error *err) {
         else *(long *)f->value = (long)x;
         break;
     }
-    case FLAG_FLOAT:
     case FLAG_DOUBLE: {
         double x = strtod(text, &end);
         if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x))
             return error_set(err, "%s expects a finite number, got '%s'", f->name, show(text, strlen(text)).text);
         if (!check_range(f, x, text, err)) return false;
-        if (f->type == FLAG_FLOAT) *(float *)f->value = (float)x;
-        else *(double *)f->value = x;
+        *(double *)f->value = x;
+        break;
+    }
+    case FLAG_CHOICE: {
+        int index = name_index(f->choices, text);
+        if (index < 0) {
+            char names[128] = "";
+            for (int i = 0; f->choices[i]; i++) {
+                size_t len = strlen(names);
+                snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", f->choices[i]);
+            }
+            return error_set(err, "%s '%s' is not one of: %s", f->name, show(text, strlen(text)).text, names);
+        }
+        *(int *)f->value = index;
         break;
     }
     case FLAG_STRING: *(const char **)f->value = text; break;

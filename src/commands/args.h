@@ -1,6 +1,6 @@
 // args.h: table-driven command-line flags for the subcommands.
 //
-// Reading order: file 19 (glue code; skip it on a first read). Each command
+// Reading order: file 22 (glue code; skip it on a first read). Each command
 // declares its flags once, in a table holding the variable that receives
 // the value (and holds the default beforehand), a one-line help, and the
 // allowed range. A default that depends on another flag (train's --batch
@@ -15,14 +15,16 @@
 
 #include "common.h"
 
-// FLAG_DOUBLE for values that meet Python's doubles exactly (AdamW's betas:
-// 0.9 as a float would change 1 - beta1 in its eighth digit).
-typedef enum { FLAG_INT, FLAG_LONG, FLAG_FLOAT, FLAG_DOUBLE, FLAG_STRING, FLAG_SWITCH } FlagType;
+// A number with a fraction is a double, as it is in Python (AdamW's betas:
+// 0.9 rounded to a float would change 1 - beta1 in its eighth digit); code
+// that computes in float rounds it there. FLAG_CHOICE: one of the names in
+// "choices", stored as its index (the enum it names).
+typedef enum { FLAG_INT, FLAG_LONG, FLAG_DOUBLE, FLAG_CHOICE, FLAG_STRING, FLAG_SWITCH } FlagType;
 
 typedef struct {
     const char *name;     // "--steps"
     FlagType type;
-    void *value;          // int*, long*, float*, double*, const char**, or bool* (FLAG_SWITCH)
+    void *value;          // int*, long*, double*, int* (FLAG_CHOICE), const char**, or bool* (FLAG_SWITCH)
     const char *metavar;  // "N", "DIR", ...; unused for FLAG_SWITCH
     const char *help;     // one line; NULL keeps the flag out of --help (a hook for tests)
     double min, max;      // inclusive range for numbers (ignored when min == max == 0)
@@ -30,6 +32,7 @@ typedef struct {
     const char *default_text;  // what --help shows as the default, for one that the variable
                                // cannot hold yet (it depends on another flag: "gpt 12, card 32");
                                // NULL shows the variable's value
+    const char *const *choices;  // FLAG_CHOICE: the names, NULL-terminated, in enum order
 } Flag;
 
 typedef struct {

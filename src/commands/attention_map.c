@@ -12,6 +12,7 @@
 #include "checkpoint.h"
 #include "model.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 static const Rgb INK = {40, 40, 40}, SOFT_INK = {150, 150, 150};
 static const char SUBTITLE_1[] = "row: the token reading; column: the token it reads";
@@ -223,11 +224,11 @@ int cmd_attention(int argc, char **argv) {
     int layer = 0;                  // 1-based; 0 = every layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL},
-        {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL},
-        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL, NULL},
+        {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL, NULL},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
     };
     Command cmd = {"attention", NULL,
                    "Print each head's attention weights for a prompt (row t: how position t spreads its attention "

@@ -41,10 +41,10 @@ int cmd_eval(int argc, char **argv) {
     int batch = 16;                 // windows per forward pass (speed only)
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ...}", 0, 0, false, NULL},
-        {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ...}", 0, 0, false, NULL, NULL},
+        {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
     };
     Command cmd = {"eval", "TEXTFILE",
                    "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file.",

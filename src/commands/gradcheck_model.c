@@ -83,21 +83,19 @@ int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *resu
 }
 
 int cmd_gradcheck(int argc, char **argv) {
-    const char *arch_flag = "card";  // the model checked: card, or a gpt of --layers blocks
+    Arch arch = ARCH_CARD;           // the model checked: card, or a gpt of --layers blocks
     int layers = 2;                  // blocks of the gpt
     long seed = 1;                   // weights, batch and dropout mask of the model checked
     Flag flags[] = {
-        {"--arch", FLAG_STRING, &arch_flag, "ARCH", "the model checked: card (one attention block) or gpt", 0, 0, false, NULL},
-        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt checked (gpt only)", 1, GRADCHECK_MAX_LAYERS, false, NULL},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false, NULL},
+        {"--arch", FLAG_CHOICE, &arch, "ARCH", "the model checked: card (one attention block) or gpt", 0, 0, false, NULL, ARCH_NAMES},
+        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt checked (gpt only)", 1, GRADCHECK_MAX_LAYERS, false, NULL, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false, NULL, NULL},
     };
     Command cmd = {"gradcheck", NULL,
                    "Check every parameter's gradient from model_backward against central finite differences of "
                    "model_forward's loss, on a small random model; exit status 1 if any tensor fails.",
                    "tinygpt gradcheck --arch gpt --layers 2 --seed 7", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
-    Arch arch;
-    if (!arch_from_name(arch_flag, &arch)) usage_error(&cmd, "--arch '%s' is not one of: card, gpt", arch_flag);
     if (arch == ARCH_CARD && command_flag(&cmd, "--layers")->seen)
         usage_error(&cmd, "--layers is for --arch gpt: card has exactly one block; drop --layers, or add --arch gpt");
 

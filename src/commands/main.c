@@ -1,6 +1,6 @@
 // main.c: `tinygpt COMMAND [flags]`: finds the command and runs it.
 //
-// Reading order: file 28, the last. Each command lives in its own file and
+// Reading order: file 36, the last. Each command lives in its own file and
 // parses its own flags (args.h), so this one is only the table of commands.
 #include <limits.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "common.h"
 #include "eval.h"
 #include "gradcheck_model.h"
-#include "plot.h"
+#include "plot_logs.h"
 #include "sample.h"
 #include "tokenize.h"
 #include "train.h"

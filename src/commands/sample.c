@@ -11,6 +11,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "tokenizer.h"
+#include "utf8.h"  // Utf8Stream
 
 static int compare_descending(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -154,31 +155,31 @@ int cmd_sample(int argc, char **argv) {
     const char *prompt_file = NULL;  // or the text of this file ("-" = stdin)
     int tokens = 500;                // tokens to generate per sample
     int num_samples = 1;             // independent samples, each from the prompt
-    SamplerConfig sampler = {
-        .temperature = 1.0f,  // 0 = greedy; < 1 sharper, > 1 more random
-        .top_k = 0,           // 0 = no top-k cut
-        .top_p = 1.0f,        // 1 = no top-p cut
-    };
+    double temperature = 1.0;        // 0 = greedy; < 1 sharper, > 1 more random
+    double top_p = 1.0;              // 1 = no top-p cut
+    SamplerConfig sampler = {.top_k = 0};  // 0 = no top-k cut
     long seed = 1337;                // sampling seed
     int threads = 0;                 // 0 = OpenMP's default
     bool no_cache = false;           // recompute the whole window for every token
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL},
-        {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL},
-        {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL},
-        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL},
-        {"--num-samples", FLAG_INT, &num_samples, "N", "independent samples, each from the prompt, separated by a line '---'", 1, 1e6, false, NULL},
-        {"--temperature", FLAG_FLOAT, &sampler.temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL},
-        {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL},
-        {"--top-p", FLAG_FLOAT, &sampler.top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL},
-        {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
+        {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL, NULL},
+        {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL, NULL},
+        {"--num-samples", FLAG_INT, &num_samples, "N", "independent samples, each from the prompt, separated by a line '---'", 1, 1e6, false, NULL, NULL},
+        {"--temperature", FLAG_DOUBLE, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL, NULL},
+        {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL, NULL},
+        {"--top-p", FLAG_DOUBLE, &top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
+        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
+        {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL, NULL},
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",
                    flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
+    sampler.temperature = (float)temperature;  // the sampler computes in float
+    sampler.top_p = (float)top_p;
     if (!model_path) usage_error(&cmd, "missing --model FILE");
     // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
     if (sampler.top_p <= 0.0f) usage_error(&cmd, "--top-p %g is out of range (0, 1]", (double)sampler.top_p);

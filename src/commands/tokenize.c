@@ -8,6 +8,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 // print_piece: token bytes as they look in text, between bars, with what
 // would not show escaped: \n, \t, \r, a backslash, a bar, and any byte
@@ -93,10 +94,10 @@ int cmd_tokenize(int argc, char **argv) {
     int vocab_size = 512;           // with --learn: tokens to learn
     bool json = false;              // with --learn: one JSON line of numbers
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint whose tokenizer to use", 0, 0, false, NULL},
-        {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL},
-        {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint whose tokenizer to use", 0, 0, false, NULL, NULL},
+        {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL, NULL},
+        {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
     };
     Command cmd = {"tokenize", "[TEXT]",
                    "Show the tokens a model reads in TEXT (or standard input, if TEXT is left out or is -): each piece "

@@ -247,7 +247,7 @@ void walkthrough_print(const Walkthrough *w, FILE *out) {
 int cmd_walkthrough(int argc, char **argv) {
     long seed = 9;  // step 4's dropout key: drops 10 of the 21 weights, and in no row all of them
     Flag flags[] = {
-        {"--seed", FLAG_LONG, &seed, "S", "dropout key for step 4 (which weights are dropped)", 0, 9.2e18, false, NULL},
+        {"--seed", FLAG_LONG, &seed, "S", "dropout key for step 4 (which weights are dropped)", 0, 9.2e18, false, NULL, NULL},
     };
     Command cmd = {"walkthrough", NULL,
                    "Replay the classic self-attention example (\"Your journey starts with one step\") step by "

@@ -1,6 +1,6 @@
 // data.c: load a text file as tokens, split it, and cut batches (see data.h).
 //
-// Reading order: file 5, after tokenizer.c.
+// Reading order: file 6, after tokenizer.c.
 //
 // What it does: reads the whole file, encodes it with the tokenizer, keeps
 // the first part for training and the last part for validation, and copies
@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"  // utf8_count, utf8_prefix: the split counts characters
 
 // ---- Loading ----------------------------------------------------------------
 
@@ -250,6 +252,8 @@ static void copy_window(TokenSpan tokens, size_t start, int b, int T, int *input
         tgt_b[t] = token_at(tokens, start + (size_t)t + 1);
     }
 }
+
+const char *const ORDER_NAMES[] = {"random", "sequential", NULL};
 
 // batch_random: each row starts at an independent uniform draw from
 // [0, n - T); the largest start, n - T - 1, still leaves room for the last

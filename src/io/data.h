@@ -1,6 +1,6 @@
 // data.h: a text file as a train/validation token stream, cut into batches.
 //
-// Reading order: file 5. The model learns to predict token t+1 from tokens
+// Reading order: file 6. The model learns to predict token t+1 from tokens
 // 0..t, so a training example is a window of T+1 consecutive tokens: the
 // first T are the inputs, the last T (shifted by one) are the targets.
 #ifndef TINYGPT_DATA_H
@@ -75,6 +75,12 @@ uint64_t dataset_hash(const Dataset *ds);
 // Tokenizers cut text differently, so per-token losses of a char and a bpe
 // model do not compare; per byte of the same text they do.
 double bits_per_byte(double nats_per_token, size_t tokens, size_t bytes);
+
+// The two batch orders (train's --order): random windows, or sequential
+// ones that another program can replay. ORDER_NAMES: their names, indexed
+// by BatchOrder, NULL-terminated.
+typedef enum { ORDER_RANDOM, ORDER_SEQUENTIAL } BatchOrder;
+extern const char *const ORDER_NAMES[];
 
 // batch_random: B windows at starts drawn uniformly from [0, n - T).
 // inputs[b,t] = tokens[start_b + t], targets[b,t] = tokens[start_b + t + 1].

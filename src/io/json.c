@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"  // utf8_decode, utf8_encode
+#include "utf8.h"  // utf8_decode, utf8_encode
 
 // The largest integer json_as_uint returns: every integer up to 2^53 is
 // exactly representable as a double, so such a value means the same thing to
@@ -439,6 +439,10 @@ bool json_as_uint(const JsonValue *v, uint64_t *out) {
 }
 
 // json_type_name: with the article, to read well in "... is a string, not ...".
+bool json_string_is(const JsonValue *v, const char *text) {
+    return v->type == JSON_STRING && v->string_len == strlen(text) && memcmp(v->string, text, v->string_len) == 0;
+}
+
 const char *json_type_name(JsonType type) {
     switch (type) {
     case JSON_NULL: return "null";

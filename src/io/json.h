@@ -1,8 +1,9 @@
 // json.h: a small JSON reader and a string-escaping writer, just big enough
 // for a safetensors header.
 //
-// Reading order: file 17, just before checkpoint.h, its one user. It
-// reuses utf8_decode and utf8_encode from tokenizer.h (file 4).
+// Reading order: file 19, before safetensors.h, its main user, and read just
+// before it (run_dir.c writes run.json with it too). Its strings are read and
+// written with utf8_decode and utf8_encode from utf8.h (file 3).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is
 // strict (RFC 8259): no comments, no trailing commas, no single quotes, no
@@ -75,6 +76,10 @@ const JsonValue *json_get(const JsonValue *object, const char *key);
 // json_as_uint: true, with the value in "*out", when "v" is a number
 // spelled as plain decimal digits no larger than 2^53 (see the notes above).
 bool json_as_uint(const JsonValue *v, uint64_t *out);
+
+// json_string_is: whether "v" is a string exactly "text" (a JSON string
+// may hold NULs, which strcmp would stop at).
+bool json_string_is(const JsonValue *v, const char *text);
 
 // json_type_name: "null", "a boolean", "a number", ... for error messages.
 const char *json_type_name(JsonType type);

@@ -1,6 +1,6 @@
 // tokenizer.h: text <-> token ids, by characters or by learned BPE pieces.
 //
-// Reading order: file 4, after bpe.h (file 3), the second kind. Two kinds:
+// Reading order: file 5, after bpe.h (file 4), the second kind. Two kinds:
 // - char (the default): a token is one Unicode code point (so "—" and "’"
 //   are single tokens, not three bytes each). Ids are assigned in increasing
 //   code point order, so the same text always gives the same vocabulary.
@@ -17,6 +17,7 @@
 
 #include "bpe.h"
 #include "common.h"
+#include "utf8.h"  // utf8_decode and the rest: whoever reads tokens reads characters too
 
 typedef enum { TOKENIZER_CHAR, TOKENIZER_BPE } TokenizerKind;
 
@@ -43,23 +44,11 @@ typedef struct {
     int vocab_size;
 } TokenizerSpec;
 
-// tokenizer_kind_name: "char" or "bpe" (the --tokenizer values and the
-// checkpoint's "tokenizer" metadata).
+// TOKENIZER_NAMES: "char" and "bpe", indexed by TokenizerKind,
+// NULL-terminated (the --tokenizer values and the checkpoint's "tokenizer"
+// metadata); tokenizer_kind_name: one of them.
+extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
-
-// utf8_decode: decode one code point from "s" (at most "len" bytes) into
-// "*cp". Returns the number of bytes used (1..4), or 0 for invalid UTF-8
-// (overlong forms, surrogates, > U+10FFFF, truncated or stray bytes).
-int utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
-// utf8_encode: write code point "cp" as UTF-8 into "out"; returns 1..4 bytes.
-int utf8_encode(uint32_t cp, char out[4]);
-// utf8_count: the characters in text[0, len), counted as the bytes that can
-// start one (every byte but continuation bytes 10xxxxxx): for valid UTF-8,
-// its code points. No decoding, so it is a fast first pass over a file.
-size_t utf8_count(const char *text, size_t len);
-// utf8_prefix: the length in bytes of the first "chars" characters of
-// text[0, len) (counted as utf8_count counts), or "len" if it has fewer.
-size_t utf8_prefix(const char *text, size_t len, size_t chars);
 
 // tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
 // text file: strict UTF-8 with no NUL byte. If not, "err" names "source" and
@@ -112,22 +101,9 @@ bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, s
                       const char *source, Error *err);
 // tokenizer_piece: the bytes of token "id", "*len" of them. A bpe piece can
 // end in the middle of a UTF-8 character (its next bytes come in the next
-// token), so a printer of pieces must hold incomplete characters back.
+// token), so a printer of pieces must hold incomplete characters back
+// (utf8.h's Utf8Stream does).
 const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len);
-// Utf8Stream: prints bytes that arrive in pieces (bpe tokens) as whole
-// UTF-8 characters: a character split between two tokens is held back until
-// its last byte comes, and a byte that cannot be part of valid UTF-8 (a model
-// can put bytes in any order) is printed as U+FFFD, the replacement character.
-typedef struct {
-    unsigned char held[4];  // the start of a character still waiting for bytes
-    int n_held;
-} Utf8Stream;
-// utf8_stream_write: print "bytes" ("len" of them) to "out", holding back an
-// incomplete last character.
-void utf8_stream_write(Utf8Stream *s, const char *bytes, size_t len, FILE *out);
-// utf8_stream_finish: the text ended: a held-back incomplete character is
-// printed as U+FFFD.
-void utf8_stream_finish(Utf8Stream *s, FILE *out);
 
 // tokenizer_free: release the vocabulary; safe on a zeroed or freed tokenizer.
 // tokenizer_build and tokenizer_from_vocab leave nothing to free when they fail.

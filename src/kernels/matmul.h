@@ -1,7 +1,7 @@
 // matmul.h: the matrix-multiply engine: register tiles (tile.h) cut over
 // cache blocks and OpenMP threads.
 //
-// Reading order: with linear.h (file 7), after tile.h; linear.c (the layer) and
+// Reading order: with linear.h (file 8), after tile.h; linear.c (the layer) and
 // attention.c (its T x T score tiles) both call it, so neither reaches into
 // the other. Every product adds its k terms in increasing order, whatever
 // the tiling or the thread count, so results are reproducible bit for bit.

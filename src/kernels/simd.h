@@ -1,7 +1,7 @@
 // simd.h: 16-float vectors for the kernels that choose their own
 // instructions: the register tile of tile.h, and the lane sums below.
 //
-// Reading order: with linear.h (file 7). The type is GCC/clang's vector
+// Reading order: with linear.h (file 8). The type is GCC/clang's vector
 // extension: arithmetic on a vec16 is element-wise, a float operand is
 // broadcast, and the compiler emits AVX-512 (or two AVX2 halves) for it.
 // Elsewhere tinygpt leaves vectorisation to the compiler, except for sums

@@ -1,7 +1,7 @@
 // softmax.h: the softmax of a row, or of a block of rows at once (whose
 // lane combinations overlap), in loops the compiler vectorises.
 //
-// Reading order: with attention.h (file 8), after fastexp.h. Used by the
+// Reading order: with attention.h (file 9), after fastexp.h. Used by the
 // attention weights (attention.c) and by the loss (crossentropy.c):
 //   out[j] = exp(in[j] - max) / sum over i of exp(in[i] - max),  j < n
 // where max is the row's largest entry: subtracting it makes the largest

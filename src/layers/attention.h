@@ -1,6 +1,6 @@
 // attention.h: multi-head causal self-attention with dropout on the weights.
 //
-// Reading order: file 8, the heart of the model. For every head h and every
+// Reading order: file 9, the heart of the model. For every head h and every
 // position t, with q, k, v the head's HS channels of qkv:
 //   1. scores[t,j]  = q_t . k_j / sqrt(HS)        how well key j answers query t
 //   2. mask:          scores[t,j] = -inf for j > t (a position may not read the future)
@@ -19,11 +19,12 @@
 //   time, recomputing the dropout mask where it is needed. Read these first.
 // - attention_forward / attention_backward: the same math arranged so no
 //   inner loop stores to memory: the T x T products (scores, and their
-//   gradient) run on linear.c's register-tiled matmul over each head's keys
-//   and values transposed ([HS,T]); the T x HS products (the weighted sum of
-//   values and three gradients) on the same register tiles (tile.h), several
-//   rows at a time; the dropout factors are computed once per step into a
-//   tensor. Tests check that the two versions agree.
+//   gradient) run on matmul.h's register tiles (matmul_tile_rows) over each
+//   head's keys and values transposed ([HS,T]), only at or left of the
+//   diagonal; the T x HS products (the weighted sum of values and three
+//   gradients) on tile.h's tiles directly, several rows at a time; the
+//   dropout factors are computed once per step into a tensor. Tests check
+//   that the two versions agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 
@@ -59,7 +60,8 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
 //   [T,3C] slice), positions [first, last); each is a [HS,T] slice.
 // attention_forward_row: steps 1-5 for position t of sequence b, head h,
-//   reading keys_t for positions 0..t (already transposed).
+//   reading keys_t for positions 0..t (already transposed) and the values
+//   from qkv itself (values_t is not needed).
 void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
                     int h);
 void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,

@@ -1,6 +1,6 @@
 // crossentropy.h: softmax over the vocabulary + cross-entropy loss.
 //
-// Reading order: file 9, the model's last layer. For each of the N = B*T
+// Reading order: file 10, the model's last layer. For each of the N = B*T
 // positions, logits[n,:] scores every possible next token:
 //   probs[n,v]  = exp(logits[n,v]) / sum_u exp(logits[n,u])
 //   losses[n]   = -log probs[n, target[n]]
@@ -16,9 +16,11 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 
 // Softmax and cross-entropy together have a famously simple gradient:
 //   dlogits[n,v] = (probs[n,v] - [v == target[n]]) / N
-// Like every gradient of an activation in tinygpt it is written, not added
-// to: each activation feeds exactly one layer, so its gradient has one
-// source (gradients of parameters are added to; see model_zero_grad).
+// It is written, not added to: the logits feed only this layer, so their
+// gradient has one source. So is every layer's input gradient but
+// LayerNorm's, whose input, the residual stream, also feeds the skip path
+// (layernorm.h); gradients of parameters are added to (see
+// model_zero_grad).
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
 
 // softmax_forward: probs[N,V] = softmax(logits[N,V]) row by row, without a

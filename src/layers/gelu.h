@@ -1,6 +1,8 @@
 // gelu.h: the GELU activation of the transformer's MLP, forward and backward.
 //
-// Reading order: file 12, with fasterf.h; mlp.h is its one user.
+// Reading order: file 13, with fasterf.h. mlp.c calls the fast versions;
+// model.c calls the reference ones itself in `make REFERENCE=1` builds,
+// which run the MLP's steps one by one.
 // GELU (Gaussian Error Linear Unit) weighs each number by the chance that a
 // standard normal sample falls below it:
 //   gelu(x) = x Phi(x),   Phi(x) = 0.5 (1 + erf(x / sqrt 2))   the normal CDF

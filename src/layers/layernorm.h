@@ -1,6 +1,6 @@
 // layernorm.h: layer normalisation with a learned weight and no bias.
 //
-// Reading order: file 10, after crossentropy.h (the card model is complete
+// Reading order: file 11, after crossentropy.h (the card model is complete
 // by then), the first of the gpt block's other layers (layernorm,
 // residual, gelu, mlp). Each block reads
 // the residual stream through a LayerNorm before attention and before the

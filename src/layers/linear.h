@@ -1,15 +1,19 @@
 // linear.h: the fully connected layer, y = x W^T + b, forward and backward.
 //
-// Reading order: file 7. The model uses it three times: the q/k/v
-// projection (one [3C,C] weight), the attention output projection, and the
-// classification head. Weight layout follows PyTorch's nn.Linear: [out, in].
+// Reading order: file 8. The model uses it in every block for the q/k/v
+// projection (one [3C,C] weight) and the attention output projection, in
+// gpt's for the MLP's two layers (through mlp.h), and once for the
+// classification head (gpt's is tok_emb, tied). Weight layout follows
+// PyTorch's nn.Linear: [out, in].
 //
 // Two versions of each pass:
 // - linear_*_reference: the definition as three plain loops. Read these first.
-// - linear_forward / linear_backward: the same sums in the same order, cut
-//   into register-sized tiles so the compiler vectorises the inner loop, and
-//   spread over OpenMP threads. Tests check that the two agree.
-// Here N is the number of rows (B*T), C the input and OC the output width.
+// - linear_forward / linear_backward: the same sums in the same order, on
+//   matmul.h's engine: blocks of the output held in vector registers while
+//   k runs (tile.h), cut over cache-sized blocks and spread over OpenMP
+//   threads. Tests check that the two agree.
+// Here N is the number of rows (B*T, or 1 when sampling), C the input and
+// OC the output width.
 #ifndef TINYGPT_LINEAR_H
 #define TINYGPT_LINEAR_H
 
@@ -23,8 +27,10 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
 //   dinp[N,C]      = dout[N,OC] @ weight[OC,C]          (written)
 //   dweight[OC,C] += dout[N,OC]^T @ inp[N,C]            (added to)
 //   dbias[OC]     += sum over n of dout[n,:]            (added to; dbias may be NULL)
-// Parameter gradients are added to, so that several backward passes can
-// sum into them; the input's gradient is written (it has one source).
+// Parameter gradients are added to, so that several backward passes (and
+// gpt's tied head and embedding, both tok_emb) can sum into them; the
+// input's gradient is written. Where the input has a second consumer (the
+// residual stream), the model adds the two itself (join_stream in model.c).
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
 
@@ -35,10 +41,15 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC);
 
-// linear_forward is these two steps. Sampling, whose weights do not change,
-// transposes them once and then runs only the second.
-// weight_t[C,OC] = weight[OC,C]^T; called inside a parallel region, its
-// threads share the work and the caller's region waits for it.
+// linear_forward is these two steps; the model runs them apart.
+// model_forward transposes a block's matrices (transpose_block in model.c,
+// all four in one parallel region), or the head's, into its weight scratch
+// just before they are used; sampling, whose weights do not change,
+// transposes every one once (TransposedWeights, model.h) and then runs
+// only the second step, position after position.
+// weight_t[C,OC] = weight[OC,C]^T. Inside a parallel region its threads
+// share the work, with no barrier of their own (the region's end waits for
+// it); outside one, the calling thread does it all.
 void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
 // out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,

@@ -11,7 +11,8 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,13 +32,14 @@
 // ===========================================================================
 // The configuration.
 
-const char *arch_name(Arch arch) { return arch == ARCH_GPT ? "gpt" : "card"; }
+const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
+
+const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
 bool arch_from_name(const char *name, Arch *arch) {
-    if (strcmp(name, "card") == 0) *arch = ARCH_CARD;
-    else if (strcmp(name, "gpt") == 0) *arch = ARCH_GPT;
-    else return false;
-    return true;
+    int index = name_index(ARCH_NAMES, name);
+    if (index >= 0) *arch = (Arch)index;
+    return index >= 0;
 }
 
 ModelParts model_parts(const ModelConfig *cfg) {
@@ -81,175 +83,214 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
 
 // ===========================================================================
 // The tables.
+//
+// Each buffer (parameters, activations, activation gradients) is described
+// once, by a list of TensorEntry below: its name, its shape in the shape
+// alphabet, the part of the model it belongs to, and the view (a field of
+// ParamTensors, BlockParams, ...) that points into it. The same lists build
+// the tables (build_table) and set the views (set_views), so a tensor's
+// name is written in one place. A buffer is laid out as its front entries,
+// then, for each block i, the block entries named "blocks.{i}.<name>", then
+// its back entries.
 
-// Saturating size_t arithmetic: a size that does not fit becomes SIZE_MAX
-// and stays there, and SIZE_MAX bytes never fit in memory, so an overflow
-// is refused like any other model too large. (B*NH*T*T alone can reach
-// 2^68 within the flags' ranges.)
-static size_t sat_mul(size_t a, size_t b) {
-    size_t product;
-    return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
-}
-static size_t sat_add(size_t a, size_t b) {
-    size_t sum;
-    return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
-}
+// A dimension of a tensor, in the shape alphabet of model.h.
+typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim;
 
-// Tables are filled in two passes of the same code: the first only counts
-// the entries (specs == NULL), the second writes them.
+// The part of the model a tensor belongs to: it is in the table when the
+// model has that part (has_part).
+typedef enum {
+    ALWAYS,
+    IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics
+    IF_MLP,                 // the MLP
+    IF_LAYERNORM_AND_MLP,   // ln2: the LayerNorm before the MLP
+    IF_PROJ_BIAS,           // card's projection bias
+    IF_OWN_HEAD,            // an untied head (card)
+    IF_RESIDUAL,            // the residual stream's branch buffers
+    IF_DROPOUT,             // dropout's saved scales
+    IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
+} Part;
+
+// How a parameter starts (model_init_weights): PyTorch's rules for card,
+// GPT-2's for gpt.
+typedef enum { INIT_LINEAR, INIT_EMBEDDING, INIT_ONES, INIT_BRANCH_END } ParamInit;
+
+#define NO_VIEW SIZE_MAX  // a tensor without a view of its own (k and v: see qkv_weight)
+
 typedef struct {
-    TensorTable *table;
-    int capacity;
-} TableBuilder;
+    const char *name;  // for a block's tensor, what follows "blocks.{i}."
+    Dim rows, cols;    // cols D_NONE: a 1-D tensor
+    Part part;
+    size_t view;       // offsetof the float * that points at it, in its views struct; NO_VIEW for none
+    ParamInit init;    // parameters only
+} TensorEntry;
 
-// add: append a [rows, cols] tensor (1-d when cols == 0) named by the
-// printf-style "fmt", right after the previous one.
-static void add(TableBuilder *tb, size_t rows, size_t cols, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add(TableBuilder *tb, size_t rows, size_t cols, const char *fmt, ...) {
-    TensorTable *t = tb->table;
-    size_t size = sat_mul(rows, cols > 0 ? cols : 1);
-    if (t->specs) {
-        TensorSpec *spec = &t->specs[t->count];
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(spec->name, sizeof spec->name, fmt, args);
-        va_end(args);
-        spec->ndim = cols > 0 ? 2 : 1;
-        spec->shape[0] = rows;
-        spec->shape[1] = cols;
-        spec->offset = t->total;
-        spec->size = size;
-    }
-    t->count++;
-    t->total = sat_add(t->total, size);
-}
+typedef struct {
+    const TensorEntry *front;
+    int n_front;
+    const TensorEntry *block;  // NULL: the buffer has no per-block tensors
+    int n_block;
+    const TensorEntry *back;
+    int n_back;
+} Layout;
 
-typedef void (*TableFill)(TableBuilder *tb, const ModelConfig *cfg, size_t B);
+#define ENTRIES(list) list, (int)(sizeof list / sizeof list[0])
 
-static void build_table(TensorTable *t, const ModelConfig *cfg, size_t B, TableFill fill) {
-    memset(t, 0, sizeof *t);
-    TableBuilder counting = {t, 0};
-    fill(&counting, cfg, B);
-    int count = t->count;
-    t->specs = xcalloc((size_t)count, sizeof(TensorSpec));
-    t->count = 0;
-    t->total = 0;
-    TableBuilder writing = {t, count};
-    fill(&writing, cfg, B);
-}
-
-// The parameters, in checkpoint order.
-static void fill_params(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
-    (void)B;
-    const ModelParts parts = model_parts(cfg);
-    const size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
-    add(tb, V, C, "tok_emb.weight");
-    add(tb, T, C, "pos_emb.weight");
-    for (int l = 0; l < model_layers(cfg); l++) {
-        if (parts.layernorm) add(tb, C, 0, "blocks.%d.ln1.weight", l);
-        add(tb, C, C, "blocks.%d.attn.q.weight", l);
-        add(tb, C, C, "blocks.%d.attn.k.weight", l);
-        add(tb, C, C, "blocks.%d.attn.v.weight", l);
-        add(tb, C, C, "blocks.%d.attn.proj.weight", l);
-        if (parts.proj_bias) add(tb, C, 0, "blocks.%d.attn.proj.bias", l);
-        if (parts.layernorm && parts.mlp) add(tb, C, 0, "blocks.%d.ln2.weight", l);
-        if (parts.mlp) {
-            add(tb, 4 * C, C, "blocks.%d.mlp.fc.weight", l);
-            add(tb, C, 4 * C, "blocks.%d.mlp.proj.weight", l);
-        }
-    }
-    if (parts.layernorm) add(tb, C, 0, "ln_f.weight");
-    if (!parts.tied_head) {
-        add(tb, V, C, "head.weight");
-        add(tb, V, 0, "head.bias");
-    }
-}
+// The parameters, in checkpoint order. Within a block q, k and v are
+// adjacent, so together they are one [3C,C] matrix (qkv_weight) and a
+// single matmul computes all three projections.
+static const TensorEntry PARAMS_FRONT[] = {
+    {"tok_emb.weight", D_V, D_C, ALWAYS, offsetof(ParamTensors, tok_emb), INIT_EMBEDDING},
+    {"pos_emb.weight", D_T, D_C, ALWAYS, offsetof(ParamTensors, pos_emb), INIT_EMBEDDING},
+};
+static const TensorEntry PARAMS_BLOCK[] = {
+    {"ln1.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(BlockParams, ln1_weight), INIT_ONES},
+    {"attn.q.weight", D_C, D_C, ALWAYS, offsetof(BlockParams, qkv_weight), INIT_LINEAR},
+    {"attn.k.weight", D_C, D_C, ALWAYS, NO_VIEW, INIT_LINEAR},
+    {"attn.v.weight", D_C, D_C, ALWAYS, NO_VIEW, INIT_LINEAR},
+    {"attn.proj.weight", D_C, D_C, ALWAYS, offsetof(BlockParams, proj_weight), INIT_BRANCH_END},
+    {"attn.proj.bias", D_C, D_NONE, IF_PROJ_BIAS, offsetof(BlockParams, proj_bias), INIT_LINEAR},
+    {"ln2.weight", D_C, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockParams, ln2_weight), INIT_ONES},
+    {"mlp.fc.weight", D_4C, D_C, IF_MLP, offsetof(BlockParams, fc_weight), INIT_LINEAR},
+    {"mlp.proj.weight", D_C, D_4C, IF_MLP, offsetof(BlockParams, mlp_proj_weight), INIT_BRANCH_END},
+};
+static const TensorEntry PARAMS_BACK[] = {
+    {"ln_f.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(ParamTensors, lnf_weight), INIT_ONES},
+    {"head.weight", D_V, D_C, IF_OWN_HEAD, offsetof(ParamTensors, head_weight), INIT_LINEAR},
+    {"head.bias", D_V, D_NONE, IF_OWN_HEAD, offsetof(ParamTensors, head_bias), INIT_LINEAR},
+};
+static const Layout PARAMS = {ENTRIES(PARAMS_FRONT), ENTRIES(PARAMS_BLOCK), ENTRIES(PARAMS_BACK)};
 
 // The activations, for B rows of T = block_size, in forward order.
-static void fill_acts(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
-    const ModelParts parts = model_parts(cfg);
-    const size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
-    const size_t V = (size_t)cfg->vocab_size, BT = sat_mul(B, T), BNH = sat_mul(B, NH);
-    add(tb, BT, C, "encoded");
-    for (int l = 0; l < model_layers(cfg); l++) {
-        if (parts.layernorm) {
-            add(tb, BT, C, "blocks.%d.ln1_out", l);
-            add(tb, BT, 0, "blocks.%d.ln1_mean", l);
-            add(tb, BT, 0, "blocks.%d.ln1_rstd", l);
-        }
-        add(tb, BT, 3 * C, "blocks.%d.qkv", l);
-        add(tb, BNH, sat_mul(T, T), "blocks.%d.attn_weights", l);
-        if (cfg->dropout > 0.0f) add(tb, BNH, sat_mul(T, T), "blocks.%d.dropout_scales", l);
-        add(tb, BNH, (C / NH) * T, "blocks.%d.keys_t", l);
-        add(tb, BNH, (C / NH) * T, "blocks.%d.values_t", l);
-        add(tb, BT, C, "blocks.%d.attn_out", l);
-        add(tb, BT, C, "blocks.%d.res_attn", l);
-        if (parts.mlp) {
-            if (parts.layernorm) {
-                add(tb, BT, C, "blocks.%d.ln2_out", l);
-                add(tb, BT, 0, "blocks.%d.ln2_mean", l);
-                add(tb, BT, 0, "blocks.%d.ln2_rstd", l);
-            }
-            add(tb, BT, 4 * C, "blocks.%d.fc_out", l);
-            add(tb, BT, C, "blocks.%d.res_mlp", l);
-        }
-    }
-    if (parts.residual) add(tb, BT, C, "branch_out");
-    if (parts.mlp) add(tb, BT, 4 * C, "gelu_out");
-    if (parts.layernorm) {
-        add(tb, BT, C, "lnf_out");
-        add(tb, BT, 0, "lnf_mean");
-        add(tb, BT, 0, "lnf_rstd");
-    }
-    add(tb, BT, V, "logits");
-    add(tb, BT, V, "probs");
-    add(tb, BT, 0, "losses");
-}
+static const TensorEntry ACTS_FRONT[] = {
+    {"encoded", D_BT, D_C, ALWAYS, offsetof(ActTensors, encoded), 0},
+};
+static const TensorEntry ACTS_BLOCK[] = {
+    {"ln1_out", D_BT, D_C, IF_LAYERNORM, offsetof(BlockActs, ln1_out), 0},
+    {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_mean), 0},
+    {"ln1_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_rstd), 0},
+    {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
+    {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
+    {"dropout_scales", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropout_scales), 0},
+    {"keys_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, keys_t), 0},
+    {"values_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, values_t), 0},
+    {"attn_out", D_BT, D_C, ALWAYS, offsetof(BlockActs, attn_out), 0},
+    {"res_attn", D_BT, D_C, ALWAYS, offsetof(BlockActs, res_attn), 0},
+    {"ln2_out", D_BT, D_C, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_out), 0},
+    {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_mean), 0},
+    {"ln2_rstd", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_rstd), 0},
+    {"fc_out", D_BT, D_4C, IF_MLP, offsetof(BlockActs, fc_out), 0},
+    {"res_mlp", D_BT, D_C, IF_MLP, offsetof(BlockActs, res_mlp), 0},
+};
+static const TensorEntry ACTS_BACK[] = {
+    {"branch_out", D_BT, D_C, IF_RESIDUAL, offsetof(ActTensors, branch_out), 0},
+    {"gelu_out", D_BT, D_4C, IF_MLP, offsetof(ActTensors, gelu_out), 0},
+    {"lnf_out", D_BT, D_C, IF_LAYERNORM, offsetof(ActTensors, lnf_out), 0},
+    {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_mean), 0},
+    {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
+    {"logits", D_BT, D_V, ALWAYS, offsetof(ActTensors, logits), 0},
+    {"probs", D_BT, D_V, ALWAYS, offsetof(ActTensors, probs), 0},
+    {"losses", D_BT, D_NONE, ALWAYS, offsetof(ActTensors, losses), 0},
+};
+static const Layout ACTS = {ENTRIES(ACTS_FRONT), ENTRIES(ACTS_BLOCK), ENTRIES(ACTS_BACK)};
 
 // The activation gradients: one block's worth, reused by every block.
-static void fill_grad_acts(TableBuilder *tb, const ModelConfig *cfg, size_t B) {
-    const ModelParts parts = model_parts(cfg);
-    const size_t T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd, NH = (size_t)cfg->n_head;
-    const size_t V = (size_t)cfg->vocab_size, BT = sat_mul(B, T);
-    add(tb, BT, C, "dresidual");
-    add(tb, BT, V, "dlogits");
-    if (parts.layernorm || parts.residual) add(tb, BT, C, "dln_out");
-    if (parts.residual) add(tb, BT, C, "dbranch");
-    add(tb, BT, C, "dattn_out");
-    add(tb, BT, 3 * C, "dqkv");
-    add(tb, sat_mul(B, NH), sat_mul(T, T), "dattn_weights");
-    if (parts.mlp) add(tb, BT, 4 * C, "dhidden");
+static const TensorEntry GRAD_ACTS_FRONT[] = {
+    {"dresidual", D_BT, D_C, ALWAYS, offsetof(GradActs, dresidual), 0},
+    {"dlogits", D_BT, D_V, ALWAYS, offsetof(GradActs, dlogits), 0},
+    {"dln_out", D_BT, D_C, IF_LAYERNORM_OR_RESIDUAL, offsetof(GradActs, dln_out), 0},
+    {"dbranch", D_BT, D_C, IF_RESIDUAL, offsetof(GradActs, dbranch), 0},
+    {"dattn_out", D_BT, D_C, ALWAYS, offsetof(GradActs, dattn_out), 0},
+    {"dqkv", D_BT, D_3C, ALWAYS, offsetof(GradActs, dqkv), 0},
+    {"dattn_weights", D_BNH, D_TT, ALWAYS, offsetof(GradActs, dattn_weights), 0},
+    {"dhidden", D_BT, D_4C, IF_MLP, offsetof(GradActs, dhidden), 0},
+};
+static const Layout GRAD_ACTS = {ENTRIES(GRAD_ACTS_FRONT), NULL, 0, NULL, 0};
+
+static bool has_part(Part part, const ModelConfig *cfg) {
+    const ModelParts p = model_parts(cfg);
+    switch (part) {
+    case ALWAYS: return true;
+    case IF_LAYERNORM: return p.layernorm;
+    case IF_MLP: return p.mlp;
+    case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
+    case IF_PROJ_BIAS: return p.proj_bias;
+    case IF_OWN_HEAD: return !p.tied_head;
+    case IF_RESIDUAL: return p.residual;
+    case IF_DROPOUT: return cfg->dropout > 0.0f;
+    case IF_LAYERNORM_OR_RESIDUAL: return p.layernorm || p.residual;
+    }
+    return false;
 }
 
-void param_table(TensorTable *t, const ModelConfig *cfg) { build_table(t, cfg, 0, fill_params); }
-void act_table(TensorTable *t, const ModelConfig *cfg, int B) { build_table(t, cfg, (size_t)B, fill_acts); }
-void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B) {
-    build_table(t, cfg, (size_t)B, fill_grad_acts);
+// dim: the size of "d" for "cfg" with batches of B rows, saturating.
+static size_t dim(Dim d, const ModelConfig *cfg, size_t B) {
+    const size_t V = (size_t)cfg->vocab_size, T = (size_t)cfg->block_size, C = (size_t)cfg->n_embd;
+    const size_t NH = (size_t)cfg->n_head;
+    switch (d) {
+    case D_NONE: return 0;
+    case D_V: return V;
+    case D_T: return T;
+    case D_C: return C;
+    case D_3C: return 3 * C;
+    case D_4C: return 4 * C;
+    case D_BT: return sat_mul(B, T);
+    case D_BNH: return sat_mul(B, NH);
+    case D_TT: return sat_mul(T, T);
+    case D_HST: return (C / NH) * T;  // a head's keys or values, transposed: [HS, T]
+    }
+    return 0;
 }
 
-void table_free(TensorTable *t) {
-    free(t->specs);
+// add_entries: the entries of "list" that "cfg" has, named "prefix" + name.
+static void add_entries(TensorTable *t, const TensorEntry *list, int n, const char *prefix, const ModelConfig *cfg,
+                        size_t B) {
+    for (int i = 0; i < n; i++) {
+        if (!has_part(list[i].part, cfg)) continue;
+        char name[sizeof ((TensorSpec *)0)->name];
+        snprintf(name, sizeof name, "%s%s", prefix, list[i].name);
+        table_add(t, name, dim(list[i].rows, cfg, B), dim(list[i].cols, cfg, B), (int)list[i].init);
+    }
+}
+
+static void build_table(TensorTable *t, const Layout *lo, const ModelConfig *cfg, size_t B) {
     memset(t, 0, sizeof *t);
+    add_entries(t, lo->front, lo->n_front, "", cfg, B);
+    for (int l = 0; lo->block && l < model_layers(cfg); l++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "blocks.%d.", l);
+        add_entries(t, lo->block, lo->n_block, prefix, cfg, B);
+    }
+    add_entries(t, lo->back, lo->n_back, "", cfg, B);
 }
 
-const TensorSpec *table_find(const TensorTable *t, const char *name) {
-    for (int i = 0; i < t->count; i++)
-        if (strcmp(t->specs[i].name, name) == 0) return &t->specs[i];
-    return NULL;
+void param_table(TensorTable *t, const ModelConfig *cfg) { build_table(t, &PARAMS, cfg, 0); }
+void act_table(TensorTable *t, const ModelConfig *cfg, int B) { build_table(t, &ACTS, cfg, (size_t)B); }
+void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B) { build_table(t, &GRAD_ACTS, cfg, (size_t)B); }
+
+// point_entries: each view in "list" (fields of the struct at "views") at
+// its tensor in "memory", found by position: the table lists the entries the
+// model has in the same order, from "*next" on. A view whose tensor the
+// model lacks stays NULL; so do all of them without memory (a model built
+// without gradients).
+static void point_entries(void *views, const TensorEntry *list, int n, const TensorTable *t, int *next,
+                          float *memory, const ModelConfig *cfg) {
+    for (int i = 0; i < n; i++) {
+        if (!has_part(list[i].part, cfg)) continue;
+        const TensorSpec *spec = &t->specs[(*next)++];
+        if (list[i].view != NO_VIEW && memory) *(float **)((char *)views + list[i].view) = memory + spec->offset;
+    }
 }
 
-// view: the tensor named by "fmt" inside "memory", or NULL if the table has
-// no such tensor (or there is no memory: a model built without gradients).
-static float *view(const TensorTable *t, float *memory, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static float *view(const TensorTable *t, float *memory, const char *fmt, ...) {
-    char name[sizeof ((TensorSpec *)0)->name];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(name, sizeof name, fmt, args);
-    va_end(args);
-    const TensorSpec *spec = table_find(t, name);
-    return spec && memory ? memory + spec->offset : NULL;
+// set_views: the views of a buffer laid out by "lo" (table "t" at "memory"):
+// the front and back entries' in "views", each block's in blocks[l]
+// ("block_size" bytes apart).
+static void set_views(void *views, void *blocks, size_t block_size, const Layout *lo, const TensorTable *t,
+                      float *memory, const ModelConfig *cfg) {
+    int next = 0;
+    point_entries(views, lo->front, lo->n_front, t, &next, memory, cfg);
+    for (int l = 0; lo->block && l < model_layers(cfg); l++)
+        point_entries((char *)blocks + (size_t)l * block_size, lo->block, lo->n_block, t, &next, memory, cfg);
+    point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg);
 }
 
 // The widest weight that is transposed at once: a block's four matrices
@@ -292,74 +333,6 @@ bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, 
 // ===========================================================================
 // Allocation and initialisation.
 
-static ParamTensors param_views(const TensorTable *t, float *memory, int n_layer) {
-    ParamTensors p;
-    p.tok_emb = view(t, memory, "tok_emb.weight");
-    p.pos_emb = view(t, memory, "pos_emb.weight");
-    p.blocks = xcalloc((size_t)n_layer, sizeof(BlockParams));
-    for (int l = 0; l < n_layer; l++) {
-        BlockParams *b = &p.blocks[l];
-        b->ln1_weight = view(t, memory, "blocks.%d.ln1.weight", l);
-        b->qkv_weight = view(t, memory, "blocks.%d.attn.q.weight", l);  // k and v follow it
-        b->proj_weight = view(t, memory, "blocks.%d.attn.proj.weight", l);
-        b->proj_bias = view(t, memory, "blocks.%d.attn.proj.bias", l);
-        b->ln2_weight = view(t, memory, "blocks.%d.ln2.weight", l);
-        b->fc_weight = view(t, memory, "blocks.%d.mlp.fc.weight", l);
-        b->mlp_proj_weight = view(t, memory, "blocks.%d.mlp.proj.weight", l);
-    }
-    p.lnf_weight = view(t, memory, "ln_f.weight");
-    p.head_weight = view(t, memory, "head.weight");
-    p.head_bias = view(t, memory, "head.bias");
-    if (!p.head_weight) p.head_weight = p.tok_emb;  // tied: the head's gradient adds to tok_emb's
-    return p;
-}
-
-static ActTensors act_views(const TensorTable *t, float *memory, int n_layer) {
-    ActTensors a;
-    a.encoded = view(t, memory, "encoded");
-    a.blocks = xcalloc((size_t)n_layer, sizeof(BlockActs));
-    for (int l = 0; l < n_layer; l++) {
-        BlockActs *b = &a.blocks[l];
-        b->ln1_out = view(t, memory, "blocks.%d.ln1_out", l);
-        b->ln1_mean = view(t, memory, "blocks.%d.ln1_mean", l);
-        b->ln1_rstd = view(t, memory, "blocks.%d.ln1_rstd", l);
-        b->qkv = view(t, memory, "blocks.%d.qkv", l);
-        b->attn_weights = view(t, memory, "blocks.%d.attn_weights", l);
-        b->dropout_scales = view(t, memory, "blocks.%d.dropout_scales", l);
-        b->keys_t = view(t, memory, "blocks.%d.keys_t", l);
-        b->values_t = view(t, memory, "blocks.%d.values_t", l);
-        b->attn_out = view(t, memory, "blocks.%d.attn_out", l);
-        b->res_attn = view(t, memory, "blocks.%d.res_attn", l);
-        b->ln2_out = view(t, memory, "blocks.%d.ln2_out", l);
-        b->ln2_mean = view(t, memory, "blocks.%d.ln2_mean", l);
-        b->ln2_rstd = view(t, memory, "blocks.%d.ln2_rstd", l);
-        b->fc_out = view(t, memory, "blocks.%d.fc_out", l);
-        b->res_mlp = view(t, memory, "blocks.%d.res_mlp", l);
-    }
-    a.branch_out = view(t, memory, "branch_out");
-    a.gelu_out = view(t, memory, "gelu_out");
-    a.lnf_out = view(t, memory, "lnf_out");
-    a.lnf_mean = view(t, memory, "lnf_mean");
-    a.lnf_rstd = view(t, memory, "lnf_rstd");
-    a.logits = view(t, memory, "logits");
-    a.probs = view(t, memory, "probs");
-    a.losses = view(t, memory, "losses");
-    return a;
-}
-
-static GradActs grad_act_views(const TensorTable *t, float *memory) {
-    GradActs g;
-    g.dresidual = view(t, memory, "dresidual");
-    g.dlogits = view(t, memory, "dlogits");
-    g.dln_out = view(t, memory, "dln_out");
-    g.dbranch = view(t, memory, "dbranch");
-    g.dattn_out = view(t, memory, "dattn_out");
-    g.dqkv = view(t, memory, "dqkv");
-    g.dattn_weights = view(t, memory, "dattn_weights");
-    g.dhidden = view(t, memory, "dhidden");
-    return g;
-}
-
 void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads) {
     memset(m, 0, sizeof *m);
     m->config = *cfg;
@@ -367,18 +340,27 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     m->n_layer = model_layers(cfg);
     m->config.n_layer = m->n_layer;
     m->max_batch = max_batch;
+    const size_t L = (size_t)m->n_layer;
     param_table(&m->param_table, cfg);
     m->params_memory = xcalloc(m->param_table.total, sizeof(float));
-    m->params = param_views(&m->param_table, m->params_memory, m->n_layer);
+    m->params.blocks = xcalloc(L, sizeof(BlockParams));
+    set_views(&m->params, m->params.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->params_memory, cfg);
     act_table(&m->act_table, cfg, max_batch);
     m->acts_memory = xcalloc(m->act_table.total, sizeof(float));
-    m->acts = act_views(&m->act_table, m->acts_memory, m->n_layer);
+    m->acts.blocks = xcalloc(L, sizeof(BlockActs));
+    set_views(&m->acts, m->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg);
     if (with_grads) {
+        m->grads.blocks = xcalloc(L, sizeof(BlockParams));
         m->grads_memory = xcalloc(m->param_table.total, sizeof(float));
-        m->grads = param_views(&m->param_table, m->grads_memory, m->n_layer);
+        set_views(&m->grads, m->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->grads_memory, cfg);
         grad_act_table(&m->grad_act_table, cfg, max_batch);
         m->grad_acts_memory = xcalloc(m->grad_act_table.total, sizeof(float));
-        m->grad_acts = grad_act_views(&m->grad_act_table, m->grad_acts_memory);
+        set_views(&m->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg);
+    }
+    // Tied (gpt): the head is tok_emb, and the head's gradient adds to tok_emb's.
+    if (m->parts.tied_head) {
+        m->params.head_weight = m->params.tok_emb;
+        m->grads.head_weight = m->grads.tok_emb;
     }
     m->weight_scratch_size = weight_scratch_floats(cfg);
     m->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
@@ -404,34 +386,27 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-// ends_with: "name" ends in "suffix".
-static bool ends_with(const char *name, const char *suffix) {
-    size_t n = strlen(name), k = strlen(suffix);
-    return n >= k && strcmp(name + n - k, suffix) == 0;
-}
-
 // Every tensor is drawn in table order, element by element, from one
-// stream, so a seed gives the same weights on any machine.
+// stream, so a seed gives the same weights on any machine. Each tensor's
+// rule is its entry's ParamInit (PARAMS_FRONT, ... above).
 void model_init_weights(Model *m, Rng *rng) {
     const bool gpt = m->config.arch == ARCH_GPT;
     // card: nn.Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
-    // which keeps each layer's output variance close to its input's.
+    // which keeps each layer's output variance close to its input's;
+    // nn.Embedding draws from N(0, 1).
     const float linear_bound = 1.0f / sqrtf((float)m->config.n_embd);
-    // gpt: GPT-2's scheme. Each block adds two branches to the stream, so
-    // the projections that end them start 1/sqrt(2L) smaller, and the
-    // stream's variance does not grow with depth.
+    // gpt: GPT-2's scheme: N(0, 0.02), LayerNorm weights 1. Each block adds
+    // two branches to the stream, so the projections that end them start
+    // 1/sqrt(2L) smaller, and the stream's variance does not grow with depth.
     const float branch_end_std = 0.02f / sqrtf(2.0f * (float)m->n_layer);
     for (int i = 0; i < m->param_table.count; i++) {
         const TensorSpec *spec = &m->param_table.specs[i];
+        const ParamInit init = (ParamInit)spec->init;
         float *w = m->params_memory + spec->offset;
-        const bool embedding = strstr(spec->name, "_emb.") != NULL;
-        const bool layernorm = ends_with(spec->name, "ln1.weight") || ends_with(spec->name, "ln2.weight") ||
-                               ends_with(spec->name, "ln_f.weight");
-        const bool branch_end = ends_with(spec->name, "attn.proj.weight") || ends_with(spec->name, "mlp.proj.weight");
         for (size_t j = 0; j < spec->size; j++) {
-            if (!gpt) w[j] = embedding ? rng_normal(rng) : linear_bound * (2.0f * rng_uniform(rng) - 1.0f);
-            else if (layernorm) w[j] = 1.0f;
-            else w[j] = (branch_end ? branch_end_std : 0.02f) * rng_normal(rng);
+            if (!gpt) w[j] = init == INIT_EMBEDDING ? rng_normal(rng) : linear_bound * (2.0f * rng_uniform(rng) - 1.0f);
+            else if (init == INIT_ONES) w[j] = 1.0f;
+            else w[j] = (init == INIT_BRANCH_END ? branch_end_std : 0.02f) * rng_normal(rng);
         }
     }
 }

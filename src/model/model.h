@@ -1,7 +1,7 @@
 // model.h: the whole model: its sizes, its parameter and activation tables,
 // and forward, backward and the SGD update that tie the layers together.
 //
-// Reading order: file 14, after the layers it calls (files 6-13: encoder,
+// Reading order: file 16, after the layers it calls (files 7-14: encoder,
 // linear, attention, crossentropy, then layernorm, residual, gelu, mlp).
 //
 // Shape alphabet, used in every comment in src/:
@@ -38,8 +38,12 @@
 
 #include "common.h"
 #include "rng.h"
+#include "tensor_table.h"
 
 typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
+// Their names, indexed by Arch ("card", "gpt"), NULL-terminated: the --arch
+// values and the checkpoint's "arch".
+extern const char *const ARCH_NAMES[];
 
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
@@ -58,8 +62,8 @@ typedef struct {
     bool no_layernorm, no_mlp, no_residual;
 } ModelConfig;
 
-// arch_name / arch_from_name: "card" and "gpt"; arch_from_name returns false
-// for any other name.
+// arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
+// false for any other name.
 const char *arch_name(Arch arch);
 bool arch_from_name(const char *name, Arch *arch);
 
@@ -78,25 +82,6 @@ ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
 int model_layers(const ModelConfig *cfg);
 
-// One named tensor inside a contiguous buffer.
-typedef struct {
-    char name[48];     // the PyTorch / safetensors name, e.g. "blocks.3.mlp.fc.weight"
-    int ndim;          // 1 or 2
-    size_t shape[2];   // shape[1] unused when ndim == 1
-    size_t offset;     // in floats, from the start of the buffer
-    size_t size;       // number of floats
-} TensorSpec;
-
-// A table: the tensors of one buffer, in buffer order. Built at run time
-// from the config, so it grows with the number of blocks; it is the single
-// source for allocation, checkpoint names and shapes, gradcheck, the
-// NaN guard and the README's memory table.
-typedef struct {
-    TensorSpec *specs;  // [count]
-    int count;
-    size_t total;       // floats in all (saturates at SIZE_MAX for absurd sizes)
-} TensorTable;
-
 // param_table: the parameters, in checkpoint order. Within a block q, k and
 // v are adjacent, so together they are one [3C,C] matrix and a single
 // matmul computes all three projections.
@@ -107,9 +92,6 @@ void act_table(TensorTable *t, const ModelConfig *cfg, int B);
 // the backward pass goes block by block, and each block's gradients are
 // dead once it has passed them on, so every block reuses the same buffers.
 void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B);
-void table_free(TensorTable *t);
-// table_find: the entry named "name", or NULL.
-const TensorSpec *table_find(const TensorTable *t, const char *name);
 
 // ---- Named views into the buffers -------------------------------------------
 // A view is NULL where the architecture has no such tensor.

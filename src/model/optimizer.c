@@ -1,7 +1,7 @@
 // optimizer.c: gradient clipping, the learning-rate schedule, and the SGD
 // and AdamW updates (see optimizer.h for the math of each).
 //
-// Reading order: file 15, after model.h's model_sgd_step. The file in
+// Reading order: file 17, after model.h's model_sgd_step. The file in
 // three parts, in the order a training step uses them: the norm and the
 // clipping, the schedule, the update.
 //
@@ -28,6 +28,9 @@
 
 // torch.nn.utils.clip_grad_norm_ adds this to the norm before dividing.
 #define CLIP_NORM_EPS 1e-6
+
+const char *const OPTIMIZER_NAMES[] = {"sgd", "adamw", NULL};
+const char *const LR_SCHEDULE_NAMES[] = {"constant", "cosine", NULL};
 
 void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *model) {
     memset(opt, 0, sizeof *opt);

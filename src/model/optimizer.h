@@ -2,8 +2,8 @@
 // norm, pick this step's learning rate from a schedule, and move the
 // weights, by plain SGD or by AdamW.
 //
-// Reading order: file 15, right after model.h's model_sgd_step, whose
-// `w -= lr * g` is the simplest of the rules here; train.c (file 22) is
+// Reading order: file 17, right after model.h's model_sgd_step, whose
+// `w -= lr * g` is the simplest of the rules here; train.c (file 29) is
 // its user. It leaves out everything PyTorch's optimizers offer beyond what
 // nanoGPT uses: no momentum for SGD, no amsgrad, no parameter groups other
 // than "decays" and "does not".
@@ -51,6 +51,10 @@
 
 typedef enum { OPT_SGD = 0, OPT_ADAMW = 1 } OptimizerKind;
 typedef enum { LR_CONSTANT = 0, LR_COSINE = 1 } LrSchedule;
+// Their names, indexed by the enums, NULL-terminated: the --optimizer and
+// --lr-schedule values and the checkpoint's "optimizer" and "lr_schedule".
+extern const char *const OPTIMIZER_NAMES[];
+extern const char *const LR_SCHEDULE_NAMES[];
 
 typedef struct {
     OptimizerKind kind;

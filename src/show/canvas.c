@@ -36,7 +36,7 @@
 #include <stb_truetype.h>
 #pragma GCC diagnostic pop
 
-#include "tokenizer.h"  // utf8_decode
+#include "utf8.h"  // utf8_decode
 
 void canvas_init(Canvas *c, int width, int height) {
     c->width = width;

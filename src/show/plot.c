@@ -1,16 +1,15 @@
-// plot.c: the loss history, the loss plot, the comparison of several runs,
-// and `tinygpt plot` (see plot.h).
+// plot.c: the loss history, the loss plot and the comparison of several
+// runs (see plot.h).
 #include "plot.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+const char *const PLOT_X_NAMES[] = {"step", "time", NULL};
 
 _Static_assert(SERIES_CAPACITY % 2 == 0, "merging in pairs needs an even capacity");
 
@@ -352,9 +351,9 @@ static void plot_curves(Canvas *c, const Curve *curves, int n, PlotX x, const ch
     canvas_text(c, (a.left + a.right - canvas_text_width(x_name, FONT)) / 2, a.bottom + 32, x_name, FONT, INK);
 }
 
-// plot_history: one run's picture: its training loss (thin, no dots) and
-// its validation loss (thicker, a dot at each evaluation).
-static void plot_history(Canvas *c, const LossHistory *h, const char *title) {
+// plot_history: the training loss thin and without dots, the validation
+// loss thicker with a dot at each evaluation.
+void plot_history(Canvas *c, const LossHistory *h, const char *title) {
     char train_label[64];
     if (h->train.n == 0) snprintf(train_label, sizeof train_label, "train loss (no steps yet)");
     else if (h->train.per_point == 1) snprintf(train_label, sizeof train_label, "train loss (each step)");
@@ -391,109 +390,4 @@ void plot_compare(Canvas *c, const LossHistory *runs, const char *const *labels,
         curves[i] = (Curve){&runs[i].val, plot_run_colors[i], 2.0f, true, label[i]};
     }
     plot_curves(c, curves, n, runs[0].x, title);
-}
-
-// ---------------------------------------------------------------------------
-// The command
-
-// run_name: a log's default label, the name of the directory it is in
-// ("runs/ladder/l3/log.csv" -> "l3"), into "name" [cap]. A log given as
-// "log.csv", "./log.csv" or "../log.csv" asks the file system for the name.
-static void run_name(const char *log_path, char *name, size_t cap) {
-    char dir[4096];
-    path_dir(log_path, dir, sizeof dir);  // a longer path cannot be read: the name does not matter
-    const char *last = path_base(dir);
-    char resolved[PATH_MAX];
-    if ((strcmp(last, ".") == 0 || strcmp(last, "..") == 0 || *last == '\0') && realpath(dir, resolved)) {
-        last = path_base(resolved);
-        if (*last == '\0') last = "/";
-    }
-    snprintf(name, cap, "%s", last);
-}
-
-int cmd_plot(int argc, char **argv) {
-    const char *out_path = NULL;     // default: loss.png next to one log, compare.png here for several
-    const char *x_text = "step";     // what x is: step or time
-    const char *labels_text = NULL;  // one name per log, "a,b,c"; default: each log's directory
-    const char *title = NULL;        // default: "loss: LOG.csv" for one log, "validation loss" for several
-    Flag flags[] = {
-        {"--out", FLAG_STRING, &out_path, "PNG", "where to write the picture (default: loss.png next to LOG.csv; compare.png here for several logs)", 0, 0, false, NULL},
-        {"--x", FLAG_STRING, &x_text, "step|time", "x axis: the step, or the training seconds so far (the running sum of the log's ms column)", 0, 0, false, NULL},
-        {"--labels", FLAG_STRING, &labels_text, "A,B,...", "the logs' names in the legend (the title for one log), comma-separated, one per log", 0, 0, false, "each log's directory"},
-        {"--title", FLAG_STRING, &title, "TEXT", "the picture's title", 0, 0, false, "'loss: LOG.csv', or 'validation loss' for several"},
-    };
-    Command cmd = {"plot", "LOG.csv...",
-                   "Draw the train and validation loss curves of a log.csv written by 'tinygpt train' as a PNG "
-                   "(the loss.png that train itself refreshes at every evaluation); given several logs (up to 8), "
-                   "draw one validation curve per log on one picture to compare the runs.",
-                   "tinygpt plot runs/a/log.csv runs/b/log.csv --x time --labels \"small,large\"", flags,
-                   (int)(sizeof flags / sizeof flags[0])};
-    const char *logs[PLOT_MAX_LOGS];
-    int n = parse_flags_list(&cmd, argc, argv, logs, PLOT_MAX_LOGS);
-
-    // 1. Check the flags against the logs.
-    PlotX x = PLOT_X_STEP;
-    if (strcmp(x_text, "time") == 0) x = PLOT_X_TIME;
-    else if (strcmp(x_text, "step") != 0) usage_error(&cmd, "--x takes step or time");
-    char names[PLOT_MAX_LOGS][256];  // the default labels
-    const char *labels[PLOT_MAX_LOGS];
-    char *labels_copy = NULL;
-    if (labels_text) {
-        int count = 1;
-        for (const char *p = labels_text; *p; p++) count += *p == ',';
-        if (count != n) usage_error(&cmd, "--labels has %d name%s for %d log%s", count, count == 1 ? "" : "s", n, n == 1 ? "" : "s");
-        labels_copy = xmalloc(strlen(labels_text) + 1);
-        strcpy(labels_copy, labels_text);
-        char *p = labels_copy;
-        for (int i = 0; i < n; i++) {
-            labels[i] = p;
-            p += strcspn(p, ",");
-            *p++ = '\0';
-        }
-    } else {
-        for (int i = 0; i < n; i++) {
-            run_name(logs[i], names[i], sizeof names[i]);
-            labels[i] = names[i];
-        }
-    }
-    char default_out[4096];
-    if (!out_path && n == 1) {
-        // The log's name replaced: "runs/a/log.csv" -> "runs/a/loss.png", "log.csv" -> "loss.png".
-        snprintf(default_out, sizeof default_out, "%.*sloss.png", (int)(path_base(logs[0]) - logs[0]), logs[0]);
-        out_path = default_out;
-    } else if (!out_path) {
-        out_path = "compare.png";
-    }
-
-    // 2. Read every log, then draw: one log as train draws it, several as
-    // their validation curves.
-    LossHistory runs[PLOT_MAX_LOGS];
-    Error err;
-    for (int i = 0; i < n; i++) {
-        loss_history_init(&runs[i]);
-        runs[i].x = x;
-        if (!loss_history_read_csv(&runs[i], logs[i], &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    }
-    Canvas canvas;
-    canvas_init(&canvas, PLOT_WIDTH, PLOT_HEIGHT);
-    if (n == 1) {
-        char one_title[4200];
-        snprintf(one_title, sizeof one_title, "loss: %s", labels_text ? labels[0] : logs[0]);
-        plot_history(&canvas, &runs[0], title ? title : one_title);
-    } else {
-        plot_compare(&canvas, runs, labels, n, title ? title : "validation loss");
-    }
-    if (!canvas_write_png(&canvas, out_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    if (n == 1) {
-        fprintf(stderr, "wrote %s (%d x %d): %zu train and %zu validation points\n", out_path, PLOT_WIDTH, PLOT_HEIGHT,
-                runs[0].train.n, runs[0].val.n);
-    } else {
-        fprintf(stderr, "wrote %s (%d x %d): %d validation curves of", out_path, PLOT_WIDTH, PLOT_HEIGHT, n);
-        for (int i = 0; i < n; i++) fprintf(stderr, "%s %zu", i == 0 ? "" : ",", runs[i].val.n);
-        fprintf(stderr, " points\n");
-    }
-    canvas_free(&canvas);
-    for (int i = n - 1; i >= 0; i--) loss_history_free(&runs[i]);
-    free(labels_copy);
-    return 0;
 }

@@ -1,12 +1,13 @@
-// plot.h: the loss curves: a bounded loss history, the picture drawn from
-// it, and the `tinygpt plot` command that redraws it from a log.csv, or
-// compares the validation curves of several logs on one picture.
+// plot.h: the loss curves: a bounded loss history, read from a log.csv or
+// filled step by step, and the pictures drawn from it: one run's curves, or
+// the validation curves of several runs on one picture.
 //
-// Reading order: file 21, after canvas.h (glue code). `train` keeps a LossHistory
+// Reading order: file 24, after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
-// LOG.csv` reads the same numbers back from the log and draws the same
-// picture; `tinygpt plot A/log.csv B/log.csv ...` draws one validation
-// curve per log, against step or against training time.
+// LOG.csv` (plot_logs.h (file 35), the command) reads the same numbers back
+// from the log and draws the same picture; `tinygpt plot A/log.csv B/log.csv
+// ...` draws one validation curve per log, against step or against training
+// time.
 //
 // A history never allocates after loss_history_init, however long training
 // runs: each curve holds at most SERIES_CAPACITY points, and when it is
@@ -45,6 +46,8 @@ typedef struct {
 // before that step trains, so its point sits one step's time late: a few
 // milliseconds, invisible at a plot's scale.
 typedef enum { PLOT_X_STEP, PLOT_X_TIME } PlotX;
+// PLOT_X_NAMES: "step" and "time", indexed by PlotX, NULL-terminated (plot's --x).
+extern const char *const PLOT_X_NAMES[];
 
 typedef struct {
     Series train;  // x (see PlotX), y = that step's training loss
@@ -69,8 +72,11 @@ bool loss_history_read_csv(LossHistory *h, const char *path, Error *err);
 
 // plot_losses: draw both curves onto "c" (PLOT_WIDTH x PLOT_HEIGHT): axes
 // with numbered ticks, step (or training time) on x, loss on y, and a
-// legend. "source" names the run in the title.
+// legend. "source" names the run in the title, "loss: SOURCE".
+// plot_history: the same picture under a title of the caller's ("tinygpt
+// plot --title").
 void plot_losses(Canvas *c, const LossHistory *h, const char *source);
+void plot_history(Canvas *c, const LossHistory *h, const char *title);
 
 // plot_compare: the validation curves of "n" runs (1..PLOT_MAX_LOGS, all
 // read with the same x) onto "c": runs[i] in plot_run_colors[i], a dot at
@@ -78,8 +84,5 @@ void plot_losses(Canvas *c, const LossHistory *h, const char *source);
 // under "title". The axes, ticks and legend are plot_losses's.
 void plot_compare(Canvas *c, const LossHistory *runs, const char *const *labels, int n, const char *title);
 extern const Rgb plot_run_colors[PLOT_MAX_LOGS];
-
-// cmd_plot: the `tinygpt plot` command.
-int cmd_plot(int argc, char **argv);
 
 #endif

@@ -1,7 +1,8 @@
 // fuzz_checkpoint.c: libFuzzer target for the checkpoint loader.
 //
 // Each input is written to a temporary file and loaded with checkpoint_load
-// (and its header read with checkpoint_read_state, the --resume path), the
+// (and its header read with checkpoint_read_header and the run's settings
+// with settings_read_kept, the --resume path), the
 // way `tinygpt sample --model FILE` would. A file it accepts is freed again,
 // so a leak is a finding too. Built and run by `make fuzz`; seeds, including
 // a real checkpoint saved by tinygpt, are in corpus/checkpoint/.
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,8 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         model_free(&m);
         tokenizer_free(&tok);
     }
-    TrainState state;
-    (void)checkpoint_read_state(path, &state, &step, &err);
+    CheckpointHeader h;
+    if (checkpoint_read_header(path, &h, &err)) {
+        // What --resume does next with it: the run's settings, strictly.
+        TrainSettings s;
+        memset(&s, 0, sizeof s);
+        (void)settings_read_kept(&s, &h.metadata, KEPT_IN_RUN, path, &err);
+        metadata_free(&h.metadata);
+    }
     unlink(path);
     return 0;
 }

@@ -1,0 +1,175 @@
+// settings.h: every setting of a training run, declared once.
+//
+// Reading order: file 27, after args.h, run_dir.h and csv_log.h, before
+// train_setup.c, which sets a run up from it. A run is what `train` is told: the
+// text, the model's sizes, the optimizer, the schedule, how often to
+// evaluate and save. Each setting is one row of the table in settings.c
+// (TRAIN_SETTINGS): its name, type and flag, its help line, its default for
+// gpt and for card, its range or its choices, the architecture or
+// tokenizer it needs, whether --resume may change it, and the key that
+// keeps it in a checkpoint or in run.json. Everything train does with its
+// settings is a loop over that table: the flags and --help (args.h), the
+// defaults, the checks, --init's and --resume's rules, the checkpoint's
+// metadata and run.json.
+//
+// Adding a setting is one row there, a field in TrainSettings below, and
+// the code that uses it (README, "How to read the code", has an example).
+#ifndef TINYGPT_SETTINGS_H
+#define TINYGPT_SETTINGS_H
+
+#include <stdbool.h>
+
+#include "args.h"
+#include "data.h"
+#include "model.h"
+#include "optimizer.h"
+#include "safetensors.h"
+#include "tokenizer.h"
+
+// The value of every setting of one run, as the table fills it in. Choices
+// are held as the index of the name in their list, which is the value of
+// the enum they name (ARCH_NAMES[ARCH_GPT] is "gpt").
+typedef struct {
+    // Where the run reads and writes.
+    const char *data_path;   // FILE: the training text
+    const char *out_dir;     // --out
+    bool force;              // --force: replace the run already in --out
+    const char *init_path;   // --init: start from these weights
+    const char *resume_dir;  // --resume: continue the run saved there
+    // The model.
+    Arch arch;
+    TokenizerKind tokenizer;
+    int vocab_size;          // bpe: tokens to learn
+    int layers, context, embd, heads;
+    bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
+    double dropout;
+    // The optimizer and its schedule.
+    OptimizerKind optimizer;
+    double lr, beta1, beta2, weight_decay;
+    long warmup;
+    LrSchedule lr_schedule;
+    double min_lr, grad_clip;
+    // The data and the loop.
+    long steps;
+    int batch;
+    double val_fraction;
+    int eval_interval, eval_batches;
+    BatchOrder order;
+    long seed;
+    int threads;
+    long save_every, log_interval;
+    long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
+} TrainSettings;
+
+// Where a setting is kept after the run, so that --init, --resume and
+// anyone reading the files find it.
+typedef enum {
+    KEPT_NOWHERE,   // in this process only (--threads, --out, ...)
+    KEPT_IN_MODEL,  // in the model's own metadata (model/checkpoint.c writes those keys): it shapes the weights
+    KEPT_IN_RUN,    // in the checkpoint's metadata, beside the model's, written from this table
+    KEPT_IN_RUN_JSON,  // in the run directory's run.json
+} Kept;
+
+// What --resume does with a setting.
+typedef enum {
+    RESUME_KEEPS,   // the checkpoint's value, always; giving the flag is an error
+    RESUME_MAY_CHANGE,  // the flag may be given again (--steps to train further); else the kept value, if any
+} ResumeRule;
+
+typedef enum { SETTING_INT, SETTING_LONG, SETTING_DOUBLE, SETTING_CHOICE, SETTING_SWITCH, SETTING_PATH } SettingType;
+
+// One row of the table.
+typedef struct {
+    const char *name;        // the field's name, for messages and tests: "lr"
+    size_t offset;           // offsetof(TrainSettings, <name>)
+    SettingType type;
+    const char *flag;        // "--lr"; "FILE" for the positional argument
+    const char *metavar;     // "LR"
+    const char *help;        // one line for --help; NULL hides the flag (a hook for tests)
+    // The default, as it would be typed, for each architecture. NULL: no
+    // default (a path not given), or, for card, not a card setting (see
+    // needs). derived: computed from other settings when not given
+    // (apply_derived in settings.c), with this text in --help instead.
+    const char *gpt_default, *card_default;
+    const char *derived;
+    void (*derive)(TrainSettings *s);
+    double min, max;                 // inclusive range of a number (both 0: any)
+    const char *const *choices;      // a choice's names, NULL-terminated, in enum order
+    // The setting means something only when another setting (named here)
+    // has the value "needs_value": --layers needs arch gpt. Giving it
+    // otherwise is an error.
+    const char *needs, *needs_value;
+    const char *needs_why;           // said in that error: "card has exactly one block"
+    ResumeRule resume;
+    bool init_may_change;            // KEPT_IN_MODEL, yet --init may change it: dropout is not a size
+    Kept kept;
+    const char *key;                 // the checkpoint metadata key (KEPT_IN_MODEL, KEPT_IN_RUN) or run.json's
+    // Kept in a checkpoint written before the key existed: what its absence
+    // means (a run saved before AdamW trained with "sgd"); NULL: required.
+    const char *if_absent;
+    // A double that tinygpt saved as a float, to 9 digits, before
+    // "settings_format" 2: read back as that float, so an old run resumes
+    // bit for bit.
+    bool was_float;
+} Setting;
+
+extern const Setting TRAIN_SETTINGS[];
+extern const int NUM_TRAIN_SETTINGS;
+
+// setting_named: the row of "name" (which must exist).
+const Setting *setting_named(const char *name);
+
+// Which settings the command line gave: given[i] for TRAIN_SETTINGS[i].
+#define NUM_TRAIN_SETTINGS_MAX 64
+typedef struct {
+    bool given[NUM_TRAIN_SETTINGS_MAX];
+} Given;
+
+// settings_parse: TrainSettings from argv (argv[0] is "train"), defaults not
+// yet applied; usage errors exit 2 (parse_flags). "cmd" is train's Command,
+// whose flags the table makes (settings_command).
+void settings_command(Command *cmd, Flag *flags, TrainSettings *s);
+void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given);
+
+// settings_refuse_on_resume: with --resume, a usage error for the first
+// given setting that RESUME_KEEPS.
+void settings_refuse_on_resume(const Command *cmd, const Given *given);
+
+// settings_read_kept: into "saved", each setting kept "kept" that "md"
+// holds under its key, read strictly (what settings_to_metadata writes:
+// no spaces, signs or hex) and held to the flag's range; a key "md" lacks
+// takes its if_absent (a switch: off; a path: none), and is an error
+// without one. A
+// setting whose "needs" is not met in "saved" (--layers of a card model) is
+// skipped, so "saved" should hold the settings already read (the model's
+// before the run's). False, with "err" naming "path" and the key, on a
+// damaged value. "md" must outlive "saved" (a path points into it).
+bool settings_read_kept(TrainSettings *saved, const Metadata *md, Kept kept, const char *path, Error *err);
+
+// settings_take_kept: each setting kept "kept" whose needs "saved" meets,
+// from "saved" into "s", except those given on the command line; marked in
+// "from_file". With "check_given" (--init and the model), a given one must
+// hold the saved value, unless it is init_may_change: otherwise a usage
+// error ("--layers 3 conflicts with the --init checkpoint, which was
+// trained with --layers 2").
+void settings_take_kept(const Command *cmd, TrainSettings *s, const Given *given, const TrainSettings *saved, Kept kept,
+                        bool check_given, Given *from_file);
+
+// settings_finish: the defaults of every setting neither given nor taken
+// from a file, for the run's architecture (which is settled first), then
+// the derived ones (--min-lr lr/10), then each given setting's "needs"
+// ("--layers is for --arch gpt"), a usage error when not met.
+void settings_finish(const Command *cmd, TrainSettings *s, const Given *given, const Given *from_file);
+
+// settings_to_metadata: every setting kept "kept", under its key, as text
+// that reads back exactly (settings_value_text); for KEPT_IN_RUN also
+// "settings_format": "2", which marks that (see Setting.was_float). A path
+// that is NULL or "" is left out.
+void settings_to_metadata(const TrainSettings *s, Kept kept, Metadata *md);
+
+// settings_value_text: one setting's value as text: a whole number in
+// decimal, a double in the fewest digits that read back as the same
+// double, a choice's name, a switch as "0" or "1", a path as it is.
+void settings_value_text(const Setting *st, const TrainSettings *s, char *out, size_t cap);
+
+#endif

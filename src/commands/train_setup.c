@@ -1,0 +1,226 @@
+// train_setup.c: a training run set up from its settings (see train_setup.h).
+//
+// Reading order: file 28. The file from the bottom up: train_setup settles
+// the settings (load_start for --init, resume_settings for --resume), then
+// setup_run builds the run from them.
+#include "train_setup.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+// ===========================================================================
+// The run, built from its settings.
+
+// model_config: the model a fresh run builds: the settings' sizes, the
+// tokenizer's vocabulary.
+static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
+    return (ModelConfig){.vocab_size = vocab_size,
+                         .block_size = s->context,
+                         .n_embd = s->embd,
+                         .n_head = s->heads,
+                         .dropout = (float)s->dropout,
+                         .arch = s->arch,
+                         .n_layer = s->arch == ARCH_GPT ? s->layers : 1,
+                         .no_layernorm = s->no_layernorm,
+                         .no_mlp = s->no_mlp,
+                         .no_residual = s->no_residual};
+}
+
+// optimizer_config: the settings as the optimizer takes them. The cosine
+// decays over the whole run (--steps, also after a resume), as nanoGPT's
+// lr_decay_iters = max_iters.
+static OptimizerConfig optimizer_config(const TrainSettings *s) {
+    return (OptimizerConfig){.kind = s->optimizer,
+                             .lr = s->lr,
+                             .min_lr = s->min_lr,
+                             .beta1 = s->beta1,
+                             .beta2 = s->beta2,
+                             .weight_decay = s->weight_decay,
+                             .grad_clip = s->grad_clip,
+                             .schedule = s->lr_schedule,
+                             .warmup_steps = s->warmup,
+                             .decay_steps = s->steps};
+}
+
+// build_model: run->model for "cfg", with gradients, for batches of --batch
+// rows, and its first weights: the start checkpoint's, or drawn from --seed;
+// a usage error if the sizes are invalid or do not fit in memory.
+static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cfg) {
+    Error err;
+    if (!model_check_config(cfg, &err)) usage_error(cmd, "%s", err.msg);
+    if (!model_check_memory(cfg, run->s.batch, true, &err)) usage_error(cmd, "%s", err.msg);
+    model_init(&run->model, cfg, run->s.batch, true);
+    if (run->s.init_path) {
+        memcpy(run->model.params_memory, run->start.params_memory, run->start.param_table.total * sizeof(float));
+        model_free(&run->start);
+    } else {
+        Rng init_rng;
+        rng_init(&init_rng, (uint64_t)run->s.seed);
+        model_init_weights(&run->model, &init_rng);
+    }
+}
+
+// continue_from_state: --resume, once the data is loaded: it must be the
+// text the run was trained on; then the batch stream, AdamW's moments and
+// the log continue where the checkpoint left them.
+static void continue_from_state(TrainRun *run) {
+    const Metadata *md = &run->resumed.metadata;
+    const char *path = run->s.init_path;
+    uint64_t tokens, hash, batch_rng;
+    if (!metadata_u64(md, "data_tokens", &tokens) || !metadata_u64(md, "data_hash", &hash) ||
+        !metadata_u64(md, "batch_rng", &batch_rng) || batch_rng == 0)
+        die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"data_tokens\", \"data_hash\" and \"batch_rng\" must be whole numbers below 2^64 (batch_rng not 0); the file is damaged: start a new run from its weights with --init",
+            path);
+    if (run->data.n_tokens != tokens || run->data_hash != hash)
+        die(EXIT_RUNTIME, "'%s' is not the text this run was trained on (%zu tokens; the checkpoint's had %llu, with another fingerprint); give the original file, or start a new run from these weights with --init",
+            run->s.data_path, run->data.n_tokens, (unsigned long long)tokens);
+    run->batch_rng.state = batch_rng;
+    run->last_saved_step = run->start_step;
+    Error err;
+    long saved_step;
+    if (run->optimizer.cfg.kind == OPT_ADAMW) {
+        if (!optimizer_state_load(&run->optimizer, &run->model, run->optimizer_path, &saved_step, &err))
+            die(EXIT_RUNTIME, "%s", err.msg);
+        if (saved_step != run->start_step)
+            die(EXIT_RUNTIME, "'%s' holds AdamW's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
+                run->optimizer_path, saved_step, run->checkpoint_path, run->start_step);
+    }
+}
+
+// setup_run: the tokenizer and the data (a checkpoint's tokenizer, or one
+// built from the text), the model, the optimizer and the batch buffers; then
+// the run directory is claimed and the log opened.
+static void setup_run(TrainRun *run, const Command *cmd) {
+    TrainSettings *s = &run->s;
+    Error err;
+    TokenizerSpec learn = {s->tokenizer, s->vocab_size};
+    if (!dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path, s->val_fraction, s->context,
+                      &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
+    ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
+    cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
+    build_model(run, cmd, &cfg);
+    OptimizerConfig ocfg = optimizer_config(s);
+    optimizer_init(&run->optimizer, &ocfg, &run->model);
+    size_t positions = (size_t)s->batch * s->context;
+    run->inputs = xmalloc(positions * sizeof(int));
+    run->targets = xmalloc(positions * sizeof(int));
+    run->data_hash = dataset_hash(&run->data);
+    rng_init(&run->batch_rng, (uint64_t)s->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
+    run->last_saved_step = -1;
+    absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
+
+    // Everything has loaded: the first write into DIR (a resumed run has
+    // claimed it already, before reading its checkpoint).
+    if (!s->resume_dir) {
+        int status = run_dir_claim(&run->dir, s->out_dir, true, s->force, &err);
+        if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
+        if (status) die(status, "%s", err.msg);
+    }
+    snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", s->out_dir);
+    snprintf(run->optimizer_path, sizeof run->optimizer_path, "%s/optimizer.safetensors", s->out_dir);
+    char log_path[4200];
+    snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
+    if (s->resume_dir) continue_from_state(run);
+    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, &err)
+                                : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
+    if (!opened) die(EXIT_RUNTIME, "%s", err.msg);
+}
+
+void train_free(TrainRun *run) {
+    csv_log_close(&run->log);
+    optimizer_free(&run->optimizer);
+    free(run->targets);
+    free(run->inputs);
+    model_free(&run->model);
+    dataset_free(&run->data);
+    tokenizer_free(&run->tok);
+    metadata_free(&run->resumed.metadata);
+    metadata_free(&run->run_info);
+}
+
+// ===========================================================================
+// The settings: from the command line, and --init's or --resume's checkpoint.
+
+// load_start: the checkpoint a run starts from (--init, or --resume's), for
+// one row (build_model copies its weights into the model built for
+// --batch), and the settings that shape its model: "cmd"'s flags for them
+// must agree with it (--init; --resume refused them already).
+static void load_start(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
+    Error err;
+    if (!checkpoint_load(run->s.init_path, &run->start, &run->tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    Metadata md = {0};
+    checkpoint_model_metadata(&md, &run->start.config, run->tok.kind);
+    TrainSettings saved = run->s;
+    if (!settings_read_kept(&saved, &md, KEPT_IN_MODEL, run->s.init_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    settings_take_kept(cmd, &run->s, given, &saved, KEPT_IN_MODEL, true, from_file);
+    metadata_free(&md);
+}
+
+// resume_settings: with --resume DIR: lock DIR (run_dir_claim), read its
+// checkpoint's header and take the run's settings from it, and the
+// training file's path from run.json (or, in a run saved before it
+// existed, the checkpoint), as if they had been typed again. The flags
+// that may change (--steps to train further, ...) do not change the numbers.
+static void resume_settings(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
+    TrainSettings *s = &run->s;
+    settings_refuse_on_resume(cmd, given);
+    struct stat dir_st;
+    if (stat(s->resume_dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
+        die(EXIT_RUNTIME, "--resume '%s' is not a directory; give the --out directory of an earlier run", s->resume_dir);
+    Error err;  // --out is DIR itself (settings.c, derive_out_dir)
+    int status = run_dir_claim(&run->dir, s->out_dir, false, false, &err);
+    if (status) die(status, "%s", err.msg);
+    char *checkpoint = run->start_path;
+    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", s->resume_dir);
+    if (!checkpoint_read_header(checkpoint, &run->resumed, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    run->start_step = run->resumed.step;
+    if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    TrainSettings saved = *s;
+    if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||
+        !settings_read_kept(&saved, &run->run_info, KEPT_IN_RUN_JSON, checkpoint, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
+    settings_take_kept(cmd, s, given, &saved, KEPT_IN_RUN, false, from_file);
+    settings_take_kept(cmd, s, given, &saved, KEPT_IN_RUN_JSON, false, from_file);
+    // A run saved before run.json existed has the path in its checkpoint.
+    const MetadataItem *old_path = metadata_get(&run->resumed.metadata, "data");
+    if (!s->data_path && old_path && old_path->value[0] && strlen(old_path->value) == old_path->len)
+        s->data_path = old_path->value;
+    if (!s->data_path)
+        usage_error(cmd, "the run in '%s' does not record its training file; give it: tinygpt train FILE --resume %s",
+                    s->resume_dir, s->resume_dir);
+    s->init_path = checkpoint;  // the weights, vocabulary, architecture and sizes load as with --init
+}
+
+void train_setup(TrainRun *run, int argc, char **argv) {
+    memset(run, 0, sizeof *run);
+    TrainSettings *s = &run->s;
+    Command *cmd = &run->cmd;
+    *cmd = (Command){"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv, DIR/loss.png and DIR/run.json (and DIR/optimizer.safetensors with AdamW).",
+                     "tinygpt train data/moby-dick.txt --out runs/moby --layers 2 --steps 1000", NULL, 0};
+    settings_command(cmd, run->flags, s);
+    Given given, from_file;
+    memset(&from_file, 0, sizeof from_file);
+    settings_parse(cmd, argc, argv, s, &given);
+
+    if (s->force && s->resume_dir)
+        usage_error(cmd, "--force starts a new run over the one in --out, and --resume continues one; drop one of them");
+    if (s->resume_dir) {
+        resume_settings(run, cmd, &given, &from_file);
+    } else {
+        if (!s->data_path) usage_error(cmd, "missing FILE");
+        Error err;
+        int status = run_dir_check(&run->dir, s->out_dir, s->force, &err);
+        if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
+        if (status) die(status, "%s", err.msg);
+    }
+    if (s->init_path) load_start(run, cmd, &given, &from_file);
+    settings_finish(cmd, s, &given, &from_file);
+    if (s->resume_dir && run->start_step >= s->steps)
+        usage_error(cmd, "the run in '%s' is already at step %ld of --steps %ld; give a larger --steps to train further",
+                    s->resume_dir, run->start_step, s->steps);
+    if (s->threads > 0) omp_set_num_threads(s->threads);
+    setup_run(run, cmd);
+}

@@ -1,0 +1,71 @@
+// train_setup.h: a training run set up from its settings, ready for its
+// first step: what `train` holds while it trains.
+//
+// Reading order: file 28, after settings.h, before train.c, which runs the
+// steps. train_setup settles the run's settings (the command line, then
+// --init's or --resume's checkpoint and run.json, then the defaults), then
+// builds what the run holds: the tokenizer and the data, the model and its
+// first weights, the optimizer, the batch buffers, the claimed run
+// directory and its log. A resumed run continues exactly where its
+// checkpoint left it: the same text (checked), the batch stream, AdamW's
+// moments, the log cut back to the checkpoint's step.
+#ifndef TINYGPT_TRAIN_SETUP_H
+#define TINYGPT_TRAIN_SETUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "checkpoint.h"
+#include "csv_log.h"
+#include "data.h"
+#include "model.h"
+#include "optimizer.h"
+#include "run_dir.h"
+#include "settings.h"
+
+// Everything one training run holds, built before the first step so the
+// steps themselves allocate nothing.
+typedef struct {
+    Command cmd;            // train's flags (settings_command), for usage errors
+    Flag flags[NUM_TRAIN_SETTINGS_MAX];
+    TrainSettings s;
+    Dataset data;
+    Tokenizer tok;
+    Model model;
+    Model start;            // --init or --resume: the checkpoint's model, for its weights
+    Optimizer optimizer;    // the update rule, and AdamW's moments
+    int *inputs, *targets;  // [B,T] the current batch
+    RunDir dir;             // --out, locked
+    CsvLog log;             // <out>/log.csv
+    char checkpoint_path[4200];    // <out>/model.safetensors
+    char optimizer_path[4200];     // <out>/optimizer.safetensors: AdamW's moments
+    char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
+    bool run_info_saved;    // run.json is written by this process's first save; it does not change after
+    char start_path[4200];         // --resume: DIR/model.safetensors, its --init
+    CheckpointHeader resumed;      // --resume: the checkpoint's header, its metadata the run's state
+    Metadata run_info;      // --resume: run.json's keys (the settings' data_path may point into it)
+    long start_step;        // 0, or the step a resumed run continues from
+    Rng batch_rng;          // draws the random batches; saved in checkpoints
+    uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
+    long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    Error fault;            // why training stopped early
+} TrainRun;
+
+// log.csv's columns: one row per step (README, "train"). lr is the rate the
+// step used; grad_norm the gradients' norm before clipping.
+// val_bpb is val_loss in bits per byte of text (bits_per_byte, data.h),
+// which compares across tokenizers.
+#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"
+
+// train_setup: the run of "argv" (argv[0] is "train"), ready for its first
+// step; a usage error exits 2, anything else that stops it exits 1, each
+// with one line saying why.
+void train_setup(TrainRun *run, int argc, char **argv);
+
+// train_free: everything train_setup built. The lock is released as the
+// process ends (closing it here would let another train in while this one
+// still prints its last words).
+void train_free(TrainRun *run);
+
+#endif

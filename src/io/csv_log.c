@@ -1,0 +1,85 @@
+// csv_log.c: train's log.csv, appended and continued (see csv_log.h).
+//
+// Reading order: file 26.
+#include "csv_log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool csv_log_create(CsvLog *log, const char *path, const char *header, Error *err) {
+    memset(log, 0, sizeof *log);
+    snprintf(log->path, sizeof log->path, "%s", path);
+    log->f = fopen_checked(path, "w", err);
+    if (log->f) fputs(header, log->f);  // checked with the first rows, at the first flush
+    return log->f != NULL;
+}
+
+// rewrite_with_header: "path" as "header" and then "rows" ("len" bytes).
+static bool rewrite_with_header(const char *path, const char *header, const char *rows, size_t len, Error *err) {
+    size_t header_len = strlen(header);
+    char *text = xmalloc(header_len + len);
+    memcpy(text, header, header_len);
+    memcpy(text + header_len, rows, len);
+    bool written = write_file_atomic(path, text, header_len + len, err);
+    free(text);
+    return written;
+}
+
+bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, Error *err) {
+    if (access(path, F_OK) != 0) return csv_log_create(log, path, header, err);
+    memset(log, 0, sizeof *log);
+    snprintf(log->path, sizeof log->path, "%s", path);
+    char *text;
+    size_t len;
+    if (!read_file(path, &text, &len, err)) return false;
+    // Keep the header line, then every row whose step is below "step".
+    size_t keep = 0;
+    long lines = 0;  // kept, the header among them
+    for (size_t line = 0; line < len; lines++) {
+        const char *end = memchr(text + line, '\n', len - line);
+        if (!end) break;  // a row cut short by a crash: drop it
+        if (line > 0 && strtol(text + line, NULL, 10) >= step) break;
+        line = keep = (size_t)(end - text) + 1;
+    }
+    log->rows = lines > 0 ? lines - 1 : 0;
+    const char *header_end = memchr(text, '\n', len);
+    size_t header_len = header_end ? (size_t)(header_end - text) + 1 : 0;
+    bool ok;
+    if (keep > 0 && (header_len != strlen(header) || memcmp(text, header, header_len) != 0)) {
+        ok = rewrite_with_header(path, header, text + header_len, keep - header_len, err);
+    } else {
+        ok = truncate(path, (off_t)keep) == 0;
+        if (!ok) error_set(err, "cannot cut '%s' back to step %ld: %s", path, step, strerror(errno));
+    }
+    free(text);
+    if (ok) log->f = fopen_checked(path, "a", err);
+    return log->f != NULL;
+}
+
+// failed: false, with "err" naming the log and the reason in errno.
+static bool failed(CsvLog *log, Error *err) {
+    log->failed = true;
+    return error_set(err, "cannot write '%s': %s", log->path, strerror(errno));
+}
+
+bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    int written = vfprintf(log->f, fmt, args);
+    va_end(args);
+    if (written < 0 || ferror(log->f)) return failed(log, err);
+    return true;
+}
+
+bool csv_log_flush(CsvLog *log, Error *err) {
+    if (fflush(log->f) != 0 || ferror(log->f)) return failed(log, err);
+    return true;
+}
+
+void csv_log_close(CsvLog *log) {
+    if (log->f) fclose(log->f);
+    log->f = NULL;
+}

@@ -1,0 +1,46 @@
+// csv_log.h: a CSV log that a run appends one row per step to, and that a
+// resumed run continues: train's log.csv.
+//
+// Reading order: file 26, after run_dir.h.
+//
+// The log is written through stdio's buffer, so a full disk shows up at
+// whichever call happens to empty the buffer: every write and flush is
+// checked, and ferror catches a failure an earlier call left behind. The
+// caller stops on the first failure (CsvLog.failed): training on with a log
+// that silently stopped mid-row would leave a run whose history no longer
+// matches its weights.
+#ifndef TINYGPT_CSV_LOG_H
+#define TINYGPT_CSV_LOG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common.h"
+
+typedef struct {
+    FILE *f;
+    char path[4200];
+    long rows;    // rows already there when it was opened (a resumed run's past steps)
+    bool failed;  // a write failed; the first failure's message is in csv_log_row's or csv_log_flush's "err"
+} CsvLog;
+
+// csv_log_create: a new log at "path" holding "header" (a line, ending in
+// a newline). csv_log_continue: the log at "path" kept up to the rows of
+// steps below "step" (the first column), to append to: rows from later
+// steps (written after the checkpoint, before a crash) are cut off, since
+// the resumed run writes those steps again; a row cut short by a crash too.
+// A log whose header is not "header" (written before a column was added)
+// gets it, so appended rows match it; a missing log starts afresh.
+bool csv_log_create(CsvLog *log, const char *path, const char *header, Error *err);
+bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, Error *err);
+
+// csv_log_row: one row, printf-style ("fmt" ends in a newline). False
+// (log->failed, and "err" naming the file) if the write failed.
+bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// csv_log_flush: every row written so far onto the file, checked.
+bool csv_log_flush(CsvLog *log, Error *err);
+// csv_log_close: the last rows were flushed (and checked) before, so fclose
+// has nothing left to fail on.
+void csv_log_close(CsvLog *log);
+
+#endif

@@ -1,0 +1,193 @@
+// run_dir.c: the run directory: its lock, --force and run.json (see run_dir.h).
+//
+// Reading order: file 25.
+#include "run_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "utf8.h"
+
+const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "run.json",
+                                 NULL};
+#define LOCK_FILE ".lock"
+#define RUN_INFO_FILE "run.json"
+#define RUN_INFO_FORMAT "tinygpt-run-1"
+
+// run_files_in: which of RUN_FILES "dir" holds, as "a, b" in "list" [cap];
+// returns how many. A symlink by one of those names counts, wherever it points.
+static int run_files_in(const char *dir, char *list, size_t cap) {
+    int n = 0;
+    list[0] = '\0';
+    for (int i = 0; RUN_FILES[i]; i++) {
+        char path[4200];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, RUN_FILES[i]);
+        if (lstat(path, &st) != 0) continue;
+        size_t len = strlen(list);
+        snprintf(list + len, cap - len, "%s%s", n > 0 ? ", " : "", RUN_FILES[i]);
+        n++;
+    }
+    return n;
+}
+
+// refuse_run: the usage error for a DIR that holds a run already.
+static int refuse_run(const char *dir, const char *files, Error *err) {
+    error_set(err, "--out '%s' already holds a run (%s); continue it with --resume %s, start over with --force (which deletes those files), or pick another --out",
+              dir, files, dir);
+    return EXIT_USAGE;
+}
+
+// lock: flock DIR/.lock for this process, without waiting: held by another
+// train, it is an error naming that process. Creates the file when
+// "create"; otherwise writes nothing, and leaves rd->lock_fd at -1 if the
+// file is not there.
+static int lock(RunDir *rd, bool create, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" LOCK_FILE, rd->path);
+    int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+    if (fd < 0 && !create && errno == ENOENT) return 0;
+    if (fd < 0) {
+        error_set(err, "cannot open the lock file '%s': %s; check the permissions of '%s', or pick another --out", path,
+                  strerror(errno), rd->path);
+        return EXIT_RUNTIME;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int flock_errno = errno;
+        char pid[32];
+        ssize_t got = pread(fd, pid, sizeof pid - 1, 0);
+        close(fd);
+        if (flock_errno != EWOULDBLOCK) {
+            error_set(err, "cannot lock '%s': %s; pick another --out", path, strerror(flock_errno));
+            return EXIT_RUNTIME;
+        }
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strspn(pid, "0123456789")] = '\0';  // empty if the holder has not written it yet
+        error_set(err, "'%s' is in use by another tinygpt train (pid %s); wait for it to finish or stop it, or train into another --out",
+                  rd->path, pid[0] ? pid : "unknown");
+        return EXIT_RUNTIME;
+    }
+    rd->lock_fd = fd;
+    return 0;
+}
+
+// note_lock_owner: our PID into the lock file we hold, for the message of
+// the next train that finds it locked. Only informational: if the write
+// fails (a full disk), that message says "pid unknown", and the lock holds.
+static void note_lock_owner(const RunDir *rd) {
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    bool noted = ftruncate(rd->lock_fd, 0) == 0 && pwrite(rd->lock_fd, pid, (size_t)len, 0) == len;
+    (void)noted;  // nothing to do either way
+}
+
+// remove_in_dir: DIR/<name><suffix>, if it is there.
+static int remove_in_dir(const char *dir, const char *name, const char *suffix, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+    if (unlink(path) == 0 || errno == ENOENT) return 0;
+    error_set(err, "cannot remove '%s': %s; remove it yourself, or pick another --out", path, strerror(errno));
+    return EXIT_RUNTIME;
+}
+
+int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err) {
+    rd->path = dir;
+    rd->lock_fd = -1;
+    struct stat st;
+    if (stat(dir, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) {
+        error_set(err, "--out '%s' is a file, not a directory; give a directory (it is created if missing)", dir);
+        return EXIT_USAGE;
+    }
+    int status = lock(rd, false, err);
+    if (status) return status;
+    char files[256];
+    if (!force && run_files_in(dir, files, sizeof files) > 0) return refuse_run(dir, files, err);
+    return 0;
+}
+
+int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err) {
+    if (rd->path != dir) {  // not checked first (a resumed run)
+        rd->path = dir;
+        rd->lock_fd = -1;
+    }
+    if (new_run) make_dir(dir);
+    int status = rd->lock_fd < 0 ? lock(rd, true, err) : 0;
+    if (status) return status;
+    note_lock_owner(rd);
+    char files[256];
+    if (new_run && !force && run_files_in(dir, files, sizeof files) > 0) return refuse_run(dir, files, err);
+    for (int i = 0; RUN_FILES[i] && !status; i++) {
+        status = remove_in_dir(dir, RUN_FILES[i], ATOMIC_TMP_SUFFIX, err);
+        if (force && !status) status = remove_in_dir(dir, RUN_FILES[i], "", err);
+    }
+    return status;
+}
+
+// ---- run.json -------------------------------------------------------------------
+
+bool run_info_save(const char *dir, const Metadata *md, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" RUN_INFO_FILE, dir);
+    JsonBuf b = {0};
+    json_buf_printf(&b, "{\"format\":\"%s\"", RUN_INFO_FORMAT);
+    for (int i = 0; i < md->count; i++) {
+        json_buf_append(&b, ",", 1);
+        json_buf_string(&b, md->items[i].key, strlen(md->items[i].key));
+        json_buf_append(&b, ":", 1);
+        json_buf_string(&b, md->items[i].value, md->items[i].len);
+    }
+    json_buf_append(&b, "}\n", 2);
+    bool ok = write_file_atomic(path, b.data, b.len, err);
+    json_buf_free(&b);
+    return ok;
+}
+
+int run_info_read(const char *dir, Metadata *md, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" RUN_INFO_FILE, dir);
+    memset(md, 0, sizeof *md);
+    if (access(path, F_OK) != 0) return 0;
+    char *text;
+    size_t len;
+    if (!read_file(path, &text, &len, err)) return EXIT_RUNTIME;
+    JsonValue *root = NULL;
+    Error json_err;
+    bool ok = json_parse(text, len, &root, &json_err) && root->type == JSON_OBJECT;
+    const JsonValue *format = ok ? json_get(root, "format") : NULL;
+    ok = ok && format && json_string_is(format, RUN_INFO_FORMAT);
+    for (size_t i = 0; ok && i < root->count; i++) {
+        const JsonValue *item = &root->items[i];
+        ok = item->type == JSON_STRING && strlen(item->key) == item->key_len &&
+             strlen(item->string) == item->string_len;
+        if (ok && strcmp(item->key, "format") != 0)
+            metadata_set_bytes(md, item->key, item->string, item->string_len);
+    }
+    json_free(root);
+    free(text);
+    if (ok) return 0;
+    metadata_free(md);
+    error_set(err, "'%s' is not a run.json that tinygpt train wrote; give the training file instead: tinygpt train FILE --resume %s",
+              path, dir);
+    return EXIT_RUNTIME;
+}
+
+void absolute_utf8_path(const char *path, char *out, size_t cap) {
+    char *absolute = realpath(path, NULL);
+    const char *p = absolute ? absolute : path;
+    bool utf8 = strlen(p) < cap;
+    for (size_t at = 0, n = strlen(p); utf8 && at < n;) {
+        uint32_t cp;
+        int bytes = utf8_decode((const unsigned char *)p + at, n - at, &cp);
+        utf8 = bytes > 0;
+        at += (size_t)bytes;
+    }
+    snprintf(out, cap, "%s", utf8 ? p : "");
+    free(absolute);
+}

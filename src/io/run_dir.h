@@ -1,0 +1,79 @@
+// run_dir.h: the directory a training run writes into: one run at a time,
+// its lock, starting over (--force), and run.json.
+//
+// Reading order: file 25, after the pictures (file 24), with csv_log.h: the
+// files train keeps besides the checkpoint. run.json holds the same kind of
+// key/value strings as a checkpoint's metadata (safetensors.h).
+//
+// DIR (train's --out, or --resume's) belongs to one run at a time. What a
+// run writes there is RUN_FILES: if any one of them is there, DIR holds a
+// run, and a new run refuses it unless --resume says to continue that run
+// or --force says to start over. --force removes them all first, so the
+// directory never mixes two runs' files (say, an AdamW state beside an SGD
+// run's model). Nothing is written into DIR before that check.
+//
+// While it trains, a run holds an exclusive flock on DIR/.lock, so a second
+// `train` into the same DIR stops at once, naming the first one's PID, which
+// the holder writes into the file (for people: the flock is the lock). The
+// kernel releases a flock when its process ends, however it ends, so the
+// file a killed run leaves behind blocks nothing: the next run locks it
+// again. It is never removed (two processes could then lock two different
+// files of one name), and it is not one of RUN_FILES: it does not mean that
+// a run is there. A killed run can also leave the .tmp of a save it was in
+// the middle of (atomic_open, common.h); the next run removes those.
+//
+// The functions below return 0, or the exit status of the failure (common.h:
+// EXIT_USAGE when the user's flags ask for what cannot be, EXIT_RUNTIME
+// for what went wrong on the disk) with "err" saying what to do.
+#ifndef TINYGPT_RUN_DIR_H
+#define TINYGPT_RUN_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common.h"
+#include "safetensors.h"
+
+// The files a run writes into its directory.
+extern const char *const RUN_FILES[];
+
+typedef struct {
+    const char *path;  // DIR
+    int lock_fd;       // DIR/.lock, flock'ed until the process ends; -1 until then
+} RunDir;
+
+// run_dir_check: for a new run, before anything is loaded or written: DIR
+// is a directory (or not there yet: run_dir_claim makes it), no other train
+// is using it, and, without "force", it holds no run. If DIR has a lock
+// file, the lock is taken here and kept.
+int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err);
+
+// run_dir_claim: make DIR the run's own, just before it first writes there
+// (a new run: once everything has loaded, so a mistyped FILE deletes
+// nothing even with --force; a resumed run: before its checkpoint is
+// read): DIR made if missing ("new_run"), its lock held, our PID in it, the
+// atomic writer's leftovers removed, and with "force" the old run's files.
+// A run that appeared since run_dir_check (another train that ended in
+// between) is refused as it would have been there.
+int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err);
+
+// ---- run.json -------------------------------------------------------------------
+//
+// The run's settings that belong to this machine rather than to the model
+// (settings.h, KEPT_IN_RUN_JSON: the training file's path), in DIR/run.json,
+// written with the first checkpoint of each process, whole or not at all:
+//   {"format":"tinygpt-run-1","data":"/home/me/moby-dick.txt"}
+// A model is a file people hand on, and should not carry its trainer's paths.
+
+// run_info_save: run.json = "format" and then "md"'s keys.
+bool run_info_save(const char *dir, const Metadata *md, Error *err);
+// run_info_read: DIR/run.json's keys (every value a string) into "md",
+// which stays empty when there is no run.json. A damaged one is an error
+// saying to give FILE, which makes it unneeded.
+int run_info_read(const char *dir, Metadata *md, Error *err);
+
+// absolute_utf8_path: "path" made absolute into "out" [cap], or "" when it
+// is not valid UTF-8 (JSON holds only UTF-8) or too long.
+void absolute_utf8_path(const char *path, char *out, size_t cap);
+
+#endif

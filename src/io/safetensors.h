@@ -1,0 +1,168 @@
+// safetensors.h: the safetensors container, read and written with every
+// check and nothing about what the tensors mean.
+//
+// Reading order: file 20, after json.h.
+//
+// Format (https://github.com/huggingface/safetensors):
+//
+//   [0, 8)          N, the header length, as a little-endian u64
+//   [8, 8+N)        the header: JSON, padded with spaces to make 8+N a multiple of 8
+//   [8+N, end)      the data section: each tensor's bytes, little-endian
+//
+// The header maps each tensor name to {"dtype", "shape", "data_offsets"},
+// where data_offsets = [begin, end) in bytes from the start of the data
+// section, and may hold "__metadata__", an object of strings (safetensors
+// allows only strings there). A safetensors reader in any language
+// (Python's safetensors.torch.load_file, for one) opens what this writes.
+//
+// What a file holds is the business of its schema: model/checkpoint.c
+// (the model, and AdamW's state beside it) says which tensors, which
+// metadata keys and what each means. Here is only the container: the
+// header and its length, the metadata's strings, each tensor's dtype,
+// shape and offsets, the data section tiled with no gap and no overlap
+// (safetensors' own rule), and the floats themselves, written whole or not
+// at all. What it leaves out: dtypes other than F32, big-endian machines,
+// and memory-mapping the file.
+//
+// Reading trusts nothing: every size, name, shape and offset is checked
+// against the others and against the file's real size before anything is
+// allocated by size, so a damaged or hostile file gives a one-line message,
+// never a crash, a hang or a huge allocation.
+#ifndef TINYGPT_SAFETENSORS_H
+#define TINYGPT_SAFETENSORS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "json.h"
+#include "tensor_table.h"
+
+// ---- Writing ------------------------------------------------------------------
+
+// The "__metadata__" object being written: keys and string values, in the
+// order they were set.
+typedef struct {
+    char *key;
+    char *value;  // "len" bytes, any UTF-8 (a char model's vocabulary may hold a NUL)
+    size_t len;
+} MetadataItem;
+
+typedef struct {
+    MetadataItem *items;
+    int count;
+} Metadata;
+
+// metadata_set: "key" = the printf-style "fmt" (a key set twice keeps its
+// first place and its last value). metadata_set_bytes: = "len" bytes.
+void metadata_set(Metadata *md, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void metadata_set_bytes(Metadata *md, const char *key, const char *bytes, size_t len);
+// metadata_get: the item "key", or NULL.
+const MetadataItem *metadata_get(const Metadata *md, const char *key);
+// metadata_u64: the value of "key" as parse_u64 reads it; false when
+// absent or not that.
+bool metadata_u64(const Metadata *md, const char *key, uint64_t *out);
+
+// The strict spellings of a number in metadata, as tinygpt writes them,
+// "len" bytes of "text": parse_u64, 1 to 20 decimal digits that fit in 64
+// bits (no sign, no space, no "12abc"); parse_double, a finite decimal
+// number with a digit first ("0.1", "1e-05"; not " 1", "+1", ".5" or "nan").
+bool parse_u64(const char *text, size_t len, uint64_t *out);
+bool parse_double(const char *text, size_t len, double *out);
+void metadata_free(Metadata *md);
+
+// One group of tensors in a file: those of "table", in table order, each
+// named "prefix" followed by its name in the table, its floats at "memory" +
+// its offset. A model checkpoint is one group (the parameters, no prefix);
+// AdamW's state is two ("exp_avg." and "exp_avg_sq.").
+typedef struct {
+    const char *prefix;
+    const TensorTable *table;
+    const float *memory;
+} TensorGroup;
+
+// safetensors_save: the header ("md", then one entry per tensor of
+// "groups", in order, at consecutive offsets) and the groups' F32 data,
+// written whole or not at all (atomic_open and atomic_commit, common.h:
+// "<path>.tmp", flushed to disk, renamed over "path", the directory synced).
+bool safetensors_save(const char *path, const Metadata *md, const TensorGroup *groups, int n_groups, Error *err);
+
+// ---- Reading ------------------------------------------------------------------
+//
+// A reader runs these steps on one SafetensorsFile, each failing with a
+// one-line message in st->err (see safetensors_reject):
+//   safetensors_open            the length, the header, its JSON
+//   safetensors_meta_*          the metadata values the schema asks for
+//   safetensors_check_tensors   the header's tensors against the table the
+//                               file must hold: names, dtypes, shapes,
+//                               offsets, and the data section tiled
+//   safetensors_read_tensors    their floats, each finite and within a bound
+//   safetensors_close           always, whatever happened
+
+typedef struct {
+    const char *path;          // for messages
+    const char *kind;          // what the file is called in messages: "checkpoint", "optimizer state"
+    Error *err;
+    FILE *f;
+    uint64_t file_size;        // bytes
+    uint64_t header_len;       // N
+    uint64_t data_size;        // bytes in the data section: file_size - 8 - N
+    char *header;              // [N] the JSON text
+    JsonValue *root;           // the parsed header
+    const JsonValue *meta;     // root's "__metadata__" object, or NULL
+    const JsonValue **entries; // [table->count] each expected tensor's entry in "root" (check_tensors)
+    uint64_t *begin;           // [table->count] where each one starts in the data section, in bytes
+} SafetensorsFile;
+
+// safetensors_open: open "path" and read and parse its header. "kind"
+// names the file in messages ("'<path>' is not a valid tinygpt <kind>: ...").
+// False (with "err") if it cannot be opened, or is no safetensors file;
+// either way, call safetensors_close.
+bool safetensors_open(SafetensorsFile *st, const char *path, const char *kind, Error *err);
+void safetensors_close(SafetensorsFile *st);
+
+// safetensors_reject: st->err = "'<path>' is not a valid tinygpt <kind>: "
+// followed by "fmt" (which should end by saying what to do); returns false.
+bool safetensors_reject(SafetensorsFile *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// The metadata, key by key. Each is strict on purpose (no sign, no spaces,
+// no "12abc", no "nan"), and a missing key, a value that is not a string
+// or does not parse is a rejection naming the key.
+// safetensors_meta_has: whether the key is there at all (for keys that
+// older files lack).
+bool safetensors_meta_has(const SafetensorsFile *st, const char *key);
+// safetensors_meta_string: the value as a JSON string (it may hold NULs), or NULL.
+const JsonValue *safetensors_meta_string(SafetensorsFile *st, const char *key);
+// safetensors_meta_long: decimal digits, as a number in [0, "max"].
+bool safetensors_meta_long(SafetensorsFile *st, const char *key, long max, long *out);
+// safetensors_meta_double: a non-negative decimal number ("0.1", "1e-05").
+bool safetensors_meta_double(SafetensorsFile *st, const char *key, double *out);
+
+// What a file's schema adds to the messages of safetensors_check_tensors:
+// where the shapes come from and what to do about a wrong one, and the
+// message for a wrong name: name_problem is called with a name of the file
+// that the table lacks ("missing" false; "len" bytes, it may hold a NUL) or
+// one of the table that the file lacks ("missing" true), and rejects it
+// (safetensors_reject), returning false.
+typedef struct {
+    char shape_source[160];  // "the metadata (vocab_size 65, n_embd 32, block_size 16)"
+    const char *shape_fix;   // "the file is damaged, retrain"
+    bool (*name_problem)(SafetensorsFile *st, const char *name, size_t len, bool missing, const void *ctx);
+    const void *ctx;
+} TensorExpectations;
+
+// safetensors_check_tensors: the header's tensors are exactly "table"'s
+// (a name given twice was already refused by the JSON reader), each an F32
+// object of the table's shape whose data_offsets lie inside the data
+// section and span its floats, together tiling the data section. "table"
+// must be bounded by the caller (a model's by its n_layer) before it is
+// built from a file's metadata.
+bool safetensors_check_tensors(SafetensorsFile *st, const TensorTable *table, const TensorExpectations *expect);
+
+// safetensors_read_tensors: each tensor of "table" (checked above) into
+// "memory" + its offset; every value must be finite and at most "limit" in
+// magnitude.
+bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, float *memory, float limit);
+
+#endif

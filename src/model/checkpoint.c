@@ -1,0 +1,486 @@
+// checkpoint.c: what tinygpt's .safetensors files hold: the model, and
+// AdamW's state beside it (see checkpoint.h).
+//
+// Reading order: file 21, after safetensors.c (the container, with every
+// check of the header, the offsets and the floats) and tokenizer.c.
+//
+// Saving writes the parameter table's tensors in table order (model.h)
+// after the model's metadata (model_metadata). Loading reads the metadata
+// first (read_model_metadata), builds the table it describes (param_table)
+// and checks the file against it: every tensor of the table present with
+// its shape, no other, in any order (Python's writer sorts by name). The
+// table, whose length grows with n_layer, is built only once n_layer is
+// within MODEL_MAX_LAYERS.
+//
+// AdamW's state (optimizer.safetensors, at the end of this file) is the same
+// container with other metadata and other names, checked against a table of
+// the names and shapes it must hold, built from the model's parameter table.
+#include "checkpoint.h"
+
+#include <assert.h>
+#include <float.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The value of "__metadata__"."format"; bump it if the meaning of the file changes.
+#define CHECKPOINT_FORMAT "tinygpt-1"
+// The same for AdamW's state (optimizer_state_save).
+#define OPTIMIZER_FORMAT "tinygpt-optimizer-1"
+// What the files are called in messages.
+#define MODEL_FILE "checkpoint"
+#define OPTIMIZER_FILE "optimizer state"
+
+// ===========================================================================
+// The model's metadata.
+
+// model_keys: the keys that describe "cfg", a tokenizer of "kind": with
+// "complete", every one; without, as a file holds them: a char model says
+// nothing of its tokenizer and a whole gpt nothing of parts it lacks, so
+// those files stay as they were before bpe and the ladder existed.
+static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind, bool complete) {
+    if (complete || kind != TOKENIZER_CHAR) metadata_set(md, "tokenizer", "%s", tokenizer_kind_name(kind));
+    metadata_set(md, "vocab_size", "%d", cfg->vocab_size);
+    metadata_set(md, "n_embd", "%d", cfg->n_embd);
+    metadata_set(md, "n_head", "%d", cfg->n_head);
+    metadata_set(md, "block_size", "%d", cfg->block_size);
+    metadata_set(md, "arch", "%s", arch_name(cfg->arch));
+    metadata_set(md, "n_layer", "%d", model_layers(cfg));
+    const struct {
+        const char *key;
+        bool removed;
+    } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
+    // %.9g prints any float so that strtod + (float) gives back the same bits.
+    metadata_set(md, "dropout", "%.9g", (double)cfg->dropout);
+}
+
+void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKind kind) {
+    model_keys(md, cfg, kind, true);
+}
+
+// model_metadata: a model file's whole "__metadata__": the format, the
+// tokenizer (a char model's characters in id order, "vocab", or a bpe
+// model's "merges"), the model's keys, the step.
+static void model_metadata(Metadata *md, const Model *m, const Tokenizer *tok, long step) {
+    metadata_set(md, "format", CHECKPOINT_FORMAT);
+    if (tok->kind == TOKENIZER_BPE) {
+        metadata_set(md, "tokenizer", "bpe");
+        char *merges = bpe_merges_text(&tok->bpe);
+        metadata_set_bytes(md, "merges", merges, strlen(merges));
+        free(merges);
+    } else {
+        size_t len;
+        char *vocab = tokenizer_vocab_utf8(tok, &len);
+        metadata_set_bytes(md, "vocab", vocab, len);
+        free(vocab);
+    }
+    model_keys(md, &m->config, tok->kind, false);
+    metadata_set(md, "step", "%ld", step);
+}
+
+bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err) {
+    return checkpoint_save_run(m, tok, step, NULL, path, err);
+}
+
+bool checkpoint_save_run(const Model *m, const Tokenizer *tok, long step, const Metadata *run, const char *path,
+                         Error *err) {
+    assert(tok->vocab_size == m->config.vocab_size && step >= 0);
+    Metadata md = {0};
+    model_metadata(&md, m, tok, step);
+    for (int i = 0; run && i < run->count; i++)
+        metadata_set_bytes(&md, run->items[i].key, run->items[i].value, run->items[i].len);
+    const TensorGroup params = {"", &m->param_table, m->params_memory};
+    bool ok = safetensors_save(path, &md, &params, 1, err);
+    metadata_free(&md);
+    return ok;
+}
+
+// ===========================================================================
+// Loading the model.
+
+// What a model file's metadata says, as read_model_metadata reads it.
+typedef struct {
+    ModelConfig cfg;
+    TokenizerKind tokenizer;   // "tokenizer"; char when absent
+    const JsonValue *vocab;    // "vocab" (char) or "merges" (bpe), inside the file's header
+    long step;
+} ModelMetadata;
+
+// check_format: the metadata's "format" must be "want". The other file of
+// a run directory is the likely mix-up (the model and AdamW's state sit side
+// by side), and the message says which file to give instead.
+static bool check_format(SafetensorsFile *st, const char *want) {
+    const JsonValue *format = safetensors_meta_string(st, "format");
+    if (!format) return false;
+    if (json_string_is(format, want)) return true;
+    if (json_string_is(format, OPTIMIZER_FORMAT))
+        return safetensors_reject(st, "it holds AdamW's state (format \"%s\"), not a model; give the model.safetensors saved next to it",
+                                  OPTIMIZER_FORMAT);
+    if (json_string_is(format, CHECKPOINT_FORMAT))
+        return safetensors_reject(st, "it is a model checkpoint (format \"%s\"), not AdamW's state; give the optimizer.safetensors saved next to it",
+                                  CHECKPOINT_FORMAT);
+    return safetensors_reject(st, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
+                              show(format->string, format->string_len).text, want);
+}
+
+// read_choice: the metadata entry "key", one of "names", into "*index";
+// "absent" (an index) when the file has no such key (an older file). "what"
+// names what the key says in a message: "an architecture".
+static bool read_choice(SafetensorsFile *st, const char *key, const char *what, const char *const *names, int absent,
+                        int *index) {
+    *index = absent;
+    if (!safetensors_meta_has(st, key)) return true;
+    const JsonValue *name = safetensors_meta_string(st, key);
+    if (!name) return false;
+    *index = strlen(name->string) == name->string_len ? name_index(names, name->string) : -1;
+    if (*index >= 0) return true;
+    char known[64] = "";
+    for (int i = 0; names[i]; i++) {
+        size_t len = strlen(known);
+        snprintf(known + len, sizeof known - len, "%s\"%s\"", i ? " and " : "", names[i]);
+    }
+    return safetensors_reject(st, "its __metadata__ \"%s\" is \"%s\", %s this tinygpt does not know (it knows %s); load it with the tinygpt that saved it, or retrain",
+                              key, show(name->string, name->string_len).text, what, known);
+}
+
+// read_architecture: "arch" and "n_layer" from the metadata. A file saved
+// before gpt existed has neither and is card, whose one block makes n_layer
+// 1; a gpt file must say how many blocks it has. n_layer is bounded here,
+// before anything sized by it (the parameter table) is allocated.
+static bool read_architecture(SafetensorsFile *st, Arch *arch, long *n_layer) {
+    int index;
+    if (!read_choice(st, "arch", "an architecture", ARCH_NAMES, ARCH_CARD, &index)) return false;
+    *arch = (Arch)index;
+    *n_layer = 1;
+    if (safetensors_meta_has(st, "n_layer")) {
+        if (!safetensors_meta_long(st, "n_layer", LONG_MAX, n_layer)) return false;
+    } else if (*arch != ARCH_CARD) {
+        return safetensors_reject(st, "its __metadata__ says \"arch\" is \"%s\" but has no \"n_layer\", the number of blocks; the file is damaged, retrain",
+                                  arch_name(*arch));
+    }
+    if (*n_layer < 1 || *n_layer > MODEL_MAX_LAYERS)
+        return safetensors_reject(st, "its __metadata__ \"n_layer\" is %ld, outside [1, %d]; the file is damaged, retrain",
+                                  *n_layer, MODEL_MAX_LAYERS);
+    if (*arch == ARCH_CARD && *n_layer != 1)
+        return safetensors_reject(st, "its __metadata__ \"n_layer\" is %ld but \"arch\" is \"card\", which has exactly one block; the file is damaged, retrain",
+                                  *n_layer);
+    return true;
+}
+
+// read_model_metadata: the format marker, the config, the step and the
+// tokenizer's string. The config must pass model_check_config: it bounds
+// every size, so the shape arithmetic that follows cannot overflow.
+static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
+    if (!st->meta)
+        return safetensors_reject(st, "its header has no \"__metadata__\" object with the vocabulary and sizes; was it written by tinygpt train?");
+    if (!check_format(st, CHECKPOINT_FORMAT)) return false;
+
+    long vocab_size, n_embd, n_head, block_size;
+    if (!safetensors_meta_long(st, "vocab_size", INT_MAX, &vocab_size) ||
+        !safetensors_meta_long(st, "n_embd", INT_MAX, &n_embd) || !safetensors_meta_long(st, "n_head", INT_MAX, &n_head) ||
+        !safetensors_meta_long(st, "block_size", INT_MAX, &block_size) ||
+        !safetensors_meta_long(st, "step", LONG_MAX, &mm->step))
+        return false;
+    double p;
+    if (!safetensors_meta_double(st, "dropout", &p)) return false;
+    int tokenizer;
+    if (!read_choice(st, "tokenizer", "a tokenizer", TOKENIZER_NAMES, TOKENIZER_CHAR, &tokenizer)) return false;
+    mm->tokenizer = (TokenizerKind)tokenizer;
+    mm->vocab = safetensors_meta_string(st, mm->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
+    if (!mm->vocab) return false;
+    Arch arch;
+    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0;
+    if (!read_architecture(st, &arch, &n_layer)) return false;
+    if ((safetensors_meta_has(st, "no_layernorm") && !safetensors_meta_long(st, "no_layernorm", 1, &no_layernorm)) ||
+        (safetensors_meta_has(st, "no_mlp") && !safetensors_meta_long(st, "no_mlp", 1, &no_mlp)) ||
+        (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)))
+        return false;
+
+    mm->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
+                            .block_size = (int)block_size,
+                            .n_embd = (int)n_embd,
+                            .n_head = (int)n_head,
+                            .dropout = (float)p,
+                            .arch = arch,
+                            .n_layer = (int)n_layer,
+                            .no_layernorm = no_layernorm != 0,
+                            .no_mlp = no_mlp != 0,
+                            .no_residual = no_residual != 0};
+    Error cfg_err;
+    if (!model_check_config(&mm->cfg, &cfg_err))
+        return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
+                                  cfg_err.msg);
+    return true;
+}
+
+// block_of: the block number in a name "blocks.<i>.<rest>" (saturating at
+// LONG_MAX); false for a name of any other form.
+static bool block_of(const char *name, size_t len, long *block) {
+    const char prefix[] = "blocks.";
+    size_t at = sizeof prefix - 1, digits = 0;
+    if (len <= at || memcmp(name, prefix, at) != 0) return false;
+    long value = 0;
+    for (; at < len && name[at] >= '0' && name[at] <= '9'; at++, digits++)
+        value = value > (LONG_MAX - 9) / 10 ? LONG_MAX : value * 10 + (name[at] - '0');
+    if (digits == 0 || at >= len || name[at] != '.') return false;
+    *block = value;
+    return true;
+}
+
+// has_block: whether any tensor in the header belongs to block "block".
+static bool has_block(const SafetensorsFile *st, long block) {
+    for (size_t i = 0; i < st->root->count; i++) {
+        long b;
+        if (block_of(st->root->items[i].key, st->root->items[i].key_len, &b) && b == block) return true;
+    }
+    return false;
+}
+
+// model_name_problem: a wrong tensor name in a model file. When the names
+// disagree with n_layer (tensors of a block past the last, or none for a
+// block the table has), the message says so.
+static bool model_name_problem(SafetensorsFile *st, const char *name, size_t len, bool missing, const void *ctx) {
+    const ModelConfig *cfg = ctx;
+    Shown shown = show(name, len);
+    long block;
+    bool in_block = block_of(name, len, &block);
+    if (missing && in_block && !has_block(st, block))
+        return safetensors_reject(st, "tensor '%s' is missing: its __metadata__ \"n_layer\" is %d but it has no tensors of block %ld, so n_layer disagrees with the tensors; the file is damaged, retrain",
+                                  shown.text, cfg->n_layer, block);
+    if (missing) return safetensors_reject(st, "tensor '%s' is missing; was it written by tinygpt train?", shown.text);
+    if (in_block && block >= cfg->n_layer)
+        return safetensors_reject(st, "it has a tensor '%s' of block %ld but its __metadata__ \"n_layer\" is %d (blocks 0 to %d), so n_layer disagrees with the tensors; the file is damaged, retrain",
+                                  shown.text, block, cfg->n_layer, cfg->n_layer - 1);
+    return safetensors_reject(st, "it has a tensor '%s' that tinygpt's %s model does not have; was it written by tinygpt train with this architecture?",
+                              shown.text, arch_name(cfg->arch));
+}
+
+// expectations: what a model file's tensor messages say about "cfg".
+static TensorExpectations expectations(const ModelConfig *cfg, const char *source, const char *fix,
+                                       bool (*name_problem)(SafetensorsFile *, const char *, size_t, bool, const void *)) {
+    TensorExpectations e = {.shape_fix = fix, .name_problem = name_problem, .ctx = cfg};
+    snprintf(e.shape_source, sizeof e.shape_source, "%s (vocab_size %d, n_embd %d, block_size %d)", source,
+             cfg->vocab_size, cfg->n_embd, cfg->block_size);
+    return e;
+}
+
+// check_memory: the model and its activations for batches of "max_batch"
+// must fit in memory. The weights are in the file, so they fit on disk, but
+// the activations grow with the batch and the context squared.
+static bool check_memory(SafetensorsFile *st, const ModelConfig *cfg, int max_batch, bool with_grads) {
+    Error mem_err;
+    if (model_check_memory(cfg, max_batch, with_grads, &mem_err)) return true;
+    return error_set(st->err, "cannot load '%s': %s", st->path, mem_err.msg);
+}
+
+// build_vocab: the tokenizer from the metadata's vocabulary string, which
+// must have one character per row of tok_emb (vocab_size of them). A bpe
+// file's "merges" must make exactly vocab_size - 256 tokens.
+static bool build_vocab(SafetensorsFile *st, const ModelMetadata *mm, Tokenizer *tok) {
+    Error vocab_err;
+    bool bpe = mm->tokenizer == TOKENIZER_BPE;
+    bool built = bpe ? tokenizer_from_bpe_merges(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err)
+                     : tokenizer_from_vocab(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err);
+    if (!built) return safetensors_reject(st, "its %s", vocab_err.msg);
+    if (tok->vocab_size != mm->cfg.vocab_size) {
+        int found = tok->vocab_size;
+        tokenizer_free(tok);
+        return safetensors_reject(st, bpe ? "its merges make %d tokens but vocab_size says %d; the file is damaged, retrain"
+                                          : "its vocabulary has %d characters but vocab_size says %d; the file is damaged, retrain",
+                                  found, mm->cfg.vocab_size);
+    }
+    return true;
+}
+
+// checkpoint_load: the steps above in order; the model is allocated only
+// once the header has passed every check, and freed again if the data fails.
+// Training stops before it would save a weight beyond MODEL_MAX_WEIGHT
+// (train.c), so a file that holds one is refused.
+bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
+                     Error *err) {
+    SafetensorsFile st;
+    ModelMetadata mm;
+    Tokenizer vocab = {0};
+    TensorTable params = {0};  // the parameters the metadata describes
+    bool ok = safetensors_open(&st, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
+    if (ok) {
+        param_table(&params, &mm.cfg);
+        TensorExpectations expect = expectations(&mm.cfg, "the metadata", "the file is damaged, retrain", model_name_problem);
+        ok = safetensors_check_tensors(&st, &params, &expect) && check_memory(&st, &mm.cfg, max_batch, with_grads) &&
+             build_vocab(&st, &mm, &vocab);
+    }
+    if (ok) {
+        model_init(m, &mm.cfg, max_batch, with_grads);
+        // model_init built the same table from the same config.
+        assert(m->param_table.count == params.count && m->param_table.total == params.total);
+        ok = safetensors_read_tensors(&st, &params, m->params_memory, MODEL_MAX_WEIGHT);
+        if (!ok) {
+            model_free(m);
+            tokenizer_free(&vocab);
+        }
+    }
+    if (ok) {
+        *tok = vocab;
+        if (step) *step = mm.step;
+    }
+    table_free(&params);
+    safetensors_close(&st);
+    return ok;
+}
+
+bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err) {
+    memset(h, 0, sizeof *h);
+    SafetensorsFile st;
+    ModelMetadata mm;
+    bool ok = safetensors_open(&st, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
+    if (ok && !safetensors_meta_has(&st, "batch_rng"))
+        ok = error_set(err, "'%s' holds no training state to resume (it was saved by an older tinygpt); start a new run from its weights with --init",
+                       path);
+    for (size_t i = 0; ok && i < st.meta->count; i++) {
+        const JsonValue *item = &st.meta->items[i];
+        if (item->type != JSON_STRING || strlen(item->key) != item->key_len)
+            ok = safetensors_reject(&st, "its __metadata__ \"%s\" is %s, not a string; was it written by tinygpt train?",
+                                    show(item->key, item->key_len).text,
+                                    item->type == JSON_STRING ? "a key with a NUL" : json_type_name(item->type));
+        else metadata_set_bytes(&h->metadata, item->key, item->string, item->string_len);
+    }
+    if (ok) {
+        h->config = mm.cfg;
+        h->tokenizer = mm.tokenizer;
+        h->step = mm.step;
+    } else {
+        metadata_free(&h->metadata);
+    }
+    safetensors_close(&st);
+    return ok;
+}
+
+// ===========================================================================
+// AdamW's state: DIR/optimizer.safetensors (see checkpoint.h): the same
+// container. What is its own: the metadata, the names (each parameter's,
+// behind "exp_avg." and "exp_avg_sq."), and one more check, that
+// exp_avg_sq is never negative.
+
+// The names of AdamW's two moments, torch.optim.AdamW's, in the order its
+// file holds them: every "exp_avg.<parameter>" (m), then every
+// "exp_avg_sq.<parameter>" (v), each in parameter-table order.
+static const char *const MOMENT_PREFIX[2] = {"exp_avg.", "exp_avg_sq."};
+
+bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err) {
+    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    assert(step >= 0 && opt->step >= 0);
+    Metadata md = {0};
+    metadata_set(&md, "format", OPTIMIZER_FORMAT);
+    metadata_set(&md, "optimizer", "adamw");
+    metadata_set(&md, "step", "%ld", step);
+    metadata_set(&md, "updates", "%ld", opt->step);
+    const TensorGroup moments[2] = {{MOMENT_PREFIX[0], &m->param_table, opt->m},
+                                    {MOMENT_PREFIX[1], &m->param_table, opt->v}};
+    bool ok = safetensors_save(path, &md, moments, 2, err);
+    metadata_free(&md);
+    return ok;
+}
+
+// moment_table: the tensors of AdamW's state for parameters "params", as
+// optimizer_state_save writes them: "exp_avg.<name>" of every parameter, then
+// "exp_avg_sq.<name>" of every one, each with its parameter's shape, laid
+// out over one buffer of 2 * params->total floats: m, then v.
+static void moment_table(TensorTable *t, const TensorTable *params) {
+    memset(t, 0, sizeof *t);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < params->count; i++) {
+            const TensorSpec *p = &params->specs[i];
+            char name[sizeof p->name];
+            int len = snprintf(name, sizeof name, "%s%s", MOMENT_PREFIX[k], p->name);
+            assert(len > 0 && (size_t)len < sizeof name);  // the longest, "exp_avg_sq.blocks.1023.attn.proj.weight", fits
+            table_add(t, name, p->shape[0], p->ndim == 2 ? p->shape[1] : 0, 0);
+        }
+    }
+}
+
+// optimizer_name_problem: a wrong tensor name in AdamW's state.
+static bool optimizer_name_problem(SafetensorsFile *st, const char *name, size_t len, bool missing, const void *ctx) {
+    const ModelConfig *cfg = ctx;
+    Shown shown = show(name, len);
+    if (missing)
+        return safetensors_reject(st, "tensor '%s' is missing; give the optimizer.safetensors saved with this model",
+                                  shown.text);
+    return safetensors_reject(st, "it has a tensor '%s', which is not AdamW's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each of its parameters); give the optimizer.safetensors saved with this model",
+                              shown.text, arch_name(cfg->arch));
+}
+
+// read_adamw_metadata: the format marker, "optimizer" (which must be
+// "adamw"), the training "step" the state belongs to and the number of
+// "updates" that made it, both whole numbers >= 0.
+static bool read_adamw_metadata(SafetensorsFile *st, long *step, long *updates) {
+    if (!st->meta)
+        return safetensors_reject(st, "its header has no \"__metadata__\" object with the format and the step; was it written by tinygpt train?");
+    if (!check_format(st, OPTIMIZER_FORMAT)) return false;
+    const JsonValue *name = safetensors_meta_string(st, "optimizer");
+    if (!name) return false;
+    if (!json_string_is(name, "adamw"))
+        return safetensors_reject(st, "its __metadata__ \"optimizer\" is \"%s\" but only AdamW (\"adamw\") keeps a state; the file is damaged: start a new run from the weights with --init",
+                                  show(name->string, name->string_len).text);
+    return safetensors_meta_long(st, "step", LONG_MAX, step) && safetensors_meta_long(st, "updates", LONG_MAX, updates);
+}
+
+// check_second_moments: every exp_avg_sq value (the second half of
+// "moments", read into "memory") is a running mean of squares, so it is >= 0
+// (-0 included); the square root of a negative one would make the next
+// update NaN.
+static bool check_second_moments(SafetensorsFile *st, const TensorTable *moments, const float *memory) {
+    for (int t = moments->count / 2; t < moments->count; t++) {
+        const TensorSpec *spec = &moments->specs[t];
+        const float *v = memory + spec->offset;
+        for (size_t i = 0; i < spec->size; i++)
+            if (v[i] < 0.0f)
+                return safetensors_reject(st, "tensor '%s' holds %g at element %zu, but a mean of squares cannot be negative; the file is damaged: start a new run from the weights with --init",
+                                          spec->name, (double)v[i], i);
+    }
+    return true;
+}
+
+// optimizer_state_load: the container's steps against moment_table of m's
+// parameters, reading m and v into a buffer of its own (AdamW's moments are
+// only checked to be finite: a mean of squared gradients may be large and
+// still right); only when all of it has passed are they copied into "opt".
+bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err) {
+    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    SafetensorsFile st;
+    if (!safetensors_open(&st, path, OPTIMIZER_FILE, err)) {
+        if (!st.f) {  // not there, or not readable
+            Error open_err = *err;
+            error_set(err, "%s; an --optimizer adamw run saves AdamW's moments there with each checkpoint: resume a run that has them, or start a new run from the weights with --init",
+                      open_err.msg);
+        }
+        safetensors_close(&st);
+        return false;
+    }
+
+    long saved_step = 0, updates = 0;
+    TensorTable moments = {0};
+    float *read = NULL;  // [2 * opt->size] m, then v, as read from the file
+    bool ok = read_adamw_metadata(&st, &saved_step, &updates);
+    if (ok) {
+        moment_table(&moments, &m->param_table);
+        TensorExpectations expect = expectations(&m->config, "this model", "give the optimizer.safetensors saved with this model",
+                                                 optimizer_name_problem);
+        ok = safetensors_check_tensors(&st, &moments, &expect);
+    }
+    if (ok) {
+        read = xmalloc(moments.total * sizeof *read);
+        ok = safetensors_read_tensors(&st, &moments, read, FLT_MAX) && check_second_moments(&st, &moments, read);
+    }
+    if (ok) {
+        memcpy(opt->m, read, opt->size * sizeof *opt->m);
+        memcpy(opt->v, read + opt->size, opt->size * sizeof *opt->v);
+        opt->step = updates;
+        if (step) *step = saved_step;
+    }
+    free(read);
+    table_free(&moments);
+    safetensors_close(&st);
+    return ok;
+}

@@ -1,0 +1,99 @@
+// checkpoint.h: the model as a .safetensors file, and AdamW's state as
+// another beside it: what tinygpt's files hold, in the container of
+// io/safetensors.h.
+//
+// Reading order: file 21, after safetensors.h and the tokenizer.
+//
+// model.safetensors: the parameter table's tensors (model.h), F32, under
+// their names, in table order, and a "__metadata__" of strings that says
+// what the weights alone cannot: the tokenizer (a char model's "vocab"; a
+// bpe model's "tokenizer": "bpe" and "merges"), vocab_size, n_embd, n_head,
+// block_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
+// card), no_layernorm, no_mlp and no_residual ("1", only for a gpt with
+// that part removed), dropout, step, and "format": "tinygpt-1". From
+// `train`, also the run's settings and state (settings.h), which only
+// --resume reads. A file without "arch" (saved before gpt existed) is a
+// card model with one block; one without "tokenizer" is a char model.
+// README.md, "Checkpoint format", lists every key.
+#ifndef TINYGPT_CHECKPOINT_H
+#define TINYGPT_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "model.h"
+#include "optimizer.h"
+#include "safetensors.h"
+#include "tokenizer.h"
+
+// checkpoint_save: parameters, tokenizer and "step" to "path", whole or
+// not at all (safetensors_save). checkpoint_save_run: the same, with the
+// run's own metadata "run" (its settings and state, from train) after the
+// model's keys.
+bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char *path, Error *err);
+bool checkpoint_save_run(const Model *m, const Tokenizer *tok, long step, const Metadata *run, const char *path,
+                         Error *err);
+
+// checkpoint_load: validate "path" completely (header size, JSON, the
+// architecture and n_layer, names: exactly the tensors param_table gives for
+// the metadata's config, dtypes, shapes, offsets inside the file, metadata
+// agreeing with the shapes, vocabulary, finite weights) and only then build
+// "m" (model_init with "max_batch" and "with_grads"), its weights, and
+// "tok". "*step" gets the saved step (may be NULL). On failure nothing is
+// left allocated and "err" says what is wrong.
+bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
+                     Error *err);
+
+// What --resume reads before the weights: the model's config and
+// tokenizer kind, the step, and every metadata string of the file.
+typedef struct {
+    ModelConfig config;
+    TokenizerKind tokenizer;
+    long step;
+    Metadata metadata;  // the file's "__metadata__" (the run's settings among them); metadata_free it
+} CheckpointHeader;
+
+// checkpoint_read_header: the header steps of checkpoint_load (the config
+// checked as it checks it), and the metadata, each value a string. Fails,
+// saying to use --init instead, when the file holds no training state (it
+// was saved by `sample`'s tests or an older tinygpt: no "batch_rng").
+bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err);
+
+// checkpoint_model_metadata: the model's own keys for "cfg" and tokenizer
+// "kind", every one of them ("tokenizer", and the no_* parts as "0" or "1",
+// which a saved file leaves out when they say nothing): the values a run's
+// settings that shape the model take (settings.h, KEPT_IN_MODEL).
+void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKind kind);
+
+// ---- AdamW's state: DIR/optimizer.safetensors, next to DIR/model.safetensors ----
+//
+// The model file stays a model that sample, eval and PyTorch read alone;
+// AdamW's moments (as large as the weights, twice) go in a file of their own,
+// also a standard safetensors file. It holds, all F32 with the parameter's
+// shape: "exp_avg.<name>" (m) for every parameter <name> of param_table, in
+// table order, then "exp_avg_sq.<name>" (v) for every one, in the same order
+// (torch.optim.AdamW's names for the two moments), so its data section is m's
+// buffer followed by v's. Its "__metadata__" strings: "format":
+// "tinygpt-optimizer-1", "optimizer": "adamw", "step": the training step the
+// state belongs to (the "step" of the model checkpoint saved with it), and
+// "updates": how many AdamW updates made it (Optimizer.step, AdamW's t; equal
+// to "step" for a run that used AdamW from its first step).
+
+// optimizer_state_save: opt's moments and update count, belonging to the
+// weights of training step "step", to "path". Written as checkpoints are
+// (path.tmp, fsync, rename, directory sync), so a crash leaves the old file
+// or the new one. "opt" must be AdamW, built for "m" (optimizer_init).
+bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err);
+
+// optimizer_state_load: validate "path" completely against m's parameter
+// table (header size, JSON, format, names: none missing, none extra; shapes;
+// dtypes; offsets inside the file and not overlapping; finite values,
+// exp_avg_sq >= 0; updates >= 0) and only then fill opt->m, opt->v and
+// opt->step ("opt" must be AdamW, optimizer_init'ed for "m"). "*step" gets
+// the saved training step (may be NULL). On failure "opt" and "*step" are
+// unchanged, nothing stays allocated, and "err" is one line naming the file,
+// what is wrong and what to do.
+bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err);
+
+#endif
