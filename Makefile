@@ -2,6 +2,7 @@
 # `make run` trains on the default corpus and prints a sample.
 #
 # Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
+# libxxhash-dev (the checkpoints' checksum),
 # and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
 
 CC ?= cc
@@ -16,8 +17,8 @@ HEADERS = $(wildcard src/*/*.h)
 # GNU mode, not clang's); linear.c relies on it to match its reference loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb)
-LDLIBS = -lm
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash)
+LDLIBS = $(shell pkg-config --libs libxxhash) -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 

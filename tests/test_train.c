@@ -28,6 +28,7 @@
 #include "checkpoint.h"
 #include "helpers.h"
 #include "plot.h"
+#include "run_dir.h"
 #include "tests.h"
 
 // stb_image decodes loss.png to compare pictures pixel by pixel. Only its
@@ -209,16 +210,30 @@ static void expect_same_file(const char *dir_a, const char *dir_b, const char *n
     free(b);
 }
 
+// newest_checkpoint: the directory of the newest checkpoint of the run in
+// "dir" (run_dir.h), which must have one; "out" holds it.
+static const char *newest_checkpoint(const char *dir, char *out, size_t cap) {
+    long step;
+    ck_assert_msg(run_dir_latest_checkpoint(dir, out, cap, &step), "'%s' holds no checkpoint", dir);
+    return out;
+}
+
 // expect_same_run: two run directories hold the same log numbers and
-// byte-identical checkpoints (weights, step and training state alike) and
-// optimizer states (AdamW's moments).
+// byte-identical newest checkpoints, of the same step: the model (weights,
+// step and training state alike) and the optimizer state (AdamW's moments),
+// and the same model.safetensors.
 static void expect_same_run(const char *dir_a, const char *dir_b) {
     char *log_a = log_numbers(dir_a), *log_b = log_numbers(dir_b);
     ck_assert_msg(strlen(log_a) > 0 && strcmp(log_a, log_b) == 0, "the logs differ:\n%s\n---\n%s", log_a, log_b);
     free(log_a);
     free(log_b);
     expect_same_file(dir_a, dir_b, "model.safetensors", false);
-    expect_same_file(dir_a, dir_b, "optimizer.safetensors", true);
+    char a[4200], b[4200], name[600];
+    ck_assert_str_eq(path_base(newest_checkpoint(dir_a, a, sizeof a)), path_base(newest_checkpoint(dir_b, b, sizeof b)));
+    snprintf(name, sizeof name, "%s/model.safetensors", path_base(a));
+    expect_same_file(dir_a, dir_b, name, false);
+    snprintf(name, sizeof name, "%s/optimizer.safetensors", path_base(a));
+    expect_same_file(dir_a, dir_b, name, true);
 }
 
 // saved_step: the step of the checkpoint in "dir", which must load whole.
@@ -350,21 +365,22 @@ START_TEST(resume_refuses_a_different_text) {
 }
 END_TEST
 
-// The weights and AdamW's moments must come from the same save: here the
-// optimizer file is put back to an older step (as a crash between the two
-// writes would leave it), and --resume refuses, naming both steps.
+// The weights and AdamW's moments must come from the same save. A save
+// writes both into one checkpoint directory, so a crash cannot mix them;
+// here a hand mixes them (--keep 2 keeps the older checkpoint to take the
+// state from), and --resume refuses, naming both steps.
 START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10", "--keep", "2"), 0);
     size_t len;
-    char *older = slurp_or_empty(in_work("r/optimizer.safetensors"), &len);
+    char *older = slurp_or_empty(in_work("r/checkpoint-5/optimizer.safetensors"), &len);
     ck_assert_uint_gt(len, 0);
-    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
-    write_text("r/optimizer.safetensors", older, len);
+    write_text("r/checkpoint-10/optimizer.safetensors", older, len);
     free(older);
     expect_status(RUN("train", "--resume", in_work("r")), 1, "holds AdamW's state after step 5 but");
     ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
     // Without the file at all, it says what to do.
-    ck_assert_int_eq(unlink(in_work("r/optimizer.safetensors")), 0);
+    ck_assert_int_eq(unlink(in_work("r/checkpoint-10/optimizer.safetensors")), 0);
     expect_status(RUN("train", "--resume", in_work("r")), 1, "--init");
 }
 END_TEST
@@ -381,8 +397,9 @@ START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
     Model m;
     Tokenizer tok;
     Error err = {{0}};
-    ck_assert_msg(checkpoint_load(in_work("r/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_save(&m, &tok, 5, in_work("r/model.safetensors"), &err), "%s", err.msg);
+    const char *model = in_work("r/checkpoint-5/model.safetensors");
+    ck_assert_msg(checkpoint_load(model, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 5, model, &err), "%s", err.msg);
     model_free(&m);
     tokenizer_free(&tok);
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9"), 1, "--init");
@@ -497,8 +514,8 @@ START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_g
     ck_assert(sscanf(at, "diverged at step %ld", &step) == 1);
     ck_assert_msg(strstr(err, "activation '") || strstr(err, "gradient of '") || strstr(err, "weight of '"),
                   "no tensor named: %s", err);
-    at = strstr(err, "the last good checkpoint (saved after ");
-    ck_assert_msg(at != NULL && sscanf(at, "the last good checkpoint (saved after %ld", &kept) == 1,
+    at = strstr(err, "the last whole checkpoint (saved after ");
+    ck_assert_msg(at != NULL && sscanf(at, "the last whole checkpoint (saved after %ld", &kept) == 1,
                   "no last good checkpoint named: %s", err);
     ck_assert_msg(strstr(err, "--lr"), "no advice: %s", err);
     ck_assert_msg(kept % 2 == 0 && kept >= 2 && kept <= step, "checkpoint after %ld steps, fault at step %ld", kept, step);
@@ -621,14 +638,15 @@ START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_wa
     Snapshot before = snapshot(r);
     expect_status(RUN("train", corpus, "--out", r, "--steps", "9", TINY), 2, "already holds a run");
     const char *err = last_err();
-    const char *wanted[] = {r, "model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "--resume", "--force"};
+    const char *wanted[] = {r, "model.safetensors", "1 checkpoint", "log.csv", "loss.png", "--resume", "--force"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         ck_assert_msg(strstr(err, wanted[i]) != NULL, "the error does not say '%s': %s", wanted[i], err);
     expect_unchanged(r, &before);  // not even log.csv, which a run used to empty as it started
     // Any one file of a run is enough; an empty directory is fine.
     ck_assert_int_eq(mkdir(in_work("only_log"), 0700), 0);
     write_text("only_log/log.csv", "step,train_loss,val_loss\n", 25);
-    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2, "(log.csv)");
+    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2,
+                  "holds a run that never saved a checkpoint (log.csv), so there is nothing to resume; start over with --force");
     ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("empty"), "--steps", "2", TINY), 0);
 }
@@ -649,9 +667,10 @@ START_TEST(force_replaces_the_run_and_leaves_no_file_of_the_old_one) {
     char r[300];  // in_work's buffers are reused
     snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "12", TINY, "--optimizer", "adamw"), 0);
-    ck_assert_int_eq(access(in_work("r/optimizer.safetensors"), F_OK), 0);
+    ck_assert_int_eq(access(in_work("r/checkpoint-12/optimizer.safetensors"), F_OK), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY, "--optimizer", "sgd", "--force"), 0);
-    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old AdamW state is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-12"), F_OK) != 0, "the old checkpoint is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-3/optimizer.safetensors"), F_OK) != 0, "an SGD run saved an AdamW state");
     ck_assert_int_eq(saved_step(r), 3);
     ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 3);  // the header and the new run's rows only
     // It resumes as the SGD run it is.
@@ -706,8 +725,10 @@ START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) 
     // stops the next run, which removes the .tmp files.
     ck_assert_int_eq(kill(first, SIGKILL), 0);
     ck_assert_int_eq(finish(first), 128 + SIGKILL);
-    write_text("r/model.safetensors.tmp", "half a checkpoint", 17);
-    write_text("r/optimizer.safetensors.tmp", "half a state", 12);
+    write_text("r/model.safetensors.tmp", "half a link", 11);
+    ck_assert_int_eq(mkdir(in_work("r/checkpoint-999.tmp"), 0700), 0);
+    write_text("r/checkpoint-999.tmp/model.safetensors.tmp", "half a checkpoint", 17);
+    write_text("r/checkpoint-999.tmp/optimizer.safetensors", "a state", 7);
     long stopped = saved_step(r);
     char steps[32];
     snprintf(steps, sizeof steps, "%ld", stopped + 5);
@@ -715,7 +736,7 @@ START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) 
     expect_status(finish(second), 0, "saved");
     ck_assert_int_eq(lock_holder(r), second);
     ck_assert_msg(access(in_work("r/model.safetensors.tmp"), F_OK) != 0, "the stale model .tmp is still there");
-    ck_assert_msg(access(in_work("r/optimizer.safetensors.tmp"), F_OK) != 0, "the stale optimizer .tmp is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-999.tmp"), F_OK) != 0, "the half-saved checkpoint is still there");
     ck_assert_int_eq(saved_step(r), stopped + 5);
 }
 END_TEST
@@ -731,37 +752,55 @@ START_TEST(a_directory_with_only_a_stale_lock_file_takes_a_new_run) {
 }
 END_TEST
 
-// put_data_path_in_model: work_dir/"name", a model.safetensors, rewritten as a tinygpt from before
-// run.json saved it: the training file's path as "data" in the metadata.
-static void put_data_path_in_model(const char *name, const char *data_path) {
+// make_old_run: the run in work_dir/"name" as a tinygpt from before
+// checkpoint directories, checksums and run.json left one: its newest
+// checkpoint's model.safetensors and optimizer.safetensors in the
+// directory itself, in format 1 (no checksum; settings written as before
+// settings_format), the training file's path as "data" in the model's
+// metadata, and no run.json. The header's length changes by a multiple of
+// 8, so the data stays aligned.
+static void make_old_run(const char *name, const char *data_path) {
+    char dir[600], newest[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s", in_work(name));
+    newest_checkpoint(dir, newest, sizeof newest);
+    snprintf(path, sizeof path, "%s/model.safetensors", newest);
     size_t len;
-    char *bytes = slurp_or_empty(in_work(name), &len);
+    char *bytes = slurp_or_empty(path, &len);
     ck_assert_uint_gt(len, 8);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)bytes[i];
-    const char prefix[] = "{\"__metadata__\":{";
-    ck_assert_int_eq(memcmp(bytes + 8, prefix, sizeof prefix - 1), 0);
-    char insert[700];
-    size_t k = (size_t)snprintf(insert, sizeof insert, "\"data\":\"%s\",", data_path);
-    size_t pad = (8 - (k % 8)) % 8;  // the data section stays 8-byte aligned
-    size_t new_n = n + k + pad, new_len = len + k + pad;
-    char *out = malloc(new_len);
+    // The old header: {"__metadata__":{"data":"<path>", then what the new one
+    // holds after its checksum, with format 1 and no settings_format.
+    char *header = strndup(bytes + 8, (size_t)n), *out = malloc(len + 1024);
     ck_assert_ptr_nonnull(out);
+    const char *rest = strstr(header, "\"format\"");
+    ck_assert_ptr_nonnull(rest);
+    char *at = out + 8;
+    at += sprintf(at, "{\"__metadata__\":{\"data\":\"%s\",", data_path);
+    for (const char *p = rest; *p;) {
+        if (strncmp(p, "\"tinygpt-2\"", 11) == 0) at += sprintf(at, "\"tinygpt-1\""), p += 11;
+        else if (strncmp(p, ",\"settings_format\":\"2\"", 23) == 0) p += 23;
+        else *at++ = *p++;
+    }
+    while (at > out + 8 && at[-1] == ' ') at--;  // the new padding, redone below
+    while ((size_t)(at - out) % 8 != 0) *at++ = ' ';
+    uint64_t new_n = (uint64_t)(at - out - 8);
     for (int i = 0; i < 8; i++) out[i] = (char)(new_n >> (8 * i));
-    size_t at = 8;
-    memcpy(out + at, prefix, sizeof prefix - 1), at += sizeof prefix - 1;
-    memcpy(out + at, insert, k), at += k;
-    memcpy(out + at, bytes + 8 + sizeof prefix - 1, n - (sizeof prefix - 1)), at += n - (sizeof prefix - 1);
-    memset(out + at, ' ', pad), at += pad;
-    memcpy(out + at, bytes + 8 + n, len - 8 - n);
-    write_text(name, out, new_len);
+    memcpy(at, bytes + 8 + n, len - 8 - n);
+    at += len - 8 - n;
+    ck_assert_int_eq(unlink(in_work("r/model.safetensors")), 0);  // it is a second name of the checkpoint's
+    write_bytes(in_work("r/model.safetensors"), out, (size_t)(at - out));
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", newest);
+    if (access(path, F_OK) == 0) ck_assert_int_eq(rename(path, in_work("r/optimizer.safetensors")), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", newest);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rmdir(newest), 0);
+    unlink(in_work("r/run.json"));
     free(out);
+    free(header);
     free(bytes);
 }
 
-// The model is a file people hand on: it must not say where its trainer
-// kept the text. run.json, in the run directory, does; and a run saved
-// before run.json existed, with the path in its model, still resumes.
 START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
     size_t len;
@@ -775,12 +814,15 @@ START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
     free(info);
     ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
 
-    // An older run directory: no run.json, the path in the model.
-    ck_assert_int_eq(unlink(in_work("r/run.json")), 0);
-    put_data_path_in_model("r/model.safetensors", corpus);
+    // An older run directory: no checkpoint directory, no run.json, the
+    // path in the model, a file without a checksum.
+    make_old_run("r", corpus);
     ck_assert_int_eq(saved_step(in_work("r")), 10);
     expect_status(RUN("train", "--resume", in_work("r")), 0, "saved");
     ck_assert_int_eq(saved_step(in_work("r")), 20);
+    char newest[4200];
+    ck_assert_str_eq(path_base(newest_checkpoint(in_work("r"), newest, sizeof newest)), "checkpoint-20");
+    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old layout's AdamW state is left");
 }
 END_TEST
 

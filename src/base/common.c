@@ -134,7 +134,7 @@ FILE *fopen_checked(const char *path, const char *mode, Error *err) {
             error_set(err, "'%s' is a directory; give the path of a file", path);
             return NULL;
         }
-        FILE *f = fopen(path, mode);
+        FILE *f = io_fault() ? NULL : fopen(path, mode);
         return f ? f : open_failed(path, false, err);
     }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -162,9 +162,26 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err) {
     return error_set(err, "'%s' is truncated: wanted %zu more bytes, found %zu", path, size, got);
 }
 
+// The count of io_fault's calls, and the one to fail (0: none). Read from
+// the environment at the first call.
+static long io_calls, io_fail_at = -1;
+
+static void report_io_calls(void) { fprintf(stderr, "tinygpt: %ld checked file operations\n", io_calls); }
+
+bool io_fault(void) {
+    if (io_fail_at < 0) {
+        const char *at = getenv("TINYGPT_FAIL_AT");
+        io_fail_at = at ? strtol(at, NULL, 10) : 0;
+        if (getenv("TINYGPT_COUNT_IO")) atexit(report_io_calls);
+    }
+    if (++io_calls != io_fail_at) return false;
+    errno = EIO;
+    return true;
+}
+
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err) {
     if (size == 0) return true;
-    if (fwrite(buf, 1, size, f) == size) return true;
+    if (!io_fault() && fwrite(buf, 1, size, f) == size) return true;
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
@@ -180,18 +197,22 @@ bool path_dir(const char *path, char *out, size_t cap) {
     return n >= 0 && (size_t)n < cap;
 }
 
-// sync_parent_dir: fsync the directory holding "path", which makes a rename
-// into it durable. Some file systems cannot sync a directory and say EINVAL;
-// there is nothing more to do on those.
-static bool sync_parent_dir(const char *path, Error *err) {
-    char dir[4096];
-    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
+// Some file systems cannot sync a directory and say EINVAL; there is
+// nothing more to do on those.
+bool sync_dir(const char *dir, Error *err) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
-    bool ok = fsync(fd) == 0 || errno == EINVAL;
+    bool ok = !io_fault() && (fsync(fd) == 0 || errno == EINVAL);
     if (!ok) error_set(err, "error flushing directory '%s' to disk: %s", dir, strerror(errno));
     close(fd);
     return ok;
+}
+
+// sync_parent_dir: sync_dir of the directory holding "path".
+static bool sync_parent_dir(const char *path, Error *err) {
+    char dir[4096];
+    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
+    return sync_dir(dir, err);
 }
 
 bool atomic_open(AtomicFile *af, const char *path, Error *err) {
@@ -213,13 +234,13 @@ bool atomic_open(AtomicFile *af, const char *path, Error *err) {
 // survive, which is still whole).
 bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
     const char *tmp = af->tmp;
-    if (ok && fflush(af->f) != 0)
+    if (ok && (io_fault() || fflush(af->f) != 0))
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && af->sync && fsync(fileno(af->f)) != 0)
+    if (ok && af->sync && (io_fault() || fsync(fileno(af->f)) != 0))
         ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
-    if (fclose(af->f) != 0 && ok)
+    if ((fclose(af->f) != 0 || io_fault()) && ok)
         ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && rename(tmp, af->path) != 0)
+    if (ok && (io_fault() || rename(tmp, af->path) != 0))
         ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, af->path,
                        strerror(errno), af->path);
     if (!ok) remove(tmp);

@@ -70,6 +70,16 @@ void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 // would block forever, and a device such as /dev/zero never ends.
 FILE *fopen_checked(const char *path, const char *mode, Error *err);
 
+// ---- Injected faults, for the tests ----
+// io_fault: true, with errno set to EIO, when this call is the Nth of the
+// process and its environment holds TINYGPT_FAIL_AT=N; false otherwise.
+// Every write, flush, fsync, close, rename, link, unlink and mkdir that
+// tinygpt makes of a file it writes asks it first, and fails as the real
+// call would if it says so, so a test can fail each of them in turn
+// (tests/test_faults.c). With TINYGPT_COUNT_IO set, the process prints how
+// many there were to stderr when it exits.
+bool io_fault(void);
+
 // read_exact / write_exact: transfer exactly "size" bytes or fill "err"
 // naming "path" (a short read is reported as a truncated file).
 bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
@@ -118,6 +128,10 @@ bool read_file(const char *path, char **out, size_t *len, Error *err);
 // read_stream: read_file on a stream already open ("f", read to its end and
 // left open; "path" names it in errors), such as stdin.
 bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err);
+
+// sync_dir: fsync the directory "dir", which makes a rename or a new file
+// in it durable (a file system that cannot sync a directory is let be).
+bool sync_dir(const char *dir, Error *err);
 
 // path_base: the last component of "path", what follows its last '/'
 // ("runs/a/log.csv" -> "log.csv"; "log.csv" itself when it has none): a

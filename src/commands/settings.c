@@ -116,6 +116,8 @@ const Setting TRAIN_SETTINGS[] = {
      .resume = RESUME_MAY_CHANGE},
     {FIELD(save_every), SETTING_LONG, "--save-every", "N", "save a checkpoint every N steps; 0 = only at the end",
      SAME("1000"), .max = 1e12, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "save_every"},
+    {FIELD(keep), SETTING_INT, "--keep", "N", "checkpoints kept in --out (checkpoint-<step>), the newest; 1 = the last",
+     SAME("1"), .min = 1, .max = 1e6, .resume = RESUME_MAY_CHANGE},
     {FIELD(log_interval), SETTING_LONG, "--log-interval", "N",
      "print a progress line every N steps (and at every evaluation and the last step)",
      .derived = "--eval-interval", .derive = derive_log_interval, .min = 1, .max = 1e12, .resume = RESUME_MAY_CHANGE},

@@ -58,6 +58,7 @@ typedef struct {
     long seed;
     int threads;
     long save_every, log_interval;
+    int keep;                // checkpoints kept in --out
     long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
 } TrainSettings;
 

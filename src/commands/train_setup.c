@@ -81,11 +81,11 @@ static void continue_from_state(TrainRun *run) {
     Error err;
     long saved_step;
     if (run->optimizer.cfg.kind == OPT_ADAMW) {
-        if (!optimizer_state_load(&run->optimizer, &run->model, run->optimizer_path, &saved_step, &err))
+        if (!optimizer_state_load(&run->optimizer, &run->model, run->start_optimizer, &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         if (saved_step != run->start_step)
             die(EXIT_RUNTIME, "'%s' holds AdamW's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
-                run->optimizer_path, saved_step, run->checkpoint_path, run->start_step);
+                run->start_optimizer, saved_step, run->start_path, run->start_step);
     }
 }
 
@@ -120,7 +120,6 @@ static void setup_run(TrainRun *run, const Command *cmd) {
         if (status) die(status, "%s", err.msg);
     }
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", s->out_dir);
-    snprintf(run->optimizer_path, sizeof run->optimizer_path, "%s/optimizer.safetensors", s->out_dir);
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
@@ -173,8 +172,14 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     Error err;  // --out is DIR itself (settings.c, derive_out_dir)
     int status = run_dir_claim(&run->dir, s->out_dir, false, false, &err);
     if (status) die(status, "%s", err.msg);
-    char *checkpoint = run->start_path;
-    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", s->resume_dir);
+    // The newest checkpoint; a run saved before checkpoints were directories
+    // has its model and AdamW's state in DIR itself.
+    char *checkpoint = run->start_path, newest[4096];
+    long newest_step;
+    if (!run_dir_latest_checkpoint(s->resume_dir, newest, sizeof newest, &newest_step))
+        snprintf(newest, sizeof newest, "%s", s->resume_dir);
+    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", newest);
+    snprintf(run->start_optimizer, sizeof run->start_optimizer, "%s/optimizer.safetensors", newest);
     if (!checkpoint_read_header(checkpoint, &run->resumed, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     run->start_step = run->resumed.step;
     if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);

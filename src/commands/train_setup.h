@@ -38,17 +38,18 @@ typedef struct {
     int *inputs, *targets;  // [B,T] the current batch
     RunDir dir;             // --out, locked
     CsvLog log;             // <out>/log.csv
-    char checkpoint_path[4200];    // <out>/model.safetensors
-    char optimizer_path[4200];     // <out>/optimizer.safetensors: AdamW's moments
+    char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
     bool run_info_saved;    // run.json is written by this process's first save; it does not change after
-    char start_path[4200];         // --resume: DIR/model.safetensors, its --init
+    char start_path[4300];         // --resume: the model of DIR's newest checkpoint, its --init
+    char start_optimizer[4300];    // --resume: AdamW's moments beside it
     CheckpointHeader resumed;      // --resume: the checkpoint's header, its metadata the run's state
     Metadata run_info;      // --resume: run.json's keys (the settings' data_path may point into it)
     long start_step;        // 0, or the step a resumed run continues from
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    bool write_failed;      // a write of the run's outputs (log.csv, standard output) failed: stop, save, exit 1
     Error fault;            // why training stopped early
 } TrainRun;
 

@@ -68,14 +68,14 @@ static bool failed(CsvLog *log, Error *err) {
 bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    int written = vfprintf(log->f, fmt, args);
+    int written = io_fault() ? -1 : vfprintf(log->f, fmt, args);
     va_end(args);
     if (written < 0 || ferror(log->f)) return failed(log, err);
     return true;
 }
 
 bool csv_log_flush(CsvLog *log, Error *err) {
-    if (fflush(log->f) != 0 || ferror(log->f)) return failed(log, err);
+    if (io_fault() || fflush(log->f) != 0 || ferror(log->f)) return failed(log, err);
     return true;
 }
 

@@ -3,6 +3,7 @@
 // Reading order: file 25.
 #include "run_dir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,9 +20,154 @@ const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "
 #define LOCK_FILE ".lock"
 #define RUN_INFO_FILE "run.json"
 #define RUN_INFO_FORMAT "tinygpt-run-1"
+#define CHECKPOINT_PREFIX "checkpoint-"
+// What a checkpoint directory may hold: its files, and their .tmp while a
+// save is writing them.
+static const char *const CHECKPOINT_FILES[] = {"model.safetensors", "optimizer.safetensors", NULL};
 
-// run_files_in: which of RUN_FILES "dir" holds, as "a, b" in "list" [cap];
-// returns how many. A symlink by one of those names counts, wherever it points.
+// ---- Checkpoint directories ------------------------------------------------------
+
+// checkpoint_step: the step of a directory entry named
+// "checkpoint-<digits><suffix>", or -1 for any other name.
+static long checkpoint_step(const char *name, const char *suffix) {
+    const size_t prefix = sizeof CHECKPOINT_PREFIX - 1, digits = strspn(name + prefix, "0123456789");
+    if (strncmp(name, CHECKPOINT_PREFIX, prefix) != 0 || digits == 0 || digits > 18 ||
+        strcmp(name + prefix + digits, suffix) != 0)
+        return -1;
+    return strtol(name + prefix, NULL, 10);
+}
+
+static int compare_steps(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+// checkpoint_steps: the steps of DIR's entries named checkpoint-<step><suffix>,
+// in increasing order, into "*steps" (freed by the caller); returns how many.
+static int checkpoint_steps(const char *dir, const char *suffix, long **steps) {
+    *steps = NULL;
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        long step = checkpoint_step(e->d_name, suffix);
+        if (step < 0) continue;
+        *steps = xrealloc(*steps, (size_t)(n + 1) * sizeof **steps);
+        (*steps)[n++] = step;
+    }
+    if (d) closedir(d);
+    if (n > 0) qsort(*steps, (size_t)n, sizeof **steps, compare_steps);
+    return n;
+}
+
+// remove_checkpoint: the checkpoint directory "path": its files, their
+// .tmp, and the directory itself. A file tinygpt did not write stops it.
+static int remove_checkpoint(const char *path, Error *err) {
+    for (int i = 0; CHECKPOINT_FILES[i]; i++)
+        for (int tmp = 0; tmp < 2; tmp++) {
+            char file[4300];
+            snprintf(file, sizeof file, "%s/%s%s", path, CHECKPOINT_FILES[i], tmp ? ATOMIC_TMP_SUFFIX : "");
+            if (io_fault() || (unlink(file) != 0 && errno != ENOENT)) {
+                error_set(err, "cannot remove '%s': %s; remove it yourself, or pick another --out", file, strerror(errno));
+                return EXIT_RUNTIME;
+            }
+        }
+    if (io_fault() || (rmdir(path) != 0 && errno != ENOENT)) {
+        error_set(err, "cannot remove the old checkpoint '%s': %s; remove it yourself", path, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+// remove_checkpoints: every DIR/checkpoint-<step><suffix> but the newest
+// "keep" of them.
+static int remove_checkpoints(const char *dir, const char *suffix, int keep, Error *err) {
+    long *steps;
+    int n = checkpoint_steps(dir, suffix, &steps), status = 0;
+    for (int i = 0; i < n - keep && !status; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" CHECKPOINT_PREFIX "%ld%s", dir, steps[i], suffix);
+        status = remove_checkpoint(path, err);
+    }
+    free(steps);
+    return status;
+}
+
+bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step) {
+    long *steps;
+    int n = checkpoint_steps(dir, "", &steps);
+    if (n > 0) {
+        *step = steps[n - 1];
+        snprintf(out, cap, "%s/" CHECKPOINT_PREFIX "%ld", dir, *step);
+    }
+    free(steps);
+    return n > 0;
+}
+
+int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err) {
+    snprintf(tmp_dir, cap, "%s/" CHECKPOINT_PREFIX "%ld" ATOMIC_TMP_SUFFIX, dir, step);
+    int status = remove_checkpoint(tmp_dir, err);  // a killed save's
+    if (!status && (io_fault() || mkdir(tmp_dir, 0777) != 0)) {
+        error_set(err, "cannot make the directory '%s': %s (is the disk full?)", tmp_dir, strerror(errno));
+        status = EXIT_RUNTIME;
+    }
+    return status;
+}
+
+// link_model: DIR/model.safetensors becomes the file "model" (of the
+// newest checkpoint): a hard link made beside it and renamed over it, or,
+// on a file system without hard links, a copy written the same way.
+static int link_model(const char *dir, const char *model, Error *err) {
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(tmp, sizeof tmp, "%s" ATOMIC_TMP_SUFFIX, path);
+    unlink(tmp);  // a killed save's
+    bool linked = !io_fault() && link(model, tmp) == 0;
+    if (!linked && (errno == EXDEV || errno == EPERM || errno == ENOTSUP || errno == EMLINK)) {
+        char *bytes;
+        size_t len;
+        if (!read_file(model, &bytes, &len, err)) return EXIT_RUNTIME;
+        bool copied = write_file_atomic(path, bytes, len, err);
+        free(bytes);
+        return copied ? 0 : EXIT_RUNTIME;
+    }
+    if (!linked || io_fault() || rename(tmp, path) != 0) {
+        error_set(err, "cannot make '%s' the model of '%s': %s (is the disk full?)", path, model, strerror(errno));
+        unlink(tmp);
+        return EXIT_RUNTIME;
+    }
+    return sync_dir(dir, err) ? 0 : EXIT_RUNTIME;
+}
+
+int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err) {
+    char tmp[4200], final[4200], model[4300];
+    snprintf(tmp, sizeof tmp, "%s/" CHECKPOINT_PREFIX "%ld" ATOMIC_TMP_SUFFIX, dir, step);
+    snprintf(final, sizeof final, "%s/" CHECKPOINT_PREFIX "%ld", dir, step);
+    // The same step saved before (a run that went back to an older
+    // checkpoint by hand): the new one replaces it.
+    struct stat st;
+    int status = lstat(final, &st) == 0 ? remove_checkpoint(final, err) : 0;
+    if (status) return status;
+    if (!sync_dir(tmp, err)) return EXIT_RUNTIME;
+    if (io_fault() || rename(tmp, final) != 0) {
+        error_set(err, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    if (!sync_dir(dir, err)) return EXIT_RUNTIME;
+    snprintf(model, sizeof model, "%s/model.safetensors", final);
+    status = link_model(dir, model, err);
+    if (!status) status = remove_checkpoints(dir, "", keep, err);
+    char old_optimizer[4200];  // from before checkpoints were directories
+    snprintf(old_optimizer, sizeof old_optimizer, "%s/optimizer.safetensors", dir);
+    if (!status && unlink(old_optimizer) != 0 && errno != ENOENT) {
+        error_set(err, "cannot remove '%s': %s; remove it yourself", old_optimizer, strerror(errno));
+        status = EXIT_RUNTIME;
+    }
+    return status;
+}
+
+// run_files_in: which of RUN_FILES "dir" holds, and its checkpoints, as
+// "a, b" in "list" [cap]; returns how many. A symlink by one of those names
+// counts, wherever it points.
 static int run_files_in(const char *dir, char *list, size_t cap) {
     int n = 0;
     list[0] = '\0';
@@ -34,13 +180,29 @@ static int run_files_in(const char *dir, char *list, size_t cap) {
         snprintf(list + len, cap - len, "%s%s", n > 0 ? ", " : "", RUN_FILES[i]);
         n++;
     }
-    return n;
+    long *steps;
+    int checkpoints = checkpoint_steps(dir, "", &steps);
+    free(steps);
+    if (checkpoints > 0) {
+        size_t len = strlen(list);
+        snprintf(list + len, cap - len, "%s%d checkpoint%s", n > 0 ? ", " : "", checkpoints, checkpoints == 1 ? "" : "s");
+    }
+    return n + checkpoints;
 }
 
-// refuse_run: the usage error for a DIR that holds a run already.
+// refuse_run: the usage error for a DIR that holds a run already: one that
+// --resume can continue, or one that was stopped before it saved anything.
 static int refuse_run(const char *dir, const char *files, Error *err) {
-    error_set(err, "--out '%s' already holds a run (%s); continue it with --resume %s, start over with --force (which deletes those files), or pick another --out",
-              dir, files, dir);
+    char model[4200], newest[4200];
+    long step;
+    struct stat st;
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    if (!run_dir_latest_checkpoint(dir, newest, sizeof newest, &step) && lstat(model, &st) != 0)
+        error_set(err, "--out '%s' holds a run that never saved a checkpoint (%s), so there is nothing to resume; start over with --force (which deletes those files), or pick another --out",
+                  dir, files);
+    else
+        error_set(err, "--out '%s' already holds a run (%s); continue it with --resume %s, start over with --force (which deletes those files), or pick another --out",
+                  dir, files, dir);
     return EXIT_USAGE;
 }
 
@@ -127,6 +289,8 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
         status = remove_in_dir(dir, RUN_FILES[i], ATOMIC_TMP_SUFFIX, err);
         if (force && !status) status = remove_in_dir(dir, RUN_FILES[i], "", err);
     }
+    if (!status) status = remove_checkpoints(dir, ATOMIC_TMP_SUFFIX, 0, err);  // a killed save's
+    if (!status && force) status = remove_checkpoints(dir, "", 0, err);
     return status;
 }
 
