@@ -189,7 +189,12 @@ ladder: tinygpt $(if $(DATA),,$(CORPUS))
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(or $(DATA),$(CORPUS)) $(if $(STEPS),--steps $(STEPS))
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
-.PHONY: large-file-check
+.PHONY: large-file-check crash-check
+
+# Kill a training run at least 50 times at random moments, resuming after
+# each, and check that it ends exactly as the run left alone (about 2 minutes).
+crash-check: tinygpt
+	scripts/crash_check.sh ./tinygpt 50
 
 # Train on a generated 100 MB file; fail if peak memory passes 1.1 x its size.
 large-file-check: tinygpt

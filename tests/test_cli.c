@@ -403,6 +403,40 @@ START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separa
 }
 END_TEST
 
+// Standard input is read only if it is text: a pipe or a terminal, never a
+// device such as /dev/zero, and a pipe only up to --max-bytes, not until
+// memory runs out.
+START_TEST(standard_input_that_is_a_device_or_endless_is_refused) {
+    char args[4096];
+    snprintf(args, sizeof args, "-c \"%s tokenize --model %s < /dev/zero\"", tinygpt_binary(), in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "tokenize < /dev/zero", 1, "standard input is a character device");
+    snprintf(args, sizeof args, "-c \"%s sample --model %s --prompt-file - --tokens 3 < /dev/zero\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "sample --prompt-file - < /dev/zero", 1,
+                   "standard input is a character device");
+    snprintf(args, sizeof args, "-c \"yes the lazy dog | %s tokenize --model %s --max-bytes 100000\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "yes | tokenize", 1, "holds more than 100000 bytes (--max-bytes)");
+    snprintf(args, sizeof args, "-c \"yes the lazy dog | head -c 99999 | %s tokenize --model %s --max-bytes 100000\"",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    RunResult *r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "99999 bytes within --max-bytes 100000: %s", r->err);
+}
+END_TEST
+
+// Whatever a command prints must reach standard output: a full device is
+// an error (exit 1, one line), never a silent exit 0 having lost it.
+START_TEST(output_that_cannot_be_written_is_an_error) {
+    const char *commands[] = {"--help", "--version", "walkthrough", "train --help", "gradcheck", "tokenize --model %s the"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char command[512], args[4096];
+        snprintf(command, sizeof command, commands[i], in_work("tiny.safetensors"));
+        snprintf(args, sizeof args, "-c \"%s %s > /dev/full\"", tinygpt_binary(), command);
+        expect_failure(run_binary("sh", work_dir, args), command, 1, "cannot write to standard output");
+    }
+}
+END_TEST
+
 START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
     write_text_file(in_work("prompt.txt"), "the lazy ");
     const char *from_flag = sample_text("--prompt 'the lazy ' --tokens 30 --seed 2");
@@ -627,6 +661,8 @@ Suite *cli_suite(void) {
     suite_add_tcase(s, tc);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);
+    tcase_add_test(sample, standard_input_that_is_a_device_or_endless_is_refused);
+    tcase_add_test(sample, output_that_cannot_be_written_is_an_error);
     tcase_set_timeout(sample, 30);  // runs the binary a few dozen times
     tcase_add_test(sample, top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwise);
     tcase_add_test(sample, num_samples_prints_independent_samples_from_the_prompt_between_separator_lines);

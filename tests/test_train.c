@@ -19,6 +19,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -597,7 +599,7 @@ START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
                      "--heads", "1");
     expect_status(status, 2, "use a smaller --batch, --context, --embd or --layers");
     ck_assert_msg(now_seconds() - start < 10, "the refusal took %.1f s", now_seconds() - start);
-    expect_status(status, 2, "--batch 1048576 --context 16 --embd 65536");
+    expect_status(status, 2, "C=65536 channels, NH=1 heads, T=16 positions and V=19 tokens, for 1048576 windows");
 }
 END_TEST
 
@@ -829,25 +831,92 @@ END_TEST
 // ---- The log and the progress ------------------------------------------------------------
 
 // A full disk, for this process only: log.csv cannot grow past 32 KB (about
-// 750 rows of a tiny card model's; its 4 KB checkpoint and the one-point
-// loss.png of step 0 fit). The run must stop, say why, and save.
-START_TEST(a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint) {
+// 750 rows of a tiny card model's; its 4 KB checkpoints and the one-point
+// loss.png of step 0 fit). The run must stop and say why; it saves nothing
+// past its last checkpoint, whose steps the log holds every row of, so
+// --resume continues from there with a whole log.
+START_TEST(a_log_that_cannot_be_written_stops_the_run_at_its_last_checkpoint) {
     child_file_limit = 32 * 1024;
     int status = RUN("train", corpus, "--out", in_work("r"), "--arch", "card", "--batch", "2", "--context", "8",
                      "--embd", "8", "--heads", "2", "--val-fraction", "0", "--steps", "5000", "--eval-interval", "100000",
-                     "--seed", "1");
+                     "--seed", "1", "--save-every", "100");
     child_file_limit = 0;
     expect_status(status, 1, "cannot write '");
     const char *err = last_err();
     ck_assert_msg(strstr(err, "r/log.csv': File too large") != NULL, "the reason is not named: %s", err);
-    long stopped = -1;
+    long stopped = -1, kept = -1;
     const char *at = strstr(err, "training stopped after ");
     ck_assert_msg(at && sscanf(at, "training stopped after %ld steps", &stopped) == 1, "%s", err);
     ck_assert_msg(stopped > 100 && stopped < 5000, "stopped after %ld steps", stopped);
-    ck_assert_int_eq(saved_step(in_work("r")), stopped);
+    at = strstr(err, "the last whole checkpoint (saved after ");
+    ck_assert_msg(at && sscanf(at, "the last whole checkpoint (saved after %ld", &kept) == 1, "%s", err);
+    ck_assert_msg(kept % 100 == 0 && kept < stopped && stopped - kept <= 100, "kept %ld, stopped %ld", kept, stopped);
+    ck_assert_int_eq(saved_step(in_work("r")), kept);
     ck_assert_msg(strstr(err, "--resume") != NULL, "no way on: %s", err);
-    // With room again, it continues.
+    // With room again, it continues, its log whole.
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "2000"), 0, "saved");
+    ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 2000);
+}
+END_TEST
+
+// `train ... | head -1`: once head has quit, the next progress line meets a
+// closed pipe. The run stops as for Ctrl-C: it saves, exits 128 + SIGPIPE,
+// and resumes.
+START_TEST(a_closed_pipe_on_stdout_stops_the_run_with_a_save) {
+    char line[2048];
+    snprintf(line, sizeof line, "%s train %s --out %s --steps 100000 %s --log-interval 1 2>%s | head -1 >/dev/null; "
+                                "exit ${PIPESTATUS[0]}",
+             tinygpt_binary(), corpus, in_work("r"), "--layers 1 --batch 2 --context 16 --embd 16 --heads 2",
+             in_work("err.txt"));
+    char cmd[2300];
+    snprintf(cmd, sizeof cmd, "bash -c '%s'", line);
+    int raw = system(cmd);
+    int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    const char *err = last_err();
+    ck_assert_msg(status == 128 + SIGPIPE, "exit %d, not %d: %s", status, 128 + SIGPIPE, err);
+    ck_assert_msg(strstr(err, "stopped after") && strstr(err, "--resume"), "%s", err);
+    long saved = saved_step(in_work("r"));
+    ck_assert_int_gt(saved, 0);
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", saved + 3);
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", steps), 0, "saved");
+}
+END_TEST
+
+// A log that is gone, or cut short, at --resume is not quietly started
+// over: it is an error naming the file, unless --restart-log says to.
+START_TEST(resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "10"), 0);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
+    strstr(log, "\n9,")[1] = '\0';  // the row of step 9 and after: gone
+    write_text("r/log.csv", log, strlen(log));
+    free(log);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1, "r/log.csv' has no row of step 9");
+    ck_assert_ptr_nonnull(strstr(last_err(), "--restart-log"));
+    ck_assert_int_eq(unlink(in_work("r/log.csv")), 0);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1, "r/log.csv' is missing");
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20", "--restart-log"), 0, "saved");
+    char *text = slurp_or_empty(in_work("r/log.csv"), NULL);
+    ck_assert_msg(strncmp(strchr(text, '\n') + 1, "10,", 3) == 0, "the new log starts at %s", strchr(text, '\n') + 1);
+    free(text);
+    // From then on the log is whole again: it resumes without being told.
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "25"), 0, "saved");
+    expect_status(RUN("train", corpus, "--out", in_work("new"), "--restart-log", TINY), 2, "goes with --resume");
+}
+END_TEST
+
+// A train that holds the lock writes its PID at once, but a second train
+// can still read the file between the two, or a dead run's PID: it names
+// only a live process, or says "pid unknown".
+START_TEST(the_lock_message_names_no_dead_process) {
+    ck_assert_int_eq(mkdir(in_work("r"), 0700), 0);
+    write_text("r/.lock", "999999999\n", 10);  // no such process
+    int fd = open(in_work("r/.lock"), O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);  // held, by this test, whose PID it does not hold
+    expect_status(RUN("train", corpus, "--out", in_work("r"), "--steps", "3", TINY), 1, "(pid unknown)");
+    ck_assert_ptr_null(strstr(last_err(), "999999999"));
+    close(fd);
 }
 END_TEST
 
@@ -974,15 +1043,18 @@ Suite *train_suite(void) {
     tcase_add_test(run_dir, force_with_a_file_that_fails_to_load_deletes_nothing);
     tcase_add_test(run_dir, a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid);
     tcase_add_test(run_dir, a_directory_with_only_a_stale_lock_file_takes_a_new_run);
+    tcase_add_test(run_dir, the_lock_message_names_no_dead_process);
     tcase_add_test(run_dir, the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json);
     suite_add_tcase(s, run_dir);
 
     TCase *progress = tcase_create("log and progress");
     tcase_add_checked_fixture(progress, setup, teardown);
     tcase_set_timeout(progress, TEST_TIMEOUT_SECONDS);
-    tcase_add_test(progress, a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint);
+    tcase_add_test(progress, a_log_that_cannot_be_written_stops_the_run_at_its_last_checkpoint);
     tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
     tcase_add_test(progress, steps_0_writes_a_loss_png_too);
+    tcase_add_test(progress, a_closed_pipe_on_stdout_stops_the_run_with_a_save);
+    tcase_add_test(progress, resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it);
     tcase_add_test(progress, after_a_resume_loss_png_shows_the_whole_run);
     suite_add_tcase(s, progress);
 

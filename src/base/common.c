@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -162,19 +163,23 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err) {
     return error_set(err, "'%s' is truncated: wanted %zu more bytes, found %zu", path, size, got);
 }
 
-// The count of io_fault's calls, and the one to fail (0: none). Read from
-// the environment at the first call.
-static long io_calls, io_fail_at = -1;
+// The count of io_fault's calls, the one to fail and the one to signal at
+// (0: none), and the signal. Read from the environment at the first call.
+static long io_calls, io_fail_at = -1, io_signal_at;
+static int io_signal;
 
 static void report_io_calls(void) { fprintf(stderr, "tinygpt: %ld checked file operations\n", io_calls); }
 
 bool io_fault(void) {
     if (io_fail_at < 0) {
-        const char *at = getenv("TINYGPT_FAIL_AT");
-        io_fail_at = at ? strtol(at, NULL, 10) : 0;
+        const char *fail = getenv("TINYGPT_FAIL_AT"), *signal_at = getenv("TINYGPT_SIGNAL_AT");
+        io_fail_at = fail ? strtol(fail, NULL, 10) : 0;
+        if (signal_at && sscanf(signal_at, "%ld:%d", &io_signal_at, &io_signal) != 2) io_signal_at = 0;
         if (getenv("TINYGPT_COUNT_IO")) atexit(report_io_calls);
     }
-    if (++io_calls != io_fail_at) return false;
+    ++io_calls;
+    if (io_calls == io_signal_at) raise(io_signal);
+    if (io_calls != io_fail_at) return false;
     errno = EIO;
     return true;
 }
@@ -260,32 +265,40 @@ bool write_file_atomic(const char *path, const void *data, size_t len, Error *er
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;
-    bool ok = read_stream(f, path, out, len, err);
+    bool ok = read_stream(f, path, SIZE_MAX, out, len, err);
     fclose(f);
     return ok;
 }
 
-bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err) {
+bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t *len, Error *err) {
     // A regular file's buffer is its size plus one byte (where fread finds
     // the end): one allocation of exactly the memory the text needs. A pipe
     // has no size, and a file can grow while we read it, so past that the
     // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0) {
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
         // Say so plainly when the file cannot fit, rather than fail to allocate.
         size_t limit = memory_limit_bytes();
         if (limit > 0 && (uint64_t)st.st_size >= limit)
             return error_set(err, "'%s' is %.1f GB, more than the %.1f GB of memory here; use a part of it (head -c 1G '%s' > part.txt)",
                              path, (double)st.st_size / 1e9, (double)limit / 1e9, path);
         cap = (size_t)st.st_size + 1;
+        max_bytes = SIZE_MAX;  // what it holds, even if it grows as we read
+    } else if (fstat(fileno(f), &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !isatty(fileno(f))) {
+        return error_set(err, "%s is %s, not text; give a file, or pipe the text in", path, file_kind(st.st_mode));
     }
     char *buf = xmalloc(cap + 1);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
+        if (n > max_bytes) {
+            free(buf);
+            return error_set(err, "%s holds more than %zu bytes (--max-bytes); give a file, or a larger --max-bytes", path,
+                             max_bytes);
+        }
         if (n < cap) break;
-        cap *= 2;
+        cap = cap > max_bytes / 2 ? max_bytes + 1 : 2 * cap;  // one byte past the limit tells
         buf = xrealloc(buf, cap + 1);
     }
     if (ferror(f)) {

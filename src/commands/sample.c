@@ -141,10 +141,11 @@ static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
 // the prompt, through the same checked reader as every other file. The text
 // is used as it is, its last newline included: a file that ends in one is a
 // prompt that ends in one.
-static char *read_prompt_file(const char *path, size_t *len) {
+static char *read_prompt_file(const char *path, size_t max_bytes, size_t *len) {
     char *text = NULL;
     Error err;
-    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "stdin", &text, len, &err) : read_file(path, &text, len, &err);
+    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "standard input", max_bytes, &text, len, &err)
+                                     : read_file(path, &text, len, &err);
     if (!ok) die(EXIT_RUNTIME, "--prompt-file: %s", err.msg);
     return text;
 }
@@ -161,6 +162,7 @@ int cmd_sample(int argc, char **argv) {
     long seed = 1337;                // sampling seed
     int threads = 0;                 // 0 = OpenMP's default
     bool no_cache = false;           // recompute the whole window for every token
+    long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
@@ -173,6 +175,7 @@ int cmd_sample(int argc, char **argv) {
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL, NULL},
+        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with --prompt-file -: the most text read from standard input", 1, 1e15, false, NULL, NULL},
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",
@@ -192,7 +195,7 @@ int cmd_sample(int argc, char **argv) {
     const char *prompt = prompt_arg ? prompt_arg : "", *prompt_source = "--prompt";
     size_t prompt_len = strlen(prompt);
     if (prompt_file) {
-        prompt = file_text = read_prompt_file(prompt_file, &prompt_len);
+        prompt = file_text = read_prompt_file(prompt_file, (size_t)max_bytes, &prompt_len);
         prompt_source = strcmp(prompt_file, "-") == 0 ? "stdin" : prompt_file;
     }
 

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,22 +62,40 @@ static void catch_stop_signals(void) {
 // last_checkpoint: where the run can continue from, for a message: "the
 // last whole checkpoint (after 500 steps) is 'DIR/checkpoint-500'", or that
 // there is none yet.
-static void last_checkpoint(const TrainRun *run, char *out, size_t cap) {
+static bool last_checkpoint(const TrainRun *run, char *out, size_t cap) {
     char path[4200];
     long step;
-    if (run_dir_latest_checkpoint(run->s.out_dir, path, sizeof path, &step))
+    if (run_dir_latest_checkpoint(run->s.out_dir, path, sizeof path, &step)) {
         snprintf(out, cap, "the last whole checkpoint (saved after %ld steps) is '%s'", step, path);
-    else snprintf(out, cap, "no checkpoint was saved before it (see --save-every)");
+        return true;
+    }
+    snprintf(out, cap, "no checkpoint was saved before it (see --save-every)");
+    return false;
+}
+
+// log_failed: log.csv could not be written (run->fault says why) after
+// "done" steps: say so, and that nothing was saved since the last
+// checkpoint, whose steps the log holds every row of. Saving the steps since
+// would leave a checkpoint whose log lacks rows, which --resume could only
+// continue with a log that no longer tells the run's whole story.
+static void log_failed(const TrainRun *run, long done) {
+    char kept[4400];
+    if (last_checkpoint(run, kept, sizeof kept))
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then continue with: tinygpt train --resume %s\n",
+                run->fault.msg, done, kept, run->s.out_dir);
+    else
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then start again with --force\n",
+                run->fault.msg, done, kept);
 }
 
 // save_checkpoint: the run after "done" steps, as one checkpoint
 // (run_dir.h): DIR/checkpoint-<done> with the model, its settings and
 // state (the text's length and fingerprint, the batch stream) and AdamW's
 // moments, made whole before it replaces the last one; run.json beside it.
-// The log is flushed first, so it always has a row for every step the
-// checkpoint has seen; if that fails, the checkpoint is still saved, and
-// run->write_failed stops the run. A save that fails stops the run, naming
-// the checkpoint it can continue from.
+// The log is flushed first, so it always has a row for every step a
+// checkpoint has seen: if that fails, nothing is saved (see log_failed).
+// A save that fails stops the run, naming the checkpoint it can continue
+// from.
 static void save_checkpoint(TrainRun *run, long done) {
     const TrainSettings *s = &run->s;
     Metadata md = {0};
@@ -89,7 +108,10 @@ static void save_checkpoint(TrainRun *run, long done) {
         metadata_free(&md);
         run->run_info_saved = true;
     }
-    if (!run->write_failed && !csv_log_flush(&run->log, &run->fault)) run->write_failed = true;
+    if (!csv_log_flush(&run->log, &run->fault)) {
+        log_failed(run, done);
+        exit(EXIT_RUNTIME);
+    }
 
     settings_to_metadata(s, KEPT_IN_RUN, &md);
     metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
@@ -224,7 +246,7 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
 }
 
 // train_loop: steps from run->start_step until --steps, or until a signal,
-// --stop-after or a failed write (run->write_failed) stops it;
+// --stop-after or a failed write (run->write_failed, run->log.failed) stops it;
 // returns the number of steps done, or -1 (with run->fault) when a value
 // became NaN or infinite. A plain progress line at every evaluation, every
 // --log-interval steps and at the last step; loss.png redrawn with each, and
@@ -269,7 +291,6 @@ static long train_loop(TrainRun *run) {
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
         if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s\n", step, (double)loss, val, lr,
                          1e3 * seconds, (double)B * T / seconds, grad_norm, bpb)) {
-            run->write_failed = true;
             result = done;
             break;
         }
@@ -290,7 +311,6 @@ static long train_loop(TrainRun *run) {
                 run->write_failed = true;
             }
             if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) {
-                run->write_failed = true;
                 result = done;
                 break;
             }
@@ -315,7 +335,7 @@ static long train_loop(TrainRun *run) {
     // The picture of the whole run, also of --steps 0 (axes, no curve yet)
     // and of a run stopped between two progress lines. Not after the log
     // failed: the disk is likely full, and the checkpoint matters more.
-    if (!plotted && !run->write_failed) watch_plot(&watch);
+    if (!plotted && !run->write_failed && !run->log.failed) watch_plot(&watch);
     watch_free(&watch);
     return result;
 }
@@ -326,9 +346,9 @@ static long train_loop(TrainRun *run) {
 // it could) or the numbers broke.
 int cmd_train(int argc, char **argv) {
     TrainRun run;
+    catch_stop_signals();  // before the setup, whose first writes a signal may meet
     train_setup(&run, argc, argv);
     const TrainSettings *s = &run.s;
-    catch_stop_signals();
     long done = train_loop(&run);
     if (done < 0) {
         fprintf(stderr, "tinygpt: %s\n", run.fault.msg);
@@ -336,11 +356,22 @@ int cmd_train(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
 
+    if (run.log.failed) {
+        log_failed(&run, done);
+        train_free(&run);
+        return EXIT_RUNTIME;
+    }
     if (run.last_saved_step != done) save_checkpoint(&run, done);
+    // Stopped by a closed pipe: the reader is gone, and so is what stdout
+    // still holds (main's check at exit would call it a failed write).
+    if (stop_signal == SIGPIPE) {
+        FILE *quiet = freopen("/dev/null", "w", stdout);
+        (void)quiet;  // if even that fails, main's check says so
+    }
     char saved[4400];
     snprintf(saved, sizeof saved, "%s/checkpoint-%ld (the model: %s)", s->out_dir, done, run.checkpoint_path);
     if (run.write_failed) {
-        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved %s (the log may lack its last rows); make room, then continue with: tinygpt train --resume %s\n",
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved %s; make room, then continue with: tinygpt train --resume %s\n",
                 run.fault.msg, done, saved, s->out_dir);
         train_free(&run);
         return EXIT_RUNTIME;

@@ -50,7 +50,8 @@ static OptimizerConfig optimizer_config(const TrainSettings *s) {
 static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cfg) {
     Error err;
     if (!model_check_config(cfg, &err)) usage_error(cmd, "%s", err.msg);
-    if (!model_check_memory(cfg, run->s.batch, true, &err)) usage_error(cmd, "%s", err.msg);
+    if (!model_check_memory(cfg, run->s.batch, true, &err))
+        usage_error(cmd, "%s; use a smaller --batch, --context, --embd or --layers", err.msg);
     model_init(&run->model, cfg, run->s.batch, true);
     if (run->s.init_path) {
         memcpy(run->model.params_memory, run->start.params_memory, run->start.param_table.total * sizeof(float));
@@ -123,7 +124,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
-    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, &err)
+    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &err)
                                 : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
     if (!opened) die(EXIT_RUNTIME, "%s", err.msg);
 }
@@ -212,6 +213,7 @@ void train_setup(TrainRun *run, int argc, char **argv) {
 
     if (s->force && s->resume_dir)
         usage_error(cmd, "--force starts a new run over the one in --out, and --resume continues one; drop one of them");
+    if (s->restart_log && !s->resume_dir) usage_error(cmd, "--restart-log goes with --resume; drop it");
     if (s->resume_dir) {
         resume_settings(run, cmd, &given, &from_file);
     } else {

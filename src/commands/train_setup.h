@@ -49,7 +49,7 @@ typedef struct {
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
-    bool write_failed;      // a write of the run's outputs (log.csv, standard output) failed: stop, save, exit 1
+    bool write_failed;      // standard output could not be written: stop, save, exit 1 (a failed log.csv: CsvLog.failed)
     Error fault;            // why training stopped early
 } TrainRun;
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -21,6 +22,7 @@ const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "
 #define RUN_INFO_FILE "run.json"
 #define RUN_INFO_FORMAT "tinygpt-run-1"
 #define CHECKPOINT_PREFIX "checkpoint-"
+#define REMOVED_SUFFIX ".old"  // a checkpoint being removed (remove_checkpoint)
 // What a checkpoint directory may hold: its files, and their .tmp while a
 // save is writing them.
 static const char *const CHECKPOINT_FILES[] = {"model.safetensors", "optimizer.safetensors", NULL};
@@ -59,9 +61,10 @@ static int checkpoint_steps(const char *dir, const char *suffix, long **steps) {
     return n;
 }
 
-// remove_checkpoint: the checkpoint directory "path": its files, their
-// .tmp, and the directory itself. A file tinygpt did not write stops it.
-static int remove_checkpoint(const char *path, Error *err) {
+// remove_files: the directory "path" of a checkpoint being written or
+// removed: its files, their .tmp, and the directory itself. A file tinygpt
+// did not write stops it.
+static int remove_files(const char *path, Error *err) {
     for (int i = 0; CHECKPOINT_FILES[i]; i++)
         for (int tmp = 0; tmp < 2; tmp++) {
             char file[4300];
@@ -78,15 +81,33 @@ static int remove_checkpoint(const char *path, Error *err) {
     return 0;
 }
 
+// remove_checkpoint: the checkpoint "path" stops being one at once, by a
+// rename to "path" + REMOVED_SUFFIX (a leftover the next run removes, never
+// mistaken for a checkpoint, nor for one being written), and then its
+// files go. A kill in the middle leaves a whole checkpoint or none, never a
+// part of one under a checkpoint's name.
+static int remove_checkpoint(const char *path, Error *err) {
+    char gone[4300];
+    snprintf(gone, sizeof gone, "%s" REMOVED_SUFFIX, path);
+    int status = remove_files(gone, err);  // an earlier removal's, killed
+    if (status) return status;
+    if (io_fault() || rename(path, gone) != 0) {
+        error_set(err, "cannot remove the old checkpoint '%s': %s; remove it yourself", path, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    return remove_files(gone, err);
+}
+
 // remove_checkpoints: every DIR/checkpoint-<step><suffix> but the newest
-// "keep" of them.
+// "keep" of them: the leftovers of killed saves (suffix ".tmp") or
+// removals (".old"), or checkpoints (suffix "").
 static int remove_checkpoints(const char *dir, const char *suffix, int keep, Error *err) {
     long *steps;
     int n = checkpoint_steps(dir, suffix, &steps), status = 0;
     for (int i = 0; i < n - keep && !status; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/" CHECKPOINT_PREFIX "%ld%s", dir, steps[i], suffix);
-        status = remove_checkpoint(path, err);
+        status = suffix[0] ? remove_files(path, err) : remove_checkpoint(path, err);
     }
     free(steps);
     return status;
@@ -105,7 +126,7 @@ bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *ste
 
 int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err) {
     snprintf(tmp_dir, cap, "%s/" CHECKPOINT_PREFIX "%ld" ATOMIC_TMP_SUFFIX, dir, step);
-    int status = remove_checkpoint(tmp_dir, err);  // a killed save's
+    int status = remove_files(tmp_dir, err);  // a killed save's
     if (!status && (io_fault() || mkdir(tmp_dir, 0777) != 0)) {
         error_set(err, "cannot make the directory '%s': %s (is the disk full?)", tmp_dir, strerror(errno));
         status = EXIT_RUNTIME;
@@ -144,8 +165,13 @@ int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err) 
     snprintf(final, sizeof final, "%s/" CHECKPOINT_PREFIX "%ld", dir, step);
     // The same step saved before (a run that went back to an older
     // checkpoint by hand): the new one replaces it.
+    // DIR/model.safetensors first: once the checkpoint is whole, a kill may
+    // leave old checkpoints to remove, but never a model one save behind
+    // the run (and a kill before makes the next run redo this step).
+    snprintf(model, sizeof model, "%s/model.safetensors", tmp);
     struct stat st;
-    int status = lstat(final, &st) == 0 ? remove_checkpoint(final, err) : 0;
+    int status = link_model(dir, model, err);
+    if (!status && lstat(final, &st) == 0) status = remove_checkpoint(final, err);
     if (status) return status;
     if (!sync_dir(tmp, err)) return EXIT_RUNTIME;
     if (io_fault() || rename(tmp, final) != 0) {
@@ -153,9 +179,7 @@ int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err) 
         return EXIT_RUNTIME;
     }
     if (!sync_dir(dir, err)) return EXIT_RUNTIME;
-    snprintf(model, sizeof model, "%s/model.safetensors", final);
-    status = link_model(dir, model, err);
-    if (!status) status = remove_checkpoints(dir, "", keep, err);
+    status = remove_checkpoints(dir, "", keep, err);
     char old_optimizer[4200];  // from before checkpoints were directories
     snprintf(old_optimizer, sizeof old_optimizer, "%s/optimizer.safetensors", dir);
     if (!status && unlink(old_optimizer) != 0 && errno != ENOENT) {
@@ -206,6 +230,32 @@ static int refuse_run(const char *dir, const char *files, Error *err) {
     return EXIT_USAGE;
 }
 
+// note_lock_owner: our PID into the lock file we hold, for the message of
+// the next train that finds it locked. Only informational: if the write
+// fails (a full disk), that message says "pid unknown", and the lock holds.
+static void note_lock_owner(const RunDir *rd) {
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    bool noted = ftruncate(rd->lock_fd, 0) == 0 && pwrite(rd->lock_fd, pid, (size_t)len, 0) == len;
+    (void)noted;  // nothing to do either way
+}
+
+// lock_holder: the PID in the lock file "fd", when it is a live process's;
+// 0 when the file names none. A holder writes its PID just after it takes
+// the lock, so the file can still name the one before it, which is gone:
+// look again a few times before saying "unknown".
+static long lock_holder(int fd) {
+    for (int attempt = 0; attempt < 20; attempt++) {
+        char text[32];
+        ssize_t got = pread(fd, text, sizeof text - 1, 0);
+        text[got > 0 ? got : 0] = '\0';
+        long pid = strspn(text, "0123456789") > 0 ? strtol(text, NULL, 10) : 0;
+        if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) return pid;
+        usleep(5000);
+    }
+    return 0;
+}
+
 // lock: flock DIR/.lock for this process, without waiting: held by another
 // train, it is an error naming that process. Creates the file when
 // "create"; otherwise writes nothing, and leaves rd->lock_fd at -1 if the
@@ -222,38 +272,29 @@ static int lock(RunDir *rd, bool create, Error *err) {
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int flock_errno = errno;
-        char pid[32];
-        ssize_t got = pread(fd, pid, sizeof pid - 1, 0);
+        long holder = flock_errno == EWOULDBLOCK ? lock_holder(fd) : 0;
         close(fd);
         if (flock_errno != EWOULDBLOCK) {
             error_set(err, "cannot lock '%s': %s; pick another --out", path, strerror(flock_errno));
             return EXIT_RUNTIME;
         }
-        pid[got > 0 ? got : 0] = '\0';
-        pid[strspn(pid, "0123456789")] = '\0';  // empty if the holder has not written it yet
+        char pid[32] = "unknown";
+        if (holder > 0) snprintf(pid, sizeof pid, "%ld", holder);
         error_set(err, "'%s' is in use by another tinygpt train (pid %s); wait for it to finish or stop it, or train into another --out",
-                  rd->path, pid[0] ? pid : "unknown");
+                  rd->path, pid);
         return EXIT_RUNTIME;
     }
     rd->lock_fd = fd;
+    note_lock_owner(rd);  // at once, so that no one reads the last holder's
     return 0;
 }
 
-// note_lock_owner: our PID into the lock file we hold, for the message of
-// the next train that finds it locked. Only informational: if the write
-// fails (a full disk), that message says "pid unknown", and the lock holds.
-static void note_lock_owner(const RunDir *rd) {
-    char pid[32];
-    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    bool noted = ftruncate(rd->lock_fd, 0) == 0 && pwrite(rd->lock_fd, pid, (size_t)len, 0) == len;
-    (void)noted;  // nothing to do either way
-}
 
 // remove_in_dir: DIR/<name><suffix>, if it is there.
 static int remove_in_dir(const char *dir, const char *name, const char *suffix, Error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
-    if (unlink(path) == 0 || errno == ENOENT) return 0;
+    if (!io_fault() && (unlink(path) == 0 || errno == ENOENT)) return 0;
     error_set(err, "cannot remove '%s': %s; remove it yourself, or pick another --out", path, strerror(errno));
     return EXIT_RUNTIME;
 }
@@ -282,15 +323,18 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
     if (new_run) make_dir(dir);
     int status = rd->lock_fd < 0 ? lock(rd, true, err) : 0;
     if (status) return status;
-    note_lock_owner(rd);
     char files[256];
     if (new_run && !force && run_files_in(dir, files, sizeof files) > 0) return refuse_run(dir, files, err);
+    // --force: the model and the checkpoints go first, the newest last, so a
+    // kill in the middle leaves the old run resumable, or nothing to resume.
+    if (force) status = remove_in_dir(dir, "model.safetensors", "", err);
+    if (!status && force) status = remove_checkpoints(dir, "", 0, err);
     for (int i = 0; RUN_FILES[i] && !status; i++) {
         status = remove_in_dir(dir, RUN_FILES[i], ATOMIC_TMP_SUFFIX, err);
         if (force && !status) status = remove_in_dir(dir, RUN_FILES[i], "", err);
     }
-    if (!status) status = remove_checkpoints(dir, ATOMIC_TMP_SUFFIX, 0, err);  // a killed save's
-    if (!status && force) status = remove_checkpoints(dir, "", 0, err);
+    if (!status) status = remove_checkpoints(dir, ATOMIC_TMP_SUFFIX, 0, err);  // killed saves'
+    if (!status) status = remove_checkpoints(dir, REMOVED_SUFFIX, 0, err);     // killed removals'
     return status;
 }
 

@@ -75,10 +75,10 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
 int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err);
 
 // run_dir_commit_checkpoint: the checkpoint begun for "step", its files
-// written: flushed, renamed to DIR/checkpoint-<step>, DIR flushed; then
-// DIR/model.safetensors made its model, and all but the newest "keep"
-// checkpoints removed (with a run's files from before checkpoints were
-// directories: optimizer.safetensors).
+// written: DIR/model.safetensors made its model, then the directory
+// flushed, renamed to DIR/checkpoint-<step>, DIR flushed; then all but the
+// newest "keep" checkpoints removed (with a run's file from before
+// checkpoints were directories: optimizer.safetensors).
 int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err);
 
 // run_dir_latest_checkpoint: the newest checkpoint of DIR into "out" [cap]

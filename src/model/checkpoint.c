@@ -281,7 +281,8 @@ static TensorExpectations expectations(const ModelConfig *cfg, const char *sourc
 static bool check_memory(SafetensorsFile *st, const ModelConfig *cfg, int max_batch, bool with_grads) {
     Error mem_err;
     if (model_check_memory(cfg, max_batch, with_grads, &mem_err)) return true;
-    return error_set(st->err, "cannot load '%s': %s", st->path, mem_err.msg);
+    return error_set(st->err, "cannot load '%s': %s%s", st->path, mem_err.msg,
+                     max_batch > 1 ? "; fewer windows at once need less" : "; this machine cannot hold it");
 }
 
 // build_vocab: the tokenizer from the metadata's vocabulary string, which

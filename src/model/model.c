@@ -325,9 +325,9 @@ bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, 
     char need_text[32];
     if (need == SIZE_MAX) snprintf(need_text, sizeof need_text, "more than 18 EB");
     else snprintf(need_text, sizeof need_text, "%.1f GB", (double)need / 1e9);
-    return error_set(err, "--batch %d --context %d --embd %d --heads %d --layers %d (with %d characters) need %s for the model%s, more than the %.1f GB of memory here; use a smaller --batch, --context, --embd or --layers",
-                     max_batch, cfg->block_size, cfg->n_embd, cfg->n_head, model_layers(cfg), cfg->vocab_size,
-                     need_text, with_grads ? " and its gradients" : "", (double)limit / 1e9);
+    return error_set(err, "a model of L=%d blocks, C=%d channels, NH=%d heads, T=%d positions and V=%d tokens, for %d windows at once, needs %s%s, more than the %.1f GB of memory here",
+                     model_layers(cfg), cfg->n_embd, cfg->n_head, cfg->block_size, cfg->vocab_size, max_batch,
+                     need_text, with_grads ? " with its gradients" : "", (double)limit / 1e9);
 }
 
 // ===========================================================================

@@ -214,8 +214,9 @@ bool model_check_config(const ModelConfig *cfg, Error *err);
 // the tables in saturating size_t arithmetic: SIZE_MAX means "more than a
 // size_t holds". "cfg" must pass model_check_config.
 size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads);
-// model_check_memory: false, with a message naming the size flags and the
-// bytes needed, when model_memory_bytes is more than memory_limit_bytes().
+// model_check_memory: false, with a message naming the sizes and the bytes
+// needed (a command adds which of its flags make it smaller), when
+// model_memory_bytes is more than memory_limit_bytes().
 // Call it before model_init: an allocation that the kernel grants lazily
 // and cannot back would kill the process later, without a message.
 bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err);
