@@ -4,6 +4,10 @@
 # Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
 # and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
 
+# Plain `make` builds ./tinygpt (or, with REFERENCE=1, build/reference/tinygpt):
+# `all`, defined further down, not whichever rule happens to come first.
+.DEFAULT_GOAL := all
+
 CC ?= cc
 OPT ?= -O3 -march=native
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
