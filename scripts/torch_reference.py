@@ -686,6 +686,18 @@ def sgd_flags(tinygpt):
             "--grad-clip", "0"]
 
 
+def force_flags(tinygpt):
+    """The flag that lets `tinygpt train` start over in an --out holding a run.
+
+    ["--force"]: bench trains every config into the same directory once per
+    round, and learn into runs/learn/tinygpt every time it runs, and a
+    tinygpt with --force refuses an --out that holds a run without it. A
+    tinygpt from before --force overwrote such a run by itself and would
+    refuse the flag, so it gets none.
+    """
+    return ["--force"] if "--force" in train_help(tinygpt) else []
+
+
 def card_arch_flags(tinygpt):
     """The flags that ask `tinygpt train` for the card model.
 
@@ -1819,7 +1831,7 @@ def bench_tinygpt_train(args, config, threads, out_dir):
     and last training loss, and memory_mb: the total from tinygpt's stderr
     line `memory: ... = X.X MB` (None when tinygpt does not print one).
     """
-    command = [args.tinygpt, "train", args.data, "--out", out_dir,
+    command = [args.tinygpt, "train", args.data, "--out", out_dir] + force_flags(args.tinygpt) + [
                "--steps", str(args.warmup + args.timed)] + bench_arch_flags(args, config) + [
                "--batch", str(config.B), "--context", str(config.T), "--embd", str(config.C),
                "--heads", str(config.NH), "--dropout", str(config.dropout),
@@ -2347,8 +2359,8 @@ def read_learn_log(path):
 def learn_tinygpt_command(args, out_dir, threads, steps):
     """learn's `tinygpt train` command: the model, the recipe's flags spelled
     out (they are tinygpt's gpt defaults), the evaluation protocol."""
-    return ([args.tinygpt, "train", args.data, "--out", out_dir, "--save-every", "0",
-             "--threads", str(threads)] + learn_model_flags(LEARN_CONFIG)
+    return ([args.tinygpt, "train", args.data, "--out", out_dir] + force_flags(args.tinygpt)
+            + ["--save-every", "0", "--threads", str(threads)] + learn_model_flags(LEARN_CONFIG)
             + recipe_flags(GPT_RECIPE)
             + ["--steps", str(steps), "--eval-interval", str(LEARN_EVAL_INTERVAL),
                "--eval-batches", str(LEARN_EVAL_BATCHES),
