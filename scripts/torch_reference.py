@@ -1956,12 +1956,10 @@ def machine_description():
 
 
 def default_bench_data():
-    """The default --data: ../shared/data/tinyshakespeare.txt beside the repository
-    if it exists, else data/moby-dick.txt (both relative to the current directory)."""
+    """The default --data: the repository's default corpus, data/moby-dick.txt
+    (relative to the current directory; `make data/moby-dick.txt` fetches it).
+    Nothing outside the repository: a fresh clone runs bench and learn as they are."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    shared = os.path.join(repo, "..", "shared", "data", "tinyshakespeare.txt")
-    if os.path.exists(shared):
-        return os.path.relpath(shared)
     return os.path.relpath(os.path.join(repo, "data", "moby-dick.txt"))
 
 
@@ -2599,8 +2597,7 @@ def main():
 
     bench = sub.add_parser("bench", help="training and sampling speed: tinygpt against PyTorch")
     bench.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
-    bench.add_argument("--data", help="training text (default: ../shared/data/tinyshakespeare.txt "
-                       "beside the repository if it exists, else data/moby-dick.txt)")
+    bench.add_argument("--data", help="training text (default: the corpus, data/moby-dick.txt)")
     bench.add_argument("--out", default="bench/results.md",
                        help="write the markdown report here too (default bench/results.md)")
     bench.add_argument("--warmup", type=int, default=BENCH_WARMUP,
