@@ -20,9 +20,11 @@
 
 #include "checkpoint.h"
 #include "helpers.h"
+#include "json.h"
 #include "model.h"
 #include "tests.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 // The integration test trains for real: give it time on a busy 2-core machine.
 #define TRAIN_TIMEOUT_SECONDS 120
@@ -604,6 +606,235 @@ START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
 }
 END_TEST
 
+// ---- eval: --split val, JSON that is always JSON, refusals -------------------------
+
+// Eval's results as its --json prints them, read by the project's strict
+// JSON reader (RFC 8259: no NaN, no Infinity, nothing after the object).
+typedef struct {
+    double loss, perplexity, bits_per_byte, val_fraction;  // perplexity NAN for null; val_fraction NAN if absent
+    long tokens;
+    char split[8];
+} EvalJson;
+
+static EvalJson eval_json(const char *args) {
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+    JsonValue *root;
+    Error err;
+    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "'%s' printed invalid JSON (%s): %s", args, err.msg,
+                  r->out);
+    ck_assert_msg(root->type == JSON_OBJECT && r->out[strlen(r->out) - 1] == '\n', "%s", r->out);
+    EvalJson e = {.val_fraction = NAN};
+    const char *numbers[4] = {"loss", "perplexity", "bits_per_byte", "tokens"};
+    double *into[4] = {&e.loss, &e.perplexity, &e.bits_per_byte, NULL};
+    for (int i = 0; i < 4; i++) {
+        const JsonValue *v = json_get(root, numbers[i]);
+        ck_assert_msg(v != NULL, "no \"%s\" in %s", numbers[i], r->out);
+        if (i == 1 && v->type == JSON_NULL) {
+            e.perplexity = NAN;
+            continue;
+        }
+        ck_assert_msg(v->type == JSON_NUMBER, "\"%s\" is not a number in %s", numbers[i], r->out);
+        if (into[i]) *into[i] = v->number;
+        else e.tokens = (long)v->number;
+    }
+    const JsonValue *split = json_get(root, "split"), *fraction = json_get(root, "val_fraction");
+    ck_assert_msg(split && split->type == JSON_STRING && split->string_len < sizeof e.split, "%s", r->out);
+    memcpy(e.split, split->string, split->string_len + 1);
+    if (fraction) {
+        ck_assert_msg(fraction->type == JSON_NUMBER, "%s", r->out);
+        e.val_fraction = fraction->number;
+    }
+    json_free(root);
+    return e;
+}
+
+// write_tail: the last floor(n_chars * fraction) characters of "from" into
+// "to": the validation split train cuts.
+static void write_tail(const char *from, double fraction, const char *to) {
+    size_t len;
+    char *text = slurp(from, &len);
+    size_t n_chars = utf8_count(text, len), n_val = (size_t)floor((double)n_chars * fraction);
+    size_t start = utf8_prefix(text, len, n_chars - n_val);
+    write_bytes(to, text + start, len - start);
+    free(text);
+}
+
+// A tiny gpt of "flags" trained for 20 steps on corpus.txt into work_dir/"name".
+static void train_eval_model(const char *name, const char *flags) {
+    char args[4096];
+    snprintf(args, sizeof args,
+             "train %s --out %s --steps 20 --layers 1 --embd 8 --heads 2 --context 8 --batch 4 --warmup 2 "
+             "--eval-interval 10 --threads 1 %s",
+             in_work("corpus.txt"), in_work(name), flags);
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' failed: %s", args, r->err);
+}
+
+static void assert_same_result(EvalJson a, EvalJson b, const char *what) {
+    ck_assert_msg(a.loss == b.loss && a.tokens == b.tokens && a.bits_per_byte == b.bits_per_byte,
+                  "%s: loss %.6f / %.6f, tokens %ld / %ld, bits per byte %.6f / %.6f", what, a.loss, b.loss, a.tokens,
+                  b.tokens, a.bits_per_byte, b.bits_per_byte);
+}
+
+// Loop test: _i = 0 a char model, _i = 1 a bpe model (which encodes the
+// split on its own, as train does).
+START_TEST(eval_split_val_scores_the_split_train_held_out_and_nothing_else) {
+    const char *kind = _i == 0 ? "char" : "bpe";
+    train_eval_model("m", _i == 0 ? "" : "--tokenizer bpe --vocab-size 270");
+    write_tail(in_work("corpus.txt"), 0.1, in_work("tail.txt"));
+    char args[4096];
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("tail.txt"));
+    EvalJson tail = eval_json(args);
+    ck_assert_str_eq(tail.split, "all");
+    ck_assert_msg(isnan(tail.val_fraction), "val_fraction with --split all");
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val", in_work("m/model.safetensors"),
+             in_work("corpus.txt"));
+    EvalJson val = eval_json(args);
+    ck_assert_str_eq(val.split, "val");
+    ck_assert_double_eq(val.val_fraction, 0.1);  // from the checkpoint
+    assert_same_result(val, tail, kind);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("corpus.txt"));
+    EvalJson all = eval_json(args);
+    ck_assert_msg(all.tokens > 5 * val.tokens, "%s: --split all scored %ld tokens, val %ld", kind, all.tokens,
+                  val.tokens);
+    // The plain line says what it scored.
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("m/model.safetensors"), in_work("corpus.txt"));
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0 && r->err[0] == '\0', "%s: exit %d: %s", kind, r->status, r->err);
+    ck_assert_msg(strstr(r->out, "of the validation split (the last ") && strstr(r->out, "characters, --val-fraction 0.1)\n"),
+                  "%s: %s", kind, r->out);
+}
+END_TEST
+
+START_TEST(eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so) {
+    train_eval_model("m", "");
+    char args[4096];
+    // A given fraction wins over the run's, with a note.
+    write_tail(in_work("corpus.txt"), 0.25, in_work("tail25.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("tail25.txt"));
+    EvalJson tail25 = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val --val-fraction 0.25",
+             in_work("m/model.safetensors"), in_work("corpus.txt"));
+    assert_same_result(eval_json(args), tail25, "--val-fraction 0.25");
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(strstr(r->err, "trained with --val-fraction 0.1; scoring the last 25% of the characters instead"),
+                  "%s", r->err);
+    // A checkpoint that does not record its run (saved by checkpoint_save,
+    // as sample's tests do): 0.1, train's default, with a note.
+    Model m;
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(checkpoint_load(in_work("m/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("bare.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    write_tail(in_work("corpus.txt"), 0.1, in_work("tail10.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("bare.safetensors"), in_work("tail10.txt"));
+    EvalJson tail10 = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val", in_work("bare.safetensors"),
+             in_work("corpus.txt"));
+    assert_same_result(eval_json(args), tail10, "a checkpoint without val_fraction");
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(strstr(r->err, "does not record its run's --val-fraction; scoring the last 10% of the characters") &&
+                      strstr(r->err, "(--val-fraction 0.1, train's default)"),
+                  "%s", r->err);
+    // A run without validation has no split to score, unless one is given.
+    train_eval_model("noval", "--val-fraction 0");
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("noval/model.safetensors"),
+             in_work("corpus.txt"));
+    expect_run_fails(work_dir, args, 1, "was trained with --val-fraction 0: its run had no validation split; give --val-fraction F");
+    strcat(args, " --val-fraction 0.1 --json");
+    EvalJson given = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("noval/model.safetensors"), in_work("tail10.txt"));
+    assert_same_result(given, eval_json(args), "--val-fraction 0.1 for a run without validation");
+    // A split shorter than one window.
+    write_text_file(in_work("short.txt"), "the cat sat on the mat. the sea is wide and deep.\n");  // 51 characters
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("m/model.safetensors"), in_work("short.txt"));
+    expect_run_fails(work_dir, args, 1, "the validation split of");
+    ck_assert_msg(strstr(run_tinygpt(work_dir, args)->err, "(its last 5 characters, --val-fraction 0.1) has 5 tokens, fewer than one window of 8 + 1"),
+                  "%s", run_tinygpt(work_dir, args)->err);
+    // Usage errors.
+    const char *model = in_work("m/model.safetensors"), *corpus = in_work("corpus.txt");
+    snprintf(args, sizeof args, "eval --model %s %s --val-fraction 0.2", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction is for --split val");
+    snprintf(args, sizeof args, "eval --model %s %s --split val --val-fraction 0", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction 0 is out of range (0, 0.9]");
+    snprintf(args, sizeof args, "eval --model %s %s --split val --val-fraction 0.95", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction");
+    snprintf(args, sizeof args, "eval --model %s %s --split test", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--split 'test' is not one of: all, val");
+}
+END_TEST
+
+// A finite loss above ln(DBL_MAX) has no perplexity a double holds: JSON
+// says null, never inf (not JSON), and the text says so; a loss that is
+// not finite and a character outside the vocabulary are errors, with
+// nothing on stdout.
+START_TEST(eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error) {
+    train_tiny("m", 0);  // card: a head with a bias
+    Model m;
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(checkpoint_load(in_work("m/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    // Every weight 0 but token 0's head bias, 1000: every other target costs
+    // about 1000 nats.
+    for (size_t i = 0; i < m.param_table.total; i++) m.params_memory[i] = 0.0f;
+    m.params_memory[table_find(&m.param_table, "head.bias")->offset] = 1000.0f;
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("huge.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    char args[4096];
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("huge.safetensors"), in_work("corpus.txt"));
+    EvalJson e = eval_json(args);
+    ck_assert_msg(e.loss > 710 && e.loss < 1000 && isnan(e.perplexity), "loss %g, perplexity %g", e.loss, e.perplexity);
+    ck_assert_msg(isfinite(e.bits_per_byte) && e.bits_per_byte > 0, "%g", e.bits_per_byte);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("huge.safetensors"), in_work("corpus.txt"));
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->out, "| perplexity above 1.8e308 |") && !strstr(r->out, "inf"), "%s",
+                  r->out);
+    // Python's json module agrees (parse_constant refuses NaN and Infinity).
+    snprintf(args, sizeof args,
+             "-c \"%s eval --model %s %s --json | python3 -c 'import json, sys; "
+             "json.loads(sys.stdin.read(), parse_constant=lambda c: sys.exit(\\\"not JSON: \\\" + c))'\"",
+             tinygpt_binary(), in_work("huge.safetensors"), in_work("corpus.txt"));
+    r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "python3's json: %s", r->err);
+
+    // A character the char model does not know: exit 1, naming the file and the fix.
+    write_text_file(in_work("zebra.txt"), "the cat sat on the mat.\nZebras sat on the mat.\nthe cat sat on the mat.\n");
+    const char *splits[2] = {"", " --split val"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "eval --model %s %s --json%s", in_work("m/model.safetensors"), in_work("zebra.txt"),
+                 splits[i]);
+        r = run_tinygpt(work_dir, args);
+        expect_failure(r, args, 1, "zebra.txt' has the character 'Z' (U+005A) at byte 24, which is not in the model's vocabulary; remove it, or train a new model on this text");
+        ck_assert_msg(r->out[0] == '\0', "printed %s", r->out);
+    }
+}
+END_TEST
+
+// A write to standard output that fails stops the command with exit 1 and
+// one line naming standard output: eval's result, plain or JSON (sample's
+// are in the sample tests).
+START_TEST(eval_fails_when_standard_output_cannot_be_written) {
+    train_tiny("m", 0);
+    const struct {
+        const char *command, *says;
+    } cases[] = {
+        {"eval --model %s %s", "cannot write the result to standard output: No space left on device"},
+        {"eval --model %s %s --json", "cannot write the result to standard output: No space left on device"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char command[2048], args[4096];
+        snprintf(command, sizeof command, cases[i].command, in_work("m/model.safetensors"),
+                 i < 2 ? in_work("corpus.txt") : work_dir);
+        snprintf(args, sizeof args, "-c \"%s %s > /dev/full\"", tinygpt_binary(), command);
+        expect_failure(run_binary("sh", work_dir, args), command, 1, cases[i].says);
+    }
+}
+END_TEST
+
 Suite *cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -625,6 +856,14 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, broken_weights_fail_eval_and_train_init_without_blaming_lr);
     tcase_add_test(tc, the_process_is_still_called_tinygpt_after_it_restarts_itself);
     suite_add_tcase(s, tc);
+    TCase *eval = tcase_create("eval");
+    tcase_add_checked_fixture(eval, setup, teardown);
+    tcase_set_timeout(eval, 60);  // trains tiny models
+    tcase_add_loop_test(eval, eval_split_val_scores_the_split_train_held_out_and_nothing_else, 0, 2);
+    tcase_add_test(eval, eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so);
+    tcase_add_test(eval, eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error);
+    tcase_add_test(eval, eval_fails_when_standard_output_cannot_be_written);
+    suite_add_tcase(s, eval);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);
     tcase_set_timeout(sample, 30);  // runs the binary a few dozen times

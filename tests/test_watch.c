@@ -212,6 +212,27 @@ START_TEST(loss_png_is_in_nats_per_token_with_bits_per_byte_on_the_right) {
 }
 END_TEST
 
+// eval on a terminal shows how far it is on stderr, and erases that line
+// before the result; through a pipe stderr stays empty.
+START_TEST(eval_shows_its_progress_on_a_terminal_only) {
+    char args[1024];
+    snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+    snprintf(args, sizeof args, "eval --model %s/run/model.safetensors %s/corpus.txt --batch 1", dir, dir);
+    static char out[1 << 16];
+    int status = run_on_terminal(args, 100, out, sizeof out);
+    ck_assert_msg(status == 0, "eval failed: %s", out);
+    // 4331 characters: (4331 - 1) / 8 = 541 windows of the model's 8.
+    ck_assert_msg(strstr(out, "\reval:   0% (1 of 541 windows) ETA ") != NULL, "no progress line: %s", out);
+    ck_assert_msg(strstr(out, "\reval: 100% (541 of 541 windows) ETA 0:00\033[K") != NULL, "no final progress: %s", out);
+    ck_assert_msg(strstr(out, "\r\033[Kloss ") != NULL, "the result is not on a line of its own: %s", out);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && r->err[0] == '\0' && strncmp(r->out, "loss ", 5) == 0, "through a pipe: %s%s",
+                  r->out, r->err);
+}
+END_TEST
+
 Suite *watch_suite(void) {
     Suite *s = suite_create("watch");
     TCase *status = tcase_create("status line");
@@ -228,6 +249,7 @@ Suite *watch_suite(void) {
     tcase_add_test(training, train_through_a_pipe_prints_only_the_plain_lines);
     tcase_add_test(training, train_writes_loss_png_of_the_plot_size);
     tcase_add_test(training, loss_png_is_in_nats_per_token_with_bits_per_byte_on_the_right);
+    tcase_add_test(training, eval_shows_its_progress_on_a_terminal_only);
     suite_add_tcase(s, training);
     return s;
 }
