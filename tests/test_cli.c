@@ -228,9 +228,16 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample of a gpt failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
-    int characters = 0;  // UTF-8: every byte but the continuation bytes of '—' starts one
-    for (const char *p = r->out; *p; p++) characters += (*p & 0xC0) != 0x80;
-    ck_assert_int_eq(characters, 4 + 30);
+    // UTF-8: every byte but the continuation bytes of '—' starts a
+    // character. The prompt and 30 characters, and a newline after them
+    // unless the last of them is one.
+    int characters = 0;
+    const char *last_char = NULL;  // the 34th character
+    for (const char *p = r->out; *p; p++)
+        if ((*p & 0xC0) != 0x80 && ++characters == 4 + 30) last_char = p;
+    ck_assert_msg(last_char != NULL, "fewer than 34 characters: %s", r->out);
+    ck_assert_int_eq(characters, 4 + 30 + (*last_char != '\n'));
+    ck_assert_msg(r->out[strlen(r->out) - 1] == '\n', "no newline at the end: %s", r->out);
     static char cached[sizeof r->out];
     memcpy(cached, r->out, sizeof cached);
     strcat(args, " --no-cache");
@@ -380,10 +387,20 @@ START_TEST(top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwi
 }
 END_TEST
 
+// strip_final_newline: "text" without the newline sample ends its output
+// with (which must be there), in place.
+static char *strip_final_newline(char *text) {
+    size_t n = strlen(text);
+    ck_assert_msg(n > 0 && text[n - 1] == '\n', "the output does not end with a newline: '%s'", text);
+    text[n - 1] = '\0';
+    return text;
+}
+
 START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separator_lines) {
-    static char three[4096];
+    static char three[4096], one[4096];
     snprintf(three, sizeof three, "%s", sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"));
     ck_assert_str_eq(sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"), three);  // same seed
+    strip_final_newline(three);  // none of these samples ends in a newline of its own
     const char *samples[3];
     char *p = three;
     for (int i = 0; i < 3; i++) {
@@ -396,7 +413,8 @@ START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separa
                       samples[i]);
     }
     // The first is what one sample with this seed gives; the others differ from it.
-    ck_assert_str_eq(samples[0], sample_text("--prompt 'the ' --tokens 20 --seed 8"));
+    snprintf(one, sizeof one, "%s", sample_text("--prompt 'the ' --tokens 20 --seed 8"));
+    ck_assert_str_eq(samples[0], strip_final_newline(one));
     ck_assert_str_ne(samples[1], samples[0]);
     ck_assert_str_ne(samples[2], samples[1]);
     char args[4096];
@@ -428,6 +446,69 @@ START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
     write_text_file(in_work("zebra.txt"), "Zebra");
     snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("zebra.txt"));
     expect_run_fails(work_dir, args, 2, "zebra.txt");
+}
+END_TEST
+
+// The output ends with a newline, added only when the text does not end in
+// one already; an empty output stays empty.
+START_TEST(the_output_ends_with_one_newline_unless_the_text_ends_in_one) {
+    // Greedy sampling of 21 tokens begins with the 20 of greedy sampling
+    // of 20: so the text of 20 is known, and its newline can be told apart.
+    static char longer[4096];
+    snprintf(longer, sizeof longer, "%s", sample_text("--prompt 'the ' --tokens 21 --temperature 0"));
+    const char *twenty = sample_text("--prompt 'the ' --tokens 20 --temperature 0");
+    size_t n = 4 + 20;  // the prompt and 20 one-byte characters (SAMPLE_CORPUS is ASCII)
+    ck_assert_msg(strlen(longer) >= n + 1 && strncmp(twenty, longer, n) == 0, "'%s' / '%s'", twenty, longer);
+    ck_assert_msg(strlen(twenty) == n + (longer[n - 1] != '\n') && twenty[strlen(twenty) - 1] == '\n',
+                  "20 tokens: '%s' (21 tokens: '%s')", twenty, longer);
+    // The prompt alone: a newline after it, unless it ends in one.
+    ck_assert_str_eq(sample_text("--prompt 'the dog' --tokens 0"), "the dog\n");
+    write_text_file(in_work("line.txt"), "the dog\n");
+    char flags[2048];
+    snprintf(flags, sizeof flags, "--prompt-file %s --tokens 0", in_work("line.txt"));
+    ck_assert_str_eq(sample_text(flags), "the dog\n");
+    // Nothing at all: nothing, not a lone newline.
+    ck_assert_str_eq(sample_text("--tokens 0"), "");
+    // Whatever the text ends with, the output ends with exactly one more
+    // newline than the text has: never two where the text has one.
+    for (int seed = 1; seed <= 20; seed++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "--prompt 'the ' --tokens 6 --seed %d", seed);
+        snprintf(b, sizeof b, "--prompt 'the ' --tokens 7 --seed %d", seed);
+        static char six[256];
+        snprintf(six, sizeof six, "%s", sample_text(a));
+        const char *seven = sample_text(b);  // one draw per token: its first 10 characters are six's
+        bool text_ends_line = seven[9] == '\n';
+        ck_assert_msg(strncmp(six, seven, 10) == 0 && strlen(six) == 10u + !text_ends_line && six[strlen(six) - 1] == '\n',
+                      "seed %d: '%s' / '%s'", seed, six, seven);
+    }
+}
+END_TEST
+
+// Writing to standard output fails: generation stops at once, exit 1, one
+// line naming standard output. A closed pipe ends sample quickly: by
+// SIGPIPE when it is the default, or, when SIGPIPE is ignored, by the
+// EPIPE error the write returns: then exit 1 and one line, like any
+// other failed write.
+START_TEST(sample_stops_when_standard_output_cannot_be_written) {
+    char args[4096];
+    snprintf(args, sizeof args, "-c \"%s sample --model %s --tokens 100000 > /dev/full\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    double start = now_seconds();
+    expect_failure(run_binary("sh", work_dir, args), "sample > /dev/full", 1,
+                   "cannot write the sample to standard output: No space left on device");
+    ck_assert_msg(now_seconds() - start < 20, "sample went on after its first failed write");
+    // A pipe whose reader leaves: SIGPIPE (status 141 in the shell), quickly.
+    snprintf(args, sizeof args, "-c 'timeout -s KILL 20 %s sample --model %s --tokens 100000000 | head -c 10'",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    RunResult *r = run_binary("bash", work_dir, args);
+    ck_assert_msg(r->status == 0 && strlen(r->out) == 10, "exit %d, %zu bytes: %s", r->status, strlen(r->out), r->err);
+    // SIGPIPE ignored: EPIPE, one line, exit 1.
+    snprintf(args, sizeof args,
+             "-c 'trap \"\" PIPE; set -o pipefail; timeout -s KILL 20 %s sample --model %s --tokens 100000000 | head -c 10 > /dev/null'",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    expect_failure(run_binary("bash", work_dir, args), "sample | head, SIGPIPE ignored", 1,
+                   "cannot write the sample to standard output: Broken pipe");
 }
 END_TEST
 
@@ -870,6 +951,8 @@ Suite *cli_suite(void) {
     tcase_add_test(sample, top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwise);
     tcase_add_test(sample, num_samples_prints_independent_samples_from_the_prompt_between_separator_lines);
     tcase_add_test(sample, the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe);
+    tcase_add_test(sample, the_output_ends_with_one_newline_unless_the_text_ends_in_one);
+    tcase_add_test(sample, sample_stops_when_standard_output_cannot_be_written);
     suite_add_tcase(s, sample);
     return s;
 }
