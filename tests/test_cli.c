@@ -896,15 +896,17 @@ START_TEST(eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error) {
 END_TEST
 
 // A write to standard output that fails stops the command with exit 1 and
-// one line naming standard output: eval's result, plain or JSON (sample's
-// are in the sample tests).
-START_TEST(eval_fails_when_standard_output_cannot_be_written) {
+// one line naming standard output: eval's result, plain or JSON, and
+// attention's matrices (sample's are in the sample tests).
+START_TEST(eval_and_attention_fail_when_standard_output_cannot_be_written) {
     train_tiny("m", 0);
     const struct {
         const char *command, *says;
     } cases[] = {
         {"eval --model %s %s", "cannot write the result to standard output: No space left on device"},
         {"eval --model %s %s --json", "cannot write the result to standard output: No space left on device"},
+        {"attention --model %s --prompt 'the cat' --out %s/maps",
+         "cannot write the attention weights to standard output: No space left on device"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char command[2048], args[4096];
@@ -943,7 +945,7 @@ Suite *cli_suite(void) {
     tcase_add_loop_test(eval, eval_split_val_scores_the_split_train_held_out_and_nothing_else, 0, 2);
     tcase_add_test(eval, eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so);
     tcase_add_test(eval, eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error);
-    tcase_add_test(eval, eval_fails_when_standard_output_cannot_be_written);
+    tcase_add_test(eval, eval_and_attention_fail_when_standard_output_cannot_be_written);
     suite_add_tcase(s, eval);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);
