@@ -367,3 +367,12 @@ int name_index(const char *const *names, const char *name) {
         if (strcmp(names[i], name) == 0) return i;
     return -1;
 }
+
+// _exit, not exit: main's check at exit would find the same failure again.
+void stdout_flush_or_die(const char *what) {
+    int failed = fflush(stdout) != 0 ? errno : 0;
+    if (!failed && !ferror(stdout)) return;
+    fprintf(stderr, "tinygpt: cannot write %s%sto standard output: %s\n", what ? what : "", what ? " " : "",
+            failed ? strerror(failed) : "an earlier write failed (is the disk full?)");
+    _exit(EXIT_RUNTIME);
+}

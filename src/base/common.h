@@ -70,6 +70,13 @@ void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 // would block forever, and a device such as /dev/zero never ends.
 FILE *fopen_checked(const char *path, const char *mode, Error *err);
 
+// stdout_flush_or_die: push what is buffered to standard output; if any
+// write to it failed (a full disk; a closed pipe when SIGPIPE is ignored),
+// say so, naming "what" ("the sample", or NULL), and exit 1 at once: output nobody
+// received is no result. Every command's output is checked so at exit
+// (main.c); a command that streams checks as it goes.
+void stdout_flush_or_die(const char *what);
+
 // ---- Injected faults, for the tests ----
 // io_fault: true, with errno set to EIO, when this call is the Nth of the
 // process and its environment holds TINYGPT_FAIL_AT=N; false otherwise.

@@ -2,7 +2,6 @@
 //
 // Reading order: file 36, the last. Each command lives in its own file and
 // parses its own flags (args.h), so this one is only the table of commands.
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,15 +82,10 @@ static void prefer_short_spinning(char **argv) {
 
 // check_stdout: at exit, whatever the command: everything it printed must
 // have reached standard output. stdio keeps a buffer, so a full disk
-// (`tinygpt sample > /dev/full`) shows only when it is flushed, at exit if
-// not before: flush it here and fail then, rather than exit 0 having lost
-// the output (coreutils' close_stdout does the same).
-static void check_stdout(void) {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return;
-    fprintf(stderr, "tinygpt: cannot write to standard output: %s\n",
-            errno ? strerror(errno) : "an earlier write failed (is the disk full?)");
-    _exit(EXIT_RUNTIME);
-}
+// (`tinygpt walkthrough > /dev/full`) shows only when it is flushed, at exit
+// if not before: flush it here and fail then, rather than exit 0 having
+// lost the output (coreutils' close_stdout does the same).
+static void check_stdout(void) { stdout_flush_or_die(NULL); }
 
 int main(int argc, char **argv) {
     prefer_short_spinning(argv);

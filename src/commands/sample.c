@@ -2,6 +2,7 @@
 #include "sample.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -128,13 +129,16 @@ const float *generator_logits(Generator *g) {
     return logits;
 }
 
+
 // Write token "id" to stdout at once, so text appears as it is generated
 // (whole characters only: a bpe token can end inside one, see Utf8Stream).
-static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
+// "*ends_line" tells whether the text printed so far ends with a newline.
+static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id, bool *ends_line) {
     size_t len;
     const char *piece = tokenizer_piece(tok, id, &len);
     utf8_stream_write(stream, piece, len, stdout);
-    fflush(stdout);
+    if (len > 0) *ends_line = piece[len - 1] == '\n';  // a newline is never held back
+    stdout_flush_or_die("the sample");
 }
 
 // read_prompt_file: the whole of "path" ("-" = stdin, a pipe included) as
@@ -228,10 +232,11 @@ int cmd_sample(int argc, char **argv) {
     rng_init(&rng, (uint64_t)seed);
     float *scratch = xmalloc(2 * (size_t)tok.vocab_size * sizeof(float));
     double start = now_seconds();
+    bool printed = false, ends_line = false;  // stdout has text, which ends with a newline
     for (int sample = 0; sample < num_samples; sample++) {
         // stdout carries only the text: samples are told apart by a line
         // "---" between them.
-        if (sample > 0) fputs("\n---\n", stdout);
+        if (sample > 0) fputs("\n---\n", stdout), printed = ends_line = true;
         generator_reset(&gen);
         if (n_prompt == 0) {
             // Nothing to continue: start from a newline (or token 0), not printed.
@@ -240,21 +245,26 @@ int cmd_sample(int argc, char **argv) {
         }
         for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
         fwrite(prompt, 1, prompt_len, stdout);
-        fflush(stdout);
+        if (prompt_len > 0) printed = true, ends_line = prompt[prompt_len - 1] == '\n';
+        stdout_flush_or_die("the sample");
         Utf8Stream stream = {0};
         for (int i = 0; i < tokens; i++) {
             const float *logits = generator_logits(&gen);
             int next = sample_token(logits, model.config.vocab_size, &sampler, &rng, scratch);
             generator_push(&gen, next);
-            emit_token(&tok, &stream, next);
+            emit_token(&tok, &stream, next, &ends_line);
+            printed = true;
         }
+        if (stream.n_held > 0) ends_line = false;  // printed as U+FFFD
         utf8_stream_finish(&stream, stdout);
     }
+    // The text ends with a newline, as text does (a shell prompt then starts
+    // on a line of its own): added unless the text already ends in one, and
+    // never to an empty output.
+    if (printed && !ends_line) fputc('\n', stdout);
+    stdout_flush_or_die("the sample");
     double elapsed = now_seconds() - start;
     long total = (long)tokens * num_samples;
-    // The newline that ends the text on a terminal goes to stderr with the
-    // status, so stdout is exactly the text.
-    fprintf(stderr, "\n");
     fprintf(stderr, "sampled %ld tokens in %.2f s (%.0f tokens/s)\n", total, elapsed,
             elapsed > 0 ? total / elapsed : 0.0);
 
