@@ -593,13 +593,9 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // whole window, or, when sampling, one position (attention_span then reads
 // the earlier positions' keys and values from the cache).
 
-// gpt_block_forward: block l of a gpt, on the stream x:
-//   1. ln1_out  = ln1(x)
-//   2. qkv      = ln1_out @ [Wq;Wk;Wv]^T;  attn_out = attention(qkv)
-//   3. res_attn = x + dropout(attn_out @ Wproj^T)
-//   4. ln2_out  = ln2(res_attn);  res_mlp = res_attn + dropout(mlp(ln2_out))
-// Both branches write their output in the shared branch_out before it joins
-// the stream.
+// gpt_block_forward: block l of a gpt, in four steps, on the stream x (the
+// block's input). Both branches write their output in the shared
+// branch_out before it joins the stream.
 static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int C = cfg->n_embd, n = s.rows;
@@ -610,29 +606,34 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     float *res_attn = rows_of(a->res_attn, s, C), *res_mlp = rows_of(a->res_mlp, s, C);
     float *branch = rows_of(m->acts.branch_out, s, C);
 
-    layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, n, C);  // 1.
-    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);       // 2.
+    // 1. ln1_out = ln1(x)
+    layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, n, C);
+    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
-    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, NULL, n, C, C);  // 3.
+    // 3. res_attn = x + dropout(attn_out @ Wproj^T)
+    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, NULL, n, C, C);
     residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
-    layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);  // 4.
+    // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
+    layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
     mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.gelu_out, s, 4 * C), ln2_out, p, wt, n, C);
     residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
 }
 
-// card_block_forward: card's one block, attention and nothing around it:
-//   1. qkv      = x @ [Wq;Wk;Wv]^T;  attn_out = attention(qkv)
-//   2. res_attn = attn_out @ Wproj^T + bproj      (the block's output)
+// card_block_forward: card's one block, attention and nothing around it,
+// in two steps.
 static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const int C = m->config.n_embd, n = s.rows;
     const BlockParams *p = &m->params.blocks[l];
     BlockActs *a = &m->acts.blocks[l];
     const float *x = rows_of(block_input(m, l), s, C);
 
-    linear(rows_of(a->qkv, s, 3 * C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 1.
+    // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    linear(rows_of(a->qkv, s, 3 * C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
     attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN));
+    // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
     linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n,
-           C, C);  // 2.
+           C, C);
 }
 
 // ladder_block_forward: gpt_block_forward's four steps with each removed
@@ -864,9 +865,9 @@ static const float *branch_grad(Model *m, size_t n, float dropout_p, uint64_t ke
 }
 
 // input_grad: where a branch's first layer writes the gradient of its
-// input. Without LayerNorm or residual (the ladder's last rung, shaped as
-// card) that input is the stream itself, whose gradient nothing else needs
-// any more: write dresidual.
+// input. Without LayerNorm and without the residual stream, that input is
+// the stream itself, whose gradient nothing else needs any more: write
+// dresidual.
 static float *input_grad(Model *m) {
     return m->parts.layernorm || m->parts.residual ? m->grad_acts.dln_out : m->grad_acts.dresidual;
 }
@@ -932,8 +933,8 @@ static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 // lnf_out @ tok_emb^T). A weight used twice gets the sum of the two uses'
 // gradients, because the chain rule sums over every path from it to the
 // loss:
-//   d tok_emb = dlogits^T @ lnf_out                     the head: linear's dW += dy^T x
-//             + dencoded[b,t,:] added to row inputs[b,t]   the embedding (encoder.c)
+//   d tok_emb = dlogits^T @ lnf_out                        the head: linear's dW += dy^T x
+//             + dencoded[b,t,:] added to row inputs[b,t]     the embedding (encoder.c)
 // Nothing has to add the two: grads.head_weight is the memory of
 // grads.tok_emb (model_init), and both backwards add to it, the head's
 // first, the embedding's last.
