@@ -27,8 +27,10 @@
 //
 // and in both, loss = mean cross-entropy(logits, targets).
 //
-// The two differ only in which parts a block has (ModelParts below), so one
-// block_forward and one block_backward, called in a loop, serve both.
+// The two differ only in which parts a block has (ModelParts below). model.c
+// writes a block's forward and backward once for each, and once more for a
+// gpt with some parts removed (`make ladder`); one loop over the blocks
+// serves all three.
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
