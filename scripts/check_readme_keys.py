@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """check_readme_keys.py: does README.md list every key tinygpt writes?
 
-Trains two tiny runs with --steps 0 (a char gpt with every part removed,
+Trains two tiny runs of one step (a char gpt with every part removed,
 so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
@@ -29,7 +29,7 @@ import tempfile
 
 # model.safetensors keys that tinygpt reads but no longer writes.
 READ_ONLY = {"data"}
-TINY = ["--steps", "0", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
+TINY = ["--steps", "1", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
         "--eval-batches", "1"]
 
 

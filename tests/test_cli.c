@@ -161,7 +161,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 
     char log[65536];
     read_text_file(in_work("run/log.csv"), log, sizeof log);
-    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"));
+    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n"));
     double first = log_field(log, 0, 1), last_val = log_field(log, 299, 2);
     double mean_last = 0;
     for (int i = 280; i < 300; i++) mean_last += log_field(log, i, 1) / 20;

@@ -920,6 +920,77 @@ START_TEST(the_lock_message_names_no_dead_process) {
 }
 END_TEST
 
+// tensor_bytes: the data section of the safetensors file "path" (after
+// its header), in "*len" bytes; the caller frees it.
+static char *tensor_bytes(const char *path, size_t *len) {
+    size_t n;
+    char *bytes = slurp_or_empty(path, &n);
+    ck_assert_uint_gt(n, 8);
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | (unsigned char)bytes[i];
+    *len = n - 8 - (size_t)header;
+    memmove(bytes, bytes + 8 + header, *len);
+    return bytes;
+}
+
+// The weights of the best validation loss so far are kept as
+// best.safetensors: they are the weights of the step log.csv's best_step
+// names, which is the step of the lowest val_loss so far on every
+// evaluation's row, also across a resume.
+START_TEST(the_best_validation_weights_are_kept_as_best_safetensors) {
+    // Evaluations every 10 steps, and at the last, step 200; a checkpoint
+    // after every 10, so each evaluation's weights are one.
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "201", TINY, "--save-every", "10",
+                         "--keep", "100", "--stop-after", "90"),
+                     0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--keep", "100"), 0);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
+    ck_assert_msg(strstr(log, ",val_bpb,best_step\n") != NULL, "no best_step column: %.80s", log);
+    double best = INFINITY;
+    long best_step = -1, evaluations = 0;
+    for (int row = 0; row < 201; row++) {
+        double val = log_field(log, row, 2);
+        if (isnan(val)) continue;
+        if (val < best) best = val, best_step = row;
+        evaluations++;
+        ck_assert_msg(log_field(log, row, 8) == best_step, "row %d: best_step %g, the best so far is at %ld", row,
+                      log_field(log, row, 8), best_step);
+    }
+    free(log);
+    ck_assert_int_gt(evaluations, 10);
+    char at_best[600];
+    snprintf(at_best, sizeof at_best, "r/checkpoint-%ld/model.safetensors", best_step);
+    size_t len_a, len_b;
+    char *a = tensor_bytes(in_work("r/best.safetensors"), &len_a), *b = tensor_bytes(in_work(at_best), &len_b);
+    ck_assert_msg(len_a == len_b && memcmp(a, b, len_a) == 0, "best.safetensors is not the weights of step %ld",
+                  best_step);
+    free(a);
+    free(b);
+}
+END_TEST
+
+// Validation that has not improved for --patience evaluations is warned of,
+// once, naming the best and where it is kept. (--lr 0: the weights never
+// change, so no evaluation after the first is better.)
+START_TEST(validation_that_stops_improving_is_warned_of_once) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "100", TINY, "--optimizer", "sgd",
+                         "--lr", "0", "--patience", "3"),
+                     0);
+    const char *err = last_err();
+    const char *at = strstr(err, "validation loss has not improved for 3 evaluations (best ");
+    ck_assert_msg(at != NULL, "no warning: %s", err);
+    ck_assert_msg(strstr(at, "at step 0, kept in ") && strstr(at, "r/best.safetensors"), "%s", err);
+    ck_assert_msg(strstr(at + 20, "has not improved") == NULL, "warned twice: %s", err);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
+    ck_assert_msg(strstr(out, "| best ") && strstr(out, " at step 0 |"), "no best on the progress lines: %s", out);
+    free(out);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("quiet"), "--steps", "100", TINY, "--optimizer", "sgd",
+                         "--lr", "0", "--patience", "0"),
+                     0);
+    ck_assert_ptr_null(strstr(last_err(), "has not improved"));
+}
+END_TEST
+
 // count_progress_lines: the "step N/M | ..." lines in the last run's stdout.
 static int count_progress_lines(void) {
     char *out = slurp_or_empty(in_work("out.txt"), NULL);
@@ -1054,6 +1125,8 @@ Suite *train_suite(void) {
     tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
     tcase_add_test(progress, steps_0_writes_a_loss_png_too);
     tcase_add_test(progress, a_closed_pipe_on_stdout_stops_the_run_with_a_save);
+    tcase_add_test(progress, the_best_validation_weights_are_kept_as_best_safetensors);
+    tcase_add_test(progress, validation_that_stops_improving_is_warned_of_once);
     tcase_add_test(progress, resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it);
     tcase_add_test(progress, after_a_resume_loss_png_shows_the_whole_run);
     suite_add_tcase(s, progress);

@@ -117,6 +117,10 @@ static void save_checkpoint(TrainRun *run, long done) {
     metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
     metadata_set(&md, "data_hash", "%llu", (unsigned long long)run->data_hash);
     metadata_set(&md, "batch_rng", "%llu", (unsigned long long)run->batch_rng.state);
+    if (run->best_step >= 0) {
+        metadata_set(&md, "best_val_loss", "%.9g", (double)run->best_val);
+        metadata_set(&md, "best_step", "%ld", run->best_step);
+    }
     char dir[4200], model[4300], optimizer[4300];
     bool ok = run_dir_begin_checkpoint(s->out_dir, done, dir, sizeof dir, &err) == 0;
     snprintf(model, sizeof model, "%s/model.safetensors", dir);
@@ -229,6 +233,33 @@ static void print_run(const TrainRun *run) {
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
 }
 
+// note_evaluation: validation loss "val" measured at "step" (the weights
+// after that many steps). A new best is kept as DIR/best.safetensors (the
+// model alone, for sample and eval), whole or not at all. False (with
+// run->fault) if it could not be written.
+static bool note_evaluation(TrainRun *run, long step, float val) {
+    const TrainSettings *s = &run->s;
+    if (val < run->best_val) {
+        run->best_val = val;
+        run->best_step = step;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/best.safetensors", s->out_dir);
+        return checkpoint_save(&run->model, &run->tok, step, path, &run->fault);
+    }
+    return true;
+}
+
+// warn_of_overfitting: once a run, after --patience evaluations at "step"
+// without a better validation loss than the best's.
+static void warn_of_overfitting(TrainRun *run, long step) {
+    const TrainSettings *s = &run->s;
+    long evaluations = (step - run->best_step) / s->eval_interval;
+    if (s->patience == 0 || evaluations < s->patience || run->warned_overfit) return;
+    fprintf(stderr, "tinygpt: validation loss has not improved for %ld evaluations (best %.4f at step %ld, kept in %s/best.safetensors): the model may be learning its training text by heart (more text, more --dropout or a smaller model help), or --lr is too high\n",
+            evaluations, (double)run->best_val, run->best_step, s->out_dir);
+    run->warned_overfit = true;
+}
+
 // train_step: one step: forward, backward, clip, update; false (with
 // run->fault) when a value became NaN or infinite. "*loss" and
 // "*grad_norm" get what the log records.
@@ -266,6 +297,11 @@ static long train_loop(TrainRun *run) {
     for (long step = run->start_step; step < s->steps; step++) {
         bool evaluate = has_val && (step % s->eval_interval == 0 || step == s->steps - 1);
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
+        if (evaluate && !note_evaluation(run, step, val_loss)) {
+            run->write_failed = true;
+            result = step;
+            break;
+        }
 
         if (s->order == ORDER_SEQUENTIAL) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
         else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
@@ -286,11 +322,12 @@ static long train_loop(TrainRun *run) {
         plotted = false;
         // The step's row; val_loss and val_bpb empty when not evaluated. The
         // step is done, its row is not on disk: stop with a checkpoint.
-        char val[32] = "", bpb[32] = "";
+        char val[32] = "", bpb[32] = "", best[32] = "";
         if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
-        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s\n", step, (double)loss, val, lr,
-                         1e3 * seconds, (double)B * T / seconds, grad_norm, bpb)) {
+        if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
+        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s\n", step, (double)loss, val, lr,
+                         1e3 * seconds, (double)B * T / seconds, grad_norm, bpb, best)) {
             result = done;
             break;
         }
@@ -300,8 +337,10 @@ static long train_loop(TrainRun *run) {
         interval_steps++;
         if (evaluate || step % s->log_interval == 0 || step == s->steps - 1) {
             watch_clear_line(&watch);
+            if (evaluate) warn_of_overfitting(run, step);
             printf("step %6ld/%ld | train loss %.4f", step, s->steps, interval_loss / interval_steps);
             if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
+            if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
             printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
                    (double)B * T * interval_steps / interval_seconds);
             // A closed pipe is SIGPIPE's (a stop, below); any other failure
@@ -336,6 +375,7 @@ static long train_loop(TrainRun *run) {
     // and of a run stopped between two progress lines. Not after the log
     // failed: the disk is likely full, and the checkpoint matters more.
     if (!plotted && !run->write_failed && !run->log.failed) watch_plot(&watch);
+    run->plot_failed = watch.plot_failed;
     watch_free(&watch);
     return result;
 }
@@ -381,5 +421,11 @@ int cmd_train(int argc, char **argv) {
                 s->steps, saved, s->out_dir);
     else fprintf(stderr, "saved %s\n", saved);
     train_free(&run);
+    // The picture is the one output it trained on without: a failure to
+    // write it is still one (the warning above says why).
+    if (run.plot_failed) {
+        fprintf(stderr, "tinygpt: the run is saved, but %s/loss.png could not be written\n", s->out_dir);
+        return EXIT_RUNTIME;
+    }
     return stop_signal && done < s->steps ? 128 + stop_signal : 0;
 }

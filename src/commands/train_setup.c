@@ -5,6 +5,7 @@
 // setup_run builds the run from them.
 #include "train_setup.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,15 @@ static void continue_from_state(TrainRun *run) {
             run->s.data_path, run->data.n_tokens, (unsigned long long)tokens);
     run->batch_rng.state = batch_rng;
     run->last_saved_step = run->start_step;
+    // The best validation so far (a checkpoint from before best.safetensors
+    // has none: the run starts looking again).
+    const MetadataItem *best = metadata_get(md, "best_val_loss");
+    uint64_t best_step;
+    double best_val;
+    if (best && parse_double(best->value, best->len, &best_val) && metadata_u64(md, "best_step", &best_step)) {
+        run->best_val = (float)best_val;
+        run->best_step = (long)best_step;
+    }
     Error err;
     long saved_step;
     if (run->optimizer.cfg.kind == OPT_ADAMW) {
@@ -111,6 +121,8 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     run->data_hash = dataset_hash(&run->data);
     rng_init(&run->batch_rng, (uint64_t)s->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
     run->last_saved_step = -1;
+    run->best_val = INFINITY;
+    run->best_step = -1;
     absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
 
     // Everything has loaded: the first write into DIR (a resumed run has

@@ -16,8 +16,8 @@
 #include "json.h"
 #include "utf8.h"
 
-const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "run.json",
-                                 NULL};
+const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "best.safetensors", "log.csv",
+                                 "loss.png", "run.json", NULL};
 #define LOCK_FILE ".lock"
 #define RUN_INFO_FILE "run.json"
 #define RUN_INFO_FORMAT "tinygpt-run-1"
