@@ -1,4 +1,4 @@
-// run_dir.c: the run directory: its lock, --force and run.json (see run_dir.h).
+// run_dir.c: the run directory: its checkpoints, its lock, --force and run.json (see run_dir.h).
 //
 // Reading order: file 25.
 #include "run_dir.h"
@@ -32,10 +32,10 @@ static const char *const CHECKPOINT_FILES[] = {"model.safetensors", "optimizer.s
 // checkpoint_step: the step of a directory entry named
 // "checkpoint-<digits><suffix>", or -1 for any other name.
 static long checkpoint_step(const char *name, const char *suffix) {
-    const size_t prefix = sizeof CHECKPOINT_PREFIX - 1, digits = strspn(name + prefix, "0123456789");
-    if (strncmp(name, CHECKPOINT_PREFIX, prefix) != 0 || digits == 0 || digits > 18 ||
-        strcmp(name + prefix + digits, suffix) != 0)
-        return -1;
+    const size_t prefix = sizeof CHECKPOINT_PREFIX - 1;
+    if (strncmp(name, CHECKPOINT_PREFIX, prefix) != 0) return -1;  // first: a shorter name ends before name + prefix
+    const size_t digits = strspn(name + prefix, "0123456789");
+    if (digits == 0 || digits > 18 || strcmp(name + prefix + digits, suffix) != 0) return -1;
     return strtol(name + prefix, NULL, 10);
 }
 
