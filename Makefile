@@ -2,7 +2,12 @@
 # `make run` trains on the default corpus and prints a sample.
 #
 # Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
+# libxxhash-dev (the checkpoints' checksum),
 # and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
+
+# Plain `make` builds ./tinygpt (or, with REFERENCE=1, build/reference/tinygpt):
+# `all`, defined further down, not whichever rule happens to come first.
+.DEFAULT_GOAL := all
 
 CC ?= cc
 OPT ?= -O3 -march=native
@@ -16,8 +21,8 @@ HEADERS = $(wildcard src/*/*.h)
 # GNU mode, not clang's); linear.c relies on it to match its reference loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb)
-LDLIBS = -lm
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash)
+LDLIBS = $(shell pkg-config --libs libxxhash) -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 
@@ -58,6 +63,11 @@ TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 CORPUS = data/moby-dick.txt
 RUN_DIR = runs/default
 RUN_FLAGS ?=
+
+# The text bench, learn, tokenizers and ladder train on: DATA=FILE, or else
+# the corpus, fetched first if it is missing. Nothing outside the repository.
+BENCH_DATA = $(or $(DATA),$(CORPUS))
+BENCH_DATA_DEP = $(if $(DATA),,$(CORPUS))
 
 .PHONY: all deps run test clean parity bench
 all: $(if $(filter 1,$(REFERENCE)),$(BUILD)/tinygpt,tinygpt)
@@ -150,45 +160,48 @@ parity: tinygpt
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
-# threads, and sampling) and write a markdown report to bench/results.md;
-# then time the bpe tokenizer, learning 512 tokens from 1, 10 and 100 MB of
-# text and encoding it (bench/tokenizers-speed.md).
-# Needs python3-torch; takes a few minutes.
-bench: tinygpt
+# threads, and sampling) on DATA (default: the corpus) and write a markdown
+# report to bench/results.md; then time the bpe tokenizer, learning 512
+# tokens from 1, 10 and 100 MB of DATA and encoding it
+# (bench/tokenizers-speed.md). Needs python3-torch; takes a few minutes.
+bench: tinygpt $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python
-	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt
-	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
+	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(BENCH_DATA)
+	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(BENCH_DATA)
 
 # Train the default gpt with nanoGPT's recipe (AdamW, warmup, cosine,
-# clipping; 2000 steps) with tinygpt and with PyTorch on DATA (default: tiny
-# Shakespeare in ../shared/data) and compare the validation loss each reaches
-# in its training time: bench/learn.md, bench/learn.png. About 4 minutes.
-# Needs python3-torch.
-LEARN_DATA = ../shared/data/tinyshakespeare.txt
+# clipping; 2000 steps) with tinygpt and with PyTorch on DATA (default: the
+# corpus) and compare the validation loss each reaches in its training time:
+# bench/learn.md, bench/learn.png. About 4 minutes. Needs python3-torch.
 .PHONY: learn ladder tokenizers
-learn: tinygpt
+learn: tinygpt $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python
-	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
+	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(BENCH_DATA)
 
 # The tokenizers: bpe's learning and encoding speed, then the default gpt
 # trained with --tokenizer char and with --tokenizer bpe for the same time on
-# DATA (default: tiny Shakespeare), compared in validation bits per byte:
+# DATA (default: the corpus), compared in validation bits per byte:
 # bench/tokenizers.md. About 3 minutes. Python's standard library only.
-tokenizers: tinygpt
+tokenizers: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
-	/usr/bin/python3 scripts/tokenizers.py all --tinygpt ./tinygpt --data $(or $(DATA),$(LEARN_DATA))
+	/usr/bin/python3 scripts/tokenizers.py all --tinygpt ./tinygpt --data $(BENCH_DATA)
 
 # From the attention card to a GPT, one ingredient per rung (SGD, AdamW, the
 # MLP, the residual stream, LayerNorm, 4 blocks), each trained for the same
 # STEPS (default 2000) on DATA (default the corpus): a table in
 # bench/ladder.md, every rung's validation curve in bench/ladder.png. About
 # 5 minutes. Python's standard library only.
-ladder: tinygpt $(if $(DATA),,$(CORPUS))
+ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
-	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(or $(DATA),$(CORPUS)) $(if $(STEPS),--steps $(STEPS))
+	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(STEPS),--steps $(STEPS))
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
-.PHONY: large-file-check
+.PHONY: large-file-check crash-check
+
+# Kill a training run at least 50 times at random moments, resuming after
+# each, and check that it ends exactly as the run left alone (about 2 minutes).
+crash-check: tinygpt
+	scripts/crash_check.sh ./tinygpt 50
 
 # Train on a generated 100 MB file; fail if peak memory passes 1.1 x its size.
 large-file-check: tinygpt

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """check_readme_keys.py: does README.md list every key tinygpt writes?
 
-Trains two tiny runs with --steps 0 (a char gpt with every part removed,
+Trains two tiny runs of one step (a char gpt with every part removed,
 so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
-their model.safetensors and optimizer.safetensors and the keys of run.json,
+their newest checkpoint's (checkpoint-<step>/) model.safetensors and
+optimizer.safetensors and the keys of run.json,
 and compares them with the tables of the README's "### Metadata keys", in
 order: the model's keys, the run state's (both in model.safetensors),
 optimizer.safetensors', run.json's. A key a file holds and its table lacks
@@ -28,7 +29,7 @@ import tempfile
 
 # model.safetensors keys that tinygpt reads but no longer writes.
 READ_ONLY = {"data"}
-TINY = ["--steps", "0", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
+TINY = ["--steps", "1", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
         "--eval-batches", "1"]
 
 
@@ -71,8 +72,11 @@ def main():
                            capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"check_readme_keys: the tiny {name} run failed:\n{r.stderr}")
-        model |= metadata(os.path.join(out, "model.safetensors"))
-        optimizer |= metadata(os.path.join(out, "optimizer.safetensors"))
+        # The run's newest checkpoint: a directory checkpoint-<step>.
+        newest = max((d for d in os.listdir(out) if d.startswith("checkpoint-") and d[11:].isdigit()),
+                     key=lambda d: int(d[11:]))
+        model |= metadata(os.path.join(out, newest, "model.safetensors"))
+        optimizer |= metadata(os.path.join(out, newest, "optimizer.safetensors"))
         with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
             run_info |= set(json.load(f))
     shutil.rmtree(tmp)

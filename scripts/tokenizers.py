@@ -146,11 +146,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["speed", "learn", "all"])
     parser.add_argument("--tinygpt", default="./tinygpt")
-    parser.add_argument("--data", default="../shared/data/tinyshakespeare.txt")
+    parser.add_argument("--data", default="data/moby-dick.txt",
+                        help="the text (default %(default)s)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if not os.path.exists(args.data):
-        sys.exit(f"tokenizers: {args.data} does not exist; pass --data FILE")
+        sys.exit(f"tokenizers: {args.data} does not exist; fetch it with `make {args.data}` "
+                 "or pass --data FILE")
     out = args.out or ("bench/tokenizers-speed.md" if args.what == "speed" else "bench/tokenizers.md")
     began = time.time()
     parts = [f"# tinygpt's tokenizers on {args.data}\n",

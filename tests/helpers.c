@@ -1,6 +1,8 @@
 // helpers.c: shared test helpers (see helpers.h).
 #include "helpers.h"
 
+#include <xxhash.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ void scratch_dir_create(char *dir, size_t cap) {
 
 void scratch_dir_remove(const char *dir) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -126,6 +128,17 @@ void write_corpus(const char *path, int repeats) {
                            "the sea is wide and deep.\n"};
     for (int i = 0; i < repeats; i++) fputs(lines[(i * 7 + i / 3) % 4], f);
     ck_assert_msg(fclose(f) == 0, "cannot write %s", path);
+}
+
+bool reseal(char *bytes, size_t len) {
+    static const char prefix[] = "{\"__metadata__\":{\"checksum\":\"";
+    const size_t at = 8 + sizeof prefix - 1, digits = 16;
+    if (len < at + digits || memcmp(bytes + 8, prefix, sizeof prefix - 1) != 0) return false;
+    memset(bytes + at, '0', digits);
+    char text[17];
+    snprintf(text, sizeof text, "%016llx", (unsigned long long)XXH3_64bits(bytes, len));
+    memcpy(bytes + at, text, digits);
+    return true;
 }
 
 void write_bytes(const char *path, const void *bytes, size_t len) {

@@ -64,6 +64,14 @@ void write_corpus(const char *path, int repeats);
 // write_bytes: create (or replace) "path" holding "len" bytes of "bytes";
 // write_text_file: the same for a string. Both assert on failure.
 void write_bytes(const char *path, const void *bytes, size_t len);
+// reseal: give a safetensors file that tinygpt wrote (and a test then
+// edited) the checksum of its new contents, as safetensors.h defines it:
+// XXH3-64 of the whole file with the checksum's 16 hex digits as zeros,
+// written in their place. A test that edits a file to reach a later check
+// reseals it; one that checks the checksum does not. Written here apart
+// from safetensors.c, so the two must agree on the rule. Returns whether the
+// file has a checksum to reseal.
+bool reseal(char *bytes, size_t len);
 void write_text_file(const char *path, const char *text);
 // read_text_file: up to cap-1 bytes of "path" into "buf", NUL-terminated
 // (empty when the file cannot be read): for text of a known bound, without

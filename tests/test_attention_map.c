@@ -5,17 +5,20 @@
 // checkpoints; the command must print, for every layer and head, a T x T
 // matrix whose rows sum to 1 with zeros above the diagonal, equal to what
 // model_forward leaves in that block's attn_weights (one loop test over
-// both models); write one PNG per layer and head (or only the layer asked
-// for) of the size attention_map_size gives, next to the checkpoint unless
-// --out says where; use the last block_size characters of a long prompt;
-// label each column with its piece, with signs for invisible characters;
-// fit heatmaps of any length in their canvas, and fall back to the bitmap
-// font with one note; and fail clearly on bad input.
+// both models); write one PNG per layer holding all its heads (or only the
+// layer asked for) of the size attention_grid_size gives, or with
+// --each-head one PNG per head of the size attention_map_size gives, next
+// to the checkpoint unless --out says where; use the last block_size
+// characters of a long prompt; label each column with its piece, with
+// signs for invisible characters; fit heatmaps and grids of any length in
+// their canvas, every head's cells in the grid as in its own picture; fall
+// back to the bitmap font with one note; and fail clearly on bad input.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "attention_map.h"
 #include "checkpoint.h"
@@ -167,9 +170,36 @@ START_TEST(the_printed_weights_are_those_of_model_forward) {
 }
 END_TEST
 
-START_TEST(one_png_per_head_is_written_with_the_stated_size) {
+// assert_png: "path" is a PNG of width x height.
+static void assert_png(const char *path, int width, int height) {
+    char why[600];
+    int w = 0, h = 0;
+    ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
+    ck_assert_int_eq(w, width);
+    ck_assert_int_eq(h, height);
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+START_TEST(one_png_of_all_heads_is_written_with_the_stated_size) {
     RunResult *r = run_attention("over");
     ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
+    int width, height;
+    attention_grid_size(4, 1, HEADS, &width, &height);
+    assert_png(path_in(dir, "attention.png"), width, height);
+    ck_assert_msg(!exists(path_in(dir, "attention_head1.png")), "a picture per head without --each-head");
+    char wrote[700];
+    snprintf(wrote, sizeof wrote, "wrote %s/attention.png (%d x %d)\n", dir, width, height);
+    ck_assert_msg(strcmp(r->err, wrote) == 0, "%s", r->err);
+}
+END_TEST
+
+START_TEST(each_head_writes_one_png_per_head_with_the_stated_size) {
+    char args[2048];
+    snprintf(args, sizeof args, "attention --model %s --prompt 'over' --out %s --each-head", model_path, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
+    ck_assert_msg(!exists(path_in(dir, "attention.png")), "the grid with --each-head");
     int width, height;
     attention_map_size(4, 1, &width, &height);
     for (int h = 1; h <= HEADS + 1; h++) {
@@ -197,13 +227,9 @@ START_TEST(a_prompt_longer_than_the_block_size_shows_its_last_block_size_charact
     read_head(r->out, 1, BLOCK, w, labels);
     ck_assert_int_eq(memcmp(labels, "rown", 4), 0);  // "rown fox"; the space is printed as a 3-byte sign
     ck_assert_int_eq(memcmp(labels + 5, "fox", 3), 0);
-    int width, height, w_png = 0, h_png = 0;
-    char path[600], why[600];
-    attention_map_size(BLOCK, 1, &width, &height);
-    snprintf(path, sizeof path, "%s/attention_head2.png", dir);
-    ck_assert_msg(png_size(path, &w_png, &h_png, why, sizeof why), "%s", why);
-    ck_assert_int_eq(w_png, width);
-    ck_assert_int_eq(h_png, height);
+    int width, height;
+    attention_grid_size(BLOCK, 1, HEADS, &width, &height);
+    assert_png(path_in(dir, "attention.png"), width, height);
 }
 END_TEST
 
@@ -212,7 +238,7 @@ START_TEST(the_pictures_go_next_to_the_checkpoint_by_default) {
     snprintf(args, sizeof args, "attention --model %s --prompt 'dog'", model_path);
     RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "attention failed: %s", r->err);
-    snprintf(path, sizeof path, "%s/attention_head1.png", dir);
+    snprintf(path, sizeof path, "%s/attention.png", dir);
     int w, h;
     ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
 }
@@ -223,7 +249,7 @@ START_TEST(out_is_created_with_its_parents_as_train_creates_its_out) {
     snprintf(args, sizeof args, "attention --model %s --prompt dog --out %s/no/such/dir", model_path, dir);
     RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "attention into a missing --out failed: %s", r->err);
-    snprintf(path, sizeof path, "%s/no/such/dir/attention_head1.png", dir);
+    snprintf(path, sizeof path, "%s/no/such/dir/attention.png", dir);
     int w, h;
     ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
 }
@@ -257,12 +283,32 @@ END_TEST
 
 // ---- gpt: one heatmap per layer and head ----------------------------------------
 
-// expect_pngs: in "out_dir", attention_layer{l}_head{h}.png exists exactly
-// for the layers "want[l - 1]" says, for every head, and no other layer's.
+// expect_pngs: in "out_dir", attention_layer{l}.png exists exactly for the
+// layers "want[l - 1]" says (of attention_grid_size), and no per-head
+// picture.
 static void expect_pngs(const char *out_dir, const bool want[GPT_LAYERS + 1], int T) {
     int width, height;
+    attention_grid_size(T, 1, HEADS, &width, &height);
+    for (int l = 1; l <= GPT_LAYERS + 1; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "attention_layer%d.png", l);
+        if (want[l - 1]) assert_png(path_in(out_dir, name), width, height);
+        else ck_assert_msg(!exists(path_in(out_dir, name)), "a PNG for layer %d", l);
+        snprintf(name, sizeof name, "attention_layer%d_head1.png", l);
+        ck_assert_msg(!exists(path_in(out_dir, name)), "a PNG for layer %d's first head", l);
+    }
+}
+
+// expect_head_pngs: with --each-head, attention_layer{l}_head{h}.png exists
+// exactly for the layers "want[l - 1]" says, for every head, and no other
+// layer's, and no picture of a whole layer.
+static void expect_head_pngs(const char *out_dir, const bool want[GPT_LAYERS + 1], int T) {
+    int width, height;
     attention_map_size(T, 1, &width, &height);
-    for (int l = 1; l <= GPT_LAYERS + 1; l++)
+    for (int l = 1; l <= GPT_LAYERS + 1; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "attention_layer%d.png", l);
+        ck_assert_msg(!exists(path_in(out_dir, name)), "--each-head wrote %s", name);
         for (int h = 1; h <= HEADS + 1; h++) {
             char path[600], why[600];
             snprintf(path, sizeof path, "%s/attention_layer%d_head%d.png", out_dir, l, h);
@@ -276,9 +322,10 @@ static void expect_pngs(const char *out_dir, const bool want[GPT_LAYERS + 1], in
             ck_assert_int_eq(w, width);
             ck_assert_int_eq(ht, height);
         }
+    }
 }
 
-START_TEST(a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers) {
+START_TEST(a_gpt_gets_one_png_per_layer_or_only_the_chosen_layers_or_one_per_head) {
     char args[2048], every[600], second[600];
     snprintf(every, sizeof every, "%s/every", dir);
     snprintf(second, sizeof second, "%s/second", dir);
@@ -299,6 +346,19 @@ START_TEST(a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers) {
     expect_pngs(second, (const bool[]){false, true, false}, 4);
     ck_assert_msg(strstr(r->out, "layer 1 of") == NULL && strstr(r->out, "layer 2 of 2, head 2 of 2:") != NULL,
                   "--layer 2 printed other layers: %s", r->out);
+
+    // --each-head: one picture per head, of every layer or of the one asked for.
+    char heads[600], heads2[600];
+    snprintf(heads, sizeof heads, "%s/heads", dir);
+    snprintf(heads2, sizeof heads2, "%s/heads2", dir);
+    snprintf(args, sizeof args, "attention --model %s --prompt 'over' --out %s --each-head", gpt_path, heads);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "attention --each-head failed: %s", r->err);
+    expect_head_pngs(heads, (const bool[]){true, true, false}, 4);
+    snprintf(args, sizeof args, "attention --model %s --prompt 'over' --out %s --each-head --layer 1", gpt_path, heads2);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "attention --each-head --layer 1 failed: %s", r->err);
+    expect_head_pngs(heads2, (const bool[]){true, false, false}, 4);
 }
 END_TEST
 
@@ -320,7 +380,7 @@ START_TEST(a_layer_out_of_range_is_a_one_line_usage_error) {
     ck_assert_msg(r->status == 0, "card --layer 1 failed: %s", r->err);
     char path[600], why[600];
     int w, h;
-    snprintf(path, sizeof path, "%s/attention_head2.png", dir);
+    snprintf(path, sizeof path, "%s/attention.png", dir);
     ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
 }
 END_TEST
@@ -373,7 +433,7 @@ START_TEST(a_missing_font_falls_back_to_the_bitmap_font_with_one_note) {
                   "not one note naming the font: %s", r->err);
     ck_assert_msg(strchr(note, '\n') && !strstr(strchr(note, '\n'), "no-such-font"), "%s", r->err);
     int w, h;
-    snprintf(path, sizeof path, "%s/attention_head2.png", dir);
+    snprintf(path, sizeof path, "%s/attention.png", dir);
     ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
     r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0 && !strstr(r->err, "note: no label font"), "a note with the font installed: %s",
@@ -382,6 +442,69 @@ START_TEST(a_missing_font_falls_back_to_the_bitmap_font_with_one_note) {
 END_TEST
 
 
+
+// count_rgb: pixels of "c" exactly "color".
+static long count_rgb(const Canvas *c, Rgb color) {
+    long n = 0;
+    for (int i = 0; i < c->width * c->height; i++)
+        n += c->pixels[3 * i] == color.r && c->pixels[3 * i + 1] == color.g && c->pixels[3 * i + 2] == color.b;
+    return n;
+}
+
+// The grid of all heads: inside its canvas for any length and any number
+// of heads, and each head's cells drawn as in its own picture: the pixels
+// of the darkest blue (a weight of 1) in the grid are those of the heads'
+// own pictures, less their colour bars' top rows, plus the grid's one bar.
+START_TEST(the_grid_of_heads_fits_its_canvas_and_holds_every_heads_cells) {
+    const Rgb darkest = {8, 48, 107};  // weight 1
+    for (int T = 1; T <= 40; T += 13)
+        for (int NH = 1; NH <= 6; NH++) {
+            float *weights = xcalloc((size_t)NH * T * T, sizeof(float));
+            const char *labels[40];
+            for (int h = 0; h < NH; h++)
+                for (int t = 0; t < T; t++) weights[((size_t)h * T + t) * T + (t * (h + 1) / (NH + 1))] = 1.0f;
+            for (int t = 0; t < T; t++) labels[t] = (const char *[]){"a", "␣", "↵", "b"}[t % 4];
+            int width, height;
+            attention_grid_size(T, 1, NH, &width, &height);
+            Canvas grid;
+            canvas_init(&grid, width, height);
+            attention_grid_draw(&grid, NULL, weights, T, NH, labels, "layer 12 of 12, all 16 heads");
+            for (int x = 0; x < width; x++) {
+                const unsigned char *p = grid.pixels + ((size_t)(height - 1) * width + x) * 3;
+                ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d NH=%d: bottom row not white at x=%d", T,
+                              NH, x);
+            }
+            for (int y = 0; y < height; y++) {
+                const unsigned char *p = grid.pixels + ((size_t)y * width + width - 1) * 3;
+                ck_assert_msg(p[0] == 255 && p[1] == 255 && p[2] == 255, "T=%d NH=%d: right column not white at y=%d",
+                              T, NH, y);
+            }
+            int head_w, head_h;
+            attention_map_size(T, 1, &head_w, &head_h);
+            long in_heads = 0, bar = 0;
+            for (int h = 0; h < NH; h++) {
+                Canvas one;
+                canvas_init(&one, head_w, head_h);
+                attention_map_draw(&one, NULL, weights + (size_t)h * T * T, T, labels, "head");
+                in_heads += count_rgb(&one, darkest);
+                canvas_free(&one);
+            }
+            Canvas none;  // a head with no weight of 1: its darkest pixels are its bar's
+            float *zeros = xcalloc((size_t)T * T, sizeof(float));
+            canvas_init(&none, head_w, head_h);
+            attention_map_draw(&none, NULL, zeros, T, labels, "head");
+            bar = count_rgb(&none, darkest);
+            ck_assert_int_gt(bar, 0);
+            ck_assert_msg(count_rgb(&grid, darkest) == in_heads - (NH - 1) * bar,
+                          "T=%d NH=%d: %ld darkest pixels in the grid, %ld in the heads' pictures (bar %ld)", T, NH,
+                          count_rgb(&grid, darkest), in_heads, bar);
+            canvas_free(&none);
+            canvas_free(&grid);
+            free(zeros);
+            free(weights);
+        }
+}
+END_TEST
 
 START_TEST(a_label_shows_its_piece_with_signs_for_the_invisible_characters) {
     char out[ATTENTION_LABEL_BYTES];
@@ -404,14 +527,16 @@ Suite *attention_map_suite(void) {
     tcase_add_test(tc, a_label_shows_its_piece_with_signs_for_the_invisible_characters);
     tcase_add_test(tc, each_head_prints_rows_that_sum_to_one_with_zeros_above_the_diagonal);
     tcase_add_loop_test(tc, the_printed_weights_are_those_of_model_forward, 0, 2);
-    tcase_add_test(tc, one_png_per_head_is_written_with_the_stated_size);
+    tcase_add_test(tc, one_png_of_all_heads_is_written_with_the_stated_size);
+    tcase_add_test(tc, each_head_writes_one_png_per_head_with_the_stated_size);
     tcase_add_test(tc, a_prompt_longer_than_the_block_size_shows_its_last_block_size_characters);
     tcase_add_test(tc, the_pictures_go_next_to_the_checkpoint_by_default);
     tcase_add_test(tc, out_is_created_with_its_parents_as_train_creates_its_out);
     tcase_add_test(tc, bad_input_is_a_one_line_error_naming_the_flag_or_file);
-    tcase_add_test(tc, a_gpt_gets_one_png_per_layer_and_head_or_only_the_chosen_layers);
+    tcase_add_test(tc, a_gpt_gets_one_png_per_layer_or_only_the_chosen_layers_or_one_per_head);
     tcase_add_test(tc, a_layer_out_of_range_is_a_one_line_usage_error);
     tcase_add_test(tc, heatmaps_of_any_length_fit_their_canvas);
+    tcase_add_test(tc, the_grid_of_heads_fits_its_canvas_and_holds_every_heads_cells);
     tcase_add_test(tc, a_missing_font_falls_back_to_the_bitmap_font_with_one_note);
     suite_add_tcase(s, tc);
     return s;

@@ -178,13 +178,16 @@ static Parts split(void) {
     return p;
 }
 
-// join: write "p" back to the edited file, with the length of its (maybe edited) header.
+// join: write "p" back to the edited file, with the length of its (maybe
+// edited) header, resealed (helpers.h), so the loader's later checks see
+// the edit instead of the checksum.
 static void join(const Parts *p) {
     size_t len = 8 + p->header_len + p->data_len;
     char *bytes = xmalloc(len);
     for (int i = 0; i < 8; i++) bytes[i] = (char)((uint64_t)p->header_len >> (8 * i));
     memcpy(bytes + 8, p->header, p->header_len);
     memcpy(bytes + 8 + p->header_len, p->data, p->data_len);
+    reseal(bytes, len);
     write_bytes(edit_target, bytes, len);
     free(bytes);
 }
@@ -690,7 +693,7 @@ START_TEST(saved_metadata_holds_strings_for_vocab_sizes_dropout_and_step) {
     ck_assert_str_eq(json_get(meta, "n_layer")->string, "1");
     ck_assert_str_eq(json_get(meta, "dropout")->string, "0.100000001");  // 0.1f to 9 digits
     ck_assert_str_eq(json_get(meta, "step")->string, "1234");
-    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-1");
+    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-2");
     for (size_t i = 0; i < meta->count; i++) ck_assert_int_eq(meta->items[i].type, JSON_STRING);
     free(vocab);
     json_free(root);
@@ -983,8 +986,8 @@ START_TEST(load_rejects_a_header_without_metadata) {
 END_TEST
 
 START_TEST(load_rejects_another_format) {
-    set_metadata("format", "tinygpt-2", 9);
-    expect_rejected("format is \"tinygpt-2\"");
+    set_metadata("format", "tinygpt-3", 9);
+    expect_rejected("format is \"tinygpt-3\"");
 }
 END_TEST
 
@@ -1193,7 +1196,7 @@ START_TEST(gpt_saved_header_lists_its_blocks_and_ln_f_but_no_head) {
     const JsonValue *meta = json_get(root, "__metadata__");
     ck_assert_str_eq(json_get(meta, "arch")->string, "gpt");
     ck_assert_str_eq(json_get(meta, "n_layer")->string, "2");
-    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-1");
+    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-2");
     ck_assert_ptr_null(json_get(root, "head.weight"));  // tied to tok_emb
     ck_assert_ptr_null(json_get(root, "head.bias"));
     for (size_t i = 0; i < meta->count; i++) ck_assert_int_eq(meta->items[i].type, JSON_STRING);
@@ -1295,6 +1298,69 @@ START_TEST(gpt_load_rejects_a_wrong_shape_naming_both_shapes) {
 }
 END_TEST
 
+// ---- The checksum ------------------------------------------------------------------
+//
+// Every file tinygpt writes carries the XXH3-64 of its whole contents
+// (safetensors.h): one byte changed anywhere, in the header or in a tensor,
+// and the file is refused, naming it. Files from before the checksum
+// (format tinygpt-1) still load.
+
+// flip_and_load: "bytes" with bit "bit" of byte "at" flipped, written to the
+// fixture file (not resealed), must be refused; one that changes a tensor's
+// bytes must be refused by the checksum.
+static void flip_and_load(char *bytes, size_t len, size_t at, int bit, size_t data_from) {
+    bytes[at] ^= (char)(1 << bit);
+    write_bytes(path, bytes, len);
+    bytes[at] ^= (char)(1 << bit);
+    char why[64];
+    snprintf(why, sizeof why, "byte %zu bit %d", at, bit);
+    Load load;
+    ptrdiff_t leaked = load_measured(&load, path);
+    ck_assert_msg(!load.loaded, "%s: changing %s went unnoticed", arch_name(fixture_arch), why);
+    ck_assert_msg(leaked == 0, "%s: %s: the failed load leaked %td bytes", arch_name(fixture_arch), why, leaked);
+    ck_assert_msg(strstr(load.err.msg, path) != NULL, "%s: %s: %s", arch_name(fixture_arch), why, load.err.msg);
+    if (at >= data_from)
+        ck_assert_msg(strstr(load.err.msg, "checksum does not match") != NULL, "%s: %s: %s", arch_name(fixture_arch),
+                      why, load.err.msg);
+}
+
+// Loop test: card and gpt. Every byte of the header (the checksum's own
+// digits, the keys, the shapes, the padding) and every 61st byte of the
+// data section (a prime, so each tensor is hit at every alignment), each
+// with one bit flipped, the bit going round.
+START_TEST(a_changed_byte_anywhere_is_refused) {
+    fixture_of(_i);
+    size_t len;
+    char *bytes = slurp(path, &len);
+    const size_t data_from = 8 + (size_t)length_at(bytes);
+    for (size_t at = 8; at < data_from; at++) flip_and_load(bytes, len, at, (int)(at % 8), data_from);
+    for (size_t at = data_from; at < len; at += 61) flip_and_load(bytes, len, at, (int)(at % 8), data_from);
+    flip_and_load(bytes, len, len - 1, 7, data_from);
+    free(bytes);
+}
+END_TEST
+
+// A file written before checksums: format tinygpt-1, no "checksum" key.
+START_TEST(a_file_from_before_the_checksum_still_loads) {
+    Parts p = split();
+    size_t at = find(&p, "\"checksum\":\"", 0);
+    replace_span(&p, at, at + strlen("\"checksum\":\"0123456789abcdef\","), "");
+    at = find(&p, "\"tinygpt-2\"", 0);
+    replace_span(&p, at, at + strlen("\"tinygpt-2\""), "\"tinygpt-1\"");
+    join(&p);  // nothing to reseal now
+    free_parts(&p);
+    Model m;
+    Tokenizer t;
+    ck_assert_int_eq(load_ok(&m, &t, 1, false), STEP);
+    ck_assert_mem_eq(m.params_memory, model.params_memory, model.param_table.total * sizeof(float));
+    model_free(&m);
+    tokenizer_free(&t);
+    // Today's format says it has a checksum: without one, the header is damaged.
+    edit_header("\"tinygpt-1\"", "\"tinygpt-2\"");
+    expect_rejected("carries a checksum, but its header has none");
+}
+END_TEST
+
 // ---- A run's metadata (train --resume) --------------------------------------------
 //
 // checkpoint_save_run keeps a run's own keys (settings.c writes them; what
@@ -1374,8 +1440,8 @@ START_TEST(read_header_rejects_a_metadata_value_that_is_not_a_string) {
     edit_header("\"lr\":\"0.001\"", "\"lr\":0.001");
     expect_header_rejected("\"lr\" is a number, not a string");
     save_run();
-    set_metadata("format", "tinygpt-2", 9);  // the model's own checks come first
-    expect_header_rejected("this tinygpt reads \"tinygpt-1\"");
+    set_metadata("format", "tinygpt-3", 9);  // the model's own checks come first
+    expect_header_rejected("this tinygpt reads \"tinygpt-2\"");
 }
 END_TEST
 
@@ -1604,8 +1670,9 @@ static void check_opt_file(void) {
     ck_assert_msg(json_parse(bytes + 8, (size_t)n, &root, &err), "%s", err.msg);
     const JsonValue *meta = &root->items[0];
     ck_assert_str_eq(meta->key, "__metadata__");
-    ck_assert_uint_eq(meta->count, 4);
-    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-optimizer-1");
+    ck_assert_uint_eq(meta->count, 5);
+    ck_assert_str_eq(meta->items[0].key, "checksum");  // the container's, first
+    ck_assert_str_eq(json_get(meta, "format")->string, "tinygpt-optimizer-2");
     ck_assert_str_eq(json_get(meta, "optimizer")->string, "adamw");
     ck_assert_str_eq(json_get(meta, "step")->string, "1234");
     ck_assert_str_eq(json_get(meta, "updates")->string, "1000");
@@ -1741,13 +1808,13 @@ START_TEST(optimizer_state_load_rejects_the_file_truncated_at_every_length) {
 END_TEST
 
 START_TEST(optimizer_state_load_rejects_another_format_or_optimizer) {
-    set_metadata("format", "tinygpt-optimizer-2", 19);
-    expect_opt_rejected(opt_path, "format is \"tinygpt-optimizer-2\" but this tinygpt reads \"tinygpt-optimizer-1\"");
+    set_metadata("format", "tinygpt-optimizer-3", 19);
+    expect_opt_rejected(opt_path, "format is \"tinygpt-optimizer-3\" but this tinygpt reads \"tinygpt-optimizer-2\"");
     save_optimizer();
     set_metadata("optimizer", "sgd", 3);
     expect_opt_rejected(opt_path, "\"optimizer\" is \"sgd\"");
     save_optimizer();
-    edit_header("\"format\":\"tinygpt-optimizer-1\",", "");
+    edit_header("\"format\":\"tinygpt-optimizer-2\",", "");
     expect_opt_rejected(opt_path, "no \"format\"");
     save_optimizer();
     edit_header("{\"__metadata__\":{", "{\"__metadata\":{");
@@ -1810,10 +1877,10 @@ START_TEST(optimizer_state_of_another_model_is_rejected) {
 END_TEST
 
 START_TEST(optimizer_state_load_rejects_a_model_checkpoint) {
-    expect_opt_rejected(path, "it is a model checkpoint (format \"tinygpt-1\"), not AdamW's state");
+    expect_opt_rejected(path, "it is a model checkpoint (format \"tinygpt-2\"), not AdamW's state");
     // The model file with the optimizer's metadata: its names give it away.
     edit_target = path;
-    edit_header("\"format\":\"tinygpt-1\"", "\"format\":\"tinygpt-optimizer-1\",\"optimizer\":\"adamw\",\"updates\":\"5\"");
+    edit_header("\"format\":\"tinygpt-2\"", "\"format\":\"tinygpt-optimizer-2\",\"optimizer\":\"adamw\",\"updates\":\"5\"");
     expect_opt_rejected(path, "it has a tensor 'tok_emb.weight', which is not AdamW's state");
 }
 END_TEST
@@ -1994,6 +2061,13 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(bpe, a_bpe_checkpoint_loads_with_its_merges);
     tcase_add_test(bpe, load_rejects_an_unknown_tokenizer_or_damaged_merges);
     suite_add_tcase(s, bpe);
+
+    TCase *checksum = tcase_create("checksum");
+    tcase_add_checked_fixture(checksum, setup, teardown);
+    tcase_set_timeout(checksum, 120);  // a load per byte of the header
+    tcase_add_loop_test(checksum, a_changed_byte_anywhere_is_refused, 0, 2);
+    tcase_add_test(checksum, a_file_from_before_the_checksum_still_loads);
+    suite_add_tcase(s, checksum);
 
     TCase *state = tcase_create("a run's metadata");
     tcase_add_checked_fixture(state, setup, teardown);

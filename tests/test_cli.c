@@ -20,9 +20,11 @@
 
 #include "checkpoint.h"
 #include "helpers.h"
+#include "json.h"
 #include "model.h"
 #include "tests.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 // The integration test trains for real: give it time on a busy 2-core machine.
 #define TRAIN_TIMEOUT_SECONDS 120
@@ -159,7 +161,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 
     char log[65536];
     read_text_file(in_work("run/log.csv"), log, sizeof log);
-    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"));
+    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n"));
     double first = log_field(log, 0, 1), last_val = log_field(log, 299, 2);
     double mean_last = 0;
     for (int i = 280; i < 300; i++) mean_last += log_field(log, i, 1) / 20;
@@ -226,9 +228,16 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "sample of a gpt failed: %s", r->err);
     ck_assert_int_eq(strncmp(r->out, "the ", 4), 0);
-    int characters = 0;  // UTF-8: every byte but the continuation bytes of '—' starts one
-    for (const char *p = r->out; *p; p++) characters += (*p & 0xC0) != 0x80;
-    ck_assert_int_eq(characters, 4 + 30);
+    // UTF-8: every byte but the continuation bytes of '—' starts a
+    // character. The prompt and 30 characters, and a newline after them
+    // unless the last of them is one.
+    int characters = 0;
+    const char *last_char = NULL;  // the 34th character
+    for (const char *p = r->out; *p; p++)
+        if ((*p & 0xC0) != 0x80 && ++characters == 4 + 30) last_char = p;
+    ck_assert_msg(last_char != NULL, "fewer than 34 characters: %s", r->out);
+    ck_assert_int_eq(characters, 4 + 30 + (*last_char != '\n'));
+    ck_assert_msg(r->out[strlen(r->out) - 1] == '\n', "no newline at the end: %s", r->out);
     static char cached[sizeof r->out];
     memcpy(cached, r->out, sizeof cached);
     strcat(args, " --no-cache");
@@ -378,10 +387,20 @@ START_TEST(top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwi
 }
 END_TEST
 
+// strip_final_newline: "text" without the newline sample ends its output
+// with (which must be there), in place.
+static char *strip_final_newline(char *text) {
+    size_t n = strlen(text);
+    ck_assert_msg(n > 0 && text[n - 1] == '\n', "the output does not end with a newline: '%s'", text);
+    text[n - 1] = '\0';
+    return text;
+}
+
 START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separator_lines) {
-    static char three[4096];
+    static char three[4096], one[4096];
     snprintf(three, sizeof three, "%s", sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"));
     ck_assert_str_eq(sample_text("--prompt 'the ' --tokens 20 --seed 8 --num-samples 3"), three);  // same seed
+    strip_final_newline(three);  // none of these samples ends in a newline of its own
     const char *samples[3];
     char *p = three;
     for (int i = 0; i < 3; i++) {
@@ -394,12 +413,47 @@ START_TEST(num_samples_prints_independent_samples_from_the_prompt_between_separa
                       samples[i]);
     }
     // The first is what one sample with this seed gives; the others differ from it.
-    ck_assert_str_eq(samples[0], sample_text("--prompt 'the ' --tokens 20 --seed 8"));
+    snprintf(one, sizeof one, "%s", sample_text("--prompt 'the ' --tokens 20 --seed 8"));
+    ck_assert_str_eq(samples[0], strip_final_newline(one));
     ck_assert_str_ne(samples[1], samples[0]);
     ck_assert_str_ne(samples[2], samples[1]);
     char args[4096];
     snprintf(args, sizeof args, "sample --model %s --num-samples 0", in_work("tiny.safetensors"));
     expect_run_fails(work_dir, args, 2, "--num-samples");
+}
+END_TEST
+
+// Standard input is read only if it is text: a pipe or a terminal, never a
+// device such as /dev/zero, and a pipe only up to --max-bytes, not until
+// memory runs out.
+START_TEST(standard_input_that_is_a_device_or_endless_is_refused) {
+    char args[4096];
+    snprintf(args, sizeof args, "-c \"%s tokenize --model %s < /dev/zero\"", tinygpt_binary(), in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "tokenize < /dev/zero", 1, "standard input is a character device");
+    snprintf(args, sizeof args, "-c \"%s sample --model %s --prompt-file - --tokens 3 < /dev/zero\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "sample --prompt-file - < /dev/zero", 1,
+                   "standard input is a character device");
+    snprintf(args, sizeof args, "-c \"yes the lazy dog | %s tokenize --model %s --max-bytes 100000\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "yes | tokenize", 1, "holds more than 100000 bytes (--max-bytes)");
+    snprintf(args, sizeof args, "-c \"yes the lazy dog | head -c 99999 | %s tokenize --model %s --max-bytes 100000\"",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    RunResult *r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "99999 bytes within --max-bytes 100000: %s", r->err);
+}
+END_TEST
+
+// Whatever a command prints must reach standard output: a full device is
+// an error (exit 1, one line), never a silent exit 0 having lost it.
+START_TEST(output_that_cannot_be_written_is_an_error) {
+    const char *commands[] = {"--help", "--version", "walkthrough", "train --help", "gradcheck", "tokenize --model %s the"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char command[512], args[4096];
+        snprintf(command, sizeof command, commands[i], in_work("tiny.safetensors"));
+        snprintf(args, sizeof args, "-c \"%s %s > /dev/full\"", tinygpt_binary(), command);
+        expect_failure(run_binary("sh", work_dir, args), command, 1, "cannot write to standard output");
+    }
 }
 END_TEST
 
@@ -426,6 +480,69 @@ START_TEST(the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe) {
     write_text_file(in_work("zebra.txt"), "Zebra");
     snprintf(args, sizeof args, "sample --model %s --prompt-file %s", in_work("tiny.safetensors"), in_work("zebra.txt"));
     expect_run_fails(work_dir, args, 2, "zebra.txt");
+}
+END_TEST
+
+// The output ends with a newline, added only when the text does not end in
+// one already; an empty output stays empty.
+START_TEST(the_output_ends_with_one_newline_unless_the_text_ends_in_one) {
+    // Greedy sampling of 21 tokens begins with the 20 of greedy sampling
+    // of 20: so the text of 20 is known, and its newline can be told apart.
+    static char longer[4096];
+    snprintf(longer, sizeof longer, "%s", sample_text("--prompt 'the ' --tokens 21 --temperature 0"));
+    const char *twenty = sample_text("--prompt 'the ' --tokens 20 --temperature 0");
+    size_t n = 4 + 20;  // the prompt and 20 one-byte characters (SAMPLE_CORPUS is ASCII)
+    ck_assert_msg(strlen(longer) >= n + 1 && strncmp(twenty, longer, n) == 0, "'%s' / '%s'", twenty, longer);
+    ck_assert_msg(strlen(twenty) == n + (longer[n - 1] != '\n') && twenty[strlen(twenty) - 1] == '\n',
+                  "20 tokens: '%s' (21 tokens: '%s')", twenty, longer);
+    // The prompt alone: a newline after it, unless it ends in one.
+    ck_assert_str_eq(sample_text("--prompt 'the dog' --tokens 0"), "the dog\n");
+    write_text_file(in_work("line.txt"), "the dog\n");
+    char flags[2048];
+    snprintf(flags, sizeof flags, "--prompt-file %s --tokens 0", in_work("line.txt"));
+    ck_assert_str_eq(sample_text(flags), "the dog\n");
+    // Nothing at all: nothing, not a lone newline.
+    ck_assert_str_eq(sample_text("--tokens 0"), "");
+    // Whatever the text ends with, the output ends with exactly one more
+    // newline than the text has: never two where the text has one.
+    for (int seed = 1; seed <= 20; seed++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "--prompt 'the ' --tokens 6 --seed %d", seed);
+        snprintf(b, sizeof b, "--prompt 'the ' --tokens 7 --seed %d", seed);
+        static char six[256];
+        snprintf(six, sizeof six, "%s", sample_text(a));
+        const char *seven = sample_text(b);  // one draw per token: its first 10 characters are six's
+        bool text_ends_line = seven[9] == '\n';
+        ck_assert_msg(strncmp(six, seven, 10) == 0 && strlen(six) == 10u + !text_ends_line && six[strlen(six) - 1] == '\n',
+                      "seed %d: '%s' / '%s'", seed, six, seven);
+    }
+}
+END_TEST
+
+// Writing to standard output fails: generation stops at once, exit 1, one
+// line naming standard output. A closed pipe ends sample quickly: by
+// SIGPIPE when it is the default, or, when SIGPIPE is ignored, by the
+// EPIPE error the write returns: then exit 1 and one line, like any
+// other failed write.
+START_TEST(sample_stops_when_standard_output_cannot_be_written) {
+    char args[4096];
+    snprintf(args, sizeof args, "-c \"%s sample --model %s --tokens 100000 > /dev/full\"", tinygpt_binary(),
+             in_work("tiny.safetensors"));
+    double start = now_seconds();
+    expect_failure(run_binary("sh", work_dir, args), "sample > /dev/full", 1,
+                   "cannot write the sample to standard output: No space left on device");
+    ck_assert_msg(now_seconds() - start < 20, "sample went on after its first failed write");
+    // A pipe whose reader leaves: SIGPIPE (status 141 in the shell), quickly.
+    snprintf(args, sizeof args, "-c 'timeout -s KILL 20 %s sample --model %s --tokens 100000000 | head -c 10'",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    RunResult *r = run_binary("bash", work_dir, args);
+    ck_assert_msg(r->status == 0 && strlen(r->out) == 10, "exit %d, %zu bytes: %s", r->status, strlen(r->out), r->err);
+    // SIGPIPE ignored: EPIPE, one line, exit 1.
+    snprintf(args, sizeof args,
+             "-c 'trap \"\" PIPE; set -o pipefail; timeout -s KILL 20 %s sample --model %s --tokens 100000000 | head -c 10 > /dev/null'",
+             tinygpt_binary(), in_work("tiny.safetensors"));
+    expect_failure(run_binary("bash", work_dir, args), "sample | head, SIGPIPE ignored", 1,
+                   "cannot write the sample to standard output: Broken pipe");
 }
 END_TEST
 
@@ -604,6 +721,237 @@ START_TEST(the_process_is_still_called_tinygpt_after_it_restarts_itself) {
 }
 END_TEST
 
+// ---- eval: --split val, JSON that is always JSON, refusals -------------------------
+
+// Eval's results as its --json prints them, read by the project's strict
+// JSON reader (RFC 8259: no NaN, no Infinity, nothing after the object).
+typedef struct {
+    double loss, perplexity, bits_per_byte, val_fraction;  // perplexity NAN for null; val_fraction NAN if absent
+    long tokens;
+    char split[8];
+} EvalJson;
+
+static EvalJson eval_json(const char *args) {
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+    JsonValue *root;
+    Error err;
+    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "'%s' printed invalid JSON (%s): %s", args, err.msg,
+                  r->out);
+    ck_assert_msg(root->type == JSON_OBJECT && r->out[strlen(r->out) - 1] == '\n', "%s", r->out);
+    EvalJson e = {.val_fraction = NAN};
+    const char *numbers[4] = {"loss", "perplexity", "bits_per_byte", "tokens"};
+    double *into[4] = {&e.loss, &e.perplexity, &e.bits_per_byte, NULL};
+    for (int i = 0; i < 4; i++) {
+        const JsonValue *v = json_get(root, numbers[i]);
+        ck_assert_msg(v != NULL, "no \"%s\" in %s", numbers[i], r->out);
+        if (i == 1 && v->type == JSON_NULL) {
+            e.perplexity = NAN;
+            continue;
+        }
+        ck_assert_msg(v->type == JSON_NUMBER, "\"%s\" is not a number in %s", numbers[i], r->out);
+        if (into[i]) *into[i] = v->number;
+        else e.tokens = (long)v->number;
+    }
+    const JsonValue *split = json_get(root, "split"), *fraction = json_get(root, "val_fraction");
+    ck_assert_msg(split && split->type == JSON_STRING && split->string_len < sizeof e.split, "%s", r->out);
+    memcpy(e.split, split->string, split->string_len + 1);
+    if (fraction) {
+        ck_assert_msg(fraction->type == JSON_NUMBER, "%s", r->out);
+        e.val_fraction = fraction->number;
+    }
+    json_free(root);
+    return e;
+}
+
+// write_tail: the last floor(n_chars * fraction) characters of "from" into
+// "to": the validation split train cuts.
+static void write_tail(const char *from, double fraction, const char *to) {
+    size_t len;
+    char *text = slurp(from, &len);
+    size_t n_chars = utf8_count(text, len), n_val = (size_t)floor((double)n_chars * fraction);
+    size_t start = utf8_prefix(text, len, n_chars - n_val);
+    write_bytes(to, text + start, len - start);
+    free(text);
+}
+
+// A tiny gpt of "flags" trained for 20 steps on corpus.txt into work_dir/"name".
+static void train_eval_model(const char *name, const char *flags) {
+    char args[4096];
+    snprintf(args, sizeof args,
+             "train %s --out %s --steps 20 --layers 1 --embd 8 --heads 2 --context 8 --batch 4 --warmup 2 "
+             "--eval-interval 10 --threads 1 %s",
+             in_work("corpus.txt"), in_work(name), flags);
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' failed: %s", args, r->err);
+}
+
+static void assert_same_result(EvalJson a, EvalJson b, const char *what) {
+    ck_assert_msg(a.loss == b.loss && a.tokens == b.tokens && a.bits_per_byte == b.bits_per_byte,
+                  "%s: loss %.6f / %.6f, tokens %ld / %ld, bits per byte %.6f / %.6f", what, a.loss, b.loss, a.tokens,
+                  b.tokens, a.bits_per_byte, b.bits_per_byte);
+}
+
+// Loop test: _i = 0 a char model, _i = 1 a bpe model (which encodes the
+// split on its own, as train does).
+START_TEST(eval_split_val_scores_the_split_train_held_out_and_nothing_else) {
+    const char *kind = _i == 0 ? "char" : "bpe";
+    train_eval_model("m", _i == 0 ? "" : "--tokenizer bpe --vocab-size 270");
+    write_tail(in_work("corpus.txt"), 0.1, in_work("tail.txt"));
+    char args[4096];
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("tail.txt"));
+    EvalJson tail = eval_json(args);
+    ck_assert_str_eq(tail.split, "all");
+    ck_assert_msg(isnan(tail.val_fraction), "val_fraction with --split all");
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val", in_work("m/model.safetensors"),
+             in_work("corpus.txt"));
+    EvalJson val = eval_json(args);
+    ck_assert_str_eq(val.split, "val");
+    ck_assert_double_eq(val.val_fraction, 0.1);  // from the checkpoint
+    assert_same_result(val, tail, kind);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("corpus.txt"));
+    EvalJson all = eval_json(args);
+    ck_assert_msg(all.tokens > 5 * val.tokens, "%s: --split all scored %ld tokens, val %ld", kind, all.tokens,
+                  val.tokens);
+    // The plain line says what it scored.
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("m/model.safetensors"), in_work("corpus.txt"));
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0 && r->err[0] == '\0', "%s: exit %d: %s", kind, r->status, r->err);
+    ck_assert_msg(strstr(r->out, "of the validation split (the last ") && strstr(r->out, "characters, --val-fraction 0.1)\n"),
+                  "%s: %s", kind, r->out);
+}
+END_TEST
+
+START_TEST(eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so) {
+    train_eval_model("m", "");
+    char args[4096];
+    // A given fraction wins over the run's, with a note.
+    write_tail(in_work("corpus.txt"), 0.25, in_work("tail25.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("m/model.safetensors"), in_work("tail25.txt"));
+    EvalJson tail25 = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val --val-fraction 0.25",
+             in_work("m/model.safetensors"), in_work("corpus.txt"));
+    assert_same_result(eval_json(args), tail25, "--val-fraction 0.25");
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(strstr(r->err, "trained with --val-fraction 0.1; scoring the last 25% of the characters instead"),
+                  "%s", r->err);
+    // A checkpoint that does not record its run (saved by checkpoint_save,
+    // as sample's tests do): 0.1, train's default, with a note.
+    Model m;
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(checkpoint_load(in_work("m/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("bare.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    write_tail(in_work("corpus.txt"), 0.1, in_work("tail10.txt"));
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("bare.safetensors"), in_work("tail10.txt"));
+    EvalJson tail10 = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json --split val", in_work("bare.safetensors"),
+             in_work("corpus.txt"));
+    assert_same_result(eval_json(args), tail10, "a checkpoint without val_fraction");
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(strstr(r->err, "does not record its run's --val-fraction; scoring the last 10% of the characters") &&
+                      strstr(r->err, "(--val-fraction 0.1, train's default)"),
+                  "%s", r->err);
+    // A run without validation has no split to score, unless one is given.
+    train_eval_model("noval", "--val-fraction 0");
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("noval/model.safetensors"),
+             in_work("corpus.txt"));
+    expect_run_fails(work_dir, args, 1, "was trained with --val-fraction 0: its run had no validation split; give --val-fraction F");
+    strcat(args, " --val-fraction 0.1 --json");
+    EvalJson given = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("noval/model.safetensors"), in_work("tail10.txt"));
+    assert_same_result(given, eval_json(args), "--val-fraction 0.1 for a run without validation");
+    // A split shorter than one window.
+    write_text_file(in_work("short.txt"), "the cat sat on the mat. the sea is wide and deep.\n");  // 51 characters
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("m/model.safetensors"), in_work("short.txt"));
+    expect_run_fails(work_dir, args, 1, "the validation split of");
+    ck_assert_msg(strstr(run_tinygpt(work_dir, args)->err, "(its last 5 characters, --val-fraction 0.1) has 5 tokens, fewer than one window of 8 + 1"),
+                  "%s", run_tinygpt(work_dir, args)->err);
+    // Usage errors.
+    const char *model = in_work("m/model.safetensors"), *corpus = in_work("corpus.txt");
+    snprintf(args, sizeof args, "eval --model %s %s --val-fraction 0.2", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction is for --split val");
+    snprintf(args, sizeof args, "eval --model %s %s --split val --val-fraction 0", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction 0 is out of range (0, 0.9]");
+    snprintf(args, sizeof args, "eval --model %s %s --split val --val-fraction 0.95", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--val-fraction");
+    snprintf(args, sizeof args, "eval --model %s %s --split test", model, corpus);
+    expect_run_fails(work_dir, args, 2, "--split 'test' is not one of: all, val");
+}
+END_TEST
+
+// A finite loss above ln(DBL_MAX) has no perplexity a double holds: JSON
+// says null, never inf (not JSON), and the text says so; a loss that is
+// not finite and a character outside the vocabulary are errors, with
+// nothing on stdout.
+START_TEST(eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error) {
+    train_tiny("m", 0);  // card: a head with a bias
+    Model m;
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(checkpoint_load(in_work("m/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    // Every weight 0 but token 0's head bias, 1000: every other target costs
+    // about 1000 nats.
+    for (size_t i = 0; i < m.param_table.total; i++) m.params_memory[i] = 0.0f;
+    m.params_memory[table_find(&m.param_table, "head.bias")->offset] = 1000.0f;
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, in_work("huge.safetensors"), &err), "%s", err.msg);
+    model_free(&m);
+    tokenizer_free(&tok);
+    char args[4096];
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("huge.safetensors"), in_work("corpus.txt"));
+    EvalJson e = eval_json(args);
+    ck_assert_msg(e.loss > 710 && e.loss < 1000 && isnan(e.perplexity), "loss %g, perplexity %g", e.loss, e.perplexity);
+    ck_assert_msg(isfinite(e.bits_per_byte) && e.bits_per_byte > 0, "%g", e.bits_per_byte);
+    snprintf(args, sizeof args, "eval --model %s %s", in_work("huge.safetensors"), in_work("corpus.txt"));
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->out, "| perplexity above 1.8e308 |") && !strstr(r->out, "inf"), "%s",
+                  r->out);
+    // Python's json module agrees (parse_constant refuses NaN and Infinity).
+    snprintf(args, sizeof args,
+             "-c \"%s eval --model %s %s --json | python3 -c 'import json, sys; "
+             "json.loads(sys.stdin.read(), parse_constant=lambda c: sys.exit(\\\"not JSON: \\\" + c))'\"",
+             tinygpt_binary(), in_work("huge.safetensors"), in_work("corpus.txt"));
+    r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "python3's json: %s", r->err);
+
+    // A character the char model does not know: exit 1, naming the file and the fix.
+    write_text_file(in_work("zebra.txt"), "the cat sat on the mat.\nZebras sat on the mat.\nthe cat sat on the mat.\n");
+    const char *splits[2] = {"", " --split val"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "eval --model %s %s --json%s", in_work("m/model.safetensors"), in_work("zebra.txt"),
+                 splits[i]);
+        r = run_tinygpt(work_dir, args);
+        expect_failure(r, args, 1, "zebra.txt' has the character 'Z' (U+005A) at byte 24, which is not in the model's vocabulary; remove it, or train a new model on this text");
+        ck_assert_msg(r->out[0] == '\0', "printed %s", r->out);
+    }
+}
+END_TEST
+
+// A write to standard output that fails stops the command with exit 1 and
+// one line naming standard output: eval's result, plain or JSON, and
+// attention's matrices (sample's are in the sample tests).
+START_TEST(eval_and_attention_fail_when_standard_output_cannot_be_written) {
+    train_tiny("m", 0);
+    const struct {
+        const char *command, *says;
+    } cases[] = {
+        {"eval --model %s %s", "cannot write the result to standard output: No space left on device"},
+        {"eval --model %s %s --json", "cannot write the result to standard output: No space left on device"},
+        {"attention --model %s --prompt 'the cat' --out %s/maps",
+         "cannot write the attention weights to standard output: No space left on device"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char command[2048], args[4096];
+        snprintf(command, sizeof command, cases[i].command, in_work("m/model.safetensors"),
+                 i < 2 ? in_work("corpus.txt") : work_dir);
+        snprintf(args, sizeof args, "-c \"%s %s > /dev/full\"", tinygpt_binary(), command);
+        expect_failure(run_binary("sh", work_dir, args), command, 1, cases[i].says);
+    }
+}
+END_TEST
+
 Suite *cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -625,12 +973,24 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, broken_weights_fail_eval_and_train_init_without_blaming_lr);
     tcase_add_test(tc, the_process_is_still_called_tinygpt_after_it_restarts_itself);
     suite_add_tcase(s, tc);
+    TCase *eval = tcase_create("eval");
+    tcase_add_checked_fixture(eval, setup, teardown);
+    tcase_set_timeout(eval, 60);  // trains tiny models
+    tcase_add_loop_test(eval, eval_split_val_scores_the_split_train_held_out_and_nothing_else, 0, 2);
+    tcase_add_test(eval, eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so);
+    tcase_add_test(eval, eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error);
+    tcase_add_test(eval, eval_and_attention_fail_when_standard_output_cannot_be_written);
+    suite_add_tcase(s, eval);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);
+    tcase_add_test(sample, standard_input_that_is_a_device_or_endless_is_refused);
+    tcase_add_test(sample, output_that_cannot_be_written_is_an_error);
     tcase_set_timeout(sample, 30);  // runs the binary a few dozen times
     tcase_add_test(sample, top_p_one_samples_what_no_top_p_samples_and_a_small_p_samples_otherwise);
     tcase_add_test(sample, num_samples_prints_independent_samples_from_the_prompt_between_separator_lines);
     tcase_add_test(sample, the_prompt_can_come_from_a_file_or_from_stdin_through_a_pipe);
+    tcase_add_test(sample, the_output_ends_with_one_newline_unless_the_text_ends_in_one);
+    tcase_add_test(sample, sample_stops_when_standard_output_cannot_be_written);
     suite_add_tcase(s, sample);
     return s;
 }

@@ -5,7 +5,11 @@
 // x the step or the training time so far, refusing what is not one with a
 // message naming the file, a comparison drawing each run in its own colour,
 // and `tinygpt plot` writing a PNG of the stated size for one log or
-// several, or failing in one line with exit status 1 (2 for usage).
+// several, or failing in one line with exit status 1 (2 for usage). Units:
+// val_bpb read when the log has it, every picture naming its unit on its
+// axes (one run in nats per token with bits per byte on the right; several
+// compared in bits per byte, or in nats per token, said on stderr, when a
+// log is too old to have val_bpb).
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "pictures.h"
 #include "plot.h"
 #include "tests.h"
 
@@ -34,6 +39,24 @@ static void write_log(const char *path, int steps, int every) {
         fprintf(f, "%d,%.6f,", s, 4.0 / (1.0 + 0.01 * s));
         if (every > 0 && (s % every == 0 || s == steps - 1)) fprintf(f, "%.6f", 4.2 / (1.0 + 0.01 * s));
         fprintf(f, ",0.5,1.234,50000\n");
+    }
+    fclose(f);
+}
+
+// A log like today's train writes: write_log's, with a val_bpb column of
+// "bpb_per_nat" times each validation loss (empty where val_loss is).
+static void write_bpb_log(const char *path, int steps, int every, double bpb_per_nat) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n");
+    for (int s = 0; s < steps; s++) {
+        double val = 4.2 / (1.0 + 0.01 * s);
+        bool evaluated = s % every == 0 || s == steps - 1;
+        fprintf(f, "%d,%.6f,", s, 4.0 / (1.0 + 0.01 * s));
+        if (evaluated) fprintf(f, "%.6f", val);
+        fprintf(f, ",0.5,1.234,50000,0.7,");
+        if (evaluated) fprintf(f, "%.6f", val * bpb_per_nat);
+        fprintf(f, "\n");
     }
     fclose(f);
 }
@@ -144,6 +167,69 @@ START_TEST(a_file_that_is_not_a_log_is_refused_naming_the_file) {
     loss_history_init(&h);
     ck_assert(!loss_history_read_csv(&h, path_in(dir, "missing.csv"), &err));
     ck_assert_ptr_nonnull(strstr(err.msg, "missing.csv"));
+    loss_history_free(&h);
+}
+END_TEST
+
+START_TEST(a_log_with_val_bpb_gives_the_bits_per_byte_curve_and_their_ratio_to_nats) {
+    write_bpb_log(path_in(dir, "log.csv"), 95, 10, 0.75);
+    LossHistory h;
+    loss_history_init(&h);
+    Error err;
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
+    ck_assert(h.has_bpb);
+    ck_assert_uint_eq(h.val_bpb.n, 11);  // where val_loss is: steps 0, 10, ..., 90 and 94
+    ck_assert_double_eq(px(&h.val_bpb.points[10]), 94.0);
+    ck_assert_double_eq_tol(py(&h.val_bpb.points[10]), 0.75 * 4.2 / 1.94, 1e-6);
+    ck_assert_double_eq_tol(h.bpb_per_nat, 0.75, 1e-6);
+    loss_history_free(&h);
+    // A log from before val_bpb: no column, no curve, no ratio.
+    write_log(path_in(dir, "old.csv"), 30, 10);
+    loss_history_init(&h);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "old.csv"), &err), "%s", err.msg);
+    ck_assert(!h.has_bpb);
+    ck_assert_uint_eq(h.val_bpb.n, 0);
+    ck_assert(h.bpb_per_nat == 0.0);
+    loss_history_free(&h);
+    // A val_bpb that is not a number is named, with its line.
+    write_text_file(path_in(dir, "bad_bpb.csv"), "step,train_loss,val_loss,val_bpb\n0,1.5,1.6,2.3\n1,1.4,1.5,x\n");
+    loss_history_init(&h);
+    ck_assert(!loss_history_read_csv(&h, path_in(dir, "bad_bpb.csv"), &err));
+    ck_assert_msg(strstr(err.msg, "'") && strstr(err.msg, "bad_bpb.csv' line 3 has no valid val_bpb"), "%s", err.msg);
+    loss_history_free(&h);
+}
+END_TEST
+
+// What a picture's axes say. Text is drawn at scale 2 (14-pixel capitals).
+static bool shows(const Canvas *c, const char *text) { return canvas_shows_text(c, text, 2); }
+
+START_TEST(one_run_is_drawn_in_nats_per_token_with_bits_per_byte_on_the_right) {
+    write_bpb_log(path_in(dir, "log.csv"), 95, 10, 0.75);
+    LossHistory h;
+    loss_history_init(&h);
+    Error err;
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "log.csv"), &err), "%s", err.msg);
+    Canvas c;
+    canvas_init(&c, PLOT_WIDTH, PLOT_HEIGHT);
+    plot_losses(&c, &h, "run");
+    ck_assert_msg(shows(&c, "loss (nats per token)"), "the y axis does not say nats per token");
+    ck_assert_msg(shows(&c, "validation bits per byte"), "no axis in bits per byte");
+    ck_assert_msg(!shows(&c, "nats per character"), "a token is not always a character");
+    // The text search finds only what is there.
+    ck_assert(!shows(&c, "loss (bits per token)"));
+    // In bits per byte: the validation curve alone, on one axis named so.
+    plot_history(&c, &h, PLOT_BPB, "run");
+    ck_assert(shows(&c, "validation bits per byte"));
+    ck_assert(!shows(&c, "nats per token"));
+    loss_history_free(&h);
+    // Without val_bpb (an older log), no second axis.
+    write_log(path_in(dir, "old.csv"), 30, 10);
+    loss_history_init(&h);
+    ck_assert_msg(loss_history_read_csv(&h, path_in(dir, "old.csv"), &err), "%s", err.msg);
+    plot_losses(&c, &h, "old");
+    ck_assert(shows(&c, "loss (nats per token)"));
+    ck_assert(!shows(&c, "bits per byte"));
+    canvas_free(&c);
     loss_history_free(&h);
 }
 END_TEST
@@ -273,7 +359,7 @@ START_TEST(a_comparison_draws_each_run_in_its_own_colour) {
     }
     Canvas c;
     canvas_init(&c, PLOT_WIDTH, PLOT_HEIGHT);
-    plot_compare(&c, runs, labels, RUNS, "three runs");
+    plot_compare(&c, runs, labels, RUNS, PLOT_NATS, "three runs");
     // Each run's curve and dots (and legend entry) are in its colour; the
     // colours of runs that are not there are not.
     for (int r = 0; r < PLOT_MAX_LOGS; r++) {
@@ -292,6 +378,15 @@ static void assert_png(const char *path, int width, int height) {
     ck_assert_msg(png_size(path, &w, &h, why, sizeof why), "%s", why);
     ck_assert_int_eq(w, width);
     ck_assert_int_eq(h, height);
+}
+
+// png_shows: whether the PNG at "path" shows "text" (at the plots' scale).
+static bool png_shows(const char *path, const char *text) {
+    Canvas c;
+    ck_assert_msg(png_read(path, &c), "cannot read %s", path);
+    bool found = shows(&c, text);
+    canvas_free(&c);
+    return found;
 }
 
 START_TEST(plot_command_draws_a_log_with_validation_rows_next_to_it) {
@@ -375,6 +470,51 @@ START_TEST(plot_command_compares_several_logs_in_compare_png_here) {
 }
 END_TEST
 
+START_TEST(plot_command_compares_runs_in_bits_per_byte_and_older_logs_in_nats_per_token) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s %s %s", path_in(dir, "char"), path_in(dir, "bpe"), path_in(dir, "old"));
+    ck_assert_int_eq(system(cmd), 0);
+    write_bpb_log(path_in(dir, "char/log.csv"), 100, 25, 1.44);
+    write_bpb_log(path_in(dir, "bpe/log.csv"), 100, 25, 0.75);
+    write_log(path_in(dir, "old/log.csv"), 100, 25);
+    // Several logs with val_bpb: compared in bits per byte.
+    RunResult *r = run_here("plot char/log.csv bpe/log.csv");
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "2 validation curves of 5, 5 points, in bits per byte\n") != NULL, "%s", r->err);
+    ck_assert_msg(!strstr(r->err, "note:"), "%s", r->err);
+    ck_assert(png_shows(path_in(dir, "compare.png"), "validation bits per byte"));
+    ck_assert(!png_shows(path_in(dir, "compare.png"), "nats per token"));
+    // One without it: every run in nats per token, and a note naming that log.
+    r = run_here("plot char/log.csv old/log.csv --out mixed.png");
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "note: 'old/log.csv' has no val_bpb column") &&
+                      strstr(r->err, "comparing validation loss in nats per token instead"),
+                  "%s", r->err);
+    ck_assert_msg(strstr(r->err, "in nats per token\n") != NULL, "%s", r->err);
+    ck_assert(png_shows(path_in(dir, "mixed.png"), "validation loss (nats per token)"));
+    ck_assert(!png_shows(path_in(dir, "mixed.png"), "bits per byte"));
+    // Asked for bits per byte, such a log is an error naming it.
+    expect_failure(run_here("plot char/log.csv old/log.csv --unit bpb"), "--unit bpb", 1, "'old/log.csv' has no val_bpb column");
+    expect_failure(run_here("plot old/log.csv --unit bpb"), "--unit bpb", 1, "use --unit nats");
+    // --unit nats compares in nats per token without a note.
+    r = run_here("plot char/log.csv bpe/log.csv --unit nats --out nats.png");
+    ck_assert_msg(r->status == 0 && !strstr(r->err, "note:") && strstr(r->err, "in nats per token\n"), "%s", r->err);
+    ck_assert(png_shows(path_in(dir, "nats.png"), "validation loss (nats per token)"));
+    // One log: nats per token, bits per byte on the right; or bits per byte alone.
+    r = run_here("plot char/log.csv");
+    ck_assert_msg(r->status == 0, "plot failed: %s", r->err);
+    ck_assert_msg(strstr(r->err, "100 train and 5 validation points, in nats per token (and bits per byte on the right)"),
+                  "%s", r->err);
+    ck_assert(png_shows(path_in(dir, "char/loss.png"), "loss (nats per token)"));
+    ck_assert(png_shows(path_in(dir, "char/loss.png"), "validation bits per byte"));
+    r = run_here("plot char/log.csv --unit bpb --out one_bpb.png");
+    ck_assert_msg(r->status == 0 && strstr(r->err, "5 validation points, in bits per byte"), "%s", r->err);
+    ck_assert(png_shows(path_in(dir, "one_bpb.png"), "validation bits per byte"));
+    ck_assert(!png_shows(path_in(dir, "one_bpb.png"), "nats per token"));
+    expect_failure(run_here("plot char/log.csv --unit bits"), "--unit bits", 2, "--unit 'bits' is not one of: nats, bpb");
+}
+END_TEST
+
 START_TEST(plot_command_refuses_bad_comparisons_in_one_line) {
     char logs[1024], args[2400];
     make_runs(9, logs, sizeof logs);
@@ -409,6 +549,8 @@ Suite *plot_suite(void) {
     tcase_add_test(history, reading_a_log_with_validation_rows_gives_both_curves);
     tcase_add_test(history, reading_a_log_without_validation_rows_gives_only_the_train_curve);
     tcase_add_test(history, a_file_that_is_not_a_log_is_refused_naming_the_file);
+    tcase_add_test(history, a_log_with_val_bpb_gives_the_bits_per_byte_curve_and_their_ratio_to_nats);
+    tcase_add_test(history, one_run_is_drawn_in_nats_per_token_with_bits_per_byte_on_the_right);
     tcase_add_test(history, windows_line_ends_are_accepted);
     tcase_add_test(history, columns_are_found_by_their_names_in_the_header);
     tcase_add_test(history, time_x_is_the_sum_of_ms_up_to_and_including_each_step);
@@ -423,6 +565,7 @@ Suite *plot_suite(void) {
     tcase_add_test(command, plot_command_draws_a_log_without_validation_rows_where_out_says);
     tcase_add_test(command, plot_command_on_a_bad_log_fails_in_one_line_naming_the_file);
     tcase_add_test(command, plot_command_compares_several_logs_in_compare_png_here);
+    tcase_add_test(command, plot_command_compares_runs_in_bits_per_byte_and_older_logs_in_nats_per_token);
     tcase_add_test(command, plot_command_refuses_bad_comparisons_in_one_line);
     suite_add_tcase(s, command);
     return s;

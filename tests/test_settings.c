@@ -379,8 +379,13 @@ START_TEST(doubles_are_written_short_and_read_back_exactly) {
 }
 END_TEST
 
-// The usage errors end the process (exit 2): each runs in its own fork.
+// The usage errors end the process (exit 2): each runs in its own fork,
+// its message (checked through the binary in test_cli.c) kept off the
+// test's output.
+static void quiet_stderr(void) { ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr)); }
+
 START_TEST(a_flag_for_another_architecture_is_a_usage_error) {
+    quiet_stderr();
     TrainSettings s;
     Given given;
     fresh(&s, &given, (const char *const[]){"--arch", "card", "--layers", "2", NULL});
@@ -389,6 +394,7 @@ START_TEST(a_flag_for_another_architecture_is_a_usage_error) {
 END_TEST
 
 START_TEST(an_adamw_flag_with_sgd_is_a_usage_error) {
+    quiet_stderr();
     TrainSettings s;
     Given given;
     fresh(&s, &given, (const char *const[]){"--optimizer", "sgd", "--beta1", "0.8", NULL});
@@ -397,6 +403,7 @@ START_TEST(an_adamw_flag_with_sgd_is_a_usage_error) {
 END_TEST
 
 START_TEST(a_kept_flag_with_resume_is_a_usage_error) {
+    quiet_stderr();
     TrainSettings s;
     Given given;
     fresh(&s, &given, (const char *const[]){"--resume", "r", "--batch", "8", NULL});
@@ -405,6 +412,7 @@ START_TEST(a_kept_flag_with_resume_is_a_usage_error) {
 END_TEST
 
 START_TEST(a_model_flag_against_the_init_checkpoint_is_a_usage_error) {
+    quiet_stderr();
     TrainSettings s, saved;
     Given given, from_file = {{0}};
     fresh(&s, &given, (const char *const[]){"--embd", "64", NULL});

@@ -82,7 +82,7 @@ START_TEST(a_bpe_model_keeps_its_merges_in_the_checkpoint_and_samples_whole_char
     ck_assert_msg(strstr(r->out, "␣whale") != NULL, "no ' whale' label: %s", r->out);
     int width, height;
     char why[256];
-    ck_assert_msg(png_size(in_work("maps/attention_layer1_head2.png"), &width, &height, why, sizeof why), "%s", why);
+    ck_assert_msg(png_size(in_work("maps/attention_layer1.png"), &width, &height, why, sizeof why), "%s", why);
 }
 END_TEST
 
@@ -155,7 +155,7 @@ START_TEST(val_bpb_is_the_validation_loss_in_bits_per_byte_of_text) {
     expect_ok(run_tinygpt(work_dir, args), "train char");
     static char log_text[1 << 16];
     read_text_file(in_work("a/log.csv"), log_text, sizeof log_text);
-    ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
+    ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,", 62), 0);
     for (int row = 0; row <= 20; row += 10) {
         double val_loss = log_field(log_text, row, 2), val_bpb = log_field(log_text, row, 7);
         ck_assert_msg(fabs(val_bpb - val_loss / log(2.0)) < 1e-5, "row %d: val_bpb %g, val_loss %g", row, val_bpb,
@@ -209,15 +209,16 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     snprintf(args, sizeof args, "train %s " TINY_GPT " --steps 20 --stop-after 10 --out %s", in_work("corpus.txt"),
              in_work("old"));
     expect_ok(run_tinygpt(work_dir, args), "train --stop-after");
-    // As an older tinygpt wrote it: no val_bpb column, in the header or the rows.
+    // As an older tinygpt wrote it: no val_bpb column (nor best_step,
+    // which came later), in the header or the rows.
     static char log_text[1 << 16], old[1 << 16];
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
     size_t n = 0;
     for (const char *line = log_text, *end; (end = strchr(line, '\n')) != NULL; line = end + 1) {
-        const char *last_comma = line;
+        const char *commas[2] = {line, line};  // the last two
         for (const char *p = line; p < end; p++)
-            if (*p == ',') last_comma = p;
-        n += (size_t)snprintf(old + n, sizeof old - n, "%.*s\n", (int)(last_comma - line), line);
+            if (*p == ',') commas[0] = commas[1], commas[1] = p;
+        n += (size_t)snprintf(old + n, sizeof old - n, "%.*s\n", (int)(commas[0] - line), line);
     }
     write_text_file(in_work("old/log.csv"), old);
     ck_assert_int_eq(strncmp(old, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n", 54), 0);
@@ -225,8 +226,9 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     snprintf(args, sizeof args, "train --resume %s", in_work("old"));
     expect_ok(run_tinygpt(work_dir, args), "train --resume");
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
-    ck_assert_int_eq(strncmp(log_text, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n", 62), 0);
-    ck_assert_msg(strstr(log_text, old + 54) == log_text + 62, "the old rows are not kept as they were");
+    const char header[] = "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n";
+    ck_assert_int_eq(strncmp(log_text, header, sizeof header - 1), 0);
+    ck_assert_msg(strstr(log_text, old + 54) == log_text + sizeof header - 1, "the old rows are not kept as they were");
     ck_assert(isfinite(log_field(log_text, 10, 7)));  // step 10 was evaluated after the resume
 }
 END_TEST

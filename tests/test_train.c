@@ -19,6 +19,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +30,7 @@
 #include "checkpoint.h"
 #include "helpers.h"
 #include "plot.h"
+#include "run_dir.h"
 #include "tests.h"
 
 // stb_image decodes loss.png to compare pictures pixel by pixel. Only its
@@ -209,16 +212,30 @@ static void expect_same_file(const char *dir_a, const char *dir_b, const char *n
     free(b);
 }
 
+// newest_checkpoint: the directory of the newest checkpoint of the run in
+// "dir" (run_dir.h), which must have one; "out" holds it.
+static const char *newest_checkpoint(const char *dir, char *out, size_t cap) {
+    long step;
+    ck_assert_msg(run_dir_latest_checkpoint(dir, out, cap, &step), "'%s' holds no checkpoint", dir);
+    return out;
+}
+
 // expect_same_run: two run directories hold the same log numbers and
-// byte-identical checkpoints (weights, step and training state alike) and
-// optimizer states (AdamW's moments).
+// byte-identical newest checkpoints, of the same step: the model (weights,
+// step and training state alike) and the optimizer state (AdamW's moments),
+// and the same model.safetensors.
 static void expect_same_run(const char *dir_a, const char *dir_b) {
     char *log_a = log_numbers(dir_a), *log_b = log_numbers(dir_b);
     ck_assert_msg(strlen(log_a) > 0 && strcmp(log_a, log_b) == 0, "the logs differ:\n%s\n---\n%s", log_a, log_b);
     free(log_a);
     free(log_b);
     expect_same_file(dir_a, dir_b, "model.safetensors", false);
-    expect_same_file(dir_a, dir_b, "optimizer.safetensors", true);
+    char a[4200], b[4200], name[600];
+    ck_assert_str_eq(path_base(newest_checkpoint(dir_a, a, sizeof a)), path_base(newest_checkpoint(dir_b, b, sizeof b)));
+    snprintf(name, sizeof name, "%s/model.safetensors", path_base(a));
+    expect_same_file(dir_a, dir_b, name, false);
+    snprintf(name, sizeof name, "%s/optimizer.safetensors", path_base(a));
+    expect_same_file(dir_a, dir_b, name, true);
 }
 
 // saved_step: the step of the checkpoint in "dir", which must load whole.
@@ -350,21 +367,22 @@ START_TEST(resume_refuses_a_different_text) {
 }
 END_TEST
 
-// The weights and AdamW's moments must come from the same save: here the
-// optimizer file is put back to an older step (as a crash between the two
-// writes would leave it), and --resume refuses, naming both steps.
+// The weights and AdamW's moments must come from the same save. A save
+// writes both into one checkpoint directory, so a crash cannot mix them;
+// here a hand mixes them (--keep 2 keeps the older checkpoint to take the
+// state from), and --resume refuses, naming both steps.
 START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "5"), 0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10", "--keep", "2"), 0);
     size_t len;
-    char *older = slurp_or_empty(in_work("r/optimizer.safetensors"), &len);
+    char *older = slurp_or_empty(in_work("r/checkpoint-5/optimizer.safetensors"), &len);
     ck_assert_uint_gt(len, 0);
-    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
-    write_text("r/optimizer.safetensors", older, len);
+    write_text("r/checkpoint-10/optimizer.safetensors", older, len);
     free(older);
     expect_status(RUN("train", "--resume", in_work("r")), 1, "holds AdamW's state after step 5 but");
     ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
     // Without the file at all, it says what to do.
-    ck_assert_int_eq(unlink(in_work("r/optimizer.safetensors")), 0);
+    ck_assert_int_eq(unlink(in_work("r/checkpoint-10/optimizer.safetensors")), 0);
     expect_status(RUN("train", "--resume", in_work("r")), 1, "--init");
 }
 END_TEST
@@ -381,8 +399,9 @@ START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
     Model m;
     Tokenizer tok;
     Error err = {{0}};
-    ck_assert_msg(checkpoint_load(in_work("r/model.safetensors"), &m, &tok, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_save(&m, &tok, 5, in_work("r/model.safetensors"), &err), "%s", err.msg);
+    const char *model = in_work("r/checkpoint-5/model.safetensors");
+    ck_assert_msg(checkpoint_load(model, &m, &tok, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_save(&m, &tok, 5, model, &err), "%s", err.msg);
     model_free(&m);
     tokenizer_free(&tok);
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9"), 1, "--init");
@@ -497,8 +516,8 @@ START_TEST(a_diverging_run_stops_naming_the_step_and_tensor_and_keeps_the_last_g
     ck_assert(sscanf(at, "diverged at step %ld", &step) == 1);
     ck_assert_msg(strstr(err, "activation '") || strstr(err, "gradient of '") || strstr(err, "weight of '"),
                   "no tensor named: %s", err);
-    at = strstr(err, "the last good checkpoint (saved after ");
-    ck_assert_msg(at != NULL && sscanf(at, "the last good checkpoint (saved after %ld", &kept) == 1,
+    at = strstr(err, "the last whole checkpoint (saved after ");
+    ck_assert_msg(at != NULL && sscanf(at, "the last whole checkpoint (saved after %ld", &kept) == 1,
                   "no last good checkpoint named: %s", err);
     ck_assert_msg(strstr(err, "--lr"), "no advice: %s", err);
     ck_assert_msg(kept % 2 == 0 && kept >= 2 && kept <= step, "checkpoint after %ld steps, fault at step %ld", kept, step);
@@ -580,7 +599,7 @@ START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
                      "--heads", "1");
     expect_status(status, 2, "use a smaller --batch, --context, --embd or --layers");
     ck_assert_msg(now_seconds() - start < 10, "the refusal took %.1f s", now_seconds() - start);
-    expect_status(status, 2, "--batch 1048576 --context 16 --embd 65536");
+    expect_status(status, 2, "C=65536 channels, NH=1 heads, T=16 positions and V=19 tokens, for 1048576 windows");
 }
 END_TEST
 
@@ -621,14 +640,15 @@ START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_wa
     Snapshot before = snapshot(r);
     expect_status(RUN("train", corpus, "--out", r, "--steps", "9", TINY), 2, "already holds a run");
     const char *err = last_err();
-    const char *wanted[] = {r, "model.safetensors", "optimizer.safetensors", "log.csv", "loss.png", "--resume", "--force"};
+    const char *wanted[] = {r, "model.safetensors", "1 checkpoint", "log.csv", "loss.png", "--resume", "--force"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         ck_assert_msg(strstr(err, wanted[i]) != NULL, "the error does not say '%s': %s", wanted[i], err);
     expect_unchanged(r, &before);  // not even log.csv, which a run used to empty as it started
     // Any one file of a run is enough; an empty directory is fine.
     ck_assert_int_eq(mkdir(in_work("only_log"), 0700), 0);
     write_text("only_log/log.csv", "step,train_loss,val_loss\n", 25);
-    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2, "(log.csv)");
+    expect_status(RUN("train", corpus, "--out", in_work("only_log"), "--steps", "2", TINY), 2,
+                  "holds a run that never saved a checkpoint (log.csv), so there is nothing to resume; start over with --force");
     ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("empty"), "--steps", "2", TINY), 0);
 }
@@ -649,9 +669,10 @@ START_TEST(force_replaces_the_run_and_leaves_no_file_of_the_old_one) {
     char r[300];  // in_work's buffers are reused
     snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "12", TINY, "--optimizer", "adamw"), 0);
-    ck_assert_int_eq(access(in_work("r/optimizer.safetensors"), F_OK), 0);
+    ck_assert_int_eq(access(in_work("r/checkpoint-12/optimizer.safetensors"), F_OK), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY, "--optimizer", "sgd", "--force"), 0);
-    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old AdamW state is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-12"), F_OK) != 0, "the old checkpoint is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-3/optimizer.safetensors"), F_OK) != 0, "an SGD run saved an AdamW state");
     ck_assert_int_eq(saved_step(r), 3);
     ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 3);  // the header and the new run's rows only
     // It resumes as the SGD run it is.
@@ -706,8 +727,10 @@ START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) 
     // stops the next run, which removes the .tmp files.
     ck_assert_int_eq(kill(first, SIGKILL), 0);
     ck_assert_int_eq(finish(first), 128 + SIGKILL);
-    write_text("r/model.safetensors.tmp", "half a checkpoint", 17);
-    write_text("r/optimizer.safetensors.tmp", "half a state", 12);
+    write_text("r/model.safetensors.tmp", "half a link", 11);
+    ck_assert_int_eq(mkdir(in_work("r/checkpoint-999.tmp"), 0700), 0);
+    write_text("r/checkpoint-999.tmp/model.safetensors.tmp", "half a checkpoint", 17);
+    write_text("r/checkpoint-999.tmp/optimizer.safetensors", "a state", 7);
     long stopped = saved_step(r);
     char steps[32];
     snprintf(steps, sizeof steps, "%ld", stopped + 5);
@@ -715,7 +738,7 @@ START_TEST(a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid) 
     expect_status(finish(second), 0, "saved");
     ck_assert_int_eq(lock_holder(r), second);
     ck_assert_msg(access(in_work("r/model.safetensors.tmp"), F_OK) != 0, "the stale model .tmp is still there");
-    ck_assert_msg(access(in_work("r/optimizer.safetensors.tmp"), F_OK) != 0, "the stale optimizer .tmp is still there");
+    ck_assert_msg(access(in_work("r/checkpoint-999.tmp"), F_OK) != 0, "the half-saved checkpoint is still there");
     ck_assert_int_eq(saved_step(r), stopped + 5);
 }
 END_TEST
@@ -731,37 +754,55 @@ START_TEST(a_directory_with_only_a_stale_lock_file_takes_a_new_run) {
 }
 END_TEST
 
-// put_data_path_in_model: work_dir/"name", a model.safetensors, rewritten as a tinygpt from before
-// run.json saved it: the training file's path as "data" in the metadata.
-static void put_data_path_in_model(const char *name, const char *data_path) {
+// make_old_run: the run in work_dir/"name" as a tinygpt from before
+// checkpoint directories, checksums and run.json left one: its newest
+// checkpoint's model.safetensors and optimizer.safetensors in the
+// directory itself, in format 1 (no checksum; settings written as before
+// settings_format), the training file's path as "data" in the model's
+// metadata, and no run.json. The header's length changes by a multiple of
+// 8, so the data stays aligned.
+static void make_old_run(const char *name, const char *data_path) {
+    char dir[600], newest[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s", in_work(name));
+    newest_checkpoint(dir, newest, sizeof newest);
+    snprintf(path, sizeof path, "%s/model.safetensors", newest);
     size_t len;
-    char *bytes = slurp_or_empty(in_work(name), &len);
+    char *bytes = slurp_or_empty(path, &len);
     ck_assert_uint_gt(len, 8);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)bytes[i];
-    const char prefix[] = "{\"__metadata__\":{";
-    ck_assert_int_eq(memcmp(bytes + 8, prefix, sizeof prefix - 1), 0);
-    char insert[700];
-    size_t k = (size_t)snprintf(insert, sizeof insert, "\"data\":\"%s\",", data_path);
-    size_t pad = (8 - (k % 8)) % 8;  // the data section stays 8-byte aligned
-    size_t new_n = n + k + pad, new_len = len + k + pad;
-    char *out = malloc(new_len);
+    // The old header: {"__metadata__":{"data":"<path>", then what the new one
+    // holds after its checksum, with format 1 and no settings_format.
+    char *header = strndup(bytes + 8, (size_t)n), *out = malloc(len + 1024);
     ck_assert_ptr_nonnull(out);
+    const char *rest = strstr(header, "\"format\"");
+    ck_assert_ptr_nonnull(rest);
+    char *at = out + 8;
+    at += sprintf(at, "{\"__metadata__\":{\"data\":\"%s\",", data_path);
+    for (const char *p = rest; *p;) {
+        if (strncmp(p, "\"tinygpt-2\"", 11) == 0) at += sprintf(at, "\"tinygpt-1\""), p += 11;
+        else if (strncmp(p, ",\"settings_format\":\"2\"", 23) == 0) p += 23;
+        else *at++ = *p++;
+    }
+    while (at > out + 8 && at[-1] == ' ') at--;  // the new padding, redone below
+    while ((size_t)(at - out) % 8 != 0) *at++ = ' ';
+    uint64_t new_n = (uint64_t)(at - out - 8);
     for (int i = 0; i < 8; i++) out[i] = (char)(new_n >> (8 * i));
-    size_t at = 8;
-    memcpy(out + at, prefix, sizeof prefix - 1), at += sizeof prefix - 1;
-    memcpy(out + at, insert, k), at += k;
-    memcpy(out + at, bytes + 8 + sizeof prefix - 1, n - (sizeof prefix - 1)), at += n - (sizeof prefix - 1);
-    memset(out + at, ' ', pad), at += pad;
-    memcpy(out + at, bytes + 8 + n, len - 8 - n);
-    write_text(name, out, new_len);
+    memcpy(at, bytes + 8 + n, len - 8 - n);
+    at += len - 8 - n;
+    ck_assert_int_eq(unlink(in_work("r/model.safetensors")), 0);  // it is a second name of the checkpoint's
+    write_bytes(in_work("r/model.safetensors"), out, (size_t)(at - out));
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", newest);
+    if (access(path, F_OK) == 0) ck_assert_int_eq(rename(path, in_work("r/optimizer.safetensors")), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", newest);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rmdir(newest), 0);
+    unlink(in_work("r/run.json"));
     free(out);
+    free(header);
     free(bytes);
 }
 
-// The model is a file people hand on: it must not say where its trainer
-// kept the text. run.json, in the run directory, does; and a run saved
-// before run.json existed, with the path in its model, still resumes.
 START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "20", TINY, "--stop-after", "5"), 0);
     size_t len;
@@ -775,37 +816,178 @@ START_TEST(the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json) {
     free(info);
     ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--stop-after", "10"), 0);
 
-    // An older run directory: no run.json, the path in the model.
-    ck_assert_int_eq(unlink(in_work("r/run.json")), 0);
-    put_data_path_in_model("r/model.safetensors", corpus);
+    // An older run directory: no checkpoint directory, no run.json, the
+    // path in the model, a file without a checksum.
+    make_old_run("r", corpus);
     ck_assert_int_eq(saved_step(in_work("r")), 10);
     expect_status(RUN("train", "--resume", in_work("r")), 0, "saved");
     ck_assert_int_eq(saved_step(in_work("r")), 20);
+    char newest[4200];
+    ck_assert_str_eq(path_base(newest_checkpoint(in_work("r"), newest, sizeof newest)), "checkpoint-20");
+    ck_assert_msg(access(in_work("r/optimizer.safetensors"), F_OK) != 0, "the old layout's AdamW state is left");
 }
 END_TEST
 
 // ---- The log and the progress ------------------------------------------------------------
 
 // A full disk, for this process only: log.csv cannot grow past 32 KB (about
-// 750 rows of a tiny card model's; its 4 KB checkpoint and the one-point
-// loss.png of step 0 fit). The run must stop, say why, and save.
-START_TEST(a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint) {
+// 750 rows of a tiny card model's; its 4 KB checkpoints and the one-point
+// loss.png of step 0 fit). The run must stop and say why; it saves nothing
+// past its last checkpoint, whose steps the log holds every row of, so
+// --resume continues from there with a whole log.
+START_TEST(a_log_that_cannot_be_written_stops_the_run_at_its_last_checkpoint) {
     child_file_limit = 32 * 1024;
     int status = RUN("train", corpus, "--out", in_work("r"), "--arch", "card", "--batch", "2", "--context", "8",
                      "--embd", "8", "--heads", "2", "--val-fraction", "0", "--steps", "5000", "--eval-interval", "100000",
-                     "--seed", "1");
+                     "--seed", "1", "--save-every", "100");
     child_file_limit = 0;
     expect_status(status, 1, "cannot write '");
     const char *err = last_err();
     ck_assert_msg(strstr(err, "r/log.csv': File too large") != NULL, "the reason is not named: %s", err);
-    long stopped = -1;
+    long stopped = -1, kept = -1;
     const char *at = strstr(err, "training stopped after ");
     ck_assert_msg(at && sscanf(at, "training stopped after %ld steps", &stopped) == 1, "%s", err);
     ck_assert_msg(stopped > 100 && stopped < 5000, "stopped after %ld steps", stopped);
-    ck_assert_int_eq(saved_step(in_work("r")), stopped);
+    at = strstr(err, "the last whole checkpoint (saved after ");
+    ck_assert_msg(at && sscanf(at, "the last whole checkpoint (saved after %ld", &kept) == 1, "%s", err);
+    ck_assert_msg(kept % 100 == 0 && kept < stopped && stopped - kept <= 100, "kept %ld, stopped %ld", kept, stopped);
+    ck_assert_int_eq(saved_step(in_work("r")), kept);
     ck_assert_msg(strstr(err, "--resume") != NULL, "no way on: %s", err);
-    // With room again, it continues.
+    // With room again, it continues, its log whole.
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "2000"), 0, "saved");
+    ck_assert_int_eq(count_lines(in_work("r/log.csv")), 1 + 2000);
+}
+END_TEST
+
+// `train ... | head -1`: once head has quit, the next progress line meets a
+// closed pipe. The run stops as for Ctrl-C: it saves, exits 128 + SIGPIPE,
+// and resumes.
+START_TEST(a_closed_pipe_on_stdout_stops_the_run_with_a_save) {
+    char line[2048];
+    snprintf(line, sizeof line, "%s train %s --out %s --steps 100000 %s --log-interval 1 2>%s | head -1 >/dev/null; "
+                                "exit ${PIPESTATUS[0]}",
+             tinygpt_binary(), corpus, in_work("r"), "--layers 1 --batch 2 --context 16 --embd 16 --heads 2",
+             in_work("err.txt"));
+    char cmd[2300];
+    snprintf(cmd, sizeof cmd, "bash -c '%s'", line);
+    int raw = system(cmd);
+    int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    const char *err = last_err();
+    ck_assert_msg(status == 128 + SIGPIPE, "exit %d, not %d: %s", status, 128 + SIGPIPE, err);
+    ck_assert_msg(strstr(err, "stopped after") && strstr(err, "--resume"), "%s", err);
+    long saved = saved_step(in_work("r"));
+    ck_assert_int_gt(saved, 0);
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", saved + 3);
+    expect_status(RUN("train", "--resume", in_work("r"), "--steps", steps), 0, "saved");
+}
+END_TEST
+
+// A log that is gone, or cut short, at --resume is not quietly started
+// over: it is an error naming the file, unless --restart-log says to.
+START_TEST(resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--stop-after", "10"), 0);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
+    strstr(log, "\n9,")[1] = '\0';  // the row of step 9 and after: gone
+    write_text("r/log.csv", log, strlen(log));
+    free(log);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1, "r/log.csv' has no row of step 9");
+    ck_assert_ptr_nonnull(strstr(last_err(), "--restart-log"));
+    ck_assert_int_eq(unlink(in_work("r/log.csv")), 0);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1, "r/log.csv' is missing");
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20", "--restart-log"), 0, "saved");
+    char *text = slurp_or_empty(in_work("r/log.csv"), NULL);
+    ck_assert_msg(strncmp(strchr(text, '\n') + 1, "10,", 3) == 0, "the new log starts at %s", strchr(text, '\n') + 1);
+    free(text);
+    // From then on the log is whole again: it resumes without being told.
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "25"), 0, "saved");
+    expect_status(RUN("train", corpus, "--out", in_work("new"), "--restart-log", TINY), 2, "goes with --resume");
+}
+END_TEST
+
+// A train that holds the lock writes its PID at once, but a second train
+// can still read the file between the two, or a dead run's PID: it names
+// only a live process, or says "pid unknown".
+START_TEST(the_lock_message_names_no_dead_process) {
+    ck_assert_int_eq(mkdir(in_work("r"), 0700), 0);
+    write_text("r/.lock", "999999999\n", 10);  // no such process
+    int fd = open(in_work("r/.lock"), O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);  // held, by this test, whose PID it does not hold
+    expect_status(RUN("train", corpus, "--out", in_work("r"), "--steps", "3", TINY), 1, "(pid unknown)");
+    ck_assert_ptr_null(strstr(last_err(), "999999999"));
+    close(fd);
+}
+END_TEST
+
+// tensor_bytes: the data section of the safetensors file "path" (after
+// its header), in "*len" bytes; the caller frees it.
+static char *tensor_bytes(const char *path, size_t *len) {
+    size_t n;
+    char *bytes = slurp_or_empty(path, &n);
+    ck_assert_uint_gt(n, 8);
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | (unsigned char)bytes[i];
+    *len = n - 8 - (size_t)header;
+    memmove(bytes, bytes + 8 + header, *len);
+    return bytes;
+}
+
+// The weights of the best validation loss so far are kept as
+// best.safetensors: they are the weights of the step log.csv's best_step
+// names, which is the step of the lowest val_loss so far on every
+// evaluation's row, also across a resume.
+START_TEST(the_best_validation_weights_are_kept_as_best_safetensors) {
+    // Evaluations every 10 steps, and at the last, step 200; a checkpoint
+    // after every 10, so each evaluation's weights are one.
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "201", TINY, "--save-every", "10",
+                         "--keep", "100", "--stop-after", "90"),
+                     0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("r"), "--keep", "100"), 0);
+    char *log = slurp_or_empty(in_work("r/log.csv"), NULL);
+    ck_assert_msg(strstr(log, ",val_bpb,best_step\n") != NULL, "no best_step column: %.80s", log);
+    double best = INFINITY;
+    long best_step = -1, evaluations = 0;
+    for (int row = 0; row < 201; row++) {
+        double val = log_field(log, row, 2);
+        if (isnan(val)) continue;
+        if (val < best) best = val, best_step = row;
+        evaluations++;
+        ck_assert_msg(log_field(log, row, 8) == best_step, "row %d: best_step %g, the best so far is at %ld", row,
+                      log_field(log, row, 8), best_step);
+    }
+    free(log);
+    ck_assert_int_gt(evaluations, 10);
+    char at_best[600];
+    snprintf(at_best, sizeof at_best, "r/checkpoint-%ld/model.safetensors", best_step);
+    size_t len_a, len_b;
+    char *a = tensor_bytes(in_work("r/best.safetensors"), &len_a), *b = tensor_bytes(in_work(at_best), &len_b);
+    ck_assert_msg(len_a == len_b && memcmp(a, b, len_a) == 0, "best.safetensors is not the weights of step %ld",
+                  best_step);
+    free(a);
+    free(b);
+}
+END_TEST
+
+// Validation that has not improved for --patience evaluations is warned of,
+// once, naming the best and where it is kept. (--lr 0: the weights never
+// change, so no evaluation after the first is better.)
+START_TEST(validation_that_stops_improving_is_warned_of_once) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "100", TINY, "--optimizer", "sgd",
+                         "--lr", "0", "--patience", "3"),
+                     0);
+    const char *err = last_err();
+    const char *at = strstr(err, "validation loss has not improved for 3 evaluations (best ");
+    ck_assert_msg(at != NULL, "no warning: %s", err);
+    ck_assert_msg(strstr(at, "at step 0, kept in ") && strstr(at, "r/best.safetensors"), "%s", err);
+    ck_assert_msg(strstr(at + 20, "has not improved") == NULL, "warned twice: %s", err);
+    char *out = slurp_or_empty(in_work("out.txt"), NULL);
+    ck_assert_msg(strstr(out, "| best ") && strstr(out, " at step 0 |"), "no best on the progress lines: %s", out);
+    free(out);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("quiet"), "--steps", "100", TINY, "--optimizer", "sgd",
+                         "--lr", "0", "--patience", "0"),
+                     0);
+    ck_assert_ptr_null(strstr(last_err(), "has not improved"));
 }
 END_TEST
 
@@ -932,15 +1114,20 @@ Suite *train_suite(void) {
     tcase_add_test(run_dir, force_with_a_file_that_fails_to_load_deletes_nothing);
     tcase_add_test(run_dir, a_second_train_into_a_directory_in_use_stops_at_once_naming_the_pid);
     tcase_add_test(run_dir, a_directory_with_only_a_stale_lock_file_takes_a_new_run);
+    tcase_add_test(run_dir, the_lock_message_names_no_dead_process);
     tcase_add_test(run_dir, the_model_holds_no_file_path_and_resume_finds_the_text_in_run_json);
     suite_add_tcase(s, run_dir);
 
     TCase *progress = tcase_create("log and progress");
     tcase_add_checked_fixture(progress, setup, teardown);
     tcase_set_timeout(progress, TEST_TIMEOUT_SECONDS);
-    tcase_add_test(progress, a_log_that_cannot_be_written_stops_the_run_with_a_checkpoint);
+    tcase_add_test(progress, a_log_that_cannot_be_written_stops_the_run_at_its_last_checkpoint);
     tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
     tcase_add_test(progress, steps_0_writes_a_loss_png_too);
+    tcase_add_test(progress, a_closed_pipe_on_stdout_stops_the_run_with_a_save);
+    tcase_add_test(progress, the_best_validation_weights_are_kept_as_best_safetensors);
+    tcase_add_test(progress, validation_that_stops_improving_is_warned_of_once);
+    tcase_add_test(progress, resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it);
     tcase_add_test(progress, after_a_resume_loss_png_shows_the_whole_run);
     suite_add_tcase(s, progress);
 

@@ -7,6 +7,10 @@
 // layer is called. The inputs (X and the weights) are the example's
 // constants from walkthrough.h; a separate test checks them against the
 // numbers the textbook example publishes for the token "journey".
+// `--backward`'s gradients (5 decimals) are read back the same way and held
+// to the chain rule worked out here by hand, and each printed finite
+// difference to its printed gradient, within the stated tolerance.
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,6 +304,329 @@ START_TEST(the_walkthrough_command_prints_every_step) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Steps 6-9, `--backward`: the loss and every gradient, computed here in
+// double from the chain rule worked out by hand (not from tinygpt's
+// layers), and each printed finite difference against its printed
+// gradient.
+
+enum { V = WALK_V, NG = WALK_N_GRADIENTS, CELLS = WALK_MAX_CELLS };
+
+// Printed with 5 decimals: rounding moves a value by at most 5e-6, and the
+// float32 arithmetic behind it adds less than 1e-6.
+static const double GRADIENT_PRINTED_TOL = 1e-5;
+
+// What steps 6-9 must print: the loss, and each gradient as printed
+// (row-major, NAN above the diagonal of the [T,T] ones).
+typedef struct {
+    double logits[T * V], probs[T * V], losses[T], loss;
+    double grads[NG][CELLS];
+} Expected;
+
+// out[n,m] = a^T b, for a[k,n] and b[k,m]
+static void matmul_at(double *out, const double *a, const double *b, int k, int n, int m) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            double sum = 0;
+            for (int l = 0; l < k; l++) sum += a[l * n + i] * b[l * m + j];
+            out[i * m + j] = sum;
+        }
+}
+
+// out[n,k] = a[n,m] b[k,m]^T
+static void matmul_bt(double *out, const double *a, const double *b, int n, int m, int k) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < k; j++) {
+            double sum = 0;
+            for (int l = 0; l < m; l++) sum += a[i * m + l] * b[j * m + l];
+            out[i * k + j] = sum;
+        }
+}
+
+static void column_sums(double *out, const double *a, int rows, int cols) {
+    for (int c = 0; c < cols; c++) {
+        out[c] = 0;
+        for (int r = 0; r < rows; r++) out[c] += a[r * cols + c];
+    }
+}
+
+// One head's backward: from its d context [T,D_OUT] and its forward
+// tensors, d weights and d scores [T,T] (NAN above the diagonal) and
+// d q, d k, d v [T,D_OUT].
+static void head_backward(double *dweights, double *dscores, double *dq, double *dk, double *dv, const double *dctx,
+                          const double *weights, const double *q, const double *k, const double *v) {
+    const double scale = 1.0 / sqrt((double)D_OUT);
+    memset(dq, 0, sizeof(double) * T * D_OUT);
+    memset(dk, 0, sizeof(double) * T * D_OUT);
+    memset(dv, 0, sizeof(double) * T * D_OUT);
+    for (int t = 0; t < T; t++) {
+        double inner = 0;  // <w, dw> of row t
+        for (int j = 0; j < T; j++) {
+            dweights[t * T + j] = dscores[t * T + j] = NAN;
+            if (j > t) continue;
+            double dw = 0;
+            for (int i = 0; i < D_OUT; i++) {
+                dw += dctx[t * D_OUT + i] * v[j * D_OUT + i];
+                dv[j * D_OUT + i] += weights[t * T + j] * dctx[t * D_OUT + i];
+            }
+            dweights[t * T + j] = dw;
+            inner += weights[t * T + j] * dw;
+        }
+        for (int j = 0; j <= t; j++) {
+            double ds = weights[t * T + j] * (dweights[t * T + j] - inner);
+            dscores[t * T + j] = ds;
+            for (int i = 0; i < D_OUT; i++) {
+                dq[t * D_OUT + i] += ds * scale * k[j * D_OUT + i];
+                dk[j * D_OUT + i] += ds * scale * q[t * D_OUT + i];
+            }
+        }
+    }
+}
+
+// Head h's [T or D_IN, D_OUT] block into columns [h*D_OUT, (h+1)*D_OUT) of a
+// [rows, C] matrix.
+static void put_head(double *out, const double *head, int rows, int h) {
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < D_OUT; i++) out[r * C + h * D_OUT + i] = head[r * D_OUT + i];
+}
+
+static void expected_backward(Expected *e) {
+    const float(*const wq[2])[D_OUT] = {WALK_W_QUERY, WALK_W2_QUERY};
+    const float(*const wk[2])[D_OUT] = {WALK_W_KEY, WALK_W2_KEY};
+    const float(*const wv[2])[D_OUT] = {WALK_W_VALUE, WALK_W2_VALUE};
+    double X[T * D_IN], q[2][T * D_OUT], k[2][T * D_OUT], v[2][T * D_OUT], weights[2][T * T], ctx[2][T * D_OUT];
+    double concat[T * C], w_out[C * C], out[T * C], w_head[C * V];
+    load(X, &WALK_X[0][0], T * D_IN);
+    for (int h = 0; h < 2; h++) {
+        project(q[h], k[h], v[h], wq[h], wk[h], wv[h]);
+        causal_head(weights[h], ctx[h], q[h], k[h], v[h]);
+        put_head(concat, ctx[h], T, h);
+    }
+    load(w_out, &WALK_W_OUT[0][0], C * C);
+    matmul(out, concat, w_out, T, C, C);
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < C; o++) out[t * C + o] += WALK_B_OUT[o];
+    // (6a-c): the head, the softmax, the loss
+    load(w_head, &WALK_W_HEAD[0][0], C * V);
+    matmul(e->logits, out, w_head, T, C, V);
+    e->loss = 0;
+    for (int t = 0; t < T; t++) {
+        double sum = 0;
+        for (int u = 0; u < V; u++) {
+            e->logits[t * V + u] += WALK_B_HEAD[u];
+            sum += exp(e->logits[t * V + u]);
+        }
+        for (int u = 0; u < V; u++) e->probs[t * V + u] = exp(e->logits[t * V + u]) / sum;
+        e->losses[t] = -log(e->probs[t * V + WALK_TARGETS[t]]);
+        e->loss += e->losses[t] / T;
+    }
+    // (7a-g): the loss, the head, the output projection
+    double dlogits[T * V], dout[T * C], dconcat[T * C];
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < V; u++) dlogits[t * V + u] = (e->probs[t * V + u] - (u == WALK_TARGETS[t])) / T;
+    matmul_bt(dout, dlogits, w_head, T, V, C);
+    matmul_bt(dconcat, dout, w_out, T, C, C);
+    memcpy(e->grads[WALK_G_LOGITS], dlogits, sizeof dlogits);
+    memcpy(e->grads[WALK_G_OUTPUT], dout, sizeof dout);
+    matmul_at(e->grads[WALK_G_W_HEAD], out, dlogits, T, C, V);
+    column_sums(e->grads[WALK_G_B_HEAD], dlogits, T, V);
+    memcpy(e->grads[WALK_G_CONTEXT], dconcat, sizeof dconcat);
+    matmul_at(e->grads[WALK_G_W_OUT], concat, dout, T, C, C);
+    column_sums(e->grads[WALK_G_B_OUT], dout, T, C);
+    // (8a-g) and (9a-d): each head, then the projections and X
+    memset(e->grads[WALK_G_X], 0, sizeof e->grads[WALK_G_X]);
+    for (int h = 0; h < 2; h++) {
+        double dctx[T * D_OUT], dq[T * D_OUT], dk[T * D_OUT], dv[T * D_OUT];
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < D_OUT; i++) dctx[t * D_OUT + i] = dconcat[t * C + h * D_OUT + i];
+        head_backward(e->grads[h == 0 ? WALK_G_WEIGHTS1 : WALK_G_WEIGHTS2],
+                      e->grads[h == 0 ? WALK_G_SCORES1 : WALK_G_SCORES2], dq, dk, dv, dctx, weights[h], q[h], k[h],
+                      v[h]);
+        const double *dqkv[3] = {dq, dk, dv};
+        const float(*const *w[3])[D_OUT] = {wq, wk, wv};
+        for (int part = 0; part < 3; part++) {
+            double dw[D_IN * D_OUT], W[D_IN * D_OUT], dx[T * D_IN];
+            put_head(e->grads[WALK_G_QUERIES + part], dqkv[part], T, h);
+            matmul_at(dw, X, dqkv[part], T, D_IN, D_OUT);  // X^T d q
+            put_head(e->grads[WALK_G_W_QUERY + part], dw, D_IN, h);
+            load(W, &w[part][h][0][0], D_IN * D_OUT);
+            matmul_bt(dx, dqkv[part], W, T, D_OUT, D_IN);  // d q W^T
+            for (int i = 0; i < T * D_IN; i++) e->grads[WALK_G_X][i] += dx[i];
+        }
+    }
+}
+
+static char *printed_backward;  // walkthrough_backward_print's output
+static WalkBackward computed;   // what it printed
+static int printed_disagree;    // what it returned
+
+static void print_backward(const WalkBackward *b, char **out, int *disagree) {
+    size_t len;
+    FILE *f = open_memstream(out, &len);
+    ck_assert_ptr_nonnull(f);
+    *disagree = walkthrough_backward_print(b, f);
+    fclose(f);
+}
+
+// The backward fixture: read_printed reads steps 6-9's output.
+static void setup_backward(void) {
+    walkthrough_backward_compute(&computed);
+    print_backward(&computed, &printed_backward, &printed_disagree);
+    printed = printed_backward;
+}
+static void teardown_backward(void) { free(printed_backward); }
+
+// The gradient printed under "tag" [rows x cols]: per row a line "label d
+// numbers" and a line "fd numbers"; a number followed by '!' is marked as
+// disagreeing, "." (not computed) reads as NAN.
+static void read_gradient(const char *tag, int rows, int cols, double *analytic, double *numeric, bool *marked) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "\n%s", tag);
+    const char *p = strstr(printed, needle);
+    ck_assert_msg(p != NULL, "no gradient %s in the output", tag);
+    char shape[32];
+    snprintf(shape, sizeof shape, "[%d x %d]\n", rows, cols);
+    const char *eol = strchr(p + 1, '\n');
+    ck_assert_msg(eol && strstr(p + 1, shape) == eol - strlen(shape) + 1, "%s is not printed as %s", tag, shape);
+    p = strchr(eol + 1, '\n') + 1;  // past the column labels
+    for (int r = 0; r < 2 * rows; r++) {
+        const bool fd = r % 2 == 1;
+        char line[512];
+        const char *end = strchr(p, '\n');
+        ck_assert_msg(end && (size_t)(end - p) < sizeof line, "%s: line %d missing", tag, r);
+        memcpy(line, p, (size_t)(end - p));
+        line[end - p] = '\0';
+        char *save, *tok = strtok_r(line, " ", &save);
+        if (!fd) tok = strtok_r(NULL, " ", &save);  // past the row label
+        ck_assert_msg(tok && strcmp(tok, fd ? "fd" : "d") == 0, "%s: line %d does not start with %s", tag, r,
+                      fd ? "fd" : "d");
+        for (int c = 0; c < cols; c++) {
+            tok = strtok_r(NULL, " ", &save);
+            ck_assert_msg(tok != NULL, "%s: line %d has fewer than %d numbers", tag, r, cols);
+            const size_t n = strlen(tok);
+            const bool mark = n > 1 && tok[n - 1] == '!';
+            if (mark) tok[n - 1] = '\0';
+            char *num_end;
+            const double value = strcmp(tok, ".") == 0 ? NAN : strtod(tok, &num_end);
+            if (strcmp(tok, ".") != 0) ck_assert_msg(*num_end == '\0', "%s: '%s' is not a number", tag, tok);
+            (fd ? numeric : analytic)[(r / 2) * cols + c] = value;
+            if (marked) marked[(r / 2) * cols + c] |= mark;
+        }
+        ck_assert_msg(strtok_r(NULL, " ", &save) == NULL, "%s: line %d has more than %d numbers", tag, r, cols);
+        p = end + 1;
+    }
+}
+
+static const char *const GRADIENT_TAGS[NG] = {"(7a)", "(7b)", "(7c)", "(7d)", "(7e)", "(7f)", "(7g)", "(8a)", "(8b)",
+                                              "(8c)", "(8d)", "(8e)", "(8f)", "(8g)", "(9a)", "(9b)", "(9c)", "(9d)"};
+static const int GRADIENT_SHAPES[NG][2] = {{T, V}, {T, C}, {C, V}, {1, V}, {T, C}, {C, C}, {1, C},
+                                           {T, T}, {T, T}, {T, T}, {T, T}, {T, C}, {T, C}, {T, C},
+                                           {D_IN, C}, {D_IN, C}, {D_IN, C}, {T, D_IN}};
+
+START_TEST(step_6_prints_the_head_its_softmax_and_the_loss_of_each_next_token) {
+    Expected e;
+    expected_backward(&e);
+    assert_printed("(6a)", e.logits, T, V);
+    assert_printed("(6b)", e.probs, T, V);
+    assert_printed("(6c)", e.losses, T, 1);
+    const char *line = strstr(printed, "\nloss = mean of (6c) = ");
+    ck_assert_msg(line != NULL, "no loss line");
+    ck_assert_double_eq_tol(strtod(line + strlen("\nloss = mean of (6c) = "), NULL), e.loss, PRINTED_TOL);
+    ck_assert_msg(strstr(printed, "targets: journey starts with one step Your\n") != NULL, "targets not printed");
+}
+END_TEST
+
+// Loop test over the gradients (7a) ... (9d): each printed value is the
+// gradient worked out here, and its printed finite difference agrees with
+// it, unmarked.
+START_TEST(every_gradient_is_the_chain_rule_and_agrees_with_its_finite_difference) {
+    Expected e;
+    expected_backward(&e);
+    const char *tag = GRADIENT_TAGS[_i];
+    const int rows = GRADIENT_SHAPES[_i][0], cols = GRADIENT_SHAPES[_i][1];
+    double analytic[CELLS], numeric[CELLS];
+    bool marked[CELLS] = {false};
+    read_gradient(tag, rows, cols, analytic, numeric, marked);
+    const bool causal = _i == WALK_G_WEIGHTS1 || _i == WALK_G_SCORES1 || _i == WALK_G_WEIGHTS2 || _i == WALK_G_SCORES2;
+    for (int i = 0; i < rows * cols; i++) {
+        const int r = i / cols, c = i % cols;
+        if (causal && c > r) {
+            ck_assert_msg(isnan(analytic[i]) && isnan(numeric[i]), "%s [%d,%d]: above the diagonal", tag, r, c);
+            continue;
+        }
+        ck_assert_msg(fabs(analytic[i] - e.grads[_i][i]) <= GRADIENT_PRINTED_TOL,
+                      "%s [%d,%d]: printed %.5f, the chain rule gives %.7f", tag, r, c, analytic[i], e.grads[_i][i]);
+        ck_assert_msg(walkthrough_agrees(analytic[i], numeric[i]) && !marked[i],
+                      "%s [%d,%d]: gradient %.5f, finite difference %.5f%s", tag, r, c, analytic[i], numeric[i],
+                      marked[i] ? " (marked)" : "");
+    }
+}
+END_TEST
+
+START_TEST(when_every_gradient_agrees_the_last_line_says_so_and_nothing_is_marked) {
+    ck_assert_int_eq(printed_disagree, 0);
+    for (const char *mark = strchr(printed, '!'); mark; mark = strchr(mark + 1, '!'))
+        ck_assert_msg(!isdigit((unsigned char)mark[-1]), "a value is marked: %.20s", mark - 9);
+    ck_assert_msg(strstr(printed, "\nAll 344 gradients agree with their finite differences") != NULL,
+                  "no summary line for 344 gradients");
+    ck_assert_msg(strstr(printed, "MISMATCH") == NULL && strstr(printed, "DISAGREES") == NULL, "a mismatch reported");
+}
+END_TEST
+
+// A slip in a backward pass (here: one d score off by 0.001, as a softmax
+// backward without its "- <w, dw>" term would put it off) is marked where
+// it is, named in its matrix's last line and in the summary, and counted.
+START_TEST(a_gradient_that_disagrees_is_marked_and_counted) {
+    WalkBackward broken = computed;
+    const int cell = 4 * T + 2;  // (8b), row "one", column "starts"
+    broken.grads[WALK_G_SCORES1].analytic[cell] += 1e-3f;
+    char *out;
+    int disagree;
+    print_backward(&broken, &out, &disagree);
+    ck_assert_int_eq(disagree, 1);
+    printed = out;
+    double analytic[CELLS], numeric[CELLS];
+    bool marked[CELLS] = {false};
+    read_gradient("(8b)", T, T, analytic, numeric, marked);
+    for (int i = 0; i < T * T; i++) ck_assert_msg(marked[i] == (i == cell), "(8b) [%d,%d] marked: %d", i / T, i % T, marked[i]);
+    const char *matrix = strstr(out, "\n(8b)"), *next = strstr(out, "\n(8c)");
+    const char *verdict = strstr(matrix, "DISAGREES (marked !)");
+    ck_assert_msg(verdict != NULL && verdict < next, "(8b)'s last line does not say it disagrees");
+    ck_assert_msg(strstr(out, "\nMISMATCH: 1 of 344 gradients disagree") != NULL, "no MISMATCH line");
+    printed = printed_backward;
+    free(out);
+}
+END_TEST
+
+START_TEST(agreement_is_within_the_stated_absolute_and_relative_tolerance) {
+    ck_assert(walkthrough_agrees(0.0, 0.0));
+    ck_assert(walkthrough_agrees(0.0, 0.9 * WALK_FD_ATOL));
+    ck_assert(!walkthrough_agrees(0.0, 1.1 * WALK_FD_ATOL));
+    ck_assert(walkthrough_agrees(1.0, 1.0 + 0.9 * WALK_FD_RTOL));
+    ck_assert(!walkthrough_agrees(1.0, 1.0 + 1.1 * WALK_FD_RTOL + WALK_FD_ATOL));
+    ck_assert(!walkthrough_agrees(NAN, 0.0));
+}
+END_TEST
+
+START_TEST(the_walkthrough_command_with_backward_prints_both_passes_and_exits_0) {
+    char *forward;
+    size_t len;
+    Walkthrough w;
+    walkthrough_compute(&w, 9);
+    FILE *f = open_memstream(&forward, &len);
+    walkthrough_print(&w, f);
+    fputs(printed_backward, f);
+    fclose(f);
+    char dir[256];
+    scratch_dir_create(dir, sizeof dir);
+    RunResult *r = run_tinygpt(dir, "walkthrough --backward");
+    ck_assert_msg(r->status == 0, "walkthrough --backward failed (%d): %s", r->status, r->err);
+    ck_assert_str_eq(r->out, forward);
+    scratch_dir_remove(dir);
+    free(forward);
+}
+END_TEST
+
 Suite *walkthrough_suite(void) {
     Suite *s = suite_create("walkthrough");
     TCase *tc = tcase_create("walkthrough");
@@ -314,5 +641,15 @@ Suite *walkthrough_suite(void) {
     tcase_add_test(tc, another_seed_drops_other_weights_but_the_same_steps_stay_put);
     tcase_add_test(tc, the_walkthrough_command_prints_every_step);
     suite_add_tcase(s, tc);
+    TCase *backward = tcase_create("backward");
+    tcase_add_checked_fixture(backward, setup_backward, teardown_backward);
+    tcase_set_timeout(backward, 30);  // one test runs the binary
+    tcase_add_test(backward, step_6_prints_the_head_its_softmax_and_the_loss_of_each_next_token);
+    tcase_add_loop_test(backward, every_gradient_is_the_chain_rule_and_agrees_with_its_finite_difference, 0, NG);
+    tcase_add_test(backward, when_every_gradient_agrees_the_last_line_says_so_and_nothing_is_marked);
+    tcase_add_test(backward, a_gradient_that_disagrees_is_marked_and_counted);
+    tcase_add_test(backward, agreement_is_within_the_stated_absolute_and_relative_tolerance);
+    tcase_add_test(backward, the_walkthrough_command_with_backward_prints_both_passes_and_exits_0);
+    suite_add_tcase(s, backward);
     return s;
 }

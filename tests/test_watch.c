@@ -1,7 +1,9 @@
 // test_watch.c: tests for src/show/watch.c: the live status line's content and
 // fit, and `tinygpt train` as a person watching it sees it: on a terminal
-// (a pseudo-terminal here) one status line redrawn with "\r"; through a
-// pipe only the plain lines, as before; and DIR/loss.png either way.
+// (a pseudo-terminal here) one status line redrawn with "\r", left on screen
+// at its last step; through a pipe only the plain lines, as before; and
+// DIR/loss.png either way, its axes in nats per token and bits per byte
+// (read back from the PNG), for a char run and a bpe run.
 #include <errno.h>
 #include <math.h>
 #include <pty.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "pictures.h"
 #include "plot.h"
 #include "tests.h"
 #include "watch.h"
@@ -43,7 +46,7 @@ START_TEST(status_line_shows_progress_losses_speed_elapsed_and_eta) {
     ck_assert_int_eq(n, (int)strlen(line));
     ck_assert_msg(strstr(line, " 750/3000") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "train 1.8734") != NULL, "%s", line);
-    ck_assert_msg(strstr(line, "val 1.9102") != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "val 1.9102 nats/tok") != NULL, "the losses' unit is not named: %s", line);
     ck_assert_msg(strstr(line, "52140 tok/s") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "0:30 elapsed") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "ETA 1:31") != NULL, "%s", line);  // 30.2 / 750 * 2250 = 90.6 s
@@ -84,8 +87,11 @@ START_TEST(status_line_never_wraps_the_terminal) {
         if ((size_t)columns - 1 >= strlen(numbers))
             ck_assert_msg(strstr(line, numbers) != NULL, "%d columns cut the numbers: %s", columns, line);
     }
+    // 80 columns hold the numbers, their unit included, but no bar; 110 both.
     watch_format_status(line, sizeof line, 80, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
-    ck_assert_msg(strstr(line, "ETA") != NULL && line[0] == '[', "80 columns: %s", line);
+    ck_assert_msg(strcmp(line, numbers) == 0, "80 columns: %s", line);
+    watch_format_status(line, sizeof line, 110, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
+    ck_assert_msg(line[0] == '[' && strstr(line, numbers) != NULL, "110 columns: %s", line);
 }
 END_TEST
 
@@ -131,7 +137,17 @@ START_TEST(train_on_a_terminal_redraws_one_status_line_in_place) {
     ck_assert_msg(strstr(out, "##############################] 30/30") != NULL, "no full bar: %s", out);
     // The plain lines are still there, each on a line of its own.
     ck_assert_msg(strstr(out, "\r\033[Kstep      0/30 | train loss") != NULL, "plain line not cleanly printed: %s", out);
-    ck_assert_ptr_nonnull(strstr(out, "step     29/30"));
+    const char *last_plain = strstr(out, "step     29/30");
+    ck_assert_ptr_nonnull(last_plain);
+    // After it, the status line of the last step stays on screen, ended by
+    // a newline (the terminal's "\r\n"), before the run's last words.
+    const char *final_line = strstr(last_plain, "\r[##############################] 30/30 train ");
+    ck_assert_msg(final_line != NULL, "the status line does not end at 30/30: %s", last_plain);
+    const char *end = strstr(final_line, "\033[K\r\n");
+    ck_assert_msg(end != NULL && strncmp(end + 5, "saved ", 6) == 0, "the final status line is not kept: %s",
+                  final_line);
+    ck_assert_msg(strstr(final_line, "nats/tok") && strstr(final_line, "ETA 0:00") && end - final_line < 120,
+                  "%s", final_line);
 }
 END_TEST
 
@@ -163,6 +179,60 @@ START_TEST(train_writes_loss_png_of_the_plot_size) {
 }
 END_TEST
 
+// loss.png names its units: nats per token on the left, bits per byte on
+// the right (the ratio read from log.csv), never "per character", for a
+// char run as for a bpe one, whose token is a piece of text.
+START_TEST(loss_png_is_in_nats_per_token_with_bits_per_byte_on_the_right) {
+    const char *tokenizers[2] = {"", " --tokenizer bpe --vocab-size 270"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024], path[512];
+        snprintf(args, sizeof args, TRAIN_ARGS "%s --force", dir, dir, tokenizers[i]);
+        RunResult *r = run_tinygpt(dir, args);
+        ck_assert_msg(r->status == 0, "train%s failed: %s", tokenizers[i], r->err);
+        snprintf(path, sizeof path, "%s/run/loss.png", dir);
+        Canvas c;
+        ck_assert_msg(png_read(path, &c), "cannot read %s", path);
+        ck_assert_msg(canvas_shows_text(&c, "loss (nats per token)", 2), "train%s: no nats per token", tokenizers[i]);
+        ck_assert_msg(canvas_shows_text(&c, "validation bits per byte", 2), "train%s: no bits per byte axis",
+                      tokenizers[i]);
+        ck_assert(!canvas_shows_text(&c, "per character", 2));
+        canvas_free(&c);
+    }
+    // Without validation there is no val_bpb, so no second axis.
+    char args[1024], path[512];
+    snprintf(args, sizeof args, TRAIN_ARGS " --val-fraction 0 --force", dir, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "train --val-fraction 0 failed: %s", r->err);
+    snprintf(path, sizeof path, "%s/run/loss.png", dir);
+    Canvas c;
+    ck_assert_msg(png_read(path, &c), "cannot read %s", path);
+    ck_assert(canvas_shows_text(&c, "loss (nats per token)", 2));
+    ck_assert(!canvas_shows_text(&c, "bits per byte", 2));
+    canvas_free(&c);
+}
+END_TEST
+
+// eval on a terminal shows how far it is on stderr, and erases that line
+// before the result; through a pipe stderr stays empty.
+START_TEST(eval_shows_its_progress_on_a_terminal_only) {
+    char args[1024];
+    snprintf(args, sizeof args, TRAIN_ARGS, dir, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "train failed: %s", r->err);
+    snprintf(args, sizeof args, "eval --model %s/run/model.safetensors %s/corpus.txt --batch 1", dir, dir);
+    static char out[1 << 16];
+    int status = run_on_terminal(args, 100, out, sizeof out);
+    ck_assert_msg(status == 0, "eval failed: %s", out);
+    // 4331 characters: (4331 - 1) / 8 = 541 windows of the model's 8.
+    ck_assert_msg(strstr(out, "\reval:   0% (1 of 541 windows) ETA ") != NULL, "no progress line: %s", out);
+    ck_assert_msg(strstr(out, "\reval: 100% (541 of 541 windows) ETA 0:00\033[K") != NULL, "no final progress: %s", out);
+    ck_assert_msg(strstr(out, "\r\033[Kloss ") != NULL, "the result is not on a line of its own: %s", out);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && r->err[0] == '\0' && strncmp(r->out, "loss ", 5) == 0, "through a pipe: %s%s",
+                  r->out, r->err);
+}
+END_TEST
+
 Suite *watch_suite(void) {
     Suite *s = suite_create("watch");
     TCase *status = tcase_create("status line");
@@ -178,6 +248,8 @@ Suite *watch_suite(void) {
     tcase_add_test(training, train_on_a_terminal_redraws_one_status_line_in_place);
     tcase_add_test(training, train_through_a_pipe_prints_only_the_plain_lines);
     tcase_add_test(training, train_writes_loss_png_of_the_plot_size);
+    tcase_add_test(training, loss_png_is_in_nats_per_token_with_bits_per_byte_on_the_right);
+    tcase_add_test(training, eval_shows_its_progress_on_a_terminal_only);
     suite_add_tcase(s, training);
     return s;
 }

@@ -37,5 +37,6 @@ Suite *gelu_suite(void);
 Suite *mlp_suite(void);
 Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);
+Suite *faults_suite(void);
 
 #endif

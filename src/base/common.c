@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -134,7 +135,7 @@ FILE *fopen_checked(const char *path, const char *mode, Error *err) {
             error_set(err, "'%s' is a directory; give the path of a file", path);
             return NULL;
         }
-        FILE *f = fopen(path, mode);
+        FILE *f = io_fault() ? NULL : fopen(path, mode);
         return f ? f : open_failed(path, false, err);
     }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -162,9 +163,30 @@ bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err) {
     return error_set(err, "'%s' is truncated: wanted %zu more bytes, found %zu", path, size, got);
 }
 
+// The count of io_fault's calls, the one to fail and the one to signal at
+// (0: none), and the signal. Read from the environment at the first call.
+static long io_calls, io_fail_at = -1, io_signal_at;
+static int io_signal;
+
+static void report_io_calls(void) { fprintf(stderr, "tinygpt: %ld checked file operations\n", io_calls); }
+
+bool io_fault(void) {
+    if (io_fail_at < 0) {
+        const char *fail = getenv("TINYGPT_FAIL_AT"), *signal_at = getenv("TINYGPT_SIGNAL_AT");
+        io_fail_at = fail ? strtol(fail, NULL, 10) : 0;
+        if (signal_at && sscanf(signal_at, "%ld:%d", &io_signal_at, &io_signal) != 2) io_signal_at = 0;
+        if (getenv("TINYGPT_COUNT_IO")) atexit(report_io_calls);
+    }
+    ++io_calls;
+    if (io_calls == io_signal_at) raise(io_signal);
+    if (io_calls != io_fail_at) return false;
+    errno = EIO;
+    return true;
+}
+
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err) {
     if (size == 0) return true;
-    if (fwrite(buf, 1, size, f) == size) return true;
+    if (!io_fault() && fwrite(buf, 1, size, f) == size) return true;
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
@@ -180,18 +202,22 @@ bool path_dir(const char *path, char *out, size_t cap) {
     return n >= 0 && (size_t)n < cap;
 }
 
-// sync_parent_dir: fsync the directory holding "path", which makes a rename
-// into it durable. Some file systems cannot sync a directory and say EINVAL;
-// there is nothing more to do on those.
-static bool sync_parent_dir(const char *path, Error *err) {
-    char dir[4096];
-    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
+// Some file systems cannot sync a directory and say EINVAL; there is
+// nothing more to do on those.
+bool sync_dir(const char *dir, Error *err) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return error_set(err, "cannot open directory '%s' to flush it: %s", dir, strerror(errno));
-    bool ok = fsync(fd) == 0 || errno == EINVAL;
+    bool ok = !io_fault() && (fsync(fd) == 0 || errno == EINVAL);
     if (!ok) error_set(err, "error flushing directory '%s' to disk: %s", dir, strerror(errno));
     close(fd);
     return ok;
+}
+
+// sync_parent_dir: sync_dir of the directory holding "path".
+static bool sync_parent_dir(const char *path, Error *err) {
+    char dir[4096];
+    if (!path_dir(path, dir, sizeof dir)) return error_set(err, "the directory of '%s' is too long a path", path);
+    return sync_dir(dir, err);
 }
 
 bool atomic_open(AtomicFile *af, const char *path, Error *err) {
@@ -213,13 +239,13 @@ bool atomic_open(AtomicFile *af, const char *path, Error *err) {
 // survive, which is still whole).
 bool atomic_commit(AtomicFile *af, bool ok, Error *err) {
     const char *tmp = af->tmp;
-    if (ok && fflush(af->f) != 0)
+    if (ok && (io_fault() || fflush(af->f) != 0))
         ok = error_set(err, "error writing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && af->sync && fsync(fileno(af->f)) != 0)
+    if (ok && af->sync && (io_fault() || fsync(fileno(af->f)) != 0))
         ok = error_set(err, "error flushing '%s' to disk: %s (is the disk full?)", tmp, strerror(errno));
-    if (fclose(af->f) != 0 && ok)
+    if ((fclose(af->f) != 0 || io_fault()) && ok)
         ok = error_set(err, "error closing '%s': %s (is the disk full?)", tmp, strerror(errno));
-    if (ok && rename(tmp, af->path) != 0)
+    if (ok && (io_fault() || rename(tmp, af->path) != 0))
         ok = error_set(err, "cannot rename '%s' to '%s': %s; check that '%s' is not a directory", tmp, af->path,
                        strerror(errno), af->path);
     if (!ok) remove(tmp);
@@ -239,32 +265,40 @@ bool write_file_atomic(const char *path, const void *data, size_t len, Error *er
 bool read_file(const char *path, char **out, size_t *len, Error *err) {
     FILE *f = fopen_checked(path, "rb", err);
     if (!f) return false;
-    bool ok = read_stream(f, path, out, len, err);
+    bool ok = read_stream(f, path, SIZE_MAX, out, len, err);
     fclose(f);
     return ok;
 }
 
-bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err) {
+bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t *len, Error *err) {
     // A regular file's buffer is its size plus one byte (where fread finds
     // the end): one allocation of exactly the memory the text needs. A pipe
     // has no size, and a file can grow while we read it, so past that the
     // buffer grows geometrically.
     size_t cap = 1 << 16, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0) {
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
         // Say so plainly when the file cannot fit, rather than fail to allocate.
         size_t limit = memory_limit_bytes();
         if (limit > 0 && (uint64_t)st.st_size >= limit)
             return error_set(err, "'%s' is %.1f GB, more than the %.1f GB of memory here; use a part of it (head -c 1G '%s' > part.txt)",
                              path, (double)st.st_size / 1e9, (double)limit / 1e9, path);
         cap = (size_t)st.st_size + 1;
+        max_bytes = SIZE_MAX;  // what it holds, even if it grows as we read
+    } else if (fstat(fileno(f), &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !isatty(fileno(f))) {
+        return error_set(err, "%s is %s, not text; give a file, or pipe the text in", path, file_kind(st.st_mode));
     }
     char *buf = xmalloc(cap + 1);
     for (;;) {
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
+        if (n > max_bytes) {
+            free(buf);
+            return error_set(err, "%s holds more than %zu bytes (--max-bytes); give a file, or a larger --max-bytes", path,
+                             max_bytes);
+        }
         if (n < cap) break;
-        cap *= 2;
+        cap = cap > max_bytes / 2 ? max_bytes + 1 : 2 * cap;  // one byte past the limit tells
         buf = xrealloc(buf, cap + 1);
     }
     if (ferror(f)) {
@@ -332,4 +366,13 @@ int name_index(const char *const *names, const char *name) {
     for (int i = 0; names[i]; i++)
         if (strcmp(names[i], name) == 0) return i;
     return -1;
+}
+
+// _exit, not exit: main's check at exit would find the same failure again.
+void stdout_flush_or_die(const char *what) {
+    int failed = fflush(stdout) != 0 ? errno : 0;
+    if (!failed && !ferror(stdout)) return;
+    fprintf(stderr, "tinygpt: cannot write %s%sto standard output: %s\n", what ? what : "", what ? " " : "",
+            failed ? strerror(failed) : "an earlier write failed (is the disk full?)");
+    _exit(EXIT_RUNTIME);
 }

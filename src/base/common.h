@@ -70,6 +70,26 @@ void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 // would block forever, and a device such as /dev/zero never ends.
 FILE *fopen_checked(const char *path, const char *mode, Error *err);
 
+// stdout_flush_or_die: push what is buffered to standard output; if any
+// write to it failed (a full disk; a closed pipe when SIGPIPE is ignored),
+// say so, naming "what" ("the sample", or NULL), and exit 1 at once: output nobody
+// received is no result. Every command's output is checked so at exit
+// (main.c); a command that streams checks as it goes.
+void stdout_flush_or_die(const char *what);
+
+// ---- Injected faults, for the tests ----
+// io_fault: true, with errno set to EIO, when this call is the Nth of the
+// process and its environment holds TINYGPT_FAIL_AT=N; false otherwise.
+// Every write, flush, fsync, close, rename, link, unlink and mkdir that
+// tinygpt makes of a file it writes asks it first, and fails as the real
+// call would if it says so, so a test can fail each of them in turn
+// (tests/test_faults.c). TINYGPT_SIGNAL_AT=N:SIG raises signal SIG at the
+// Nth instead (9 kills the process there, as a power cut would; 15 is a
+// `kill` arriving just then), and the call goes on if the process does.
+// With TINYGPT_COUNT_IO set, the process prints how many there were to
+// stderr when it exits.
+bool io_fault(void);
+
 // read_exact / write_exact: transfer exactly "size" bytes or fill "err"
 // naming "path" (a short read is reported as a truncated file).
 bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
@@ -116,8 +136,19 @@ bool write_file_atomic(const char *path, const void *data, size_t len, Error *er
 // size + 2 bytes.
 bool read_file(const char *path, char **out, size_t *len, Error *err);
 // read_stream: read_file on a stream already open ("f", read to its end and
-// left open; "path" names it in errors), such as stdin.
-bool read_stream(FILE *f, const char *path, char **out, size_t *len, Error *err);
+// left open; "path" names it in errors), such as stdin. A stream that is not
+// a regular file is read only while it holds at most "max_bytes" (a pipe
+// that never ends is refused, not read until memory runs out), and only if
+// it is a pipe or a terminal: a device such as /dev/zero is refused at once.
+bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t *len, Error *err);
+
+// The --max-bytes default of the commands that read standard input: ten
+// times the largest text the README trains on (large-file-check's 100 MB).
+#define STDIN_MAX_BYTES ((size_t)1 << 30)
+
+// sync_dir: fsync the directory "dir", which makes a rename or a new file
+// in it durable (a file system that cannot sync a directory is let be).
+bool sync_dir(const char *dir, Error *err);
 
 // path_base: the last component of "path", what follows its last '/'
 // ("runs/a/log.csv" -> "log.csv"; "log.csv" itself when it has none): a

@@ -2,6 +2,7 @@
 // (see attention_map.h).
 #include "attention_map.h"
 
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -139,29 +140,26 @@ static void draw_label(Canvas *c, const Font *font, int cx, int top, const char 
                      sign ? SOFT_INK : INK);
 }
 
-void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
-                        const char *title) {
-    Layout l = layout_for(T, widest_label(labels, T));
-    canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
-    canvas_text(c, 12, 10, title, 2, INK);
-    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
-    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8 + TEXT_HEIGHT + 5, SUBTITLE_2, 1, INK);
-
+// draw_cells: one head's weights[T,T] as cells of "cell" pixels, the grid's
+// top-left corner at (left, top), with its column labels above it and its
+// row labels in the "label_w" pixels that end 10 pixels left of it.
+static void draw_cells(Canvas *c, const Font *font, int left, int top, int cell, int label_w, const float *weights,
+                       int T, const char *const *labels) {
     for (int t = 0; t < T; t++) {
         // labels: column t above the grid, row t to its left
-        draw_label(c, font, l.left + t * l.cell + l.cell / 2, l.top - 8 - 2 * TEXT_HEIGHT, labels[t], l.cell - 2);
-        draw_label(c, font, 12 + l.label_w / 2, l.top + t * l.cell + (l.cell - 2 * TEXT_HEIGHT) / 2, labels[t],
-                   l.label_w);
+        draw_label(c, font, left + t * cell + cell / 2, top - 8 - 2 * TEXT_HEIGHT, labels[t], cell - 2);
+        draw_label(c, font, left - 10 - label_w / 2, top + t * cell + (cell - 2 * TEXT_HEIGHT) / 2, labels[t],
+                   label_w);
         for (int j = 0; j < T; j++) {
             // each cell one pixel smaller than its pitch: white lines between cells
-            int x = l.left + j * l.cell, y = l.top + t * l.cell, size = l.cell - 1;
+            int x = left + j * cell, y = top + t * cell, size = cell - 1;
             if (j > t) {
                 hatch(c, x, y, size);
                 continue;
             }
             float w = weights[(size_t)t * T + j];
             canvas_fill_rect(c, x, y, size, size, weight_color(w));
-            if (l.cell >= 32) {  // room for the number: ".42", or "1.0"
+            if (cell >= 32) {  // room for the number: ".42", or "1.0"
                 char num[8];
                 if (w >= 0.995f) snprintf(num, sizeof num, "1.0");
                 else snprintf(num, sizeof num, ".%02d", (int)lrintf(w * 100.0f));
@@ -170,14 +168,96 @@ void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T
             }
         }
     }
-    // the colour bar, 1 at the top
-    for (int y = 0; y < l.bar_h; y++)
-        canvas_fill_rect(c, l.bar_x, l.top + y, 16, 1, weight_color(1.0f - (float)y / (float)(l.bar_h - 1)));
+}
+
+// draw_colour_bar: white (0) to dark blue (1), 1 at the top, "height"
+// pixels from (x, top), its ticks labelled on its right.
+static void draw_colour_bar(Canvas *c, int x, int top, int height) {
+    for (int y = 0; y < height; y++)
+        canvas_fill_rect(c, x, top + y, 16, 1, weight_color(1.0f - (float)y / (float)(height - 1)));
     const char *ticks[3] = {"1", "0.5", "0"};
     for (int i = 0; i < 3; i++) {
-        int y = l.top + i * (l.bar_h - 1) / 2;  // each label centred on its value's height
-        canvas_text(c, l.bar_x + 16 + 8, y - TEXT_HEIGHT, ticks[i], 2, INK);
+        int y = top + i * (height - 1) / 2;  // each label centred on its value's height
+        canvas_text(c, x + 16 + 8, y - TEXT_HEIGHT, ticks[i], 2, INK);
     }
+}
+
+// draw_header: the picture's title and the two lines that say how to read it.
+static void draw_header(Canvas *c, const char *title) {
+    canvas_fill_rect(c, 0, 0, c->width, c->height, (Rgb){255, 255, 255});
+    canvas_text(c, 12, 10, title, 2, INK);
+    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8, SUBTITLE_1, 1, INK);
+    canvas_text(c, 12, 10 + 2 * TEXT_HEIGHT + 8 + TEXT_HEIGHT + 5, SUBTITLE_2, 1, INK);
+}
+
+void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
+                        const char *title) {
+    Layout l = layout_for(T, widest_label(labels, T));
+    draw_header(c, title);
+    draw_cells(c, font, l.left, l.top, l.cell, l.label_w, weights, T, labels);
+    draw_colour_bar(c, l.bar_x, l.top, l.bar_h);
+}
+
+// ---------------------------------------------------------------------------
+// Every head of a block in one picture
+
+// Where everything of the grid goes: the header (title and subtitles) on
+// top, then the heads in "rows" rows of "cols" panels, left to right, each
+// panel a head's title ("head 2"), its column labels, its row labels and
+// its cells, at the single heatmap's cell size; one colour bar on the right
+// of the first row.
+typedef struct {
+    Layout head;        // the single heatmap's layout: cell size and label width
+    int cols, rows;
+    int panel_w, panel_h;
+    int header_h;       // from the top to the first row of panels
+    int grid_left, grid_top;  // in a panel, where its cells start
+    int bar_x;
+    int width, height;
+} GridLayout;
+
+static GridLayout grid_layout_for(int T, int label_chars, int n_head) {
+    GridLayout g;
+    g.head = layout_for(T, label_chars);
+    g.cols = (int)ceil(sqrt((double)n_head));
+    g.rows = (n_head + g.cols - 1) / g.cols;
+    const int grid = T * g.head.cell;
+    g.grid_left = g.head.label_w + 10;
+    g.grid_top = 2 * TEXT_HEIGHT + 8 + 2 * TEXT_HEIGHT + 8;  // the head's title, then its column labels
+    g.panel_w = g.grid_left + grid + 24;
+    g.panel_h = g.grid_top + grid + 20;
+    g.header_h = 10 + 2 * TEXT_HEIGHT + 8 + 2 * (TEXT_HEIGHT + 5) + 14;
+    g.bar_x = 12 + g.cols * g.panel_w;
+    g.width = g.bar_x + 16 + 8 + canvas_text_width("0.5", 2) + 12;
+    int text_w = 12 + canvas_text_width(SUBTITLE_1, 1) + 12;
+    if (g.width < text_w) g.width = text_w;
+    int title_w = 12 + canvas_text_width(WIDE_TITLE, 2) + 12;
+    if (g.width < title_w) g.width = title_w;
+    g.height = g.header_h + g.rows * g.panel_h;
+    int bar_bottom = g.header_h + g.grid_top + g.head.bar_h + 16;
+    if (g.height < bar_bottom) g.height = bar_bottom;
+    return g;
+}
+
+void attention_grid_size(int T, int label_chars, int n_head, int *width, int *height) {
+    GridLayout g = grid_layout_for(T, label_chars, n_head);
+    *width = g.width;
+    *height = g.height;
+}
+
+void attention_grid_draw(Canvas *c, const Font *font, const float *weights, int T, int n_head,
+                         const char *const *labels, const char *title) {
+    GridLayout g = grid_layout_for(T, widest_label(labels, T), n_head);
+    draw_header(c, title);
+    for (int h = 0; h < n_head; h++) {
+        int x = 12 + (h % g.cols) * g.panel_w, y = g.header_h + (h / g.cols) * g.panel_h;
+        char head_title[32];
+        snprintf(head_title, sizeof head_title, "head %d", h + 1);
+        canvas_text(c, x, y, head_title, 2, INK);
+        draw_cells(c, font, x + g.grid_left, y + g.grid_top, g.head.cell, g.head.label_w, weights + (size_t)h * T * T,
+                   T, labels);
+    }
+    draw_colour_bar(c, g.bar_x, g.header_h + g.grid_top, g.head.bar_h);
 }
 
 // ---------------------------------------------------------------------------
@@ -217,22 +297,47 @@ static void head_names(const Model *m, int layer, int head, const char *out_dir,
     }
 }
 
+// The same for the picture of every head of a layer.
+static void layer_names(const Model *m, int layer, const char *out_dir, char *title, size_t title_cap, char *path,
+                        size_t path_cap) {
+    const int NH = m->config.n_head;
+    if (m->config.arch == ARCH_CARD) {
+        snprintf(title, title_cap, "all %d heads", NH);
+        snprintf(path, path_cap, "%s/attention.png", out_dir);
+    } else {
+        snprintf(title, title_cap, "layer %d of %d, all %d heads", layer + 1, m->n_layer, NH);
+        snprintf(path, path_cap, "%s/attention_layer%d.png", out_dir, layer + 1);
+    }
+}
+
+// write_png: "c" to "path", and a line on stderr saying so; a failed write
+// is an error naming the file (exit 1).
+static void write_png(const Canvas *c, const char *path) {
+    Error err;
+    if (!canvas_write_png(c, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    fprintf(stderr, "wrote %s (%d x %d)\n", path, c->width, c->height);
+}
+
+
 int cmd_attention(int argc, char **argv) {
     const char *model_path = NULL;  // checkpoint (required)
     const char *prompt = NULL;      // text whose attention to show (required)
     const char *out_dir = NULL;     // default: the checkpoint's directory
     int layer = 0;                  // 1-based; 0 = every layer
+    bool each_head = false;         // one picture per head, instead of one per layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL, NULL},
-        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}_head{H}.png for gpt, attention_head{H}.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
+        {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}.png for gpt, attention.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
+        {"--each-head", FLAG_SWITCH, &each_head, NULL, "one PNG per head instead, attention_layer{L}_head{H}.png (card: attention_head{H}.png)", 0, 0, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
     };
     Command cmd = {"attention", NULL,
                    "Print each head's attention weights for a prompt (row t: how position t spreads its attention "
-                   "over positions 0..t), layer by layer, and draw one heatmap PNG per layer and head.",
+                   "over positions 0..t), layer by layer, and draw each layer's heads as heatmaps in one PNG (or one "
+                   "PNG per head).",
                    "tinygpt attention --model runs/default/model.safetensors --prompt \"Call me Ishmael.\"", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
@@ -282,8 +387,10 @@ int cmd_attention(int argc, char **argv) {
     }
 
     model_forward(&model, ids + first, NULL, 1, T, false, 0);
+    // One canvas for every picture: a head's, or a layer's grid of heads.
     int width, height;
-    attention_map_size(T, widest_label(labels, T), &width, &height);
+    if (each_head) attention_map_size(T, widest_label(labels, T), &width, &height);
+    else attention_grid_size(T, widest_label(labels, T), NH, &width, &height);
     Canvas canvas;
     canvas_init(&canvas, width, height);
     // The labels' font: $TINYGPT_FONT, or DejaVu Sans Mono. Without it the
@@ -295,17 +402,25 @@ int cmd_attention(int argc, char **argv) {
         fprintf(stderr, "note: no label font (%s); labels outside ASCII are drawn as '?' (install fonts-dejavu-core)\n",
                 err.msg);
     const int first_layer = layer > 0 ? layer - 1 : 0, end_layer = layer > 0 ? layer : model.n_layer;
-    for (int l = first_layer; l < end_layer; l++)
+    for (int l = first_layer; l < end_layer; l++) {
+        const float *layer_weights = model.acts.blocks[l].attn_weights;  // [B=1,NH,T,T]
+        char title[64], path[4200];
         for (int h = 0; h < NH; h++) {
-            // [B=1,NH,T,T]: head h's [T,T]
-            const float *weights = model.acts.blocks[l].attn_weights + (size_t)h * T * T;
-            char title[64], path[4200];
+            const float *weights = layer_weights + (size_t)h * T * T;  // head h's [T,T]
             head_names(&model, l, h, out_dir, title, sizeof title, path, sizeof path);
             print_head(weights, T, labels, title);
-            attention_map_draw(&canvas, font, weights, T, labels, title);
-            if (!canvas_write_png(&canvas, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-            fprintf(stderr, "wrote %s (%d x %d)\n", path, width, height);
+            stdout_flush_or_die("the attention weights");
+            if (each_head) {
+                attention_map_draw(&canvas, font, weights, T, labels, title);
+                write_png(&canvas, path);
+            }
         }
+        if (!each_head) {
+            layer_names(&model, l, out_dir, title, sizeof title, path, sizeof path);
+            attention_grid_draw(&canvas, font, layer_weights, T, NH, labels, title);
+            write_png(&canvas, path);
+        }
+    }
 
     font_free(font);
     canvas_free(&canvas);

@@ -9,9 +9,13 @@
 // the entries above the diagonal are the masked future, 0).
 //
 // Layers and heads are numbered from 1 here, as a reader counts them (the
-// tensor names count blocks from 0: layer 1 is "blocks.0"). A gpt's heatmaps
-// are attention_layer{l}_head{h}.png; card, with its single block, keeps the
-// names it always had, attention_head{h}.png.
+// tensor names count blocks from 0: layer 1 is "blocks.0"). Each layer is
+// one picture of all its heads side by side, in a grid of about as many
+// rows as columns (attention_grid_draw): attention_layer{l}.png for a gpt,
+// attention.png for card, with its single block. With --each-head, each
+// head is a picture of its own instead (attention_map_draw):
+// attention_layer{l}_head{h}.png, and for card the names it always had,
+// attention_head{h}.png.
 //
 // The heatmap of head h: one square cell per weight, white for 0 to dark
 // blue for 1, hatched grey above the diagonal (the masked future), each row
@@ -55,6 +59,19 @@ int attention_label(const char *piece, size_t len, char *out, size_t cap);
 // the bitmap font). The canvas is attention_map_size(T, the longest label).
 void attention_map_draw(Canvas *c, const Font *font, const float *weights, int T, const char *const *labels,
                         const char *title);
+
+// attention_grid_size: the size of the picture of "n_head" heads of a
+// T-token prompt (labels as for attention_map_size): ceil(sqrt(n_head))
+// columns of heatmaps, each at the single heatmap's cell size, as many rows
+// as they need, one colour bar.
+void attention_grid_size(int T, int label_chars, int n_head, int *width, int *height);
+
+// attention_grid_draw: every head of a layer, weights[n_head,T,T] (its
+// attn_weights with B = 1), onto "c" (of attention_grid_size) under
+// "title" ("layer 2 of 4, all 4 heads"), each heatmap titled "head h" and
+// drawn as attention_map_draw draws one, without its own colour bar.
+void attention_grid_draw(Canvas *c, const Font *font, const float *weights, int T, int n_head,
+                         const char *const *labels, const char *title);
 
 // cmd_attention: the `tinygpt attention` command.
 int cmd_attention(int argc, char **argv);

@@ -80,8 +80,16 @@ static void prefer_short_spinning(char **argv) {
     unsetenv("GOMP_SPINCOUNT");
 }
 
+// check_stdout: at exit, whatever the command: everything it printed must
+// have reached standard output. stdio keeps a buffer, so a full disk
+// (`tinygpt walkthrough > /dev/full`) shows only when it is flushed, at exit
+// if not before: flush it here and fail then, rather than exit 0 having
+// lost the output (coreutils' close_stdout does the same).
+static void check_stdout(void) { stdout_flush_or_die(NULL); }
+
 int main(int argc, char **argv) {
     prefer_short_spinning(argv);
+    atexit(check_stdout);
     if (argc < 2) {
         print_help(stderr);
         return EXIT_USAGE;

@@ -4,8 +4,9 @@
 //
 // Reading order: file 35 (glue code), after plot.h (file 24), which reads a
 // log into a LossHistory and draws it; this file only turns the command
-// line into calls to it: which logs, x the step or the training time, the
-// labels, the title, and where the PNG goes.
+// line into calls to it: which logs, x the step or the training time, y in
+// nats per token or bits per byte, the labels, the title, and where the PNG
+// goes.
 #ifndef TINYGPT_PLOT_LOGS_H
 #define TINYGPT_PLOT_LOGS_H
 

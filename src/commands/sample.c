@@ -2,6 +2,7 @@
 #include "sample.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -128,23 +129,27 @@ const float *generator_logits(Generator *g) {
     return logits;
 }
 
+
 // Write token "id" to stdout at once, so text appears as it is generated
 // (whole characters only: a bpe token can end inside one, see Utf8Stream).
-static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id) {
+// "*ends_line" tells whether the text printed so far ends with a newline.
+static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id, bool *ends_line) {
     size_t len;
     const char *piece = tokenizer_piece(tok, id, &len);
     utf8_stream_write(stream, piece, len, stdout);
-    fflush(stdout);
+    if (len > 0) *ends_line = piece[len - 1] == '\n';  // a newline is never held back
+    stdout_flush_or_die("the sample");
 }
 
 // read_prompt_file: the whole of "path" ("-" = stdin, a pipe included) as
 // the prompt, through the same checked reader as every other file. The text
 // is used as it is, its last newline included: a file that ends in one is a
 // prompt that ends in one.
-static char *read_prompt_file(const char *path, size_t *len) {
+static char *read_prompt_file(const char *path, size_t max_bytes, size_t *len) {
     char *text = NULL;
     Error err;
-    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "stdin", &text, len, &err) : read_file(path, &text, len, &err);
+    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "standard input", max_bytes, &text, len, &err)
+                                     : read_file(path, &text, len, &err);
     if (!ok) die(EXIT_RUNTIME, "--prompt-file: %s", err.msg);
     return text;
 }
@@ -161,6 +166,7 @@ int cmd_sample(int argc, char **argv) {
     long seed = 1337;                // sampling seed
     int threads = 0;                 // 0 = OpenMP's default
     bool no_cache = false;           // recompute the whole window for every token
+    long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
@@ -173,6 +179,7 @@ int cmd_sample(int argc, char **argv) {
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL, NULL},
+        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with --prompt-file -: the most text read from standard input", 1, 1e15, false, NULL, NULL},
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",
@@ -192,7 +199,7 @@ int cmd_sample(int argc, char **argv) {
     const char *prompt = prompt_arg ? prompt_arg : "", *prompt_source = "--prompt";
     size_t prompt_len = strlen(prompt);
     if (prompt_file) {
-        prompt = file_text = read_prompt_file(prompt_file, &prompt_len);
+        prompt = file_text = read_prompt_file(prompt_file, (size_t)max_bytes, &prompt_len);
         prompt_source = strcmp(prompt_file, "-") == 0 ? "stdin" : prompt_file;
     }
 
@@ -225,10 +232,11 @@ int cmd_sample(int argc, char **argv) {
     rng_init(&rng, (uint64_t)seed);
     float *scratch = xmalloc(2 * (size_t)tok.vocab_size * sizeof(float));
     double start = now_seconds();
+    bool printed = false, ends_line = false;  // stdout has text, which ends with a newline
     for (int sample = 0; sample < num_samples; sample++) {
         // stdout carries only the text: samples are told apart by a line
         // "---" between them.
-        if (sample > 0) fputs("\n---\n", stdout);
+        if (sample > 0) fputs("\n---\n", stdout), printed = ends_line = true;
         generator_reset(&gen);
         if (n_prompt == 0) {
             // Nothing to continue: start from a newline (or token 0), not printed.
@@ -237,21 +245,26 @@ int cmd_sample(int argc, char **argv) {
         }
         for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
         fwrite(prompt, 1, prompt_len, stdout);
-        fflush(stdout);
+        if (prompt_len > 0) printed = true, ends_line = prompt[prompt_len - 1] == '\n';
+        stdout_flush_or_die("the sample");
         Utf8Stream stream = {0};
         for (int i = 0; i < tokens; i++) {
             const float *logits = generator_logits(&gen);
             int next = sample_token(logits, model.config.vocab_size, &sampler, &rng, scratch);
             generator_push(&gen, next);
-            emit_token(&tok, &stream, next);
+            emit_token(&tok, &stream, next, &ends_line);
+            printed = true;
         }
+        if (stream.n_held > 0) ends_line = false;  // printed as U+FFFD
         utf8_stream_finish(&stream, stdout);
     }
+    // The text ends with a newline, as text does (a shell prompt then starts
+    // on a line of its own): added unless the text already ends in one, and
+    // never to an empty output.
+    if (printed && !ends_line) fputc('\n', stdout);
+    stdout_flush_or_die("the sample");
     double elapsed = now_seconds() - start;
     long total = (long)tokens * num_samples;
-    // The newline that ends the text on a terminal goes to stderr with the
-    // status, so stdout is exactly the text.
-    fprintf(stderr, "\n");
     fprintf(stderr, "sampled %ld tokens in %.2f s (%.0f tokens/s)\n", total, elapsed,
             elapsed > 0 ? total / elapsed : 0.0);
 

@@ -58,6 +58,9 @@ typedef struct {
     long seed;
     int threads;
     long save_every, log_interval;
+    int keep;                // checkpoints kept in --out
+    int patience;            // evaluations without a better validation loss before train warns
+    bool restart_log;        // --resume with a log.csv missing or cut short: start it afresh
     long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
 } TrainSettings;
 

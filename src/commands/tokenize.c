@@ -93,11 +93,13 @@ int cmd_tokenize(int argc, char **argv) {
     const char *learn_path = NULL;  // or: learn a bpe tokenizer from this file
     int vocab_size = 512;           // with --learn: tokens to learn
     bool json = false;              // with --learn: one JSON line of numbers
+    long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint whose tokenizer to use", 0, 0, false, NULL, NULL},
         {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL, NULL},
         {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
+        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "the most text read from standard input; more is an error", 1, 1e15, false, NULL, NULL},
     };
     Command cmd = {"tokenize", "[TEXT]",
                    "Show the tokens a model reads in TEXT (or standard input, if TEXT is left out or is -): each piece "
@@ -127,7 +129,7 @@ int cmd_tokenize(int argc, char **argv) {
     } else {
         char *text;
         size_t len;
-        if (!read_stream(stdin, "standard input", &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+        if (!read_stream(stdin, "standard input", (size_t)max_bytes, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
         show_tokens(&tok, text, len, "standard input");
         free(text);
     }

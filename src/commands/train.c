@@ -11,9 +11,11 @@
 // left it; and the run directory belongs to one run at a time (run_dir.h).
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,11 +26,12 @@
 // A signal handler may only touch a volatile sig_atomic_t and call
 // async-signal-safe functions (write, _exit), so the first SIGINT or SIGTERM
 // only records itself and says what will happen; the loop checks after each
-// step and saves. A second one exits at once: checkpoint_save writes a .tmp
-// file and renames it only when complete, so the checkpoint on disk is the
-// last whole one whatever that exit interrupts.
+// step and saves. A second one exits at once: a checkpoint becomes one only
+// when it is whole (run_dir.h), so the last whole one is on disk whatever
+// that exit interrupts. SIGPIPE (`train ... | head`, once head has quit)
+// stops the run the same way, rather than kill it without a save.
 
-static volatile sig_atomic_t stop_signal;  // 0, or the first SIGINT/SIGTERM received
+static volatile sig_atomic_t stop_signal;  // 0, or the first SIGINT/SIGTERM/SIGPIPE received
 
 static void on_stop_signal(int sig) {
     if (stop_signal) _exit(128 + sig);
@@ -47,49 +50,91 @@ static void catch_stop_signals(void) {
     sigemptyset(&sa.sa_mask);  // each blocks the other while its handler runs, so the message is written whole
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGPIPE);
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 // ---- Saving -------------------------------------------------------------------
 
-// save_checkpoint: the weights after "done" steps, with the run's settings
-// and state (the text's length and fingerprint, the batch stream), to
-// <out>/model.safetensors, and run.json beside it. The log is flushed
-// first, so it always has a row for every step the checkpoint has seen; if
-// that fails, the checkpoint is still saved, and run->log.failed stops the
-// run.
+// last_checkpoint: where the run can continue from, for a message: "the
+// last whole checkpoint (after 500 steps) is 'DIR/checkpoint-500'", or that
+// there is none yet.
+static bool last_checkpoint(const TrainRun *run, char *out, size_t cap) {
+    char path[4200];
+    long step;
+    if (run_dir_latest_checkpoint(run->s.out_dir, path, sizeof path, &step)) {
+        snprintf(out, cap, "the last whole checkpoint (saved after %ld steps) is '%s'", step, path);
+        return true;
+    }
+    snprintf(out, cap, "no checkpoint was saved before it (see --save-every)");
+    return false;
+}
+
+// log_failed: log.csv could not be written (run->fault says why) after
+// "done" steps: say so, and that nothing was saved since the last
+// checkpoint, whose steps the log holds every row of. Saving the steps since
+// would leave a checkpoint whose log lacks rows, which --resume could only
+// continue with a log that no longer tells the run's whole story.
+static void log_failed(const TrainRun *run, long done) {
+    char kept[4400];
+    if (last_checkpoint(run, kept, sizeof kept))
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then continue with: tinygpt train --resume %s\n",
+                run->fault.msg, done, kept, run->s.out_dir);
+    else
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then start again with --force\n",
+                run->fault.msg, done, kept);
+}
+
+// save_checkpoint: the run after "done" steps, as one checkpoint
+// (run_dir.h): DIR/checkpoint-<done> with the model, its settings and
+// state (the text's length and fingerprint, the batch stream) and AdamW's
+// moments, made whole before it replaces the last one; run.json beside it.
+// The log is flushed first, so it always has a row for every step a
+// checkpoint has seen: if that fails, nothing is saved (see log_failed).
+// A save that fails stops the run, naming the checkpoint it can continue
+// from.
 static void save_checkpoint(TrainRun *run, long done) {
+    const TrainSettings *s = &run->s;
     Metadata md = {0};
     Error err;
-    // run.json first: it belongs to no step. Then AdamW's moments, in their
-    // own file; then the model, which names the step. A crash between the
-    // two leaves files of different steps, which --resume refuses
-    // (load_optimizer_state) rather than mix.
-    if (!run->run_info_saved) {
-        TrainSettings where = run->s;
+    if (!run->run_info_saved) {  // run.json first: it belongs to no step
+        TrainSettings where = *s;
         where.data_path = run->data_absolute;  // from any directory
         settings_to_metadata(&where, KEPT_IN_RUN_JSON, &md);
-        if (!run_info_save(run->s.out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
+        if (!run_info_save(s->out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
         metadata_free(&md);
         run->run_info_saved = true;
     }
-    if (run->optimizer.cfg.kind == OPT_ADAMW &&
-        !optimizer_state_save(&run->optimizer, &run->model, done, run->optimizer_path, &err))
-        die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
-    if (!run->log.failed) csv_log_flush(&run->log, &run->fault);
+    if (!csv_log_flush(&run->log, &run->fault)) {
+        log_failed(run, done);
+        exit(EXIT_RUNTIME);
+    }
 
-    settings_to_metadata(&run->s, KEPT_IN_RUN, &md);
+    settings_to_metadata(s, KEPT_IN_RUN, &md);
     metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
     metadata_set(&md, "data_hash", "%llu", (unsigned long long)run->data_hash);
     metadata_set(&md, "batch_rng", "%llu", (unsigned long long)run->batch_rng.state);
-    bool saved = checkpoint_save_run(&run->model, &run->tok, done, &md, run->checkpoint_path, &err);
+    if (run->best_step >= 0) {
+        metadata_set(&md, "best_val_loss", "%.9g", (double)run->best_val);
+        metadata_set(&md, "best_step", "%ld", run->best_step);
+    }
+    char dir[4200], model[4300], optimizer[4300];
+    bool ok = run_dir_begin_checkpoint(s->out_dir, done, dir, sizeof dir, &err) == 0;
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    snprintf(optimizer, sizeof optimizer, "%s/optimizer.safetensors", dir);
+    ok = ok && (run->optimizer.cfg.kind != OPT_ADAMW ||
+                optimizer_state_save(&run->optimizer, &run->model, done, optimizer, &err));
+    ok = ok && checkpoint_save_run(&run->model, &run->tok, done, &md, model, &err);
+    ok = ok && run_dir_commit_checkpoint(s->out_dir, done, s->keep, &err) == 0;
     metadata_free(&md);
-    if (!saved && run->last_saved_step >= 0)
-        die(EXIT_RUNTIME, "%s; training stopped after %ld steps, and the last good checkpoint (after %ld steps) is still '%s'",
-            err.msg, done, run->last_saved_step, run->checkpoint_path);
-    if (!saved) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
+    if (!ok) {
+        char kept[4400];
+        last_checkpoint(run, kept, sizeof kept);
+        die(EXIT_RUNTIME, "%s; training stopped after %ld steps, and %s", err.msg, done, kept);
+    }
     run->last_saved_step = done;
 }
 
@@ -101,10 +146,7 @@ static void save_checkpoint(TrainRun *run, long done) {
 // stays as it was.
 static bool numerical_fault(TrainRun *run, long step, const char *what) {
     char kept[4400];
-    if (run->last_saved_step >= 0)
-        snprintf(kept, sizeof kept, "the last good checkpoint (saved after %ld steps) is kept: '%s'", run->last_saved_step,
-                 run->checkpoint_path);
-    else snprintf(kept, sizeof kept, "no checkpoint was saved before it (see --save-every)");
+    last_checkpoint(run, kept, sizeof kept);
     return error_set(&run->fault, "training diverged at step %ld: %s; nothing was saved, and %s; try a lower --lr (it is %g)",
                      step, what, kept, run->s.lr);
 }
@@ -191,6 +233,33 @@ static void print_run(const TrainRun *run) {
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
 }
 
+// note_evaluation: validation loss "val" measured at "step" (the weights
+// after that many steps). A new best is kept as DIR/best.safetensors (the
+// model alone, for sample and eval), whole or not at all. False (with
+// run->fault) if it could not be written.
+static bool note_evaluation(TrainRun *run, long step, float val) {
+    const TrainSettings *s = &run->s;
+    if (val < run->best_val) {
+        run->best_val = val;
+        run->best_step = step;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/best.safetensors", s->out_dir);
+        return checkpoint_save(&run->model, &run->tok, step, path, &run->fault);
+    }
+    return true;
+}
+
+// warn_of_overfitting: once a run, after --patience evaluations at "step"
+// without a better validation loss than the best's.
+static void warn_of_overfitting(TrainRun *run, long step) {
+    const TrainSettings *s = &run->s;
+    long evaluations = (step - run->best_step) / s->eval_interval;
+    if (s->patience == 0 || evaluations < s->patience || run->warned_overfit) return;
+    fprintf(stderr, "tinygpt: validation loss has not improved for %ld evaluations (best %.4f at step %ld, kept in %s/best.safetensors): the model may be learning its training text by heart (more text, more --dropout or a smaller model help), or --lr is too high\n",
+            evaluations, (double)run->best_val, run->best_step, s->out_dir);
+    run->warned_overfit = true;
+}
+
 // train_step: one step: forward, backward, clip, update; false (with
 // run->fault) when a value became NaN or infinite. "*loss" and
 // "*grad_norm" get what the log records.
@@ -208,7 +277,7 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
 }
 
 // train_loop: steps from run->start_step until --steps, or until a signal,
-// --stop-after or a failed write to the log (run->log.failed) stops it;
+// --stop-after or a failed write (run->write_failed, run->log.failed) stops it;
 // returns the number of steps done, or -1 (with run->fault) when a value
 // became NaN or infinite. A plain progress line at every evaluation, every
 // --log-interval steps and at the last step; loss.png redrawn with each, and
@@ -228,6 +297,11 @@ static long train_loop(TrainRun *run) {
     for (long step = run->start_step; step < s->steps; step++) {
         bool evaluate = has_val && (step % s->eval_interval == 0 || step == s->steps - 1);
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
+        if (evaluate && !note_evaluation(run, step, val_loss)) {
+            run->write_failed = true;
+            result = step;
+            break;
+        }
 
         if (s->order == ORDER_SEQUENTIAL) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
         else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
@@ -248,11 +322,12 @@ static long train_loop(TrainRun *run) {
         plotted = false;
         // The step's row; val_loss and val_bpb empty when not evaluated. The
         // step is done, its row is not on disk: stop with a checkpoint.
-        char val[32] = "", bpb[32] = "";
+        char val[32] = "", bpb[32] = "", best[32] = "";
         if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
-        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s\n", step, (double)loss, val, lr,
-                         1e3 * seconds, (double)B * T / seconds, grad_norm, bpb)) {
+        if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
+        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s\n", step, (double)loss, val, lr,
+                         1e3 * seconds, (double)B * T / seconds, grad_norm, bpb, best)) {
             result = done;
             break;
         }
@@ -262,12 +337,19 @@ static long train_loop(TrainRun *run) {
         interval_steps++;
         if (evaluate || step % s->log_interval == 0 || step == s->steps - 1) {
             watch_clear_line(&watch);
+            if (evaluate) warn_of_overfitting(run, step);
             printf("step %6ld/%ld | train loss %.4f", step, s->steps, interval_loss / interval_steps);
             if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
+            if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
             printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
                    (double)B * T * interval_steps / interval_seconds);
-            fflush(stdout);
-            if (!csv_log_flush(&run->log, &run->fault)) {
+            // A closed pipe is SIGPIPE's (a stop, below); any other failure
+            // to write the progress lines is one of the run's writes.
+            if ((fflush(stdout) != 0 || ferror(stdout)) && !stop_signal) {
+                error_set(&run->fault, "cannot write to standard output: %s", strerror(errno));
+                run->write_failed = true;
+            }
+            if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) {
                 result = done;
                 break;
             }
@@ -283,7 +365,7 @@ static long train_loop(TrainRun *run) {
         }
         if (s->save_every > 0 && done % s->save_every == 0 && done < s->steps) {
             save_checkpoint(run, done);
-            if (run->log.failed) {
+            if (run->write_failed) {
                 result = done;
                 break;
             }
@@ -292,15 +374,21 @@ static long train_loop(TrainRun *run) {
     // The picture of the whole run, also of --steps 0 (axes, no curve yet)
     // and of a run stopped between two progress lines. Not after the log
     // failed: the disk is likely full, and the checkpoint matters more.
-    if (!plotted && !run->log.failed) watch_plot(&watch);
+    if (!plotted && !run->write_failed && !run->log.failed) watch_plot(&watch);
+    run->plot_failed = watch.plot_failed;
     watch_free(&watch);
     return result;
 }
+
+// The exit status says how the run ended: 0 when every step ran and was
+// saved (a signal during the final save changes nothing), 128 + the signal
+// when one cut it short and it saved, 1 when a write failed (it saved if
+// it could) or the numbers broke.
 int cmd_train(int argc, char **argv) {
     TrainRun run;
+    catch_stop_signals();  // before the setup, whose first writes a signal may meet
     train_setup(&run, argc, argv);
     const TrainSettings *s = &run.s;
-    catch_stop_signals();
     long done = train_loop(&run);
     if (done < 0) {
         fprintf(stderr, "tinygpt: %s\n", run.fault.msg);
@@ -308,17 +396,36 @@ int cmd_train(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
 
-    if (run.last_saved_step != done) save_checkpoint(&run, done);
     if (run.log.failed) {
-        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved '%s' (the log may lack its last rows); make room, then continue with: tinygpt train --resume %s\n",
-                run.fault.msg, done, run.checkpoint_path, s->out_dir);
+        log_failed(&run, done);
+        train_free(&run);
+        return EXIT_RUNTIME;
+    }
+    if (run.last_saved_step != done) save_checkpoint(&run, done);
+    // Stopped by a closed pipe: the reader is gone, and so is what stdout
+    // still holds (main's check at exit would call it a failed write).
+    if (stop_signal == SIGPIPE) {
+        FILE *quiet = freopen("/dev/null", "w", stdout);
+        (void)quiet;  // if even that fails, main's check says so
+    }
+    char saved[4400];
+    snprintf(saved, sizeof saved, "%s/checkpoint-%ld (the model: %s)", s->out_dir, done, run.checkpoint_path);
+    if (run.write_failed) {
+        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved %s; make room, then continue with: tinygpt train --resume %s\n",
+                run.fault.msg, done, saved, s->out_dir);
         train_free(&run);
         return EXIT_RUNTIME;
     }
     if (done < s->steps)
         fprintf(stderr, "stopped after %ld of %ld steps; saved %s; continue with: tinygpt train --resume %s\n", done,
-                s->steps, run.checkpoint_path, s->out_dir);
-    else fprintf(stderr, "saved %s\n", run.checkpoint_path);
+                s->steps, saved, s->out_dir);
+    else fprintf(stderr, "saved %s\n", saved);
     train_free(&run);
-    return stop_signal ? 128 + stop_signal : 0;
+    // The picture is the one output it trained on without: a failure to
+    // write it is still one (the warning above says why).
+    if (run.plot_failed) {
+        fprintf(stderr, "tinygpt: the run is saved, but %s/loss.png could not be written\n", s->out_dir);
+        return EXIT_RUNTIME;
+    }
+    return stop_signal && done < s->steps ? 128 + stop_signal : 0;
 }

@@ -5,6 +5,7 @@
 // setup_run builds the run from them.
 #include "train_setup.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ static OptimizerConfig optimizer_config(const TrainSettings *s) {
 static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cfg) {
     Error err;
     if (!model_check_config(cfg, &err)) usage_error(cmd, "%s", err.msg);
-    if (!model_check_memory(cfg, run->s.batch, true, &err)) usage_error(cmd, "%s", err.msg);
+    if (!model_check_memory(cfg, run->s.batch, true, &err))
+        usage_error(cmd, "%s; use a smaller --batch, --context, --embd or --layers", err.msg);
     model_init(&run->model, cfg, run->s.batch, true);
     if (run->s.init_path) {
         memcpy(run->model.params_memory, run->start.params_memory, run->start.param_table.total * sizeof(float));
@@ -78,14 +80,23 @@ static void continue_from_state(TrainRun *run) {
             run->s.data_path, run->data.n_tokens, (unsigned long long)tokens);
     run->batch_rng.state = batch_rng;
     run->last_saved_step = run->start_step;
+    // The best validation so far (a checkpoint from before best.safetensors
+    // has none: the run starts looking again).
+    const MetadataItem *best = metadata_get(md, "best_val_loss");
+    uint64_t best_step;
+    double best_val;
+    if (best && parse_double(best->value, best->len, &best_val) && metadata_u64(md, "best_step", &best_step)) {
+        run->best_val = (float)best_val;
+        run->best_step = (long)best_step;
+    }
     Error err;
     long saved_step;
     if (run->optimizer.cfg.kind == OPT_ADAMW) {
-        if (!optimizer_state_load(&run->optimizer, &run->model, run->optimizer_path, &saved_step, &err))
+        if (!optimizer_state_load(&run->optimizer, &run->model, run->start_optimizer, &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         if (saved_step != run->start_step)
             die(EXIT_RUNTIME, "'%s' holds AdamW's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
-                run->optimizer_path, saved_step, run->checkpoint_path, run->start_step);
+                run->start_optimizer, saved_step, run->start_path, run->start_step);
     }
 }
 
@@ -110,6 +121,8 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     run->data_hash = dataset_hash(&run->data);
     rng_init(&run->batch_rng, (uint64_t)s->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
     run->last_saved_step = -1;
+    run->best_val = INFINITY;
+    run->best_step = -1;
     absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
 
     // Everything has loaded: the first write into DIR (a resumed run has
@@ -120,11 +133,10 @@ static void setup_run(TrainRun *run, const Command *cmd) {
         if (status) die(status, "%s", err.msg);
     }
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", s->out_dir);
-    snprintf(run->optimizer_path, sizeof run->optimizer_path, "%s/optimizer.safetensors", s->out_dir);
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
-    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, &err)
+    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &err)
                                 : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
     if (!opened) die(EXIT_RUNTIME, "%s", err.msg);
 }
@@ -173,8 +185,14 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     Error err;  // --out is DIR itself (settings.c, derive_out_dir)
     int status = run_dir_claim(&run->dir, s->out_dir, false, false, &err);
     if (status) die(status, "%s", err.msg);
-    char *checkpoint = run->start_path;
-    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", s->resume_dir);
+    // The newest checkpoint; a run saved before checkpoints were directories
+    // has its model and AdamW's state in DIR itself.
+    char *checkpoint = run->start_path, newest[4096];
+    long newest_step;
+    if (!run_dir_latest_checkpoint(s->resume_dir, newest, sizeof newest, &newest_step))
+        snprintf(newest, sizeof newest, "%s", s->resume_dir);
+    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", newest);
+    snprintf(run->start_optimizer, sizeof run->start_optimizer, "%s/optimizer.safetensors", newest);
     if (!checkpoint_read_header(checkpoint, &run->resumed, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     run->start_step = run->resumed.step;
     if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);
@@ -207,6 +225,7 @@ void train_setup(TrainRun *run, int argc, char **argv) {
 
     if (s->force && s->resume_dir)
         usage_error(cmd, "--force starts a new run over the one in --out, and --resume continues one; drop one of them");
+    if (s->restart_log && !s->resume_dir) usage_error(cmd, "--restart-log goes with --resume; drop it");
     if (s->resume_dir) {
         resume_settings(run, cmd, &given, &from_file);
     } else {

@@ -38,17 +38,22 @@ typedef struct {
     int *inputs, *targets;  // [B,T] the current batch
     RunDir dir;             // --out, locked
     CsvLog log;             // <out>/log.csv
-    char checkpoint_path[4200];    // <out>/model.safetensors
-    char optimizer_path[4200];     // <out>/optimizer.safetensors: AdamW's moments
+    char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
     bool run_info_saved;    // run.json is written by this process's first save; it does not change after
-    char start_path[4200];         // --resume: DIR/model.safetensors, its --init
+    char start_path[4300];         // --resume: the model of DIR's newest checkpoint, its --init
+    char start_optimizer[4300];    // --resume: AdamW's moments beside it
     CheckpointHeader resumed;      // --resume: the checkpoint's header, its metadata the run's state
     Metadata run_info;      // --resume: run.json's keys (the settings' data_path may point into it)
     long start_step;        // 0, or the step a resumed run continues from
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    float best_val;         // the lowest validation loss so far (INFINITY before the first); kept in checkpoints
+    long best_step;         // the step it was measured at (-1 before): DIR/best.safetensors holds those weights
+    bool warned_overfit;    // the warning that validation stopped improving was given (once a run)
+    bool plot_failed;       // loss.png could not be written: the run goes on, and exits 1
+    bool write_failed;      // standard output could not be written: stop, save, exit 1 (a failed log.csv: CsvLog.failed)
     Error fault;            // why training stopped early
 } TrainRun;
 
@@ -56,7 +61,10 @@ typedef struct {
 // step used; grad_norm the gradients' norm before clipping.
 // val_bpb is val_loss in bits per byte of text (bits_per_byte, data.h),
 // which compares across tokenizers.
-#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb\n"
+// best_step, on the rows of an evaluation, is the step of the best
+// validation loss so far: when it stays behind, validation has stopped
+// improving (see --patience).
+#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n"
 
 // train_setup: the run of "argv" (argv[0] is "train"), ready for its first
 // step; a usage error exits 2, anything else that stops it exits 1, each

@@ -28,7 +28,10 @@ static bool rewrite_with_header(const char *path, const char *header, const char
     return written;
 }
 
-bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, Error *err) {
+bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, bool restart, Error *err) {
+    if (access(path, F_OK) != 0 && !restart)
+        return error_set(err, "'%s' is missing, but the run is at step %ld: it held the rows of the steps before; put it back, or start a new log at step %ld with --restart-log",
+                         path, step, step);
     if (access(path, F_OK) != 0) return csv_log_create(log, path, header, err);
     memset(log, 0, sizeof *log);
     snprintf(log->path, sizeof log->path, "%s", path);
@@ -37,14 +40,28 @@ bool csv_log_continue(CsvLog *log, const char *path, const char *header, long st
     if (!read_file(path, &text, &len, err)) return false;
     // Keep the header line, then every row whose step is below "step".
     size_t keep = 0;
-    long lines = 0;  // kept, the header among them
+    long lines = 0, last = -1;  // rows kept, the header among them; the last one's step
     for (size_t line = 0; line < len; lines++) {
         const char *end = memchr(text + line, '\n', len - line);
         if (!end) break;  // a row cut short by a crash: drop it
-        if (line > 0 && strtol(text + line, NULL, 10) >= step) break;
+        long row_step = line > 0 ? strtol(text + line, NULL, 10) : -1;
+        if (row_step >= step) break;
+        if (line > 0) last = row_step;
         line = keep = (size_t)(end - text) + 1;
     }
     log->rows = lines > 0 ? lines - 1 : 0;
+    // Its last row must be the step just before the checkpoint's (the first
+    // rows may be gone: a log restarted at a later step is whole from there).
+    bool whole = step == 0 || last == step - 1;
+    if (!whole && !restart) {
+        free(text);
+        return error_set(err, "'%s' has no row of step %ld, the last before the checkpoint's: it was cut short; put the whole log back, or start a new log at step %ld with --restart-log",
+                         path, step - 1, step);
+    }
+    if (!whole) {
+        free(text);
+        return csv_log_create(log, path, header, err);
+    }
     const char *header_end = memchr(text, '\n', len);
     size_t header_len = header_end ? (size_t)(header_end - text) + 1 : 0;
     bool ok;
@@ -68,14 +85,14 @@ static bool failed(CsvLog *log, Error *err) {
 bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    int written = vfprintf(log->f, fmt, args);
+    int written = io_fault() ? -1 : vfprintf(log->f, fmt, args);
     va_end(args);
     if (written < 0 || ferror(log->f)) return failed(log, err);
     return true;
 }
 
 bool csv_log_flush(CsvLog *log, Error *err) {
-    if (fflush(log->f) != 0 || ferror(log->f)) return failed(log, err);
+    if (io_fault() || fflush(log->f) != 0 || ferror(log->f)) return failed(log, err);
     return true;
 }
 

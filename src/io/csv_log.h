@@ -30,9 +30,11 @@ typedef struct {
 // steps (written after the checkpoint, before a crash) are cut off, since
 // the resumed run writes those steps again; a row cut short by a crash too.
 // A log whose header is not "header" (written before a column was added)
-// gets it, so appended rows match it; a missing log starts afresh.
+// gets it, so appended rows match it. A log that is missing, or whose last
+// row is not of step "step" - 1, is an error naming it, never silently a
+// new log: with "restart" it starts afresh instead.
 bool csv_log_create(CsvLog *log, const char *path, const char *header, Error *err);
-bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, Error *err);
+bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, bool restart, Error *err);
 
 // csv_log_row: one row, printf-style ("fmt" ends in a newline). False
 // (log->failed, and "err" naming the file) if the write failed.

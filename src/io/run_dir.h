@@ -34,7 +34,7 @@
 #include "common.h"
 #include "safetensors.h"
 
-// The files a run writes into its directory.
+// The files a run writes into its directory (and its checkpoints, below).
 extern const char *const RUN_FILES[];
 
 typedef struct {
@@ -56,6 +56,34 @@ int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err);
 // A run that appeared since run_dir_check (another train that ended in
 // between) is refused as it would have been there.
 int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err);
+
+// ---- Checkpoints ----------------------------------------------------------------
+//
+// A checkpoint is a directory, DIR/checkpoint-<step>, that holds everything
+// a run needs to continue from that step: model.safetensors (the weights,
+// the run's settings and state) and, for AdamW, optimizer.safetensors. It
+// is written as DIR/checkpoint-<step>.tmp, each file flushed to the disk,
+// and becomes the checkpoint with one rename, then DIR itself is flushed:
+// at every instant DIR holds whole checkpoints only, and a half-written one
+// is never mistaken for one. The newest --keep of them are kept; an older
+// one is removed only once a newer one is whole. DIR/model.safetensors is
+// the newest checkpoint's model, for sample, eval and --init (a second name
+// for the same file, or a copy where the file system has no hard links).
+
+// run_dir_begin_checkpoint: an empty DIR/checkpoint-<step>.tmp (made
+// afresh: a killed save's is removed) into "tmp_dir" [cap].
+int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err);
+
+// run_dir_commit_checkpoint: the checkpoint begun for "step", its files
+// written: DIR/model.safetensors made its model, then the directory
+// flushed, renamed to DIR/checkpoint-<step>, DIR flushed; then all but the
+// newest "keep" checkpoints removed (with a run's file from before
+// checkpoints were directories: optimizer.safetensors).
+int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err);
+
+// run_dir_latest_checkpoint: the newest checkpoint of DIR into "out" [cap]
+// (its directory) and its step into "*step"; false if there is none.
+bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step);
 
 // ---- run.json -------------------------------------------------------------------
 //

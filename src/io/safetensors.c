@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 // The data section is a float buffer's bytes as they sit in memory (fwrite
 // out, fread back in). safetensors stores little-endian IEEE-754 floats, so
@@ -25,6 +26,10 @@ _Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
 #define MAX_HEADER_BYTES (100u * 1000u * 1000u)
 // The bytes before the header: N as a little-endian u64.
 #define LENGTH_BYTES 8
+// How a header with a checksum begins; its 16 hex digits follow at once.
+#define CHECKSUM_PREFIX "{\"__metadata__\":{\"checksum\":\""
+#define CHECKSUM_AT (sizeof CHECKSUM_PREFIX - 1)
+#define CHECKSUM_DIGITS 16
 
 // ===========================================================================
 // Writing.
@@ -108,9 +113,9 @@ void metadata_free(Metadata *md) {
 // that the data section (at byte 8 + N) starts on an 8-byte boundary, where a
 // reader that memory-maps the file can use the floats in place.
 static void build_header(JsonBuf *b, const Metadata *md, const TensorGroup *groups, int n_groups) {
-    json_buf_printf(b, "{\"__metadata__\":{");
+    json_buf_printf(b, "%s0000000000000000\"", CHECKSUM_PREFIX);  // the checksum's place (safetensors_save)
     for (int i = 0; i < md->count; i++) {
-        if (i > 0) json_buf_append(b, ",", 1);
+        json_buf_append(b, ",", 1);
         json_buf_string(b, md->items[i].key, strlen(md->items[i].key));
         json_buf_append(b, ":", 1);
         json_buf_string(b, md->items[i].value, md->items[i].len);
@@ -142,6 +147,22 @@ bool safetensors_save(const char *path, const Metadata *md, const TensorGroup *g
 
     unsigned char length[LENGTH_BYTES];  // N, little-endian, whatever this machine's byte order
     for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
+
+    // The checksum of the file as it will be, its own digits zeros, then
+    // written into their place.
+    XXH3_state_t *hash = XXH3_createState();
+    if (!hash) die(EXIT_RUNTIME, "out of memory for a checksum's state");
+    XXH3_64bits_reset(hash);
+    XXH3_64bits_update(hash, length, sizeof length);
+    XXH3_64bits_update(hash, header.data, header.len);
+    for (int g = 0; g < n_groups; g++)
+        for (int i = 0; i < groups[g].table->count; i++)
+            XXH3_64bits_update(hash, groups[g].memory + groups[g].table->specs[i].offset,
+                               groups[g].table->specs[i].size * sizeof(float));
+    char digits[CHECKSUM_DIGITS + 1];
+    snprintf(digits, sizeof digits, "%016llx", (unsigned long long)XXH3_64bits_digest(hash));
+    XXH3_freeState(hash);
+    memcpy(header.data + CHECKSUM_AT, digits, CHECKSUM_DIGITS);
 
     AtomicFile af;
     bool ok = atomic_open(&af, path, err);
@@ -214,6 +235,12 @@ static bool parse_header(SafetensorsFile *st) {
         return safetensors_reject(st, "its header is damaged (%s); save it again or retrain", json_err.msg);
     const JsonValue *meta = json_get(st->root, "__metadata__");
     st->meta = meta && meta->type == JSON_OBJECT ? meta : NULL;
+    // The checksum, when the header opens with one (see the top of safetensors.h).
+    const char *digits = st->header + CHECKSUM_AT;
+    st->has_checksum = st->header_len > CHECKSUM_AT + CHECKSUM_DIGITS &&
+                       memcmp(st->header, CHECKSUM_PREFIX, CHECKSUM_AT) == 0 &&
+                       strspn(digits, "0123456789abcdef") >= CHECKSUM_DIGITS && digits[CHECKSUM_DIGITS] == '"';
+    if (st->has_checksum) st->checksum = strtoull(digits, NULL, 16);  // 16 hex digits fit in 64 bits
     return true;
 }
 
@@ -421,18 +448,32 @@ bool safetensors_check_tensors(SafetensorsFile *st, const TensorTable *table, co
     return ok && check_layout(st, table);
 }
 
-// A value beyond "limit" (or not finite) is one training never saves (it
-// stops first), so it means the file is damaged or was not written by
-// tinygpt: say so, rather than let eval print a NaN loss or a new run blame
-// its --lr.
-bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, float *memory, float limit) {
-    for (int t = 0; t < table->count; t++) {
-        const TensorSpec *spec = &table->specs[t];
+// read_in_order: the tensors of "table" in the order they lie in the file
+// ("order", sorted by begin), each into "memory" + its offset, every byte
+// also into "hash". check_layout has found them to tile the data section,
+// so the hash sees the whole data section, in order.
+static bool read_in_order(SafetensorsFile *st, const TensorTable *table, const Placed *order, float *memory,
+                          XXH3_state_t *hash) {
+    for (int i = 0; i < table->count; i++) {
+        const TensorSpec *spec = &table->specs[order[i].index];
         float *w = memory + spec->offset;
-        off_t at = (off_t)(LENGTH_BYTES + st->header_len + st->begin[t]);
+        off_t at = (off_t)(LENGTH_BYTES + st->header_len + order[i].begin);
         if (fseeko(st->f, at, SEEK_SET) != 0)
             return error_set(st->err, "cannot seek in '%s': %s", st->path, strerror(errno));
         if (!read_exact(w, spec->size * sizeof(float), st->f, st->path, st->err)) return false;
+        XXH3_64bits_update(hash, w, spec->size * sizeof(float));
+    }
+    return true;
+}
+
+// check_values: every value read is finite and at most "limit" in
+// magnitude. Training stops before it saves anything else, so another
+// value means the file is damaged or was not written by tinygpt: say so,
+// rather than let eval print a NaN loss or a new run blame its --lr.
+static bool check_values(SafetensorsFile *st, const TensorTable *table, const float *memory, float limit) {
+    for (int t = 0; t < table->count; t++) {
+        const TensorSpec *spec = &table->specs[t];
+        const float *w = memory + spec->offset;
         for (size_t i = 0; i < spec->size; i++) {
             if (!isfinite(w[i]))
                 return safetensors_reject(st, "tensor '%s' holds %s at element %zu, which training never saves; the file is damaged or not from tinygpt: use another checkpoint, or retrain",
@@ -443,4 +484,30 @@ bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, flo
         }
     }
     return true;
+}
+
+// The hash is of the whole file as it was written: the length, the header
+// with the checksum's own digits as zeros, then the data section.
+bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, float *memory, float limit) {
+    Placed *order = xmalloc((size_t)table->count * sizeof *order);
+    for (int t = 0; t < table->count; t++) order[t] = (Placed){st->begin[t], t};
+    qsort(order, (size_t)table->count, sizeof *order, compare_begins);
+    XXH3_state_t *hash = XXH3_createState();
+    if (!hash) die(EXIT_RUNTIME, "out of memory for a checksum's state");
+    XXH3_64bits_reset(hash);
+    unsigned char length[LENGTH_BYTES];
+    for (int i = 0; i < LENGTH_BYTES; i++) length[i] = (unsigned char)(st->header_len >> (8 * i));
+    XXH3_64bits_update(hash, length, sizeof length);
+    if (st->has_checksum) {
+        XXH3_64bits_update(hash, st->header, CHECKSUM_AT);
+        XXH3_64bits_update(hash, "0000000000000000", CHECKSUM_DIGITS);
+        XXH3_64bits_update(hash, st->header + CHECKSUM_AT + CHECKSUM_DIGITS,
+                           (size_t)st->header_len - CHECKSUM_AT - CHECKSUM_DIGITS);
+    }
+    bool ok = read_in_order(st, table, order, memory, hash);
+    if (ok && st->has_checksum && XXH3_64bits_digest(hash) != st->checksum)
+        ok = safetensors_reject(st, "its checksum does not match its contents, so a byte of it changed after it was saved; the file is damaged: use another checkpoint, or retrain");
+    XXH3_freeState(hash);
+    free(order);
+    return ok && check_values(st, table, memory, limit);
 }

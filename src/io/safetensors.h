@@ -15,6 +15,14 @@
 // allows only strings there). A safetensors reader in any language
 // (Python's safetensors.torch.load_file, for one) opens what this writes.
 //
+// tinygpt's files carry a checksum: the metadata's first key, "checksum",
+// is the XXH3-64 (xxHash, libxxhash-dev: the field's fast checksum) of the
+// whole file, as 16 hex digits, computed with those 16 digits written as
+// zeros. A reader checks it when it reads the tensors, so one changed bit,
+// in the header or in any tensor, is caught; a file written before it
+// (or by another program) has none, and its schema decides whether that may
+// be (SafetensorsFile.has_checksum).
+//
 // What a file holds is the business of its schema: model/checkpoint.c
 // (the model, and AdamW's state beside it) says which tensors, which
 // metadata keys and what each means. Here is only the container: the
@@ -82,9 +90,9 @@ typedef struct {
     const float *memory;
 } TensorGroup;
 
-// safetensors_save: the header ("md", then one entry per tensor of
-// "groups", in order, at consecutive offsets) and the groups' F32 data,
-// written whole or not at all (atomic_open and atomic_commit, common.h:
+// safetensors_save: the header (the checksum, "md", then one entry per
+// tensor of "groups", in order, at consecutive offsets) and the groups' F32
+// data, written whole or not at all (atomic_open and atomic_commit, common.h:
 // "<path>.tmp", flushed to disk, renamed over "path", the directory synced).
 bool safetensors_save(const char *path, const Metadata *md, const TensorGroup *groups, int n_groups, Error *err);
 
@@ -113,6 +121,8 @@ typedef struct {
     const JsonValue *meta;     // root's "__metadata__" object, or NULL
     const JsonValue **entries; // [table->count] each expected tensor's entry in "root" (check_tensors)
     uint64_t *begin;           // [table->count] where each one starts in the data section, in bytes
+    bool has_checksum;         // the header opens with a "checksum" (see the top of this file)
+    uint64_t checksum;         // its value
 } SafetensorsFile;
 
 // safetensors_open: open "path" and read and parse its header. "kind"
@@ -162,7 +172,7 @@ bool safetensors_check_tensors(SafetensorsFile *st, const TensorTable *table, co
 
 // safetensors_read_tensors: each tensor of "table" (checked above) into
 // "memory" + its offset; every value must be finite and at most "limit" in
-// magnitude.
+// magnitude, and the file's checksum, if it has one, must match.
 bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, float *memory, float limit);
 
 #endif

@@ -6,6 +6,9 @@
 //   out[j] = exp(in[j] - max) / sum over i of exp(in[i] - max),  j < n
 // where max is the row's largest entry: subtracting it makes the largest
 // exp() exactly 1, so nothing overflows, and leaves the result unchanged.
+// Its backward, w * (dw - <w, dw>) from the Jacobian diag(w) - w w^T, is
+// derived where it is used: in attention.c (attention_backward_reference),
+// and, folded into the loss's, in crossentropy.c.
 //
 // The max and the sum run on 16-float vectors: lane i sees j = i, i+16,
 // ..., and the lanes are combined at the end (the sums are simd.h's

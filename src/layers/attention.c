@@ -71,12 +71,27 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
     }
 }
 
-// Backward, the forward steps in reverse, for one row t (w = weights[t,:],
-// m_j = dropout scale, s = scores):
-//   5. out_t = sum_j w_j m_j v_j   ->  dv_j += w_j m_j dout_t;  dw_j = m_j (dout_t . v_j)
-//   3. softmax                     ->  ds_j = w_j (dw_j - sum_i w_i dw_i)
-//   1. s_j = q_t . k_j * scale     ->  dq_t += ds_j scale k_j;  dk_j += ds_j scale q_t
-// The mask (step 2) needs nothing: masked scores have w_j = 0 and get no gradient.
+// Backward, derived: attention.h's five steps in reverse, for one head and
+// one row t. Write w_j = weights[t,j] (the softmax's output, j <= t), m_j
+// its dropout factor (0 or 1/(1-p); 1 without dropout), s_j = scores[t,j],
+// and dout = the head's part of dattn_out[t].
+//   5. out_t = sum over j of P_j v_j, with P_j = w_j m_j the dropped weight.
+//      out_t moves with v_j at slope P_j and with P_j at slope v_j, so
+//        dv_j += P_j dout         (added to: v_j is read by every row t >= j)
+//        dP_j  = dout . v_j
+//   4. P_j = w_j m_j:   dw_j = m_j dP_j      (a dropped weight passes nothing back)
+//   3. w = softmax(s). From w_j = exp(s_j) / sum over i of exp(s_i):
+//        d w_j / d s_k = w_j ([j == k] - w_k),   the Jacobian J = diag(w) - w w^T
+//      J is symmetric, so ds = J dw, row by row:
+//        ds_k = sum over j of dw_j w_j ([j == k] - w_k)
+//             = w_k dw_k - w_k sum over j of w_j dw_j
+//             = w_k (dw_k - <w, dw>)        <w, dw> is weighted_sum below
+//   2. the mask: the s_j with j > t are the constant -inf, so w_j = 0 there
+//      and no gradient reaches them.
+//   1. s_j = scale * (q_t . k_j), scale = 1/sqrt(HS):
+//        dq_t += scale ds_j k_j     summed over j <= t
+//        dk_j += scale ds_j q_t     (added to: k_j is read by every row t >= j)
+//      dscore below is scale * ds_j, the gradient of the plain dot product.
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
                                   uint64_t dropout_key) {
@@ -98,33 +113,33 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
                 float *dweights_t = dweights + row_index;
                 const float *dout_t = dattn_out + ((size_t)b * T + t) * C + h * HS;
 
-                // step 5 backward: into v, and into the weights through dropout
+                // steps 5 and 4 backward: into v, and into the weights through dropout
                 for (int j = 0; j <= t; j++) {
                     float m = dropout_scale(dropout_key, dropout_p, row_index + j);
                     const float *v_j = qkv_b + (size_t)j * C3 + 2 * C + h * HS;
                     float *dv_j = dqkv_b + (size_t)j * C3 + 2 * C + h * HS;
                     float dot = 0.0f;
                     for (int i = 0; i < HS; i++) {
-                        dot += dout_t[i] * v_j[i];
-                        dv_j[i] += weights_t[j] * m * dout_t[i];
+                        dot += dout_t[i] * v_j[i];                // 5. dP_j = dout . v_j
+                        dv_j[i] += weights_t[j] * m * dout_t[i];  // 5. dv_j += P_j dout
                     }
-                    dweights_t[j] = m * dot;
+                    dweights_t[j] = m * dot;  // 4. dw_j = m_j dP_j
                 }
-                for (int j = t + 1; j < T; j++) dweights_t[j] = 0.0f;
+                for (int j = t + 1; j < T; j++) dweights_t[j] = 0.0f;  // 2. masked: nothing
                 // step 3 backward: softmax's Jacobian applied to dweights
-                float weighted_sum = 0.0f;
+                float weighted_sum = 0.0f;  // <w, dw>
                 for (int j = 0; j <= t; j++) weighted_sum += weights_t[j] * dweights_t[j];
 
                 // step 1 backward: into q_t and every k_j
                 const float *q_t = qkv_b + (size_t)t * C3 + h * HS;
                 float *dq_t = dqkv_b + (size_t)t * C3 + h * HS;
                 for (int j = 0; j <= t; j++) {
-                    float dscore = weights_t[j] * (dweights_t[j] - weighted_sum) * scale;
+                    float dscore = weights_t[j] * (dweights_t[j] - weighted_sum) * scale;  // 3., times scale
                     const float *k_j = qkv_b + (size_t)j * C3 + C + h * HS;
                     float *dk_j = dqkv_b + (size_t)j * C3 + C + h * HS;
                     for (int i = 0; i < HS; i++) {
-                        dq_t[i] += dscore * k_j[i];
-                        dk_j[i] += dscore * q_t[i];
+                        dq_t[i] += dscore * k_j[i];  // 1. dq_t += scale ds_j k_j
+                        dk_j[i] += dscore * q_t[i];  // 1. dk_j += scale ds_j q_t
                     }
                 }
             }
@@ -360,7 +375,9 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                                      j0, causal_tile_cols(j0, last, T));
             }
             // row by row: through dropout (x m_j), then the softmax:
-            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place.
+            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
+            // (steps 4 and 3 of the derivation above
+            // attention_backward_reference).
             // In blocks of rows: each row's sum ends in a chain of 16
             // dependent additions of its lanes, and a block's chains run
             // side by side (sum16_rows). Each row's loops run in whole

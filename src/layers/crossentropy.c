@@ -25,15 +25,27 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
     return (float)(total / N);
 }
 
+// Backward, derived, for one position n with logits z = logits[n,:],
+// target y, and p = softmax(z) = probs[n,:]:
+//   (1) losses[n] = logsumexp(z) - z[y],  logsumexp(z) = log sum over u of exp(z[u])
+//   (2) d logsumexp(z) / d z[v] = exp(z[v]) / sum over u of exp(z[u]) = p[v]
+//   (3) d z[y] / d z[v]         = [v == y]                      the one-hot of y
+//   (4) d losses[n] / d z[v]    = p[v] - [v == y]               (2) minus (3)
+//   (5) loss = (1/N) sum over n of losses[n], so each gets 1/N:
+//       dlogits[n,v] = (p[v] - [v == y]) / N
+// The long way gives the same: d(-log p[y]) / d p = -onehot / p[y], and
+// softmax's Jacobian diag(p) - p p^T (attention.c) turns that into
+// -onehot + p. Both steps collapse into one subtraction, which is why the
+// two layers are computed together.
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V) {
-    const float inv_n = 1.0f / (float)N;  // d(mean)/d(losses[n])
+    const float inv_n = 1.0f / (float)N;  // (5) d(mean)/d(losses[n])
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *probs_n = probs + (size_t)n * V;
         float *dlogits_n = dlogits + (size_t)n * V;
         for (int v = 0; v < V; v++) {
-            float indicator = v == targets[n] ? 1.0f : 0.0f;
-            dlogits_n[v] = (probs_n[v] - indicator) * inv_n;
+            float indicator = v == targets[n] ? 1.0f : 0.0f;  // (3)
+            dlogits_n[v] = (probs_n[v] - indicator) * inv_n;  // (4) and (5)
         }
     }
 }

@@ -14,7 +14,8 @@
 // probs[N,V], losses[N], logits[N,V], targets[N]; returns the mean loss.
 float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
 
-// Softmax and cross-entropy together have a famously simple gradient:
+// Softmax and cross-entropy together have a famously simple gradient
+// (derived in crossentropy.c):
 //   dlogits[n,v] = (probs[n,v] - [v == target[n]]) / N
 // It is written, not added to: the logits feed only this layer, so their
 // gradient has one source. So is every layer's input gradient but

@@ -16,6 +16,19 @@ void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, co
     }
 }
 
+// Backward, derived. The forward only copies and adds:
+//   encoded[b,t,c] = tok_emb[inputs[b,t], c] + pos_emb[t, c]
+// so each output number depends on one number of each table, with slope 1:
+//   d encoded[b,t,c] / d tok_emb[v,c] = [v == inputs[b,t]]
+//   d encoded[b,t,c] / d pos_emb[t,c] = 1
+// The chain rule sums over every output a weight reaches:
+//   (1) dtok_emb[v,c] = sum over (b,t) with inputs[b,t] == v of dencoded[b,t,c]
+//   (2) dpos_emb[t,c] = sum over b of dencoded[b,t,c]
+// The loop visits each (b,t) once and adds its row to one row of each
+// table: after the last, (1) and (2) are complete. Both are added to, not
+// written: gpt's tied head has already put its part of tok_emb's gradient
+// there (model_backward).
+//
 // Serial on purpose: two positions holding the same token write the same
 // dtok_emb row, so splitting positions across threads would race, and the
 // whole pass is only B*T*C additions.
@@ -27,8 +40,8 @@ void encoder_backward(float *dtok_emb, float *dpos_emb, const float *dencoded, c
             float *dtok_row = dtok_emb + (size_t)inputs[b * T + t] * C;
             float *dpos_row = dpos_emb + (size_t)t * C;
             for (int c = 0; c < C; c++) {
-                dtok_row[c] += dout_bt[c];
-                dpos_row[c] += dout_bt[c];
+                dtok_row[c] += dout_bt[c];  // (1)
+                dpos_row[c] += dout_bt[c];  // (2)
             }
         }
     }

@@ -12,7 +12,8 @@
 void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, const float *pos_emb, int B,
                      int T, int C);
 
-// The forward pass copies rows, so the gradient flows back to the same rows:
+// The forward pass copies rows, so the gradient flows back to the same rows
+// (derived in encoder.c):
 // dtok_emb[inputs[b,t], :] += dencoded[b,t,:];  dpos_emb[t, :] += dencoded[b,t,:]
 // A token that appears several times collects the sum of its gradients.
 void encoder_backward(float *dtok_emb, float *dpos_emb, const float *dencoded, const int *inputs, int B, int T,

@@ -24,12 +24,21 @@ void gelu_forward_reference(float *out, const float *inp, size_t n) {
     }
 }
 
+// Backward, derived. Each output depends on its own input only:
+//   gelu(x) = x Phi(x),   Phi(x) = 0.5 (1 + erf(x / sqrt 2))
+// (1) the product rule: gelu'(x) = Phi(x) + x Phi'(x)
+// (2) Phi is the normal CDF, so its slope is the normal density:
+//       Phi'(x) = phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+//     (erf'(u) = 2/sqrt(pi) exp(-u^2); with u = x/sqrt 2 and the 0.5 in
+//     front, 0.5 * 2/sqrt(pi) * exp(-x^2/2) / sqrt 2 = phi(x))
+// (3) the chain rule: dinp[i] = dout[i] * gelu'(x) = dout[i] * (Phi(x) + x phi(x))
+// Written, not added to: fc_out, GELU's input, feeds nothing else.
 void gelu_backward_reference(float *dinp, const float *inp, const float *dout, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         const float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));  // Phi(x)
-        const float pdf = expf(-0.5f * x * x) * INV_SQRT_2PI;   // phi(x)
-        dinp[i] = dout[i] * (cdf + x * pdf);
+        const float pdf = expf(-0.5f * x * x) * INV_SQRT_2PI;   // (2) phi(x)
+        dinp[i] = dout[i] * (cdf + x * pdf);                    // (1) and (3)
     }
 }
 

@@ -31,7 +31,7 @@
 void gelu_forward(float *out, const float *inp, size_t n);
 
 // The derivative of x Phi(x) is Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi)
-// the normal density, so given dout = dloss/dout:
+// the normal density (derived in gelu.c), so given dout = dloss/dout:
 // dinp[i] = dout[i] * (Phi(x) + x * phi(x)),  x = inp[i]
 // Written, not added to; dinp may be the same buffer as dout (in place).
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);

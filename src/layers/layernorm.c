@@ -27,6 +27,28 @@ void layernorm_forward_reference(float *out, float *mean, float *rstd, const flo
     }
 }
 
+// Backward, derived, for one row x[C] with r = rstd, w = weight, dy = dout:
+// layernorm.h's five steps in reverse.
+//   5. y[c] = xhat[c] w[c]:
+//        dw[c]   += dy[c] xhat[c]           summed over the rows (added to)
+//        dxhat[c] = dy[c] w[c]
+//   4-1. xhat[c] = (x[c] - mean) r depends on every x[j] of the row: directly,
+//      through the mean, and through r. With
+//        d mean / d x[j] = 1/C
+//        d var / d x[j]  = 2 (x[j] - mean) / C     (the mean's own term sums to 0)
+//        d r / d x[j]    = -r^3 / 2 * d var / d x[j] = -r^2 xhat[j] / C
+//      the product rule on (x[c] - mean) * r gives
+//        d xhat[c] / d x[j] = r ([c == j] - 1/C) + (x[c] - mean) (-r^2 xhat[j] / C)
+//                           = r ([c == j] - 1/C - xhat[c] xhat[j] / C)
+//      and summing over c against dxhat[c], three terms:
+//        dx[j] = r (dxhat[j]                           the direct path
+//                   - mean over c of dxhat[c]          through the mean
+//                   - xhat[j] mean over c of dxhat[c] xhat[c])   through the variance
+//      That is dxhat with the parts that would only shift the row or scale
+//      it taken out: neither changes xhat (but for eps), so neither can
+//      change the loss.
+// dx is added to dinp, not written: the input is the residual stream, whose
+// gradient also collects the skip path's (layernorm.h).
 void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,
                                   const float *weight, const float *mean, const float *rstd, int N, int C) {
     for (int n = 0; n < N; n++) {
@@ -34,13 +56,14 @@ void layernorm_backward_reference(float *dinp, float *dweight, const float *dout
         float dxhat_sum = 0.0f, dxhat_xhat_sum = 0.0f;
         for (int c = 0; c < C; c++) {
             const float xhat = (x[c] - mean[n]) * rstd[n];
-            dxhat_sum += dy[c] * weight[c];
-            dxhat_xhat_sum += dy[c] * weight[c] * xhat;
-            dweight[c] += dy[c] * xhat;
+            dxhat_sum += dy[c] * weight[c];              // sum of dxhat (5. dxhat = dy w)
+            dxhat_xhat_sum += dy[c] * weight[c] * xhat;  // sum of dxhat xhat
+            dweight[c] += dy[c] * xhat;                  // 5. dw
         }
         for (int c = 0; c < C; c++) {
             const float xhat = (x[c] - mean[n]) * rstd[n];
             const float dxhat = dy[c] * weight[c];
+            // 4-1. the three terms
             dinp[(size_t)n * C + c] += rstd[n] * (dxhat - dxhat_sum / (float)C - xhat * dxhat_xhat_sum / (float)C);
         }
     }
@@ -92,13 +115,9 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     }
 }
 
-// Backward of one row: dinp_n[C] += dloss/dx, given dout_n[C].
-//   step 5: out[c] = xhat[c] * weight[c], so dxhat[c] = dout[c] * weight[c].
-//   steps 4-1: every xhat[c] depends on every x[j] of the row, through the
-//   mean and rstd: d xhat[c] / d x[j] = rstd * ([c == j] - 1/C - xhat[c] xhat[j] / C).
-//   Summed over c against dxhat[c]:
-//     dx[j] = rstd * (dxhat[j] - mean(dxhat) - xhat[j] * mean(dxhat * xhat))
-//   i.e. dxhat with the parts that would move the mean or the variance removed.
+// Backward of one row: dinp_n[C] += dloss/dx, given dout_n[C], as derived
+// above layernorm_backward_reference:
+//     dx[j] = rstd * (dxhat[j] - mean(dxhat) - xhat[j] * mean(dxhat * xhat)),  dxhat = dout * weight
 // The two sums run in 16 lanes, as in row_statistics; a last partial
 // vector is padded so that its xhat and dxhat are 0 (inp with the mean,
 // dout with 0).

@@ -27,7 +27,7 @@
 // backward.
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C);
 
-// Backward, given dout[N,C] (the steps in reverse, see layernorm.c):
+// Backward, given dout[N,C] (the steps in reverse, derived in layernorm.c):
 //   dinp[N,C]  += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dout * weight
 //   dweight[C] += sum over n of dout[n,c] * xhat[n,c]
 // Both are added to. dinp is, unlike the other layers' input gradients,

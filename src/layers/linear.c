@@ -28,24 +28,33 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
     }
 }
 
+// Backward, derived. Write x = inp, W = weight, b = bias, dy = dout. One
+// output number is
+//   out[n,o] = b[o] + sum over c of x[n,c] W[o,c]
+// so its slopes are
+//   d out[n,o] / d x[n,c] = W[o,c],   d out[n,o] / d W[o,c] = x[n,c],   d out[n,o] / d b[o] = 1
+// and the chain rule sums each over the outputs the number reaches: x[n,c]
+// reaches every o of row n; W[o,c] and b[o] reach every row n:
+//   (1) dx[n,c]  = sum over o of dy[n,o] W[o,c]     dx = dy W        (written)
+//   (2) dW[o,c] += sum over n of dy[n,o] x[n,c]     dW += dy^T x     (added to)
+//   (3) db[o]   += sum over n of dy[n,o]                             (added to)
+// The loops below visit each (n, o) once and add that term of all three sums.
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC) {
     for (int n = 0; n < N; n++) {
         const float *dout_n = dout + (size_t)n * OC;
         const float *inp_n = inp + (size_t)n * C;
         float *dinp_n = dinp + (size_t)n * C;
-        for (int c = 0; c < C; c++) dinp_n[c] = 0.0f;
+        for (int c = 0; c < C; c++) dinp_n[c] = 0.0f;  // (1) is written: start it from 0
         for (int o = 0; o < OC; o++) {
-            // out[n,o] = bias[o] + sum_c inp[n,c] * weight[o,c], so each term
-            // passes dout[n,o] back to its two factors and to the bias.
             float d = dout_n[o];
             const float *weight_o = weight + (size_t)o * C;
             float *dweight_o = dweight + (size_t)o * C;
             for (int c = 0; c < C; c++) {
-                dinp_n[c] = fmaf(d, weight_o[c], dinp_n[c]);
-                dweight_o[c] = fmaf(d, inp_n[c], dweight_o[c]);
+                dinp_n[c] = fmaf(d, weight_o[c], dinp_n[c]);    // (1)
+                dweight_o[c] = fmaf(d, inp_n[c], dweight_o[c]);  // (2)
             }
-            if (dbias) dbias[o] += d;
+            if (dbias) dbias[o] += d;  // (3)
         }
     }
 }
@@ -91,10 +100,10 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int N, int C, int OC) {
     StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
-    matmul_pair(dinp, dout_rows, weight, N, OC, C, false,     // dinp = dout @ weight
-                dweight, dout_cols, inp, OC, N, C, true);    // dweight += dout^T @ inp
+    matmul_pair(dinp, dout_rows, weight, N, OC, C, false,     // (1) dinp = dout @ weight
+                dweight, dout_cols, inp, OC, N, C, true);    // (2) dweight += dout^T @ inp
     if (dbias) {
-        // dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
+        // (3) dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
         // run reads dout row by row (a column at a time would touch a new
         // cache line for every number) and adds across the run in vectors.
 #pragma omp parallel for schedule(static)

@@ -23,14 +23,16 @@
 void linear_forward_reference(float *out, const float *inp, const float *weight, const float *bias, int N,
                               int C, int OC);
 
-// Backward of the line above, given dout = dloss/dout [N,OC]:
+// Backward of the line above, given dout = dloss/dout [N,OC] (derived in
+// linear.c):
 //   dinp[N,C]      = dout[N,OC] @ weight[OC,C]          (written)
 //   dweight[OC,C] += dout[N,OC]^T @ inp[N,C]            (added to)
 //   dbias[OC]     += sum over n of dout[n,:]            (added to; dbias may be NULL)
 // Parameter gradients are added to, so that several backward passes (and
 // gpt's tied head and embedding, both tok_emb) can sum into them; the
 // input's gradient is written. Where the input has a second consumer (the
-// residual stream), the model adds the two itself (join_stream in model.c).
+// residual stream), the model adds the two itself (model.c: LayerNorm's
+// backward adds to the stream's gradient; without LayerNorm, join_stream).
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
 

@@ -14,6 +14,18 @@ void mlp_forward(float *out, float *fc_out, float *gelu_out, const float *inp, c
     linear_forward_transposed(out, gelu_out, proj_weight_t, NULL, N, H, C);  // 3. project back
 }
 
+// Backward, derived. The MLP is three functions in a row, so its backward
+// is theirs in reverse order, each turning the gradient of its output into
+// that of its input (the chain rule for a composition), each derived in
+// its own file:
+//   3. out = gelu_out @ proj_weight^T    (linear.c)
+//        dgelu_out = dout @ proj_weight;   dproj_weight += dout^T @ gelu_out
+//   2. gelu_out = gelu(fc_out)           (gelu.c)
+//        dfc_out = dgelu_out * (Phi(x) + x phi(x)),  x = fc_out
+//   1. fc_out = inp @ fc_weight^T        (linear.c)
+//        dinp = dfc_out @ fc_weight;       dfc_weight += dfc_out^T @ inp
+// Step 3's weight gradient needs gelu_out, its input, which the model does
+// not keep: step 2 runs again first.
 void mlp_backward(float *dinp, float *dfc_weight, float *dproj_weight, float *dhidden, float *gelu_out,
                   const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C) {

@@ -23,10 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The value of "__metadata__"."format"; bump it if the meaning of the file changes.
-#define CHECKPOINT_FORMAT "tinygpt-1"
+// The value of "__metadata__"."format"; bump it if the meaning of the file
+// changes. Version 2 carries a checksum (safetensors.h); files of version
+// 1, written before it, have none and still load.
+#define CHECKPOINT_FORMAT "tinygpt-2"
+#define CHECKPOINT_FORMAT_1 "tinygpt-1"
 // The same for AdamW's state (optimizer_state_save).
-#define OPTIMIZER_FORMAT "tinygpt-optimizer-1"
+#define OPTIMIZER_FORMAT "tinygpt-optimizer-2"
+#define OPTIMIZER_FORMAT_1 "tinygpt-optimizer-1"
 // What the files are called in messages.
 #define MODEL_FILE "checkpoint"
 #define OPTIMIZER_FILE "optimizer state"
@@ -108,21 +112,26 @@ typedef struct {
     long step;
 } ModelMetadata;
 
-// check_format: the metadata's "format" must be "want". The other file of
-// a run directory is the likely mix-up (the model and AdamW's state sit side
-// by side), and the message says which file to give instead.
-static bool check_format(SafetensorsFile *st, const char *want) {
+// check_format: the metadata's "format" must be "want", or "older" (the
+// version before checksums). The other file of a run directory is the
+// likely mix-up (the model and AdamW's state sit side by side), and the
+// message says which file to give instead. A file of today's version must
+// have its checksum: without one, the header itself was damaged.
+static bool check_format(SafetensorsFile *st, const char *want, const char *older) {
     const JsonValue *format = safetensors_meta_string(st, "format");
     if (!format) return false;
-    if (json_string_is(format, want)) return true;
-    if (json_string_is(format, OPTIMIZER_FORMAT))
+    if (json_string_is(format, want) && !st->has_checksum)
+        return safetensors_reject(st, "its format \"%s\" carries a checksum, but its header has none; the file is damaged: use another checkpoint, or retrain",
+                                  want);
+    if (json_string_is(format, want) || json_string_is(format, older)) return true;
+    if (json_string_is(format, OPTIMIZER_FORMAT) || json_string_is(format, OPTIMIZER_FORMAT_1))
         return safetensors_reject(st, "it holds AdamW's state (format \"%s\"), not a model; give the model.safetensors saved next to it",
-                                  OPTIMIZER_FORMAT);
-    if (json_string_is(format, CHECKPOINT_FORMAT))
+                                  format->string);
+    if (json_string_is(format, CHECKPOINT_FORMAT) || json_string_is(format, CHECKPOINT_FORMAT_1))
         return safetensors_reject(st, "it is a model checkpoint (format \"%s\"), not AdamW's state; give the optimizer.safetensors saved next to it",
-                                  CHECKPOINT_FORMAT);
-    return safetensors_reject(st, "its format is \"%s\" but this tinygpt reads \"%s\"; retrain with this version",
-                              show(format->string, format->string_len).text, want);
+                                  format->string);
+    return safetensors_reject(st, "its format is \"%s\" but this tinygpt reads \"%s\" (and \"%s\", from before checksums); retrain with this version",
+                              show(format->string, format->string_len).text, want, older);
 }
 
 // read_choice: the metadata entry "key", one of "names", into "*index";
@@ -175,7 +184,7 @@ static bool read_architecture(SafetensorsFile *st, Arch *arch, long *n_layer) {
 static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     if (!st->meta)
         return safetensors_reject(st, "its header has no \"__metadata__\" object with the vocabulary and sizes; was it written by tinygpt train?");
-    if (!check_format(st, CHECKPOINT_FORMAT)) return false;
+    if (!check_format(st, CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_1)) return false;
 
     long vocab_size, n_embd, n_head, block_size;
     if (!safetensors_meta_long(st, "vocab_size", INT_MAX, &vocab_size) ||
@@ -272,7 +281,8 @@ static TensorExpectations expectations(const ModelConfig *cfg, const char *sourc
 static bool check_memory(SafetensorsFile *st, const ModelConfig *cfg, int max_batch, bool with_grads) {
     Error mem_err;
     if (model_check_memory(cfg, max_batch, with_grads, &mem_err)) return true;
-    return error_set(st->err, "cannot load '%s': %s", st->path, mem_err.msg);
+    return error_set(st->err, "cannot load '%s': %s%s", st->path, mem_err.msg,
+                     max_batch > 1 ? "; fewer windows at once need less" : "; this machine cannot hold it");
 }
 
 // build_vocab: the tokenizer from the metadata's vocabulary string, which
@@ -417,7 +427,7 @@ static bool optimizer_name_problem(SafetensorsFile *st, const char *name, size_t
 static bool read_adamw_metadata(SafetensorsFile *st, long *step, long *updates) {
     if (!st->meta)
         return safetensors_reject(st, "its header has no \"__metadata__\" object with the format and the step; was it written by tinygpt train?");
-    if (!check_format(st, OPTIMIZER_FORMAT)) return false;
+    if (!check_format(st, OPTIMIZER_FORMAT, OPTIMIZER_FORMAT_1)) return false;
     const JsonValue *name = safetensors_meta_string(st, "optimizer");
     if (!name) return false;
     if (!json_string_is(name, "adamw"))

@@ -325,9 +325,9 @@ bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, 
     char need_text[32];
     if (need == SIZE_MAX) snprintf(need_text, sizeof need_text, "more than 18 EB");
     else snprintf(need_text, sizeof need_text, "%.1f GB", (double)need / 1e9);
-    return error_set(err, "--batch %d --context %d --embd %d --heads %d --layers %d (with %d characters) need %s for the model%s, more than the %.1f GB of memory here; use a smaller --batch, --context, --embd or --layers",
-                     max_batch, cfg->block_size, cfg->n_embd, cfg->n_head, model_layers(cfg), cfg->vocab_size,
-                     need_text, with_grads ? " and its gradients" : "", (double)limit / 1e9);
+    return error_set(err, "a model of L=%d blocks, C=%d channels, NH=%d heads, T=%d positions and V=%d tokens, for %d windows at once, needs %s%s, more than the %.1f GB of memory here",
+                     model_layers(cfg), cfg->n_embd, cfg->n_head, cfg->block_size, cfg->vocab_size, max_batch,
+                     need_text, with_grads ? " with its gradients" : "", (double)limit / 1e9);
 }
 
 // ===========================================================================
@@ -414,8 +414,10 @@ void model_init_weights(Model *m, Rng *rng) {
 // ===========================================================================
 // Which kernels: the fast ones, or, built with `make REFERENCE=1`, the plain
 // reference loops of each layer, which train just as well, only slower.
-// The products, attention, LayerNorm and GELU have two versions; the other
-// layers are plain loops already.
+// The products, attention, LayerNorm, GELU (and so the MLP) have two
+// versions; the other layers are plain loops already. Every switch between
+// the two is one of the small functions below, so the passes that call
+// them read the same in both builds.
 
 #ifdef TINYGPT_REFERENCE
 static const bool USE_REFERENCE = true;
@@ -436,16 +438,68 @@ static void layernorm(float *out, float *mean, float *rstd, const float *inp, co
     else layernorm_forward(out, mean, rstd, inp, weight, N, C);
 }
 
-static void layernorm_grad(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                           const float *mean, const float *rstd, int N, int C) {
-    if (USE_REFERENCE) layernorm_backward_reference(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
-    else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+// The attention layer over a whole window [B,T] of block "a" (attention.h).
+static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p, uint64_t key) {
+    if (USE_REFERENCE)
+        attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, B, T, C, NH, dropout_p, key);
+    else
+        attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->values_t, a->qkv, B, T, C,
+                          NH, dropout_p, key);
+}
+
+// The MLP over n rows: out = gelu(inp @ Wfc^T) @ Wproj^T (mlp.h); the
+// reference build runs its three steps one by one.
+static void mlp(float *out, float *fc_out, float *gelu_out, const float *inp, const BlockParams *p,
+                const BlockWeightsT *wt, int n, int C) {
+    if (USE_REFERENCE) {
+        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
+        gelu_forward_reference(gelu_out, fc_out, (size_t)n * 4 * C);
+        linear_forward_reference(out, gelu_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
+    } else {
+        mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
+    }
 }
 
 static void linear_grad(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                         const float *weight, int N, int C, int OC) {
     if (USE_REFERENCE) linear_backward_reference(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     else linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+static void layernorm_grad(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, int N, int C) {
+    if (USE_REFERENCE) layernorm_backward_reference(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+    else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+}
+
+// attention's backward: dqkv from dattn_out, with dweights as scratch.
+// The reference recomputes the dropout mask from the key; the fast one
+// reads the factors and transposed values its forward kept in "a".
+static void attention_grad(float *dqkv, float *dweights, const float *dattn_out, const BlockActs *a, int B, int T,
+                           int C, int NH, float dropout_p, uint64_t key) {
+    if (USE_REFERENCE)
+        attention_backward_reference(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, B, T, C, NH, dropout_p,
+                                     key);
+    else
+        attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropout_scales, a->values_t, B, T,
+                           C, NH, dropout_p);
+}
+
+// The MLP's backward over N rows, given dout: dinp written, the two weights'
+// gradients (in "g") added to; dhidden [N,4C] is scratch, and gelu_out is
+// recomputed from fc_out (mlp.h). The reference build runs the three steps
+// in reverse one by one.
+static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *gelu_out, const float *dout,
+                     const float *inp, const float *fc_out, const BlockParams *p, int N, int C) {
+    if (USE_REFERENCE) {
+        gelu_forward_reference(gelu_out, fc_out, (size_t)N * 4 * C);
+        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, gelu_out, p->mlp_proj_weight, N, 4 * C, C);
+        gelu_backward_reference(dhidden, fc_out, dhidden, (size_t)N * 4 * C);
+        linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, 4 * C);
+    } else {
+        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, gelu_out, dout, inp, fc_out, p->fc_weight,
+                     p->mlp_proj_weight, N, C);
+    }
 }
 
 // ===========================================================================
@@ -509,11 +563,7 @@ static float *rows_of(float *tensor, Span s, size_t width) { return tensor + s.f
 static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key) {
     const int C = cfg->n_embd, NH = cfg->n_head, HS = C / NH;
     if (s.position < 0) {
-        if (USE_REFERENCE)
-            attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, s.B, s.T, C, NH, dropout_p, key);
-        else
-            attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->values_t, a->qkv, s.B,
-                              s.T, C, NH, dropout_p, key);
+        attention(a, s.B, s.T, C, NH, dropout_p, key);
         return;
     }
     for (int h = 0; h < NH; h++) {
@@ -521,18 +571,6 @@ static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float d
                        s.position + 1, s.T, C, HS, h);
         attention_forward_row(a->attn_out, a->attn_weights, NULL, a->keys_t, a->qkv, 0, h, s.position, s.T, C, NH,
                               0.0f, 0);
-    }
-}
-
-// The MLP over n rows: out = gelu(inp @ Wfc^T) @ Wproj^T (mlp.h).
-static void mlp_span(float *out, float *fc_out, float *gelu_out, const float *inp, const BlockParams *p,
-                     const BlockWeightsT *wt, int n, int C) {
-    if (USE_REFERENCE) {
-        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
-        gelu_forward_reference(gelu_out, fc_out, (size_t)n * 4 * C);
-        linear_forward_reference(out, gelu_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
-    } else {
-        mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
     }
 }
 
@@ -545,12 +583,65 @@ static float *block_output(const Model *m, int l) {
 }
 static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encoded : block_output(m, l - 1); }
 
-// block_forward: block l over the span's rows. With the residual stream:
-//   1. ln1_out = ln1(x)                  (when the block has LayerNorm)
-//   2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-//   3. res_attn = x + dropout(attn_out @ Wproj^T)   (card: the projection itself, + bias)
-//   4. ln2_out = ln2(res_attn); res_mlp = res_attn + dropout(mlp(ln2_out))   (gpt)
-static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+// ---- One block -------------------------------------------------------------
+// A block is written three times: the gpt's, straight through from its
+// first step to its last (read it first); card's, attention alone; and the
+// ladder's, a gpt with some of its parts removed (`--no-layernorm`,
+// `--no-mlp`, `--no-residual`, for `make ladder`), whose steps ask which
+// parts are there. block_forward picks one; block_backward, further down,
+// is written the same three ways. Each runs over the span's rows: the
+// whole window, or, when sampling, one position (attention_span then reads
+// the earlier positions' keys and values from the cache).
+
+// gpt_block_forward: block l of a gpt, in four steps, on the stream x (the
+// block's input). Both branches write their output in the shared
+// branch_out before it joins the stream.
+static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+    const ModelConfig *cfg = &m->config;
+    const int C = cfg->n_embd, n = s.rows;
+    const BlockParams *p = &m->params.blocks[l];
+    BlockActs *a = &m->acts.blocks[l];
+    const float *x = rows_of(block_input(m, l), s, C);
+    float *ln1_out = rows_of(a->ln1_out, s, C), *ln2_out = rows_of(a->ln2_out, s, C);
+    float *res_attn = rows_of(a->res_attn, s, C), *res_mlp = rows_of(a->res_mlp, s, C);
+    float *branch = rows_of(m->acts.branch_out, s, C);
+
+    // 1. ln1_out = ln1(x)
+    layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, n, C);
+    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
+    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
+    // 3. res_attn = x + dropout(attn_out @ Wproj^T)
+    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, NULL, n, C, C);
+    residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+    // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
+    layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
+    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.gelu_out, s, 4 * C), ln2_out, p, wt, n, C);
+    residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+}
+
+// card_block_forward: card's one block, attention and nothing around it,
+// in two steps.
+static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+    const int C = m->config.n_embd, n = s.rows;
+    const BlockParams *p = &m->params.blocks[l];
+    BlockActs *a = &m->acts.blocks[l];
+    const float *x = rows_of(block_input(m, l), s, C);
+
+    // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    linear(rows_of(a->qkv, s, 3 * C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
+    attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN));
+    // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
+    linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n,
+           C, C);
+}
+
+// ladder_block_forward: gpt_block_forward's four steps with each removed
+// part skipped: without LayerNorm a branch reads the stream itself;
+// without the residual stream a branch's output replaces the stream (as in
+// card) instead of being added to it; without the MLP the block ends after
+// step 3. With every part present it computes what gpt_block_forward does.
+static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const ModelParts *parts = &m->parts;
     const int C = cfg->n_embd, n = s.rows;
@@ -585,11 +676,21 @@ static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, floa
     float *fc_out = rows_of(a->fc_out, s, 4 * C), *gelu_out = rows_of(m->acts.gelu_out, s, 4 * C);
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
-        mlp_span(branch, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(branch, fc_out, gelu_out, mlp_in, p, wt, n, C);
         residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
     } else {
-        mlp_span(res_mlp, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(res_mlp, fc_out, gelu_out, mlp_in, p, wt, n, C);
     }
+}
+
+// whole_gpt: the model is a gpt with all its parts (no --no-* switch).
+static bool whole_gpt(const Model *m) { return m->parts.layernorm && m->parts.mlp && m->parts.residual; }
+
+// block_forward: block l over the span's rows, by its architecture.
+static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+    if (m->config.arch == ARCH_CARD) card_block_forward(m, l, wt, s, dropout_p, key);
+    else if (whole_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
+    else ladder_block_forward(m, l, wt, s, dropout_p, key);
 }
 
 // head_forward: logits for the span's rows from the last block's output,
@@ -672,6 +773,14 @@ const float *model_forward_position(Model *m, const TransposedWeights *wt, int t
 
 // ===========================================================================
 // The backward pass.
+//
+// Every layer's backward derives its lines next to its code (layers/); here
+// they are chained, the forward read from its end. One convention holds
+// throughout (model.h, GradActs): a backward WRITES the gradient of its
+// input activation, and ADDS to parameter gradients and to dresidual, the
+// residual stream's gradient. The stream is the one activation with two
+// consumers in every step of a gpt block (the branch, through its
+// LayerNorm, and the skip path), and the chain rule sums over consumers.
 
 // Split over threads: at the L size of `make bench` this is 30 MB of memory
 // to clear every step, too much for one core's bandwidth.
@@ -687,23 +796,78 @@ static void add_floats(float *sum, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) sum[i] += x[i];
 }
 
-// branch_grad: where the gradient of a branch's output is: with a residual
-// stream, dbranch = dropout's backward of dresidual (the stream itself
-// keeps dresidual: the skip path passes it on unchanged); without one, the
-// branch's output is the stream, so its gradient is dresidual itself.
-// Without dropout the two are equal, and dresidual is read in place rather
-// than copied (the branch's backward only reads it, and the stream adds to
-// dresidual only after the branch is done).
-static const float *branch_grad(Model *m, size_t n, float dropout_p, uint64_t key) {
+// through_dropout: the gradient of a branch's output, given dresidual,
+// the gradient of the sum it joins (res = x + dropout(branch)): dropout's
+// backward of dresidual, into dbranch. Without dropout the two are equal,
+// and dresidual is returned itself rather than copied (the branch's
+// backward only reads it, and adds to dresidual only after it is done).
+static const float *through_dropout(Model *m, size_t n, float dropout_p, uint64_t key) {
     GradActs *g = &m->grad_acts;
-    if (!m->parts.residual || dropout_p == 0.0f) return g->dresidual;
+    if (dropout_p == 0.0f) return g->dresidual;
     residual_backward(g->dbranch, g->dresidual, n, dropout_p, key);
     return g->dbranch;
 }
 
+// gpt_block_backward: gpt_block_forward's four steps in reverse. On entry
+// dresidual holds d loss / d res_mlp (the block's output); on exit,
+// d loss / d x (its input). In steps 4 and 3 the skip path's share of the
+// stream's gradient is dresidual as it stands (d(a + b)/da = 1), and each
+// LayerNorm backward, in steps 4 and 1, adds its branch's share to it.
+static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
+    const ModelConfig *cfg = &m->config;
+    const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
+    const size_t n = (size_t)BT * C;
+    const BlockParams *p = &m->params.blocks[l], *g = &m->grads.blocks[l];
+    const BlockActs *a = &m->acts.blocks[l];
+    GradActs *d = &m->grad_acts;
+    const float *x = block_input(m, l);
+
+    // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
+    const float *dmlp_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+    mlp_grad(d->dln_out, g, d->dhidden, m->acts.gelu_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C);
+    layernorm_grad(d->dresidual, g->ln2_weight, d->dln_out, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd,
+                   BT, C);
+    // 3. res_attn = x + dropout(attn_out @ Wproj^T)
+    const float *dproj_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+    linear_grad(d->dattn_out, g->proj_weight, NULL, dproj_out, a->attn_out, p->proj_weight, BT, C, C);
+    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    linear_grad(d->dln_out, g->qkv_weight, NULL, d->dqkv, a->ln1_out, p->qkv_weight, BT, C, 3 * C);
+    // 1. ln1_out = ln1(x)
+    layernorm_grad(d->dresidual, g->ln1_weight, d->dln_out, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, BT, C);
+}
+
+// card_block_backward: card_block_forward's two steps in reverse. On entry
+// dresidual holds d loss / d res_attn (the block's output); on exit,
+// d loss / d x, written over it: x feeds nothing else.
+static void card_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
+    const ModelConfig *cfg = &m->config;
+    const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
+    const BlockParams *p = &m->params.blocks[l], *g = &m->grads.blocks[l];
+    const BlockActs *a = &m->acts.blocks[l];
+    GradActs *d = &m->grad_acts;
+    const float *x = block_input(m, l);
+
+    // 2. res_attn = attn_out @ Wproj^T + bproj
+    linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, d->dresidual, a->attn_out, p->proj_weight, BT, C, C);
+    // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    linear_grad(d->dresidual, g->qkv_weight, NULL, d->dqkv, x, p->qkv_weight, BT, C, 3 * C);
+}
+
+// The ladder's backward: where the gradients go when parts are removed.
+//
+// branch_grad: the gradient of a branch's output: through_dropout with a
+// residual stream; without one, the branch's output is the stream, so its
+// gradient is dresidual itself.
+static const float *branch_grad(Model *m, size_t n, float dropout_p, uint64_t key) {
+    return m->parts.residual ? through_dropout(m, n, dropout_p, key) : m->grad_acts.dresidual;
+}
+
 // input_grad: where a branch's first layer writes the gradient of its
-// input. Without LayerNorm or residual (card) that input is the stream
-// itself, whose gradient nothing else needs any more: write dresidual.
+// input. Without LayerNorm and without the residual stream, that input is
+// the stream itself, whose gradient nothing else needs any more: write
+// dresidual.
 static float *input_grad(Model *m) {
     return m->parts.layernorm || m->parts.residual ? m->grad_acts.dln_out : m->grad_acts.dresidual;
 }
@@ -724,9 +888,10 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
     }
 }
 
-// block_backward: block l's forward read backwards. On entry dresidual is
-// d loss / d (block output); on exit, d loss / d (block input).
-static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
+// ladder_block_backward: ladder_block_forward read backwards, with the
+// gradients routed by branch_grad, input_grad and join_stream. With every
+// part present it computes what gpt_block_backward does.
+static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
     const size_t n = (size_t)BT * C;
@@ -738,37 +903,41 @@ static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     if (m->parts.mlp) {  // 4. backwards
         const float *dmlp_out = branch_grad(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
         const float *mlp_in = m->parts.layernorm ? a->ln2_out : a->res_attn;
-        if (USE_REFERENCE) {
-            gelu_forward_reference(m->acts.gelu_out, a->fc_out, (size_t)BT * 4 * C);
-            linear_backward_reference(d->dhidden, g->mlp_proj_weight, NULL, dmlp_out, m->acts.gelu_out,
-                                      p->mlp_proj_weight, BT, 4 * C, C);
-            gelu_backward_reference(d->dhidden, a->fc_out, d->dhidden, (size_t)BT * 4 * C);
-            linear_backward_reference(input_grad(m), g->fc_weight, NULL, d->dhidden, mlp_in, p->fc_weight, BT, C,
-                                      4 * C);
-        } else {
-            mlp_backward(input_grad(m), g->fc_weight, g->mlp_proj_weight, d->dhidden, m->acts.gelu_out, dmlp_out,
-                         mlp_in, a->fc_out, p->fc_weight, p->mlp_proj_weight, BT, C);
-        }
+        mlp_grad(input_grad(m), g, d->dhidden, m->acts.gelu_out, dmlp_out, mlp_in, a->fc_out, p, BT, C);
         join_stream(m, g->ln2_weight, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd, (size_t)BT);
     }
     // 3. backwards: the projection
     const float *dproj = branch_grad(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
-    const uint64_t attn_key = site_key(key, l, SITE_ATTN);
-    if (USE_REFERENCE)
-        attention_backward_reference(d->dqkv, d->dattn_weights, d->dattn_out, a->qkv, a->attn_weights, B, T, C, NH,
-                                     dropout_p, attn_key);
-    else
-        attention_backward(d->dqkv, d->dattn_weights, d->dattn_out, a->qkv, a->attn_weights, a->dropout_scales,
-                           a->values_t, B, T, C, NH, dropout_p);
+    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
     linear_grad(input_grad(m), g->qkv_weight, NULL, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);
     join_stream(m, g->ln1_weight, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, (size_t)BT);  // 1. backwards
 }
 
-// The forward pass read backwards: each layer turns the gradient of its
-// output into gradients of its inputs and parameters.
+// block_backward: block l's forward read backwards, by its architecture.
+// On entry dresidual is d loss / d (block output); on exit, d loss /
+// d (block input).
+static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
+    if (m->config.arch == ARCH_CARD) card_block_backward(m, l, dropout_p, key);
+    else if (whole_gpt(m)) gpt_block_backward(m, l, dropout_p, key);
+    else ladder_block_backward(m, l, dropout_p, key);
+}
+
+// model_backward: the forward pass read backwards; each layer turns the
+// gradient of its output into gradients of its inputs and parameters.
+//
+// The tied head (gpt). tok_emb is used twice: as the embedding table
+// (encoded = tok_emb[inputs] + ...) and as the head's weight (logits =
+// lnf_out @ tok_emb^T). A weight used twice gets the sum of the two uses'
+// gradients, because the chain rule sums over every path from it to the
+// loss:
+//   d tok_emb = dlogits^T @ lnf_out                        the head: linear's dW += dy^T x
+//             + dencoded[b,t,:] added to row inputs[b,t]     the embedding (encoder.c)
+// Nothing has to add the two: grads.head_weight is the memory of
+// grads.tok_emb (model_init), and both backwards add to it, the head's
+// first, the embedding's last.
 void model_backward(Model *m) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, V = cfg->vocab_size;
@@ -779,8 +948,8 @@ void model_backward(Model *m) {
     GradActs *d = &m->grad_acts;
 
     crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V);
-    // The head: its input's gradient starts the stream's (through ln_f).
-    // Tied, its weight's gradient is tok_emb's, and adds to it.
+    // The head: its input's gradient starts the stream's (through ln_f,
+    // whose backward adds, so dresidual starts from zero).
     const float *top = block_output(m, m->n_layer - 1);
     if (m->parts.layernorm) {
         linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);

@@ -27,8 +27,10 @@
 //
 // and in both, loss = mean cross-entropy(logits, targets).
 //
-// The two differ only in which parts a block has (ModelParts below), so one
-// block_forward and one block_backward, called in a loop, serve both.
+// The two differ only in which parts a block has (ModelParts below). model.c
+// writes a block's forward and backward once for each, and once more for a
+// gpt with some parts removed (`make ladder`); one loop over the blocks
+// serves all three.
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -214,8 +216,9 @@ bool model_check_config(const ModelConfig *cfg, Error *err);
 // the tables in saturating size_t arithmetic: SIZE_MAX means "more than a
 // size_t holds". "cfg" must pass model_check_config.
 size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads);
-// model_check_memory: false, with a message naming the size flags and the
-// bytes needed, when model_memory_bytes is more than memory_limit_bytes().
+// model_check_memory: false, with a message naming the sizes and the bytes
+// needed (a command adds which of its flags make it smaller), when
+// model_memory_bytes is more than memory_limit_bytes().
 // Call it before model_init: an allocation that the kernel grants lazily
 // and cannot back would kill the process later, without a message.
 bool model_check_memory(const ModelConfig *cfg, int max_batch, bool with_grads, Error *err);

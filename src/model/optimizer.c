@@ -1,5 +1,6 @@
 // optimizer.c: gradient clipping, the learning-rate schedule, and the SGD
-// and AdamW updates (see optimizer.h for the math of each).
+// and AdamW updates (see optimizer.h for why each exists and the math of
+// each).
 //
 // Reading order: file 17, after model.h's model_sgd_step. The file in
 // three parts, in the order a training step uses them: the norm and the
@@ -92,7 +93,10 @@ double optimizer_grad_norm(const Model *model) {
     return sqrt(sum);
 }
 
-// torch 1.13's clip_grad_norm_, whose total_norm is a float32 tensor:
+// Clipping bounds the step a single unusual batch can cause: every
+// gradient is scaled by the same factor, so the step keeps its direction
+// and its joint norm is at most max_norm. How: torch 1.13's
+// clip_grad_norm_, whose total_norm is a float32 tensor:
 //   clip_coef = max_norm / (total_norm + 1e-6)
 //   clip_coef_clamped = torch.clamp(clip_coef, max=1.0)
 //   for g in grads: g.mul_(clip_coef_clamped)
@@ -128,7 +132,10 @@ static double python_product(double a, double b) {
     return product;
 }
 
-// nanoGPT's get_lr, in its order of operations:
+// The learning rate of step "it": a warmup from near 0 while the weights
+// are random and AdamW's v has seen few gradients, then a slow cosine fall
+// to min_lr so the last steps settle rather than jump about (optimizer.h).
+// How: nanoGPT's get_lr, in its order of operations:
 //   if it < warmup_iters: return learning_rate * (it + 1) / (warmup_iters + 1)
 //   if it > lr_decay_iters: return min_lr
 //   decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
@@ -175,7 +182,13 @@ typedef struct {
     float minus_step_size;             // -lr / (1 - beta1^t)
 } AdamwScalars;
 
-// AdamW, in the order of torch 1.13's _single_tensor_adamw, one line per
+// AdamW's five steps, each with what it is for (optimizer.h says why):
+//   1. w *= 1 - lr * weight_decay          decoupled decay, outside the scaled step
+//   2. m = beta1 m + (1 - beta1) g          momentum: the gradients' running mean
+//   3. v = beta2 v + (1 - beta2) g^2        their running mean square: each weight's scale
+//   4. denom = sqrt(v / (1 - beta2^t)) + eps        v bias-corrected; its root is g's typical size
+//   5. w -= lr / (1 - beta1^t) * m / denom          m bias-corrected, over that size: a step of about lr
+// How: in the order of torch 1.13's _single_tensor_adamw, one line per
 // operation on a tensor:
 //   1. param.mul_(1 - lr * weight_decay)
 //   2. exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)

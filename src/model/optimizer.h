@@ -8,8 +8,59 @@
 // nanoGPT uses: no momentum for SGD, no amsgrad, no parameter groups other
 // than "decays" and "does not".
 //
-// Each piece is PyTorch's (1.13) or nanoGPT's, step for step, so a run can
-// be held against theirs (scripts/torch_reference.py):
+// Why each piece.
+//
+//   SGD, w -= lr * g. The gradient points where this batch's loss rises
+//   fastest, so a small step against it lowers the loss. Two things limit
+//   it: a batch is a noisy sample of the text, so each step's direction is
+//   partly noise; and gradients differ in size by orders of magnitude from
+//   one weight to the next, so one lr is too large for some weights and
+//   too small for others. AdamW answers both, and adds three guards.
+//
+//   Momentum, m: a running mean of the gradients, m = beta1 m + (1 - beta1) g,
+//   which weighs about the last 1 / (1 - beta1) steps (10 for beta1 = 0.9).
+//   Noise that flips sign from batch to batch averages out; a direction
+//   that persists adds up, and the weight moves along it.
+//
+//   A scale per weight, v: a running mean of g^2, so sqrt(v) is the typical
+//   size of that weight's gradient. Stepping by lr * m / sqrt(v) makes
+//   every weight's step about lr, whatever its gradient's scale: the
+//   embedding of a rare token moves as readily as a busy matrix, and
+//   multiplying the loss by 100 would change nothing. eps keeps the
+//   division finite where v is 0.
+//
+//   Bias correction. m and v start at 0, so after t steps
+//     m = (1 - beta1) (g_t + beta1 g_(t-1) + ... + beta1^(t-1) g_1),
+//   a weighted mean whose weights add up to 1 - beta1^t, not 1: early on it
+//   is pulled towards the zero it started from (after one step, m = 0.1 g).
+//   Dividing m by 1 - beta1^t, and v by 1 - beta2^t, makes each a true
+//   weighted mean from the first step; as t grows the divisors go to 1.
+//   (The first step is then lr * g / |g|: lr, in the gradient's direction.)
+//
+//   Decoupled weight decay. Pulling weights towards 0 keeps them small, a
+//   simpler model that overfits less. Adding weight_decay/2 * |w|^2 to the
+//   loss (L2) would add weight_decay * w to g, which Adam then divides by
+//   sqrt(v): weights with large gradients would hardly decay, those with
+//   small ones would decay a lot. AdamW (Loshchilov and Hutter, "Decoupled
+//   Weight Decay Regularization") takes lr * weight_decay * w off the weight
+//   itself, outside the scaled step, so every decaying weight shrinks by the
+//   same fraction each step. As in nanoGPT, only matrices and embeddings
+//   decay: a LayerNorm weight is a gain whose neutral value is 1, not 0, and
+//   the 1-D tensors hold almost none of the parameters.
+//
+//   Clipping. Now and then one batch gives a gradient many times larger
+//   than usual, and a step along it can undo many steps of progress.
+//   Scaling all the gradients by one factor, so that their joint norm is at
+//   most grad_clip, keeps the step's direction and bounds its size.
+//
+//   The schedule. Warmup: in the first steps the weights are random and v
+//   has seen few gradients, so a full step is a guess; lr grows to its peak
+//   over the first steps. Cosine decay: near the end a smaller step lets
+//   the weights settle, where a large one keeps them jumping about with the
+//   batches' noise.
+//
+// How: each piece is PyTorch's (1.13) or nanoGPT's, step for step, so a run
+// can be held against theirs (scripts/torch_reference.py):
 //
 //   clipping  torch.nn.utils.clip_grad_norm_(params, grad_clip)
 //     norm = sqrt(sum over every gradient element of g^2)
@@ -32,9 +83,6 @@
 //     m  = beta1 * m + (1 - beta1) * g                   (the gradient's running mean)
 //     v  = beta2 * v + (1 - beta2) * g^2                 (its running mean square)
 //     w -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
-//   Dividing by sqrt(v) gives every weight a step of about lr whatever its
-//   gradient's scale; the two divisions by 1 - beta^t undo the pull of m
-//   and v towards their zero start in the first steps.
 //
 // Hyperparameters are doubles, as they are in Python: rounding beta1 = 0.9
 // to a float first would change 1 - beta1 in its eighth digit.

@@ -10,8 +10,7 @@
 enum { BAR_WIDTH = 30 };  // the most columns the progress bar takes
 static const double REDRAW_SECONDS = 0.1;  // a redraw costs a write(2): ten a second is plenty for the eye
 
-// "1:05:09" or "5:09"
-static void format_duration(char *buf, size_t cap, double seconds) {
+void watch_format_duration(char *buf, size_t cap, double seconds) {
     long s = seconds > 0 && isfinite(seconds) ? lrint(seconds) : 0;
     if (s >= 3600) snprintf(buf, cap, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
     else snprintf(buf, cap, "%ld:%02ld", s / 60, s % 60);
@@ -23,9 +22,9 @@ int watch_format_status(char *buf, size_t cap, int columns, long step, long firs
     char val[32], spent[32], left[32], numbers[256];
     if (isnan(val_loss)) snprintf(val, sizeof val, "-");
     else snprintf(val, sizeof val, "%.4f", (double)val_loss);
-    format_duration(spent, sizeof spent, elapsed);
-    format_duration(left, sizeof left, done_here > 0 ? elapsed / (double)done_here * (double)(total - done) : 0.0);
-    int n = snprintf(numbers, sizeof numbers, "%*ld/%ld train %.4f val %s %.0f tok/s %s elapsed ETA %s",
+    watch_format_duration(spent, sizeof spent, elapsed);
+    watch_format_duration(left, sizeof left, done_here > 0 ? elapsed / (double)done_here * (double)(total - done) : 0.0);
+    int n = snprintf(numbers, sizeof numbers, "%*ld/%ld train %.4f val %s nats/tok %.0f tok/s %s elapsed ETA %s",
                      snprintf(NULL, 0, "%ld", total), done, total, (double)train_loss, val, tokens_per_s, spent, left);
     // The numbers come first; the bar gets the columns left over (none on a
     // very narrow terminal), up to BAR_WIDTH.
@@ -65,6 +64,7 @@ void watch_init(Watch *w, long first_step, long total_steps, double tokens_per_s
     loss_history_init(&w->history);
     canvas_init(&w->canvas, PLOT_WIDTH, PLOT_HEIGHT);
     snprintf(w->plot_path, sizeof w->plot_path, "%s/loss.png", out_dir);
+    snprintf(w->log_path, sizeof w->log_path, "%s/log.csv", out_dir);
     snprintf(w->source, sizeof w->source, "%s", out_dir);
 }
 
@@ -77,6 +77,8 @@ void watch_load_log(Watch *w, const char *log_path) {
     fprintf(stderr, "tinygpt: warning: %s; loss.png shows only the steps from here on\n", err.msg);
 }
 
+// draw_status: the status line of step "step" (0-based), in place of the
+// one on screen.
 static void draw_status(Watch *w, long step) {
     long n = w->steps_done < WATCH_RECENT ? w->steps_done : WATCH_RECENT;
     double recent = 0.0;
@@ -95,6 +97,7 @@ static void draw_status(Watch *w, long step) {
 
 void watch_step(Watch *w, long step, float train_loss, float val_loss, double seconds) {
     loss_history_add(&w->history, step, train_loss, val_loss);
+    w->last_step = step;
     w->recent[w->steps_done % WATCH_RECENT] = train_loss;
     w->steps_done++;
     w->compute_seconds += seconds;
@@ -113,8 +116,24 @@ void watch_clear_line(Watch *w) {
     w->line_shown = false;
 }
 
+// learn_bpb_per_nat: loss.png's axis in bits per byte needs the run's ratio
+// of val_bpb to val_loss, which train writes into log.csv, not to the
+// watch: read it back from the log, once, as soon as there is a validation
+// loss (train has flushed the log's rows before it draws). A log it cannot
+// read just leaves the axis out.
+static void learn_bpb_per_nat(Watch *w) {
+    if (w->history.bpb_per_nat > 0 || w->history.val.n == 0 || w->bpb_looked) return;
+    w->bpb_looked = true;
+    LossHistory logged;
+    loss_history_init(&logged);
+    Error err;
+    if (loss_history_read_csv(&logged, w->log_path, &err)) w->history.bpb_per_nat = logged.bpb_per_nat;
+    loss_history_free(&logged);
+}
+
 void watch_plot(Watch *w) {
     if (w->plot_failed) return;
+    learn_bpb_per_nat(w);
     plot_losses(&w->canvas, &w->history, w->source);
     Error err;
     if (!canvas_write_png(&w->canvas, w->plot_path, &err)) {
@@ -124,7 +143,13 @@ void watch_plot(Watch *w) {
 }
 
 void watch_free(Watch *w) {
-    watch_clear_line(w);
+    // The last status line stays on screen, ended by a newline: the run's
+    // final state (2000/2000 when it finished), after the last plain line.
+    if (w->live && w->steps_done > 0) {
+        draw_status(w, w->last_step);
+        fputs("\n", stderr);
+        w->line_shown = false;
+    }
     canvas_free(&w->canvas);
     loss_history_free(&w->history);
 }

@@ -8,18 +8,23 @@
 //
 // - The status line (only when stderr is a terminal) is redrawn in place
 //   with "\r", at most ten times a second:
-//     [##########--------------------] 1234/3000 train 1.8734 val 1.9102 52140 tok/s 0:41 elapsed ETA 0:59
+//     [##########--------------------] 1234/3000 train 1.8734 val 1.9102 nats/tok 52140 tok/s 0:41 elapsed ETA 0:59
 //   train is the mean loss of the last WATCH_RECENT steps, val the latest
-//   validation loss, tok/s the average over the steps so far (compute time
-//   only, like the plain lines), the ETA assumes the remaining steps take as
-//   long as the ones this process has done (evaluations included: after a
-//   --resume, the steps since it, which are all its clock has seen). It goes
-//   to stderr, so the plain lines on stdout are exactly what they are
-//   without a terminal.
+//   validation loss, both in nats per token, tok/s the average over the
+//   steps so far (compute time only, like the plain lines), the ETA assumes
+//   the remaining steps take as long as the ones this process has done
+//   (evaluations included: after a --resume, the steps since it, which are
+//   all its clock has seen). It goes to stderr, so the plain lines on
+//   stdout are exactly what they are without a terminal. The count is of
+//   steps done, so the last step's line reads 2000/2000; watch_free leaves
+//   that last line on screen.
 // - loss.png (plot.h) is redrawn whenever train prints a plain line (at
 //   every evaluation, every --log-interval steps and at the last step), and
-//   at the end. After a --resume it shows the whole run: watch_load_log
-//   reads the earlier steps back from log.csv.
+//   at the end: nats per token, and bits per byte on a second axis, whose
+//   ratio to nats the watch reads from log.csv's val_bpb once the first
+//   validation row is there (train is not asked to pass it on). After a
+//   --resume it shows the whole run: watch_load_log reads the earlier steps
+//   back from log.csv.
 //
 // Everything is allocated in watch_init: a training step allocates nothing.
 // Drawing loss.png does (stb_image_write's compression buffers), but only at
@@ -45,11 +50,14 @@ typedef struct {
     bool line_shown;         // the status line is on screen now
     double compute_seconds;  // sum of the steps' times
     long steps_done;
+    long last_step;          // the latest step recorded (0-based)
     float recent[WATCH_RECENT];  // ring of the latest training losses
     float last_val;          // latest validation loss; NAN before the first
     LossHistory history;
     Canvas canvas;           // PLOT_WIDTH x PLOT_HEIGHT, reused for every redraw
     char plot_path[4096];    // DIR/loss.png
+    char log_path[4096];     // DIR/log.csv, where the run's bits per byte are
+    bool bpb_looked;         // log.csv was read once for them
     char source[256];        // the run's name in the plot's title
     bool plot_failed;        // a write failed once: warned, no more tries
 } Watch;
@@ -72,14 +80,20 @@ void watch_clear_line(Watch *w);
 // write prints one warning naming the file and is not retried; training
 // goes on.
 void watch_plot(Watch *w);
-// watch_free: erase the status line and release everything.
+// watch_free: leave the last status line on screen (the step reached, the
+// time taken), end it with a newline, and release everything.
 void watch_free(Watch *w);
+
+// watch_format_duration: "5:09", or "1:05:09" from an hour on (the status
+// line's times; eval's progress line uses it too).
+void watch_format_duration(char *buf, size_t cap, double seconds);
 
 // watch_format_status: the status line for step "step" (0-based) of "total",
 // "elapsed" seconds after this process started at step "first", fitted into
-// "columns" - 1 characters so it never wraps: the numbers first, then a
-// progress bar as wide as the rest allows. "val_loss" may be NAN. Returns
-// its length. ASCII only, so characters are columns.
+// "columns" - 1 characters so it never wraps: the numbers (the losses
+// named in their unit, nats per token) first, then a progress bar as wide
+// as the rest allows. "val_loss" may be NAN. Returns its length. ASCII
+// only, so characters are columns.
 int watch_format_status(char *buf, size_t cap, int columns, long step, long first, long total, float train_loss,
                         float val_loss, double tokens_per_s, double elapsed);
 

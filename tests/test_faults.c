@@ -1,0 +1,204 @@
+// test_faults.c: no failing write and no kill at any point of a run leaves a
+// run directory that --resume refuses or resumes wrongly (src/io/run_dir.c,
+// src/commands/train.c, the checked writers of src/base/common.c).
+//
+// A short run makes K checked file operations (writes, flushes, fsyncs,
+// renames, links, mkdirs: io_fault in common.h counts them). For each N in
+// 1..K, the run is started again with the Nth one failing (TINYGPT_FAIL_AT),
+// then again with the process killed there (TINYGPT_SIGNAL_AT=N:9, as a
+// power cut would) and with a `kill` arriving there (N:15); after each, the
+// run is continued with --resume (or, when it never saved, started over with
+// --force, as its message says) until it finishes, and its final model and
+// log must be those of an undisturbed run, byte for byte. Then the exit
+// statuses: a failed write is 1 and says which file; a SIGTERM is 143 if it
+// cut the run short and 0 if it arrived during the final save.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "run_dir.h"
+#include "sanitized.h"
+#include "tests.h"
+
+// Every operation in the gcc build; under the sanitizers, whose processes
+// start several times slower, every STRIDEth (each kind of operation still
+// comes round: a save's are the same at every save).
+static const long STRIDE = TINYGPT_SANITIZED ? 5 : 1;
+
+#define TEST_TIMEOUT_SECONDS 600
+
+static char dir[256];
+static char corpus[300];
+
+// The run: card, tiny, 6 steps, a checkpoint every 2: three saves, evaluations, loss.png.
+static const char RUN_FLAGS[] = "--arch card --steps 6 --save-every 2 --batch 2 --context 8 --embd 8 --heads 2 "
+                                "--eval-interval 3 --eval-batches 2 --seed 5 --threads 1";
+
+static void setup(void) {
+    scratch_dir_create(dir, sizeof dir);
+    snprintf(corpus, sizeof corpus, "%s", path_in(dir, "corpus.txt"));
+    write_corpus(corpus, 20);
+}
+static void teardown(void) { scratch_dir_remove(dir); }
+
+// train: tinygpt train "args" with "env" (a shell prefix, "" for none).
+static RunResult *train(const char *env, const char *args) {
+    char binary[512], line[2048];
+    snprintf(binary, sizeof binary, "%s %s", env, tinygpt_binary());
+    snprintf(line, sizeof line, "train %s", args);
+    return run_binary(binary, dir, line);
+}
+
+// log_numbers: log.csv of run "out" without its timings (ms, tokens/s).
+static char *log_numbers(const char *out) {
+    char *text = slurp_or_empty(path_in(out, "log.csv"), NULL);
+    char *o = text;
+    int column = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') column = 0;
+        else if (*p == ',') column++;
+        if (column != 4 && column != 5) *o++ = *p;
+    }
+    *o = '\0';
+    return text;
+}
+
+// finish: continue the run in "out" until it ends, as a user would after
+// the failure: --resume, or, if it never saved, start over with --force.
+static void finish(const char *out, const char *why) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        char newest[4200], args[1024];
+        long step;
+        bool saved = run_dir_latest_checkpoint(out, newest, sizeof newest, &step);
+        if (saved && step == 6) return;  // the last checkpoint was whole: nothing to continue
+        if (saved)
+            snprintf(args, sizeof args, "--resume %s", out);
+        else snprintf(args, sizeof args, "%s --out %s --force %s", corpus, out, RUN_FLAGS);
+        RunResult *r = train("", args);
+        if (r->status == 0) return;
+        ck_assert_msg(false, "%s: the next run failed (%d): %s", why, r->status, r->err);
+    }
+}
+
+// expect_undisturbed: run "out" ended as the undisturbed run "ref" did:
+// the same model file, byte for byte, and the same log.
+static void expect_undisturbed(const char *out, const char *ref, const char *why) {
+    size_t len_a, len_b;
+    char *a = slurp_or_empty(path_in(out, "model.safetensors"), &len_a);
+    char *b = slurp_or_empty(path_in(ref, "model.safetensors"), &len_b);
+    ck_assert_msg(len_a > 0 && len_a == len_b && memcmp(a, b, len_a) == 0, "%s: the final model differs", why);
+    free(a);
+    free(b);
+    char *log_a = log_numbers(out), *log_b = log_numbers(ref);
+    ck_assert_msg(strcmp(log_a, log_b) == 0, "%s: the log differs:\n%s\n---\n%s", why, log_a, log_b);
+    free(log_a);
+    free(log_b);
+}
+
+// operations: how many checked file operations the undisturbed run makes
+// (run into "ref").
+static long operations(const char *ref) {
+    char args[1024];
+    snprintf(args, sizeof args, "%s --out %s %s", corpus, ref, RUN_FLAGS);
+    RunResult *r = train("TINYGPT_COUNT_IO=1", args);
+    ck_assert_msg(r->status == 0, "the undisturbed run failed: %s", r->err);
+    const char *at = strstr(r->err, "tinygpt: ");
+    long k = -1;
+    for (; at; at = strstr(at + 1, "tinygpt: "))
+        if (sscanf(at, "tinygpt: %ld checked file operations", &k) == 1) break;
+    ck_assert_msg(k > 50, "no count of operations (or too few): %s", r->err);
+    return k;
+}
+
+// Every failing operation, in turn: the run stops (exit 1, naming the file)
+// unless the failure was loss.png's, which it reports and goes on without,
+// to exit 1 at the end; either way --resume finishes it as if nothing had
+// happened.
+START_TEST(a_failing_write_at_any_point_loses_nothing) {
+    char ref[300], out[300];
+    snprintf(ref, sizeof ref, "%s", path_in(dir, "ref"));
+    snprintf(out, sizeof out, "%s", path_in(dir, "out"));
+    long k = operations(ref);
+    int stopped = 0;
+    for (long n = 1; n <= k; n += STRIDE) {
+        char env[64], args[1024], why[64];
+        snprintf(env, sizeof env, "TINYGPT_FAIL_AT=%ld", n);
+        snprintf(why, sizeof why, "the write %ld of %ld failing", n, k);
+        snprintf(args, sizeof args, "%s --out %s %s", corpus, out, RUN_FLAGS);
+        scratch_dir_remove(out);
+        RunResult *r = train(env, args);
+        ck_assert_msg(r->status == 1, "%s: exit %d, expected 1: %s", why, r->status, r->err);
+        ck_assert_msg(strstr(r->err, dir) != NULL, "%s: the message names no file: %s", why, r->err);
+        if (!strstr(r->err, "the run is saved, but")) stopped++;
+        finish(out, why);
+        expect_undisturbed(out, ref, why);
+    }
+    ck_assert_int_gt(stopped, k / STRIDE / 2);
+}
+END_TEST
+
+// Killed at every operation, as by a power cut: whatever is on the disk
+// lets --resume finish the run as if nothing had happened.
+START_TEST(a_kill_at_any_point_loses_nothing) {
+    char ref[300], out[300];
+    snprintf(ref, sizeof ref, "%s", path_in(dir, "ref"));
+    snprintf(out, sizeof out, "%s", path_in(dir, "out"));
+    long k = operations(ref);
+    for (long n = 1; n <= k; n += STRIDE) {
+        char env[64], args[1024], why[64];
+        snprintf(env, sizeof env, "TINYGPT_SIGNAL_AT=%ld:9", n);
+        snprintf(why, sizeof why, "killed at operation %ld of %ld", n, k);
+        snprintf(args, sizeof args, "%s --out %s %s", corpus, out, RUN_FLAGS);
+        scratch_dir_remove(out);
+        RunResult *r = train(env, args);
+        ck_assert_msg(r->status == 128 + 9, "%s: exit %d: %s", why, r->status, r->err);
+        finish(out, why);
+        expect_undisturbed(out, ref, why);
+    }
+}
+END_TEST
+
+// A `kill` (SIGTERM) at every operation: the run saves and says so, exit
+// 143 when it cut the run short; when it arrives during the final save,
+// every step ran and was saved: exit 0. Either way nothing is lost.
+START_TEST(a_sigterm_at_any_point_saves_and_exits_as_it_should) {
+    char ref[300], out[300];
+    snprintf(ref, sizeof ref, "%s", path_in(dir, "ref"));
+    snprintf(out, sizeof out, "%s", path_in(dir, "out"));
+    long k = operations(ref);
+    int finished = 0;
+    for (long n = 1; n <= k; n += STRIDE) {
+        char env[64], args[1024], why[64];
+        snprintf(env, sizeof env, "TINYGPT_SIGNAL_AT=%ld:15", n);
+        snprintf(why, sizeof why, "SIGTERM at operation %ld of %ld", n, k);
+        snprintf(args, sizeof args, "%s --out %s %s", corpus, out, RUN_FLAGS);
+        scratch_dir_remove(out);
+        RunResult *r = train(env, args);
+        ck_assert_msg(r->status == 0 || r->status == 128 + 15, "%s: exit %d: %s", why, r->status, r->err);
+        if (r->status == 0) {
+            ck_assert_msg(strstr(r->err, "checkpoint-6"), "%s: exit 0 without the last save: %s", why, r->err);
+            finished++;
+        } else {
+            ck_assert_msg(strstr(r->err, "stopped after") && strstr(r->err, "--resume"), "%s: %s", why, r->err);
+            finish(out, why);
+        }
+        expect_undisturbed(out, ref, why);
+    }
+    ck_assert_msg(finished > 0, "no SIGTERM arrived during the final save");
+}
+END_TEST
+
+Suite *faults_suite(void) {
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("every operation");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(tc, a_failing_write_at_any_point_loses_nothing);
+    tcase_add_test(tc, a_kill_at_any_point_loses_nothing);
+    tcase_add_test(tc, a_sigterm_at_any_point_saves_and_exits_as_it_should);
+    suite_add_tcase(s, tc);
+    return s;
+}
