@@ -1,7 +1,7 @@
 // utf8.c: UTF-8 decoding, encoding, counting, and the stream that prints
 // pieces as whole characters (see utf8.h).
 //
-// Reading order: file 3, with utf8.h. Nothing here knows of files, tokens
+// Reading order: file 15, with utf8.h. Nothing here knows of files, tokens
 // or errors: a caller that must say where a text goes wrong (the tokenizer's
 // next_char, json's strings) decodes with utf8_decode and reports it itself.
 #include "utf8.h"

@@ -1,6 +1,6 @@
 // settings.h: every setting of a training run, declared once.
 //
-// Reading order: file 27, after args.h, run_dir.h and csv_log.h, before
+// Reading order: file 33, after args.h, run_dir.h and csv_log.h, before
 // train_setup.c, which sets a run up from it. A run is what `train` is told: the
 // text, the model's sizes, the optimizer, the schedule, how often to
 // evaluate and save. Each setting is one row of the table in settings.c

@@ -1,7 +1,7 @@
 // train_setup.h: a training run set up from its settings, ready for its
 // first step: what `train` holds while it trains.
 //
-// Reading order: file 28, after settings.h, before train.c, which runs the
+// Reading order: file 34, after settings.h, before train.c, which runs the
 // steps. train_setup settles the run's settings (the command line, then
 // --init's or --resume's checkpoint and run.json, then the defaults), then
 // builds what the run holds: the tokenizer and the data, the model and its

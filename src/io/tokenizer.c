@@ -1,6 +1,6 @@
 // tokenizer.c: text <-> token ids (see tokenizer.h).
 //
-// Reading order: file 5, after bpe.c (file 4), the byte-pair encoder that
+// Reading order: file 23, after bpe.c (file 22), the byte-pair encoder that
 // the bpe kind hands its work to.
 //
 // What it does: checks that a text is strict UTF-8, finds every distinct code

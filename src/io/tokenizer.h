@@ -1,6 +1,7 @@
 // tokenizer.h: text <-> token ids, by characters or by learned BPE pieces.
 //
-// Reading order: file 5, after bpe.h (file 4), the second kind. Two kinds:
+// Reading order: file 23, after bpe.h (file 22), the second kind, and
+// char_vocab.h (file 16), the first. Two kinds:
 // - char (the default): a token is one Unicode code point (so "—" and "’"
 //   are single tokens, not three bytes each). Ids are assigned in increasing
 //   code point order, so the same text always gives the same vocabulary.

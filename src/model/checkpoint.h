@@ -2,7 +2,7 @@
 // another beside it: what tinygpt's files hold, in the container of
 // io/safetensors.h.
 //
-// Reading order: file 21, after safetensors.h and the tokenizer.
+// Reading order: file 27, after safetensors.h and the tokenizer.
 //
 // model.safetensors: the parameter table's tensors (model.h), F32, under
 // their names, in table order, and a "__metadata__" of strings that says
