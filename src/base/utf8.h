@@ -2,7 +2,7 @@
 // code point decoded and encoded, characters counted and cut, and bytes that
 // arrive in pieces printed as whole characters.
 //
-// Reading order: file 3, after rng.h, before tokenizer.h (file 5), which
+// Reading order: file 3, after rng.h, before char_vocab.h (file 3b), which
 // turns the characters it decodes into ids. The strings read by json.h
 // (file 19) and the labels drawn by canvas.h (file 24) are UTF-8 too, so
 // this sits in base/, under all of them, and knows only bytes and code
