@@ -24,7 +24,7 @@
 //   with the lowest merge number until no pair has one. Text repeats its
 //   words, so each chunk's ids are cached.
 //
-// Memory comes from xrealloc (stb_ds is routed to it in tokenizer.c, the one
+// Memory comes from xrealloc (stb_ds is routed to it in char_vocab.c, the one
 // file that compiles stb_ds) and xmalloc: running out is reported, not a crash.
 #include "bpe.h"
 
