@@ -29,6 +29,6 @@ void gelu_backward_reference(float *dinp, const float *inp, const float *dout, s
         const float x = inp[i];
         const float cdf = 0.5f * (1.0f + erff(x * GELU_INV_SQRT2));  // Phi(x)
         const float pdf = expf(-0.5f * x * x) * GELU_INV_SQRT_2PI;   // (2) phi(x)
-        dinp[i] = dout[i] * (cdf + x * pdf);                    // (1) and (3)
+        dinp[i] = dout[i] * (cdf + x * pdf);                         // (1) and (3)
     }
 }
