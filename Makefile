@@ -95,11 +95,13 @@ $(CORPUS):
 test: tinygpt $(BUILD)/run_tests bpe-check readme-check
 	$(BUILD)/run_tests
 
-# The README against the program, so the docs cannot drift (issue 12): every
-# flag of every `--help` in a flag table with its default and range; every
-# metadata key the checkpoints and run.json hold listed; and the reading
-# order of src/ free of forward references, each file's "Reading order:
-# file N" agreeing with the README. Python's standard library only.
+# README.md and docs/*.md against the program, so the docs cannot drift
+# (issue 12): every flag of every `--help` in a flag table (on any page)
+# with its default and range; every metadata key the checkpoints and
+# run.json hold listed (docs/checkpoints.md); and the reading order of src/
+# (README, "How to read the code") free of forward references, each file's
+# "Reading order: file N" agreeing with the README. Python's standard
+# library only.
 .PHONY: readme-check
 readme-check: tinygpt
 	/usr/bin/python3 scripts/check_readme_flags.py --tinygpt ./tinygpt
