@@ -103,14 +103,16 @@ test: tinygpt $(BUILD)/run_tests bpe-check readme-check
 # "Reading order: file N" agreeing with the README; and every command in
 # a code block of those pages run, as it shows it, in a stand-in world
 # (a small text, a tiny trained run), with every `make` target named
-# existing and no file needed from outside the repository. Python's
-# standard library only.
+# existing and no file needed from outside the repository; and every
+# link between the pages leading to a file and heading that exist.
+# Python's standard library only.
 .PHONY: readme-check
 readme-check: tinygpt
 	/usr/bin/python3 scripts/check_readme_flags.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_readme_keys.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_reading_order.py
 	/usr/bin/python3 scripts/check_doc_commands.py --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/check_doc_links.py
 
 # The BPE learner and encoder against an independent Python one
 # (scripts/bpe_reference.py, standard library only) on a few small texts:
