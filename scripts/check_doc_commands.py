@@ -28,10 +28,12 @@ directory, of a stand-in made once:
   ones such as the fetched corpus left out);
 - `./tinygpt`, and `tinygpt` on the PATH: the binary given by --tinygpt,
   through the adjustments below;
-- `data/moby-dick.txt`: a stand-in for the corpus, the first STANDIN_BYTES
-  of README.md and docs/*.md, then a line of every printable ASCII
-  character, so that any ASCII prompt is known to a char model trained on
-  it;
+- `data/moby-dick.txt`: a stand-in for the corpus, about STANDIN_BYTES of
+  lines of words, half of them from Moby-Dick's first sentence and half
+  random letters (so bpe has pairs enough to learn 768 merges), drawn with
+  a fixed seed, and last a line of every character of the real corpus
+  (CORPUS_CHARS): a char model trained on it has the real one's 83 tokens,
+  and knows the prompts it knows and refuses the ones it refuses;
 - `runs/default`: the run `make run` leaves there, made small: a 1-block
   gpt (C 16, T 16) trained for 20 steps on the stand-in text
   (STANDIN_RUN), with its model.safetensors, best.safetensors, log.csv,
@@ -60,6 +62,7 @@ Python's standard library only.
 """
 import argparse
 import os
+import random
 import re
 import shlex
 import shutil
@@ -70,7 +73,12 @@ import tempfile
 
 from doc_pages import pages
 
-STANDIN_BYTES = 60000
+STANDIN_BYTES = 40000
+OPENING = ("Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse, "
+           "and nothing particular to interest me on shore, I thought I would sail about a little and see the "
+           "watery part of the world.")
+# Every character of data/moby-dick.txt (scripts/get_corpus.sh's), in code point order, but the newline.
+CORPUS_CHARS = " !$&()*,-.0123456789:;?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz—‘’“”"
 STANDIN_RUN = ["--steps", "20", "--layers", "1", "--embd", "16", "--heads", "2", "--context", "16",
                "--batch", "4", "--eval-interval", "10", "--eval-batches", "2"]
 TRAIN_STEPS = 5       # a train command runs at most this many steps
@@ -270,7 +278,18 @@ def repo_files(top):
             and not (d == top and f in skip)]
 
 
-def make_world(base, top, real, bin_dir, docs):
+def standin_text():
+    rng, words, lines, size = random.Random(18), OPENING.split(), [], 0
+    while size < STANDIN_BYTES:
+        line = " ".join(rng.choice(words) if rng.random() < 0.5 else
+                        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9)))
+                        for _ in range(rng.randint(6, 14)))
+        lines.append(line[0].upper() + line[1:])
+        size += len(lines[-1].encode("utf-8")) + 1
+    return "\n".join(lines) + "\n" + CORPUS_CHARS + "\n"
+
+
+def make_world(base, top, real, bin_dir):
     for p in repo_files(top):
         src, dst = os.path.join(top, p), os.path.join(base, p)
         if os.path.isfile(src) and not os.path.islink(src):
@@ -283,11 +302,9 @@ def make_world(base, top, real, bin_dir, docs):
                 f"{shlex.quote(real)} \"$@\"\n")
     os.chmod(wrapper, 0o755)
     os.symlink(wrapper, os.path.join(base, "tinygpt"))
-    text = "".join(t for _, t in docs).encode("utf-8")[:STANDIN_BYTES]
-    text = text[:text.rfind(b"\n") + 1].decode("utf-8")
     os.makedirs(os.path.join(base, "data"), exist_ok=True)
     with open(os.path.join(base, "data", "moby-dick.txt"), "w", encoding="utf-8") as f:
-        f.write(text + string.printable.strip() + " \n")
+        f.write(standin_text())
     r = subprocess.run([real, "train", "data/moby-dick.txt", "--out", "runs/default", *STANDIN_RUN],
                        cwd=base, capture_output=True, text=True)
     if r.returncode != 0:
@@ -378,7 +395,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="check_doc_commands.")
     try:
         base, bin_dir = os.path.join(tmp, "base"), os.path.join(tmp, "bin")
-        make_world(base, top, real, bin_dir, docs)
+        make_world(base, top, real, bin_dir)
         for block in to_run:
             run_block(base, tmp, bin_dir, block, problems)
     finally:
