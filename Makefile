@@ -95,16 +95,24 @@ $(CORPUS):
 test: tinygpt $(BUILD)/run_tests bpe-check readme-check
 	$(BUILD)/run_tests
 
-# The README against the program, so the docs cannot drift (issue 12): every
-# flag of every `--help` in a flag table with its default and range; every
-# metadata key the checkpoints and run.json hold listed; and the reading
-# order of src/ free of forward references, each file's "Reading order:
-# file N" agreeing with the README. Python's standard library only.
+# README.md and docs/*.md against the program, so the docs cannot drift
+# (issue 12): every flag of every `--help` in a flag table (on any page)
+# with its default and range; every metadata key the checkpoints and
+# run.json hold listed (docs/checkpoints.md); and the reading order of src/
+# (README, "How to read the code") free of forward references, each file's
+# "Reading order: file N" agreeing with the README; and every command in
+# a code block of those pages run, as it shows it, in a stand-in world
+# (a small text, a tiny trained run), with every `make` target named
+# existing and no file needed from outside the repository; and every
+# link between the pages leading to a file and heading that exist.
+# Python's standard library only.
 .PHONY: readme-check
 readme-check: tinygpt
 	/usr/bin/python3 scripts/check_readme_flags.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_readme_keys.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_reading_order.py
+	/usr/bin/python3 scripts/check_doc_commands.py --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/check_doc_links.py
 
 # The BPE learner and encoder against an independent Python one
 # (scripts/bpe_reference.py, standard library only) on a few small texts:

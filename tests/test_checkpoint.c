@@ -585,7 +585,7 @@ START_TEST(saved_file_has_the_safetensors_byte_layout) {
 END_TEST
 
 // The tensors a checkpoint must list, in order, with their shapes ("dims[1]"
-// is 0 for a 1-D tensor): what the issue and README specify, written out
+// is 0 for a 1-D tensor): what docs/checkpoints.md, "The file format", specifies, written out
 // here rather than taken from param_table, so the test also checks the table.
 typedef struct {
     char name[48];

@@ -13,7 +13,8 @@
 // metadata and run.json.
 //
 // Adding a setting is one row there, a field in TrainSettings below, and
-// the code that uses it (README, "How to read the code", has an example).
+// the code that uses it (docs/contributing.md, "Adding a setting", has an
+// example).
 #ifndef TINYGPT_SETTINGS_H
 #define TINYGPT_SETTINGS_H
 

@@ -57,8 +57,9 @@ typedef struct {
     Error fault;            // why training stopped early
 } TrainRun;
 
-// log.csv's columns: one row per step (README, "train"). lr is the rate the
-// step used; grad_norm the gradients' norm before clipping.
+// log.csv's columns: one row per step (docs/training.md, "What it prints,
+// and log.csv"). lr is the rate the step used; grad_norm the gradients'
+// norm before clipping.
 // val_bpb is val_loss in bits per byte of text (bits_per_byte, data.h),
 // which compares across tokenizers.
 // best_step, on the rows of an evaluation, is the step of the best

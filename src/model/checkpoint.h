@@ -14,7 +14,7 @@
 // `train`, also the run's settings and state (settings.h), which only
 // --resume reads. A file without "arch" (saved before gpt existed) is a
 // card model with one block; one without "tokenizer" is a char model.
-// README.md, "Checkpoint format", lists every key.
+// docs/checkpoints.md, "Metadata keys", lists every key.
 #ifndef TINYGPT_CHECKPOINT_H
 #define TINYGPT_CHECKPOINT_H
 
