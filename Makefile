@@ -18,7 +18,7 @@ SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 HEADERS = $(wildcard src/*/*.h)
 # `=` (not `:=`) so pkg-config runs after the deps target has installed stb.
 # -ffp-contract=fast: fuse a*b+c into one FMA instruction (gcc's default in
-# GNU mode, not clang's); linear.c relies on it to match its reference loops.
+# GNU mode, not clang's); linear_fast.c relies on it to match linear.c's loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
 CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash)
@@ -95,16 +95,24 @@ $(CORPUS):
 test: tinygpt $(BUILD)/run_tests bpe-check readme-check
 	$(BUILD)/run_tests
 
-# The README against the program, so the docs cannot drift (issue 12): every
-# flag of every `--help` in a flag table with its default and range; every
-# metadata key the checkpoints and run.json hold listed; and the reading
-# order of src/ free of forward references, each file's "Reading order:
-# file N" agreeing with the README. Python's standard library only.
+# README.md and docs/*.md against the program, so the docs cannot drift
+# (issue 12): every flag of every `--help` in a flag table (on any page)
+# with its default and range; every metadata key the checkpoints and
+# run.json hold listed (docs/checkpoints.md); and the reading order of src/
+# (README, "How to read the code") free of forward references, each file's
+# "Reading order: file N" agreeing with the README; and every command in
+# a code block of those pages run, as it shows it, in a stand-in world
+# (a small text, a tiny trained run), with every `make` target named
+# existing and no file needed from outside the repository; and every
+# link between the pages leading to a file and heading that exist.
+# Python's standard library only.
 .PHONY: readme-check
 readme-check: tinygpt
 	/usr/bin/python3 scripts/check_readme_flags.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_readme_keys.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_reading_order.py
+	/usr/bin/python3 scripts/check_doc_commands.py --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/check_doc_links.py
 
 # The BPE learner and encoder against an independent Python one
 # (scripts/bpe_reference.py, standard library only) on a few small texts:
@@ -117,7 +125,7 @@ $(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
 bpe-check: $(BUILD)/bpe_dump
 	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
 
-# A deliberately wrong tinygpt, for the tests only: attention.c compiled with
+# A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
 # backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
 # exactly the tensors upstream of that softmax to fail: proof that the check
@@ -125,11 +133,11 @@ bpe-check: $(BUILD)/bpe_dump
 # in the real one, keeps every line of the shipped backward honest.
 BROKEN_BIN = $(BUILD)/tinygpt-broken
 
-$(BUILD)/broken/attention.o: src/layers/attention.c $(HEADERS) | deps
+$(BUILD)/broken/attention_fast.o: src/layers/attention_fast.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
 
-$(BROKEN_BIN): $(MAIN_OBJ) $(filter-out $(BUILD)/layers/attention.o, $(LIB_OBJ)) $(BUILD)/broken/attention.o
+$(BROKEN_BIN): $(MAIN_OBJ) $(filter-out $(BUILD)/layers/attention_fast.o, $(LIB_OBJ)) $(BUILD)/broken/attention_fast.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 test: $(BROKEN_BIN)

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""check_readme_flags.py: does README.md document every flag tinygpt accepts?
+"""check_readme_flags.py: do README.md and docs/ document every flag tinygpt accepts?
 
 The flag tables in src/commands/*.c print --help, so --help is the truth
-and the README is what drifts. For every command `tinygpt --help` lists,
-this reads `tinygpt COMMAND --help` and checks the README's table of that
-command's flags (the markdown table right after a line
-`<!-- flags: COMMAND -->`):
+and the documentation is what drifts. For every command `tinygpt --help`
+lists, this reads `tinygpt COMMAND --help` and checks that command's flag
+table (the markdown table right after a line `<!-- flags: COMMAND -->`, on
+whichever page of README.md and docs/*.md holds it; one table per command):
 
 - every flag --help shows is a row of the table, and every row is a flag
   --help shows (--help and --version are documented once, for all
@@ -17,14 +17,14 @@ command's flags (the markdown table right after a line
   tinygpt holds the flag to: just past a closed end and at an open end it
   refuses the value as out of range, at a closed end and just inside an
   open one it does not;
-- each command has a row in the Commands table, and a flag named in that
-  row is one of its flags;
-- no `--flag` anywhere in the README is unknown to every command, apart
+- each command has a row in README.md's Commands table, and a flag named
+  in that row is one of its flags;
+- no `--flag` anywhere in README.md or docs/ is unknown to every command, apart
   from the other programs' flags listed in OTHER_PROGRAMS and the flag the
   worked example of "Adding a setting" adds (EXAMPLE_FLAGS).
 
-Exit status: the number of problems found (0: the README is true).
-Usage: scripts/check_readme_flags.py [--tinygpt ./tinygpt] [--readme README.md]
+Exit status: the number of problems found (0: the documentation is true).
+Usage: scripts/check_readme_flags.py [--tinygpt ./tinygpt] [--readme README.md] [--docs docs]
 Python's standard library only.
 """
 import argparse
@@ -36,9 +36,11 @@ import subprocess
 import sys
 import tempfile
 
-# Flags the README names that belong to other programs: scripts/setup.sh,
+from doc_pages import pages
+
+# Flags the documentation names that belong to other programs: scripts/setup.sh,
 # scripts/torch_reference.py and scripts/ladder.py, valgrind.
-# The flag "How to read the code", "Adding a setting", shows how to add.
+# The flag docs/contributing.md, "Adding a setting", shows how to add.
 EXAMPLE_FLAGS = {"--adam-eps"}
 OTHER_PROGRAMS = {"--python", "--quiet", "--sanitize", "--configs", "--rounds", "--tinygpt", "--data",
                   "--leak-check"}
@@ -105,21 +107,30 @@ def cells(row):
     return [p.strip() for p in parts[1:-1]]
 
 
-def marked_tables(readme):
-    """{command: [(line number, [cells])]} of every table after a marker."""
-    tables, lines = {}, readme.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"^<!-- flags: ([a-z]+) -->$", line.strip())
-        if not m:
-            continue
-        rows, j = [], i + 1
-        while j < len(lines) and not lines[j].startswith("|"):
-            j += 1
-        for k in range(j + 2, len(lines)):  # skip the header and the |---| line
-            if not lines[k].startswith("|"):
-                break
-            rows.append((k + 1, cells(lines[k])))
-        tables[m.group(1)] = rows
+def marked_tables(docs, problems):
+    """{command: [("page:line", [cells])]} of every table after a marker, on
+    any page of DOCS ([(path, text)]); a second table for one command is a
+    problem."""
+    tables, marker_at = {}, {}
+    for path, text in docs:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^<!-- flags: ([a-z]+) -->$", line.strip())
+            if not m:
+                continue
+            if m.group(1) in marker_at:
+                problems.append(f"{path}:{i + 1}: a second flag table for '{m.group(1)}' "
+                                f"(the first is at {marker_at[m.group(1)]})")
+                continue
+            marker_at[m.group(1)] = f"{path}:{i + 1}"
+            rows, j = [], i + 1
+            while j < len(lines) and not lines[j].startswith("|"):
+                j += 1
+            for k in range(j + 2, len(lines)):  # skip the header and the |---| line
+                if not lines[k].startswith("|"):
+                    break
+                rows.append((f"{path}:{k + 1}", cells(lines[k])))
+            tables[m.group(1)] = rows
     return tables
 
 
@@ -132,22 +143,22 @@ def check_default(command, flags, help_defaults, default_cell, where, problems):
     if not stated:
         return
     if not default_cell:
-        problems.append(f"{where}: {command} {', '.join(flags)}: --help gives a default ({'; '.join(stated)}), the README none")
+        problems.append(f"{where}: {command} {', '.join(flags)}: --help gives a default ({'; '.join(stated)}), the table none")
         return
     want = sorted({x for d in stated for x in numbers(d)})
     if numbers(default_cell) != want:
-        problems.append(f"{where}: {command} {', '.join(flags)}: default '{default_cell}' in the README, "
+        problems.append(f"{where}: {command} {', '.join(flags)}: default '{default_cell}' in the table, "
                         f"'{'; '.join(stated)}' in --help")
     help_words = set(re.findall(r"[\w./-]+", " ".join(stated)))
     quoted = " ".join(re.findall(r"`([^`]+)`", default_cell))
     for word in re.findall(r"[\w./-]+", quoted):
         if word not in help_words and not numbers(word):
-            problems.append(f"{where}: {command} {', '.join(flags)}: default `{word}` in the README is not in "
+            problems.append(f"{where}: {command} {', '.join(flags)}: default `{word}` in the table is not in "
                             f"--help's '{'; '.join(stated)}'")
 
 
 def check_range(tinygpt, command, context, flag, meaning, where, problems):
-    """A range "in [a, b]" the README states must be the one tinygpt holds the
+    """A range "in [a, b]" a table states must be the one tinygpt holds the
     flag to: a value just past a closed end, and an open end itself, are
     refused as out of range; a closed end itself, and a value just inside an
     open one, are not (the command may still stop on something else, or run:
@@ -162,20 +173,23 @@ def check_range(tinygpt, command, context, flag, meaning, where, problems):
     inside = [lo + step if open_lo else lo, hi - step if open_hi else hi]
     for value in outside:
         if not rejected(tinygpt, command, context, flag, value):
-            problems.append(f"{where}: {command} {flag}: the README says {m.group(0)[3:]}, but {value:g} is not refused as out of range")
+            problems.append(f"{where}: {command} {flag}: the table says {m.group(0)[3:]}, but {value:g} is not refused as out of range")
     for value in inside:
         if rejected(tinygpt, command, context, flag, value):
-            problems.append(f"{where}: {command} {flag}: the README says {m.group(0)[3:]}, but {value:g} is refused as out of range")
+            problems.append(f"{where}: {command} {flag}: the table says {m.group(0)[3:]}, but {value:g} is refused as out of range")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tinygpt", default="./tinygpt")
     ap.add_argument("--readme", default="README.md")
+    ap.add_argument("--docs", default="docs", help="the folder of the other pages (*.md)")
     args = ap.parse_args()
-    readme = open(args.readme, encoding="utf-8").read()
-    tables = marked_tables(readme)
+    docs = pages(args.readme, args.docs)
+    readme = docs[0][1]
+    everything = "\n".join(text for _, text in docs)
     problems = []
+    tables = marked_tables(docs, problems)
     known = set(EVERY_COMMAND)
     tmp = tempfile.mkdtemp(prefix="check_readme_flags.")
     tiny = ["--steps", "0", "--embd", "8", "--heads", "1", "--context", "8", "--layers", "1", "--batch", "1",
@@ -194,11 +208,11 @@ def main():
         known |= set(flags)
         documented = set(flags) - EVERY_COMMAND
         if command not in tables:
-            problems.append(f"README.md: no flag table for '{command}' (a table after '<!-- flags: {command} -->')")
+            problems.append(f"{args.readme}, {args.docs}/*.md: no flag table for '{command}' "
+                            f"(a table after '<!-- flags: {command} -->')")
             continue
         seen = set()
-        for line_no, row in tables[command]:
-            where = f"README.md:{line_no}"
+        for where, row in tables[command]:
             row_flags = FLAG_RE.findall(row[0]) if row else []
             for f in row_flags:
                 if f not in flags:
@@ -211,19 +225,21 @@ def main():
             for f in row_flags:
                 check_range(args.tinygpt, command, contexts.get(command, []), f, row[2], where, problems)
         for f in sorted(documented - seen):
-            problems.append(f"README.md: {command} {f} (in --help) has no row in the README's {command} flag table")
+            problems.append(f"{command} {f} (in --help) has no row in the {command} flag table "
+                            f"(after '<!-- flags: {command} -->')")
         synopsis = [line for line in readme.splitlines() if line.startswith(f"| `tinygpt {command} ")]
         if not synopsis:
-            problems.append(f"README.md: the Commands table has no row for 'tinygpt {command}'")
+            problems.append(f"{args.readme}: the Commands table has no row for 'tinygpt {command}'")
         for line in synopsis:
             for f in FLAG_RE.findall(cells(line)[0]):
                 if f not in flags:
-                    problems.append(f"README.md: the Commands row of {command} names {f}, which '{command} --help' does not list")
+                    problems.append(f"{args.readme}: the Commands row of {command} names {f}, which '{command} --help' does not list")
     for f in EVERY_COMMAND:
-        if f not in readme:
-            problems.append(f"README.md: {f} (every command has it) is not mentioned")
-    for f in sorted(set(FLAG_RE.findall(readme)) - known - OTHER_PROGRAMS - EXAMPLE_FLAGS):
-        problems.append(f"README.md: {f} is no flag of any command (renamed or removed?)")
+        if f not in everything:
+            problems.append(f"{args.readme}, {args.docs}/*.md: {f} (every command has it) is not mentioned")
+    for path, text in docs:
+        for f in sorted(set(FLAG_RE.findall(text)) - known - OTHER_PROGRAMS - EXAMPLE_FLAGS):
+            problems.append(f"{path}: {f} is no flag of any command (renamed or removed?)")
     shutil.rmtree(tmp)
     for p in problems:
         print(p)

@@ -1,20 +1,22 @@
 #!/usr/bin/python3
-"""check_readme_keys.py: does README.md list every key tinygpt writes?
+"""check_readme_keys.py: do the docs list every key tinygpt writes?
 
 Trains two tiny runs of one step (a char gpt with every part removed,
 so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
 optimizer.safetensors and the keys of run.json,
-and compares them with the tables of the README's "### Metadata keys", in
-order: the model's keys, the run state's (both in model.safetensors),
+and compares them with the tables of the section "### Metadata keys" (on
+the one page of README.md and docs/*.md that has it), in order: the
+model's keys, the run state's (both in model.safetensors),
 optimizer.safetensors', run.json's. A key a file holds and its table lacks
 is a problem; so is a key a table lists that no file holds, unless it is
 one tinygpt only reads (READ_ONLY: kept for files written by older
 versions).
 
 Exit status: the number of problems. Usage:
-scripts/check_readme_keys.py [--tinygpt ./tinygpt] [--readme README.md]
+scripts/check_readme_keys.py [--tinygpt ./tinygpt] [--readme README.md] [--docs docs]
+(README.md is also the text of the tiny runs.)
 Python's standard library only.
 """
 import argparse
@@ -26,6 +28,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+from doc_pages import pages
 
 # model.safetensors keys that tinygpt reads but no longer writes.
 READ_ONLY = {"data"}
@@ -39,12 +43,17 @@ def metadata(path):
         return set(json.loads(f.read(n))["__metadata__"])
 
 
-def readme_tables(readme):
-    """The sets of backquoted names in the first column of each table of
-    the section "### Metadata keys", in order."""
-    m = re.search(r"^### Metadata keys\n(.*?)(?=^##)", readme, re.M | re.S)
-    if not m:
-        sys.exit("check_readme_keys: README.md has no section '### Metadata keys'")
+def key_tables(docs):
+    """(page, the sets of backquoted names in the first column of each table
+    of the section "### Metadata keys", in order). DOCS is [(path, text)];
+    exactly one page must have the section, which ends at the next heading
+    of level 2 or 3, or at the end of the page."""
+    found = [(path, m) for path, text in docs
+             for m in re.finditer(r"^### Metadata keys\n(.*?)(?=^##|\Z)", text, re.M | re.S)]
+    if len(found) != 1:
+        where = ", ".join(path for path, _ in found) or "none of " + ", ".join(path for path, _ in docs)
+        sys.exit(f"check_readme_keys: {len(found)} sections '### Metadata keys' ({where}); expected one")
+    page, m = found[0]
     tables, current = [], None
     for line in m.group(1).splitlines():
         if line.startswith("|"):
@@ -55,13 +64,14 @@ def readme_tables(readme):
             current |= set(re.findall(r"`([^`]+)`", first))
         else:
             current = None
-    return tables
+    return page, tables
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tinygpt", default="./tinygpt")
     ap.add_argument("--readme", default="README.md")
+    ap.add_argument("--docs", default="docs", help="the folder of the other pages (*.md)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="check_readme_keys.")
     runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260"]}
@@ -81,9 +91,9 @@ def main():
             run_info |= set(json.load(f))
     shutil.rmtree(tmp)
 
-    tables = readme_tables(open(args.readme, encoding="utf-8").read())
+    page, tables = key_tables(pages(args.readme, args.docs))
     if len(tables) != 4:
-        sys.exit(f"check_readme_keys: '### Metadata keys' has {len(tables)} tables; expected 4 "
+        sys.exit(f"check_readme_keys: {page}, '### Metadata keys' has {len(tables)} tables; expected 4 "
                  "(model, run state, optimizer.safetensors, run.json)")
     problems = []
     for what, written, listed, read_only in [("model.safetensors", model, tables[0] | tables[1], READ_ONLY),
@@ -91,9 +101,9 @@ def main():
                                              ("run.json", run_info, tables[3], set())]:
         listed = listed - {"key"}
         for k in sorted(written - listed):
-            problems.append(f"README.md, Metadata keys: {what} holds '{k}', which its table does not list")
+            problems.append(f"{page}, Metadata keys: {what} holds '{k}', which its table does not list")
         for k in sorted(listed - written - read_only):
-            problems.append(f"README.md, Metadata keys: the {what} table lists '{k}', which tinygpt does not write")
+            problems.append(f"{page}, Metadata keys: the {what} table lists '{k}', which tinygpt does not write")
     for p in problems:
         print(p)
     print(f"check_readme_keys: {len(model)} + {len(optimizer)} + {len(run_info)} keys, {len(problems)} problems")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """torch_reference.py: an independent PyTorch implementation of tinygpt's models.
 
-It is written from the models' descriptions (README.md, src/model.h), not from
+It is written from the models' descriptions (docs/model.md, src/model/model.h), not from
 the C code, and checks the C program from the outside: it reads the
 checkpoints tinygpt writes, replays the same training batches in float64 with
 autograd, and compares the losses, the final weights and (for the GPT) the

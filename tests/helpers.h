@@ -14,6 +14,9 @@
 #include "rng.h"
 #include "sanitized.h"
 
+// COUNT: the number of elements of an array (not a pointer).
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
 // scratch_dir_create: a new empty directory under /tmp, its path in "dir";
 // scratch_dir_remove deletes it and everything in it (made writable first:
 // some tests take the permissions away).

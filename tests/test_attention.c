@@ -1,8 +1,8 @@
-// test_attention.c: tests for src/layers/attention.c (causal multi-head
+// test_attention.c: tests for src/layers/attention.c and attention_fast.c (causal multi-head
 // self-attention with dropout on the weights), and its one-position pass
 // for sampling.
 //
-// attention.c has two versions of each pass, a reference one and a fast one
+// attention has two versions of each pass, a reference one and a fast one
 // (transposed keys and values, precomputed dropout factors), and every test
 // below runs on both. The forward pass is compared with a hand-worked case
 // and with a plain double-precision version written here from the five

@@ -482,7 +482,7 @@ START_TEST(save_then_load_restores_config_vocabulary_and_step) {
     ck_assert_msg(memcmp(&m.config.dropout, &model.config.dropout, sizeof(float)) == 0,  // bit-exact
                   "%s: dropout %.9g, saved %.9g", arch, (double)m.config.dropout, (double)model.config.dropout);
     ck_assert_msg(m.grads_memory != NULL, "%s: loaded for training, but without gradients", arch);
-    ck_assert_msg(memcmp(t.codepoints, tok.codepoints, (size_t)tok.vocab_size * sizeof(uint32_t)) == 0,
+    ck_assert_msg(memcmp(t.chars.codepoints, tok.chars.codepoints, (size_t)tok.vocab_size * sizeof(uint32_t)) == 0,
                   "%s: the vocabulary's characters differ", arch);
     model_free(&m);
     tokenizer_free(&t);
@@ -585,7 +585,7 @@ START_TEST(saved_file_has_the_safetensors_byte_layout) {
 END_TEST
 
 // The tensors a checkpoint must list, in order, with their shapes ("dims[1]"
-// is 0 for a 1-D tensor): what the issue and README specify, written out
+// is 0 for a 1-D tensor): what docs/checkpoints.md, "The file format", specifies, written out
 // here rather than taken from param_table, so the test also checks the table.
 typedef struct {
     char name[48];

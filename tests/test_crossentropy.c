@@ -1,12 +1,15 @@
-// test_crossentropy.c: tests for src/layers/crossentropy.c (softmax over
+// test_crossentropy.c: tests for src/layers/crossentropy.c and
+// crossentropy_fast.c (softmax over
 // the vocabulary + mean cross-entropy loss).
 //
 // A hand-worked case with logits chosen as logs of small integers, so the
 // softmax is a ratio of integers, forward and backward (which overwrites
 // dlogits, not adds to it); the two limits every implementation should
 // survive (all-zero logits give ln V; logits of +-1e4 stay finite);
-// probability rows that sum to 1; and the backward pass against central
-// finite differences of the mean loss itself.
+// probability rows that sum to 1 (each for both forwards, the reference
+// loops and the fast one on softmax.h); the two forwards against each
+// other; and the backward pass against central finite differences of the
+// mean loss itself.
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +27,14 @@
 static const double HAND_TOL = 1e-6;
 // A row of V probabilities sums to 1 up to V float32 roundings (V <= 100 here).
 static const double ROW_SUM_TOL = 1e-5;
+
+// The two forwards; the tests that loop over _i run on each.
+typedef float (*ForwardFn)(float *, float *, const float *, const int *, int, int);
+static const struct {
+    const char *name;
+    ForwardFn forward;
+} FORWARDS[] = {{"crossentropy_forward", crossentropy_forward},
+                {"crossentropy_forward_reference", crossentropy_forward_reference}};
 
 // ---------------------------------------------------------------------------
 // Hand-worked: N=2, V=3. exp(0, ln 2, ln 3) = (1, 2, 3), sum 6.
@@ -46,7 +57,7 @@ static void hand_logits(float logits[HN * HV]) {
 START_TEST(forward_matches_a_hand_worked_case) {
     float logits[HN * HV], probs[HN * HV], losses[HN];
     hand_logits(logits);
-    float loss = crossentropy_forward(losses, probs, logits, HAND_TARGETS, HN, HV);
+    float loss = FORWARDS[_i].forward(losses, probs, logits, HAND_TARGETS, HN, HV);
     const double expected_probs[HN * HV] = {1.0 / 6, 1.0 / 3, 1.0 / 2, 1.0 / 2, 1.0 / 3, 1.0 / 6};
     for (int i = 0; i < HN * HV; i++) ck_assert_double_eq_tol(probs[i], expected_probs[i], HAND_TOL);
     ck_assert_double_eq_tol(losses[0], log(2.0), HAND_TOL);
@@ -86,7 +97,7 @@ START_TEST(zero_logits_give_a_loss_of_ln_v) {
     enum { N = 3, V = 65 };
     float logits[N * V] = {0}, probs[N * V], losses[N];
     const int targets[N] = {0, 17, V - 1};
-    float loss = crossentropy_forward(losses, probs, logits, targets, N, V);
+    float loss = FORWARDS[_i].forward(losses, probs, logits, targets, N, V);
     ck_assert_double_eq_tol(loss, log((double)V), HAND_TOL * log((double)V));
     for (int i = 0; i < N * V; i++) ck_assert_double_eq_tol(probs[i], 1.0 / V, HAND_TOL);
 }
@@ -102,7 +113,7 @@ START_TEST(logits_of_plus_minus_ten_thousand_give_finite_losses) {
     const float logits[N * V] = {big, -big, -big, -big, big, -big, -big, -big};
     const int targets[N] = {0, 1};
     float probs[N * V], losses[N], dlogits[N * V] = {0};
-    float loss = crossentropy_forward(losses, probs, logits, targets, N, V);
+    float loss = FORWARDS[_i].forward(losses, probs, logits, targets, N, V);
     crossentropy_backward(dlogits, probs, targets, N, V);
     for (int i = 0; i < N * V; i++) {
         ck_assert_msg(isfinite(probs[i]), "probs[%d] = %g", i, (double)probs[i]);
@@ -128,7 +139,7 @@ START_TEST(probability_rows_sum_to_one) {
         // Row n has logits of scale 10^(n-2): from nearly flat to very peaked.
         for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - 2)) * rng_normal(&rng);
     }
-    crossentropy_forward(losses, probs, logits, targets, N, V);
+    FORWARDS[_i].forward(losses, probs, logits, targets, N, V);
     softmax_forward(softmax_probs, logits, N, V);
     for (int n = 0; n < N; n++) {
         double sum = 0;
@@ -138,8 +149,35 @@ START_TEST(probability_rows_sum_to_one) {
         }
         ck_assert_double_eq_tol(sum, 1.0, ROW_SUM_TOL);
     }
-    // softmax_forward (used for sampling) is the same softmax.
-    ck_assert(memcmp(probs, softmax_probs, sizeof probs) == 0);
+    // softmax_forward (walkthrough's) is the fast forward's softmax, bit for bit.
+    if (FORWARDS[_i].forward == crossentropy_forward) ck_assert(memcmp(probs, softmax_probs, sizeof probs) == 0);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// The fast forward computes the reference's numbers: its exp (fast_expf) is
+// within about one unit in the last place of expf and its sums run in
+// another order, so each probability and loss agrees to a few roundings
+// (1e-5 relative to max(1, |value|) is far below any indexing mistake).
+
+START_TEST(fast_forward_matches_the_reference) {
+    enum { N = 7, V = 261 };  // V not a multiple of 16: a ragged last vector
+    static float logits[N * V], probs[2][N * V], losses[2][N];
+    int targets[N];
+    Rng rng;
+    rng_init(&rng, 3);
+    for (int n = 0; n < N; n++) {
+        targets[n] = (int)rng_below(&rng, V);
+        for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - 3)) * rng_normal(&rng);
+    }
+    float loss[2];
+    for (int i = 0; i < 2; i++) loss[i] = FORWARDS[i].forward(losses[i], probs[i], logits, targets, N, V);
+    const double tol = 1e-5;
+    for (int i = 0; i < N * V; i++)
+        ck_assert_double_eq_tol(probs[0][i], probs[1][i], tol * fmax(1.0, fabs(probs[1][i])));
+    for (int n = 0; n < N; n++)
+        ck_assert_double_eq_tol(losses[0][n], losses[1][n], tol * fmax(1.0, fabs(losses[1][n])));
+    ck_assert_double_eq_tol(loss[0], loss[1], tol * fmax(1.0, fabs(loss[1])));
 }
 END_TEST
 
@@ -182,12 +220,13 @@ END_TEST
 Suite *crossentropy_suite(void) {
     Suite *s = suite_create("crossentropy");
     TCase *tc = tcase_create("core");
-    tcase_add_test(tc, forward_matches_a_hand_worked_case);
+    tcase_add_loop_test(tc, forward_matches_a_hand_worked_case, 0, COUNT(FORWARDS));
     tcase_add_test(tc, backward_matches_a_hand_worked_case);
     tcase_add_test(tc, backward_overwrites_the_gradient_already_there);
-    tcase_add_test(tc, zero_logits_give_a_loss_of_ln_v);
-    tcase_add_test(tc, logits_of_plus_minus_ten_thousand_give_finite_losses);
-    tcase_add_test(tc, probability_rows_sum_to_one);
+    tcase_add_loop_test(tc, zero_logits_give_a_loss_of_ln_v, 0, COUNT(FORWARDS));
+    tcase_add_loop_test(tc, logits_of_plus_minus_ten_thousand_give_finite_losses, 0, COUNT(FORWARDS));
+    tcase_add_loop_test(tc, probability_rows_sum_to_one, 0, COUNT(FORWARDS));
+    tcase_add_test(tc, fast_forward_matches_the_reference);
     tcase_add_test(tc, backward_matches_finite_differences);
     suite_add_tcase(s, tc);
     return s;

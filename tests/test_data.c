@@ -240,7 +240,7 @@ START_TEST(load_rejects_a_training_split_shorter_than_one_window) {
     ck_assert_msg(strstr(err.msg, short_path) && strstr(err.msg, "only 64 training tokens") &&
                       strstr(err.msg, "--context 64 + 1") && strstr(err.msg, "smaller --context"),
                   "message was: %s", err.msg);
-    ck_assert_ptr_null(tok.codepoints);  // the vocabulary built for it was freed
+    ck_assert_ptr_null(tok.chars.codepoints);  // the vocabulary built for it was freed
     ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, exact_path, 0.0, 64, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_train, 65);
     dataset_free(&ds);

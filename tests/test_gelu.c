@@ -1,4 +1,4 @@
-// test_gelu.c: tests for src/layers/gelu.c (GELU, exact erf form).
+// test_gelu.c: tests for src/layers/gelu.c and gelu_fast.c (GELU, exact erf form).
 //
 // 1. both versions give values worked out in double precision (python's
 //    math.erf), forward and backward;
@@ -109,12 +109,11 @@ END_TEST
 
 static const float EXTREME_X[] = {1e4f, -1e4f, FLT_MAX, -FLT_MAX, 0.0f, -0.0f, FLT_MIN, -FLT_MIN,
                                   1e-40f, -1e-40f, FLT_TRUE_MIN, -FLT_TRUE_MIN};
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 // The dense range and the extremes, in a new array of *n floats.
 static float *test_inputs(size_t *n) {
     const size_t dense = 200001;
-    *n = dense + COUNT(EXTREME_X);
+    *n = dense + (size_t)COUNT(EXTREME_X);
     float *x = xmalloc(*n * sizeof(float));
     for (size_t i = 0; i < dense; i++) x[i] = (float)(-10.0 + 1e-4 * (double)i);
     memcpy(x + dense, EXTREME_X, sizeof EXTREME_X);
@@ -244,7 +243,7 @@ END_TEST
 // needs the same bits either way. Rows here start at unaligned offsets and
 // have ragged widths.
 START_TEST(an_element_gets_the_same_bits_alone_in_a_batch_and_on_any_thread_count) {
-    const size_t n = 1 << 18;  // above gelu.c's MIN_PARALLEL_ELEMENTS
+    const size_t n = 1 << 18;  // above gelu_fast.c's MIN_PARALLEL_ELEMENTS
     const size_t row_starts[] = {0, 1, 12345, n - 1000};
     const size_t row_width = 1000;
     Rng rng;
@@ -264,7 +263,7 @@ START_TEST(an_element_gets_the_same_bits_alone_in_a_batch_and_on_any_thread_coun
     ck_assert_msg(memcmp(out[0], out[1], n * sizeof(float)) == 0, "forward depends on the thread count");
     ck_assert_msg(memcmp(dinp[0], dinp[1], n * sizeof(float)) == 0, "backward depends on the thread count");
     float row_out[1000], row_dinp[1000];
-    for (size_t r = 0; r < COUNT(row_starts); r++) {
+    for (int r = 0; r < COUNT(row_starts); r++) {
         size_t start = row_starts[r];
         gelu_forward(row_out, x + start, row_width);
         gelu_backward(row_dinp, x + start, dout + start, row_width);

@@ -1,4 +1,5 @@
-// test_layernorm.c: tests for src/layers/layernorm.c (LayerNorm, weight, no bias).
+// test_layernorm.c: tests for src/layers/layernorm.c and layernorm_fast.c
+// (LayerNorm, weight, no bias).
 //
 // 1. forward on rows worked out by hand (one ordinary, one constant);
 // 2. backward against central finite differences of L = sum(out * R) for
@@ -129,7 +130,7 @@ START_TEST(backward_adds_to_dinp_and_dweight) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// 3. Bits. N * C = 39000 is above layernorm.c's MIN_PARALLEL_WORK, so two
+// 3. Bits. N * C = 39000 is above layernorm_fast.c's MIN_PARALLEL_WORK, so two
 // threads share the rows (and the channel runs of dweight: C = 130 is two
 // full runs of 64 and a ragged one of 2).
 

@@ -1,5 +1,5 @@
 // test_linear.c: tests for src/layers/linear.c (y = x W^T + b), and through
-// its fast versions the engine they share, src/kernels/matmul.c.
+// its fast versions (linear_fast.c) the engine they share, src/kernels/matmul.c.
 //
 // Three layers of evidence, in the order a reader would want them:
 // 1. both forward versions give a hand-worked answer;
@@ -172,7 +172,6 @@ static const int IN_WIDTHS[] = {1, 7, 64, 65, 129};
 // OC: column tiles around multiples of 64, and the dinp k (129 and 200: two
 // k blocks).
 static const int OUT_WIDTHS[] = {1, 3, 63, 64, 65, 129, 200};
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 // All the buffers one shape needs; "start" holds the gradients' starting
 // values, non-zero so the tests see that backward adds to dweight and dbias

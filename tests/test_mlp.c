@@ -19,7 +19,7 @@
 #include "tests.h"
 
 // mlp_forward vs the reference steps, relative to max(1, |value|). fc_out
-// is linear.c's product, which test_linear.c holds to the reference one.
+// is linear_fast.c's product, which test_linear.c holds to the reference one.
 // The fast GELU is within 5e-7 max(1, |x|) of the reference one (gelu.h),
 // and out adds H = 4C such differences times weights of about 1/sqrt(H)
 // (scaled as in a trained model, below): with random signs, about
@@ -195,7 +195,7 @@ END_TEST
 
 // ---------------------------------------------------------------------------
 // 3. Sampling runs the MLP on one position, training on all of them (large
-// enough here, 64 x 64 -> 256, for matmul.c and gelu.c to use both threads);
+// enough here, 64 x 64 -> 256, for matmul.c and gelu_fast.c to use both threads);
 // the model needs the same bits either way.
 
 START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {

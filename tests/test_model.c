@@ -1269,8 +1269,8 @@ END_TEST
 // and the parameters at the end are returned (the caller frees them). A few
 // steps suffice: any difference in one step's sums changes every later step.
 // Sizes big enough that every layer splits its work between two threads:
-// B*T = 128 rows (two 64-row chunks in linear.c), 3C = 96 columns (two
-// 64-wide tiles; gpt's 4C = 128 too), B*NH = 16 attention (batch, head) pairs.
+// B*T = 128 rows (one chunk of matmul.c), 3C = 96 columns (two 64-wide
+// tiles, so two work items; gpt's 4C = 128 too), B*NH = 16 attention (batch, head) pairs.
 enum { RUN_B = 4, RUN_T = 32, RUN_STEPS = 8, RUN_CORPUS = 500 };
 static const ModelConfig RUN_CFG = {.vocab_size = 11, .block_size = RUN_T, .n_embd = 32, .n_head = 4,
                                     .dropout = 0.2f};

@@ -1,8 +1,9 @@
-// test_tokenizer.c: tests for src/io/tokenizer.c: the character
-// vocabulary (built, sorted, saved and loaded back), encoding and its
-// errors (every class of invalid UTF-8 reported at its byte offset, a NUL
-// byte, a character outside the vocabulary), and bpe behind the same
-// interface. UTF-8 itself is test_utf8.c's.
+// test_tokenizer.c: tests for src/io/char_vocab.c on its own, then
+// src/io/tokenizer.c: the character vocabulary (built, sorted, saved and
+// loaded back), encoding and its errors (every class of invalid UTF-8
+// reported at its byte offset, a NUL byte, a character outside the
+// vocabulary), and bpe behind the same interface. UTF-8 itself is
+// test_utf8.c's.
 //
 // The multi-byte characters used below, with their UTF-8 bytes:
 //   é  U+00E9   C3 A9          2 bytes
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "char_vocab.h"
 #include "helpers.h"
 #include "tests.h"
 #include "tokenizer.h"
@@ -19,6 +21,67 @@
 #define EM_DASH "\xE2\x80\x94"
 #define CURLY_APOSTROPHE "\xE2\x80\x99"
 #define EMOJI "\xF0\x9F\x98\x80"
+
+// ---- char_vocab, without the Tokenizer around it ------------------------------
+
+START_TEST(a_char_vocab_numbers_code_points_in_order_and_round_trips) {
+    const char *text = "ba\xC3\xA9" "a";  // b a é a
+    CharVocab v;
+    Error err = {0};
+    ck_assert_msg(char_vocab_build(&v, text, strlen(text), "t", &err), "%s", err.msg);
+    const uint32_t want[] = {'a', 'b', 0xE9};
+    const char *want_piece[] = {"a", "b", "\xC3\xA9"};
+    ck_assert_int_eq(v.size, 3);
+    for (int id = 0; id < 3; id++) {
+        ck_assert_uint_eq(v.codepoints[id], want[id]);
+        ck_assert_int_eq(char_vocab_id(&v, want[id]), id);
+        size_t len;
+        const char *piece = char_vocab_piece(&v, id, &len);
+        ck_assert_uint_eq(len, strlen(want_piece[id]));
+        ck_assert_mem_eq(piece, want_piece[id], len);
+    }
+    ck_assert_int_eq(char_vocab_id(&v, 'z'), -1);
+
+    // The text read back one character at a time: b a é a.
+    const int want_ids[] = {1, 0, 2, 0};
+    size_t pos = 0;
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(char_vocab_next(&v, text, strlen(text), &pos, "t", &err), want_ids[i]);
+    ck_assert_uint_eq(pos, strlen(text));
+
+    size_t len;
+    char *saved = char_vocab_utf8(&v, &len);
+    ck_assert_str_eq(saved, "ab\xC3\xA9");
+    ck_assert_uint_eq(len, 4);
+    CharVocab loaded;
+    ck_assert_msg(char_vocab_from_text(&loaded, saved, len, &err), "%s", err.msg);
+    ck_assert_int_eq(loaded.size, v.size);
+    ck_assert_mem_eq(loaded.codepoints, v.codepoints, (size_t)v.size * sizeof v.codepoints[0]);
+    ck_assert_int_eq(char_vocab_id(&loaded, 0xE9), 2);
+    free(saved);
+    char_vocab_free(&loaded);
+    char_vocab_free(&v);
+    char_vocab_free(&v);  // safe twice
+    ck_assert_int_eq(v.size, 0);
+    ck_assert_ptr_null(v.to_id);
+}
+END_TEST
+
+START_TEST(char_vocab_next_leaves_pos_where_it_was_on_a_character_it_lacks) {
+    CharVocab v;
+    ck_assert(char_vocab_build(&v, "ab", 2, "train.txt", NULL));
+    const char *text = "a" EM_DASH;
+    size_t pos = 1;
+    Error err = {0};
+    ck_assert_int_eq(char_vocab_next(&v, text, strlen(text), &pos, "prompt", &err), -1);
+    ck_assert_uint_eq(pos, 1);
+    ck_assert_msg(strstr(err.msg, "'prompt' has the character '" EM_DASH "' (U+2014) at byte 1"),
+                  "message was: %s", err.msg);
+    ck_assert(!char_vocab_check_text("a\0", 2, "x", &err));
+    ck_assert_msg(strstr(err.msg, "'x' has a NUL byte at byte 1"), "message was: %s", err.msg);
+    ck_assert(char_vocab_check_text(text, strlen(text), "x", &err));
+    char_vocab_free(&v);
+}
+END_TEST
 
 // ---- tokenizer_build --------------------------------------------------------
 
@@ -36,7 +99,7 @@ START_TEST(build_reports_each_invalid_utf8_class_with_its_byte_offset) {
         ck_assert_msg(strstr(err.msg, "iconv") != NULL, "%s: no fix suggested: %s", INVALID_UTF8[i].name,
                       err.msg);
         ck_assert_int_eq(tok.vocab_size, 0);
-        ck_assert_ptr_null(tok.codepoints);
+        ck_assert_ptr_null(tok.chars.codepoints);
     }
 }
 END_TEST
@@ -67,7 +130,7 @@ START_TEST(vocabulary_is_sorted_by_code_point_and_deduplicated) {
     const uint32_t want[] = {'a', 'b', 'n', 0x2014, 0x2019, 0x1F600};
     ck_assert_int_eq(tok.vocab_size, 6);
     for (int id = 0; id < 6; id++) {
-        ck_assert_uint_eq(tok.codepoints[id], want[id]);
+        ck_assert_uint_eq(tok.chars.codepoints[id], want[id]);
         ck_assert_int_eq(tokenizer_id(&tok, want[id]), id);
     }
     tokenizer_free(&tok);
@@ -80,7 +143,7 @@ START_TEST(the_same_characters_in_any_order_give_the_same_vocabulary) {
     ck_assert(tokenizer_build(&a, one, strlen(one), "one", NULL));
     ck_assert(tokenizer_build(&b, two, strlen(two), "two", NULL));
     ck_assert_int_eq(a.vocab_size, b.vocab_size);
-    ck_assert_mem_eq(a.codepoints, b.codepoints, (size_t)a.vocab_size * sizeof a.codepoints[0]);
+    ck_assert_mem_eq(a.chars.codepoints, b.chars.codepoints, (size_t)a.vocab_size * sizeof a.chars.codepoints[0]);
     tokenizer_free(&a);
     tokenizer_free(&b);
 }
@@ -222,8 +285,8 @@ START_TEST(vocab_utf8_then_from_vocab_round_trips) {
     ck_assert_msg(tokenizer_from_vocab(&loaded, vocab, len, &err), "%s", err.msg);
     ck_assert_int_eq(loaded.vocab_size, built.vocab_size);
     for (int id = 0; id < built.vocab_size; id++) {
-        ck_assert_uint_eq(loaded.codepoints[id], built.codepoints[id]);
-        ck_assert_int_eq(tokenizer_id(&loaded, built.codepoints[id]), id);
+        ck_assert_uint_eq(loaded.chars.codepoints[id], built.chars.codepoints[id]);
+        ck_assert_int_eq(tokenizer_id(&loaded, built.chars.codepoints[id]), id);
     }
     free(vocab);
     tokenizer_free(&built);
@@ -243,7 +306,7 @@ START_TEST(from_vocab_rejects_code_points_out_of_increasing_order) {
                       strstr(err.msg, "U+007A comes after U+2014, at byte 5"),
                   "message was: %s", err.msg);
     ck_assert_int_eq(tok.vocab_size, 0);
-    ck_assert_ptr_null(tok.to_id);
+    ck_assert_ptr_null(tok.chars.to_id);
 }
 END_TEST
 
@@ -255,7 +318,7 @@ START_TEST(from_vocab_rejects_a_duplicated_character) {
     ck_assert_msg(strstr(err.msg, "U+2014") && strstr(err.msg, "twice") && strstr(err.msg, "byte 6"),
                   "message was: %s", err.msg);
     ck_assert_int_eq(tok.vocab_size, 0);
-    ck_assert_ptr_null(tok.to_id);
+    ck_assert_ptr_null(tok.chars.to_id);
 }
 END_TEST
 
@@ -326,6 +389,11 @@ END_TEST
 
 Suite *tokenizer_suite(void) {
     Suite *s = suite_create("tokenizer");
+    TCase *chars = tcase_create("char_vocab");
+    tcase_add_test(chars, a_char_vocab_numbers_code_points_in_order_and_round_trips);
+    tcase_add_test(chars, char_vocab_next_leaves_pos_where_it_was_on_a_character_it_lacks);
+    suite_add_tcase(s, chars);
+
     TCase *build = tcase_create("build");
     tcase_add_test(build, build_reports_each_invalid_utf8_class_with_its_byte_offset);
     tcase_add_test(build, build_rejects_empty_text);

@@ -143,7 +143,8 @@ bool read_file(const char *path, char **out, size_t *len, Error *err);
 bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t *len, Error *err);
 
 // The --max-bytes default of the commands that read standard input: ten
-// times the largest text the README trains on (large-file-check's 100 MB).
+// times the largest text the tests train on (large-file-check's 100 MB,
+// docs/guarantees.md, "Large files").
 #define STDIN_MAX_BYTES ((size_t)1 << 30)
 
 // sync_dir: fsync the directory "dir", which makes a rename or a new file

@@ -1,6 +1,6 @@
 // tensor_table.c: named tensors in one buffer (see tensor_table.h).
 //
-// Reading order: file 15.
+// Reading order: file 11.
 #include "tensor_table.h"
 
 #include <assert.h>

@@ -1,6 +1,6 @@
 // tensor_table.h: named tensors laid out one after another in one buffer.
 //
-// Reading order: file 15, after the layers and before model.h. The model keeps its
+// Reading order: file 11, after the layers and before model.h. The model keeps its
 // parameters, their gradients, its activations and their gradients each in
 // one contiguous buffer of floats; a table says where each named tensor
 // sits in its buffer and what shape it has. The model builds its tables

@@ -1,8 +1,8 @@
 // utf8.c: UTF-8 decoding, encoding, counting, and the stream that prints
 // pieces as whole characters (see utf8.h).
 //
-// Reading order: file 3, with utf8.h. Nothing here knows of files, tokens
-// or errors: a caller that must say where a text goes wrong (the tokenizer's
+// Reading order: file 15, with utf8.h. Nothing here knows of files, tokens
+// or errors: a caller that must say where a text goes wrong (char_vocab.c's
 // next_char, json's strings) decodes with utf8_decode and reports it itself.
 #include "utf8.h"
 

@@ -2,11 +2,11 @@
 // code point decoded and encoded, characters counted and cut, and bytes that
 // arrive in pieces printed as whole characters.
 //
-// Reading order: file 3, after rng.h, before tokenizer.h (file 5), which
-// turns the characters it decodes into ids. The strings read by json.h
-// (file 19) and the labels drawn by canvas.h (file 24) are UTF-8 too, so
-// this sits in base/, under all of them, and knows only bytes and code
-// points: what a token is, is the tokenizer's business.
+// Reading order: file 15, once the model is whole, before char_vocab.h
+// (file 16), which turns the characters it decodes into ids. The strings
+// read by json.h (file 25) and the labels drawn by canvas.h (file 30) are
+// UTF-8 too, so this sits in base/, under all of them, and knows only bytes
+// and code points: what a token is, is the tokenizer's business.
 //
 // It leaves out: any other encoding, normalisation (NFC/NFD), and what a
 // character looks like (a wide character counts as one, as a combining

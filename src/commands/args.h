@@ -1,6 +1,6 @@
 // args.h: table-driven command-line flags for the subcommands.
 //
-// Reading order: file 22 (glue code; skip it on a first read). Each command
+// Reading order: file 28 (glue code; skip it on a first read). Each command
 // declares its flags once, in a table holding the variable that receives
 // the value (and holds the default beforehand), a one-line help, and the
 // allowed range. A default that depends on another flag (train's --batch

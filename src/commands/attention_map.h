@@ -2,7 +2,7 @@
 // position of a prompt reads, layer by layer and head by head, as numbers
 // and as heatmaps.
 //
-// Reading order: file 34 (glue code), after canvas.h (file 24), which draws
+// Reading order: file 40 (glue code), after canvas.h (file 30), which draws
 // its heatmaps. It runs model_forward on the prompt with dropout off and shows each block's attention weights,
 // m->acts.blocks[l].attn_weights, [B,NH,T,T] with B = 1: for head h, row t
 // is the softmax that position t spreads over positions 0..t (it sums to 1;

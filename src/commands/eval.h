@@ -1,6 +1,6 @@
 // eval.h: the `tinygpt eval` command: how well a model predicts a text.
 //
-// Reading order: file 30. It cuts the text into consecutive windows of T+1
+// Reading order: file 36. It cuts the text into consecutive windows of T+1
 // tokens overlapping by one: window i reads tokens i*T .. i*T+T-1 and
 // predicts tokens i*T+1 .. i*T+T, for every full window. The result is the
 // mean cross-entropy in nats per predicted token and the perplexity

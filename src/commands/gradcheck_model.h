@@ -1,7 +1,7 @@
 // gradcheck_model.h: `tinygpt gradcheck`: proves, on a small random model,
 // that model_backward computes the gradient of model_forward's loss.
 //
-// Reading order: file 33, after gradcheck.h (file 18), whose checker it runs, the
+// Reading order: file 39, after gradcheck.h (file 14), whose checker it runs, the
 // same one the unit tests use. For every parameter tensor, each element is
 // nudged by +-h and the loss recomputed; the slope (f(x+h) - f(x-h)) / 2h
 // must match the gradient model_backward wrote for that element. A tensor

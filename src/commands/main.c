@@ -1,6 +1,6 @@
 // main.c: `tinygpt COMMAND [flags]`: finds the command and runs it.
 //
-// Reading order: file 36, the last. Each command lives in its own file and
+// Reading order: file 42, the last. Each command lives in its own file and
 // parses its own flags (args.h), so this one is only the table of commands.
 #include <limits.h>
 #include <stdio.h>

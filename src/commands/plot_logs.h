@@ -2,7 +2,7 @@
 // that `tinygpt train` wrote, redrawn as a PNG, or the validation curves of
 // several logs compared on one picture.
 //
-// Reading order: file 35 (glue code), after plot.h (file 24), which reads a
+// Reading order: file 41 (glue code), after plot.h (file 30), which reads a
 // log into a LossHistory and draws it; this file only turns the command
 // line into calls to it: which logs, x the step or the training time, y in
 // nats per token or bits per byte, the labels, the title, and where the PNG

@@ -1,7 +1,7 @@
 // sample.h: generate text from a trained model, one token at a time (a
 // character, or a bpe piece).
 //
-// Reading order: file 23. To generate, the model reads the context (the
+// Reading order: file 29. To generate, the model reads the context (the
 // prompt plus everything generated so far), turns the logits at the last
 // position into probabilities, and draws the next token from them.
 //

@@ -1,7 +1,7 @@
 // settings.c: the table of a training run's settings, and the loops over
 // it (see settings.h).
 //
-// Reading order: file 27. The table first: one row per setting, in the
+// Reading order: file 33. The table first: one row per setting, in the
 // order --help lists them. Then what train does with it, in the order it
 // does it: make the flags and parse them; on --resume refuse the flags a
 // run keeps; take settings from a checkpoint (--init, --resume) or

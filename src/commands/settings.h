@@ -1,6 +1,6 @@
 // settings.h: every setting of a training run, declared once.
 //
-// Reading order: file 27, after args.h, run_dir.h and csv_log.h, before
+// Reading order: file 33, after args.h, run_dir.h and csv_log.h, before
 // train_setup.c, which sets a run up from it. A run is what `train` is told: the
 // text, the model's sizes, the optimizer, the schedule, how often to
 // evaluate and save. Each setting is one row of the table in settings.c
@@ -13,7 +13,8 @@
 // metadata and run.json.
 //
 // Adding a setting is one row there, a field in TrainSettings below, and
-// the code that uses it (README, "How to read the code", has an example).
+// the code that uses it (docs/contributing.md, "Adding a setting", has an
+// example).
 #ifndef TINYGPT_SETTINGS_H
 #define TINYGPT_SETTINGS_H
 

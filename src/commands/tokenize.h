@@ -1,6 +1,6 @@
 // tokenize.h: the `tinygpt tokenize` command: what the model sees of a text.
 //
-// Reading order: file 31, after eval.h. With --model it prints a text as
+// Reading order: file 37, after eval.h. With --model it prints a text as
 // the model's tokens: each piece between bars, then the ids, so a learner sees
 // how a char model spells every letter and a bpe model reads " whale" as one
 // token. With --learn FILE it learns a bpe tokenizer from FILE, as `train

@@ -1,6 +1,6 @@
 // train.c: the `train` command: the training loop (see train.h).
 //
-// Reading order: file 29, after train_setup.c, which builds the run this
+// Reading order: file 35, after train_setup.c, which builds the run this
 // file trains. From the bottom up: cmd_train sets the run up
 // (train_setup), train_loop runs the steps (train_step is one), and
 // save_checkpoint saves. Besides the loop, what keeps a long run safe:

@@ -1,6 +1,6 @@
 // train.h: the `tinygpt train` command: the training loop.
 //
-// Reading order: file 29. Each step: draw a batch, run the model forward to
+// Reading order: file 35. Each step: draw a batch, run the model forward to
 // get the loss, zero the gradients, run it backward, and move every weight
 // a little against its gradient (plain SGD: w -= lr * grad). Every
 // --eval-interval steps it measures the loss on held-out validation text,

@@ -1,6 +1,6 @@
 // train_setup.c: a training run set up from its settings (see train_setup.h).
 //
-// Reading order: file 28. The file from the bottom up: train_setup settles
+// Reading order: file 34. The file from the bottom up: train_setup settles
 // the settings (load_start for --init, resume_settings for --resume), then
 // setup_run builds the run from them.
 #include "train_setup.h"

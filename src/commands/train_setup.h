@@ -1,7 +1,7 @@
 // train_setup.h: a training run set up from its settings, ready for its
 // first step: what `train` holds while it trains.
 //
-// Reading order: file 28, after settings.h, before train.c, which runs the
+// Reading order: file 34, after settings.h, before train.c, which runs the
 // steps. train_setup settles the run's settings (the command line, then
 // --init's or --resume's checkpoint and run.json, then the defaults), then
 // builds what the run holds: the tokenizer and the data, the model and its
@@ -57,8 +57,9 @@ typedef struct {
     Error fault;            // why training stopped early
 } TrainRun;
 
-// log.csv's columns: one row per step (README, "train"). lr is the rate the
-// step used; grad_norm the gradients' norm before clipping.
+// log.csv's columns: one row per step (docs/training.md, "What it prints,
+// and log.csv"). lr is the rate the step used; grad_norm the gradients'
+// norm before clipping.
 // val_bpb is val_loss in bits per byte of text (bits_per_byte, data.h),
 // which compares across tokenizers.
 // best_step, on the rows of an evaluation, is the step of the best

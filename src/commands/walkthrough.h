@@ -1,7 +1,7 @@
 // walkthrough.h: `tinygpt walkthrough`: the classic worked example of
 // self-attention, replayed step by step through tinygpt's own layers.
 //
-// Reading order: file 32, after the layers it calls and args.h (file 22);
+// Reading order: file 38, after the layers it calls and args.h (file 28);
 // but run it before reading attention.c. Six tokens, "Your journey starts
 // with one step", each a 3-d embedding (a row of X), and the trainable
 // weights of the textbook example:

@@ -1,6 +1,6 @@
 // bpe.c: a byte-level BPE tokenizer: chunking, learning, encoding (see bpe.h).
 //
-// Reading order: file 4, after common.c; tokenizer.c (file 5) calls it.
+// Reading order: file 22, after common.c; tokenizer.c (file 23) calls it.
 //
 // What it does: cuts text into chunks by GPT-2's rule (on bytes), learns
 // merges from the chunks, turns merges into the tables encoding needs (the
@@ -24,7 +24,7 @@
 //   with the lowest merge number until no pair has one. Text repeats its
 //   words, so each chunk's ids are cached.
 //
-// Memory comes from xrealloc (stb_ds is routed to it in tokenizer.c, the one
+// Memory comes from xrealloc (stb_ds is routed to it in char_vocab.c, the one
 // file that compiles stb_ds) and xmalloc: running out is reported, not a crash.
 #include "bpe.h"
 

@@ -1,6 +1,6 @@
 // bpe.h: a byte-level BPE tokenizer, learned from the training text.
 //
-// Reading order: file 4, before tokenizer.h (file 5), which holds a Bpe as
+// Reading order: file 22, before tokenizer.h (file 23), which holds a Bpe as
 // its second kind of tokenizer and puts both kinds behind one interface.
 //
 // Byte-level, as GPT-2: ids 0..255 are the 256 bytes, so every input

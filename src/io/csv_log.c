@@ -1,6 +1,6 @@
 // csv_log.c: train's log.csv, appended and continued (see csv_log.h).
 //
-// Reading order: file 26.
+// Reading order: file 32.
 #include "csv_log.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 // csv_log.h: a CSV log that a run appends one row per step to, and that a
 // resumed run continues: train's log.csv.
 //
-// Reading order: file 26, after run_dir.h.
+// Reading order: file 32, after run_dir.h.
 //
 // The log is written through stdio's buffer, so a full disk shows up at
 // whichever call happens to empty the buffer: every write and flush is

@@ -1,6 +1,6 @@
 // data.c: load a text file as tokens, split it, and cut batches (see data.h).
 //
-// Reading order: file 6, after tokenizer.c.
+// Reading order: file 24, after tokenizer.c.
 //
 // What it does: reads the whole file, encodes it with the tokenizer, keeps
 // the first part for training and the last part for validation, and copies

@@ -1,6 +1,6 @@
 // data.h: a text file as a train/validation token stream, cut into batches.
 //
-// Reading order: file 6. The model learns to predict token t+1 from tokens
+// Reading order: file 24. The model learns to predict token t+1 from tokens
 // 0..t, so a training example is a window of T+1 consecutive tokens: the
 // first T are the inputs, the last T (shifted by one) are the targets.
 #ifndef TINYGPT_DATA_H

@@ -1,9 +1,9 @@
 // json.h: a small JSON reader and a string-escaping writer, just big enough
 // for a safetensors header.
 //
-// Reading order: file 19, before safetensors.h, its main user, and read just
+// Reading order: file 25, before safetensors.h, its main user, and read just
 // before it (run_dir.c writes run.json with it too). Its strings are read and
-// written with utf8_decode and utf8_encode from utf8.h (file 3).
+// written with utf8_decode and utf8_encode from utf8.h (file 15).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is
 // strict (RFC 8259): no comments, no trailing commas, no single quotes, no

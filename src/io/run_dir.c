@@ -1,6 +1,6 @@
 // run_dir.c: the run directory: its checkpoints, its lock, --force and run.json (see run_dir.h).
 //
-// Reading order: file 25.
+// Reading order: file 31.
 #include "run_dir.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 // run_dir.h: the directory a training run writes into: one run at a time,
 // its lock, starting over (--force), and run.json.
 //
-// Reading order: file 25, after the pictures (file 24), with csv_log.h: the
+// Reading order: file 31, after the pictures (file 30), with csv_log.h: the
 // files train keeps besides the checkpoint. run.json holds the same kind of
 // key/value strings as a checkpoint's metadata (safetensors.h).
 //

@@ -1,6 +1,6 @@
 // safetensors.c: the safetensors container (see safetensors.h).
 //
-// Reading order: file 20, after json.c. The file in two parts: writing
+// Reading order: file 26, after json.c. The file in two parts: writing
 // (the metadata, the header, the data, atomically), then reading, in the
 // order a reader calls the steps.
 #include "safetensors.h"

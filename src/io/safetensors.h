@@ -1,7 +1,7 @@
 // safetensors.h: the safetensors container, read and written with every
 // check and nothing about what the tensors mean.
 //
-// Reading order: file 20, after json.h.
+// Reading order: file 26, after json.h.
 //
 // Format (https://github.com/huggingface/safetensors):
 //

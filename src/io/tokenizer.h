@@ -1,10 +1,9 @@
 // tokenizer.h: text <-> token ids, by characters or by learned BPE pieces.
 //
-// Reading order: file 5, after bpe.h (file 4), the second kind. Two kinds:
-// - char (the default): a token is one Unicode code point (so "—" and "’"
-//   are single tokens, not three bytes each). Ids are assigned in increasing
-//   code point order, so the same text always gives the same vocabulary.
-//   The code point -> id lookup is an stb_ds hash map.
+// Reading order: file 23, after char_vocab.h (file 16) and bpe.h (file 22),
+// the two kinds it puts behind one interface:
+// - char (the default): a token is one Unicode code point, numbered in
+//   increasing code point order (char_vocab.h holds the vocabulary).
 // - bpe: byte-level byte-pair encoding learned from the training text
 //   (bpe.h): ids 0..255 are bytes, the rest are merged pieces like " the".
 // Every function below works for both kinds unless it says "char only".
@@ -16,25 +15,17 @@
 #include <stdint.h>
 
 #include "bpe.h"
+#include "char_vocab.h"
 #include "common.h"
 #include "utf8.h"  // utf8_decode and the rest: whoever reads tokens reads characters too
 
 typedef enum { TOKENIZER_CHAR, TOKENIZER_BPE } TokenizerKind;
 
 typedef struct {
-    uint32_t key;  // code point
-    int value;     // token id
-} CodepointToId;
-
-typedef struct {
     TokenizerKind kind;
-    int vocab_size;           // V
-    // char:
-    uint32_t *codepoints;     // [V] code point of each id, increasing (stb_ds array)
-    CodepointToId *to_id;     // stb_ds hash map: code point -> id
-    char (*utf8)[4];          // [V] each id's UTF-8 bytes (for tokenizer_piece)
-    // bpe:
-    Bpe bpe;
+    int vocab_size;   // V, of whichever kind is in use
+    CharVocab chars;  // char's vocabulary (empty for bpe)
+    Bpe bpe;          // bpe's merges and pieces (empty for char)
 } Tokenizer;
 
 // What to build from a training text: the kind, and for bpe the vocabulary
@@ -51,9 +42,10 @@ extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
 
 // tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
-// text file: strict UTF-8 with no NUL byte. If not, "err" names "source" and
-// the byte offset, and says it is not UTF-8 or looks like binary data. The
-// one check of a text; tokenizer_build and tokenizer_next make it as they go.
+// text file: strict UTF-8 with no NUL byte (char_vocab_check_text, for
+// both kinds). If not, "err" names "source" and the byte offset, and says it
+// is not UTF-8 or looks like binary data. The one check of a text;
+// tokenizer_build and tokenizer_next make it as they go.
 bool tokenizer_check_text(const char *text, size_t len, const char *source, Error *err);
 
 // tokenizer_learn: build a tokenizer of kind "spec" from "text": char's
@@ -68,14 +60,16 @@ bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text
 bool tokenizer_from_bpe_merges(Tokenizer *tok, const char *merges, size_t len, Error *err);
 
 // tokenizer_build (char only): the vocabulary of every code point in
-// "text". "source" names the text in error messages (a file name). Fails on
-// invalid UTF-8 (reporting the byte offset) and on empty text.
+// "text" (char_vocab_build). "source" names the text in error messages (a
+// file name). Fails on invalid UTF-8 (reporting the byte offset) and on
+// empty text.
 bool tokenizer_build(Tokenizer *tok, const char *text, size_t len, const char *source, Error *err);
 // tokenizer_from_vocab (char only): rebuild from the concatenated code
-// points in id order (the checkpoint's "vocab" metadata). Fails on invalid
-// UTF-8, an empty vocab, a duplicated character or code points out of
-// increasing order; the message starts with "vocabulary" and does not know
-// the file, so the caller prefixes the checkpoint's path.
+// points in id order (the checkpoint's "vocab" metadata;
+// char_vocab_from_text). Fails on invalid UTF-8, an empty vocab, a
+// duplicated character or code points out of increasing order; the message
+// starts with "vocabulary" and does not know the file, so the caller
+// prefixes the checkpoint's path.
 bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *err);
 // tokenizer_vocab_utf8 (char only): the vocabulary's code points
 // concatenated in id order, UTF-8, NUL-terminated; "*len" gets the byte

@@ -1,6 +1,6 @@
 // fasterf.h: erf(x) in plain arithmetic, so a loop of them vectorises.
 //
-// Reading order: with gelu.h (file 13), its one user. GELU needs erf once per
+// Reading order: file 21, with gelu_fast.c, its one user. GELU needs erf once per
 // element of the MLP's hidden layer, forward and backward: 4C numbers per
 // position, millions a step. libm's erff is a function call the compiler
 // cannot vectorise (without -ffast-math, which tinygpt does not use).

@@ -1,6 +1,6 @@
 // fastexp.h: e^x in plain arithmetic, so a loop of them vectorises.
 //
-// Reading order: with attention.h (file 9). The softmaxes call exp once per
+// Reading order: file 19, with softmax.h and attention_fast.c. The softmaxes call exp once per
 // attention weight and once per vocabulary entry per position: about two
 // million calls a step at the L size of `make bench`. libm's expf is a
 // function call the compiler cannot vectorise (without -ffast-math, which

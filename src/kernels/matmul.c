@@ -1,5 +1,5 @@
 // matmul.c: the one matrix-multiply engine behind every fast product (see
-// matmul.h): linear.c's three products and attention.c's score tiles.
+// matmul.h): linear_fast.c's three products and attention_fast.c's score tiles.
 #include "matmul.h"
 
 #include <stdbool.h>

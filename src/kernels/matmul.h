@@ -1,8 +1,8 @@
 // matmul.h: the matrix-multiply engine: register tiles (tile.h) cut over
 // cache blocks and OpenMP threads.
 //
-// Reading order: with linear.h (file 8), after tile.h; linear.c (the layer) and
-// attention.c (its T x T score tiles) both call it, so neither reaches into
+// Reading order: file 17, after tile.h; linear_fast.c (the layer) and
+// attention_fast.c (its T x T score tiles) both call it, so neither reaches into
 // the other. Every product adds its k terms in increasing order, whatever
 // the tiling or the thread count, so results are reproducible bit for bit.
 #ifndef TINYGPT_MATMUL_H
@@ -29,7 +29,7 @@ void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int 
 // One tile of rows <= 4 by cols <= 64 of out[.,M] = A @ Bmat,
 //   out[n,m] = sum over k < K of A[n*lda + k] * Bmat[k*M + m]
 // for n in [n0, n0+rows), m in [m0, m0+cols), each sum in increasing k.
-// attention.c computes its causal score tiles with it, one tile at a time.
+// attention_fast.c computes its causal score tiles with it, one tile at a time.
 void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
                       int m0, int cols);
 

@@ -1,9 +1,12 @@
 // simd.h: 16-float vectors for the kernels that choose their own
 // instructions: the register tile of tile.h, and the lane sums below.
 //
-// Reading order: with linear.h (file 8). The type is GCC/clang's vector
-// extension: arithmetic on a vec16 is element-wise, a float operand is
-// broadcast, and the compiler emits AVX-512 (or two AVX2 halves) for it.
+// Reading order: file 17, the first of the fast kernels, with tile.h,
+// matmul.h and linear_fast.c: read once the model is whole (files 1-16),
+// for why training is fast, not for what it computes. The type is
+// GCC/clang's vector extension: arithmetic on a vec16 is element-wise, a
+// float operand is broadcast, and the compiler emits AVX-512 (or two AVX2
+// halves) for it.
 // Elsewhere tinygpt leaves vectorisation to the compiler, except for sums
 // (the lane sums below), which it may not reorder by itself.
 #ifndef TINYGPT_SIMD_H

@@ -1,8 +1,8 @@
 // softmax.h: the softmax of a row, or of a block of rows at once (whose
 // lane combinations overlap), in loops the compiler vectorises.
 //
-// Reading order: with attention.h (file 9), after fastexp.h. Used by the
-// attention weights (attention.c) and by the loss (crossentropy.c):
+// Reading order: file 19, after fastexp.h. Used by the attention weights
+// (attention_fast.c) and by the loss (crossentropy_fast.c, file 20):
 //   out[j] = exp(in[j] - max) / sum over i of exp(in[i] - max),  j < n
 // where max is the row's largest entry: subtracting it makes the largest
 // exp() exactly 1, so nothing overflows, and leaves the result unchanged.

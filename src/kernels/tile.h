@@ -1,8 +1,8 @@
 // tile.h: the register tile, the one loop behind every fast product in
-// tinygpt (linear.c's three matmuls and attention.c's six: two forward,
+// tinygpt (linear_fast.c's three matmuls and attention_fast.c's six: two forward,
 // four backward).
 //
-// Reading order: with linear.h (file 8), after simd.h. One tile computes
+// Reading order: file 17, after simd.h. One tile computes
 //   out[n, m] (+)= sum over k in [k0, k1) of A(n, k) * B[k, m]
 //   for n in [n0, n0 + rows), m in [m0, m0 + cols)
 // adding the terms in increasing k, each with one fused multiply-add, so a

@@ -1,6 +1,6 @@
 // attention.h: multi-head causal self-attention with dropout on the weights.
 //
-// Reading order: file 9, the heart of the model. For every head h and every
+// Reading order: file 5, the heart of the model. For every head h and every
 // position t, with q, k, v the head's HS channels of qkv:
 //   1. scores[t,j]  = q_t . k_j / sqrt(HS)        how well key j answers query t
 //   2. mask:          scores[t,j] = -inf for j > t (a position may not read the future)
@@ -15,16 +15,17 @@
 // threads, drops exactly the same weights.
 //
 // Two versions, as in linear.h:
-// - attention_*_reference: the five steps as written, one dot product at a
-//   time, recomputing the dropout mask where it is needed. Read these first.
-// - attention_forward / attention_backward: the same math arranged so no
-//   inner loop stores to memory: the T x T products (scores, and their
-//   gradient) run on matmul.h's register tiles (matmul_tile_rows) over each
-//   head's keys and values transposed ([HS,T]), only at or left of the
-//   diagonal; the T x HS products (the weighted sum of values and three
-//   gradients) on tile.h's tiles directly, several rows at a time; the
-//   dropout factors are computed once per step into a tensor. Tests check
-//   that the two versions agree.
+// - attention_*_reference (attention.c): the five steps as written, one dot
+//   product at a time, recomputing the dropout mask where it is needed, and
+//   the backward derived. Read these now.
+// - attention_forward / attention_backward (attention_fast.c, file 19): the
+//   same math arranged so no inner loop stores to memory: the T x T
+//   products (scores, and their gradient) run on matmul.h's register tiles
+//   (matmul_tile_rows) over each head's keys and values transposed
+//   ([HS,T]), only at or left of the diagonal; the T x HS products (the
+//   weighted sum of values and three gradients) on tile.h's tiles directly,
+//   several rows at a time; the dropout factors are computed once per step
+//   into a tensor. Tests check that the two versions agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 
@@ -36,7 +37,7 @@
 void attention_forward_reference(float *attn_out, float *attn_weights, const float *qkv, int B, int T, int C,
                                  int NH, float dropout_p, uint64_t dropout_key);
 
-// Backward, the five steps in reverse (see attention.c):
+// Backward, the five steps in reverse (derived in attention.c):
 // dqkv[B,T,3C] = gradients of q, k, v (written, not added to: see
 // crossentropy.h); dattn_out[B,T,C] is the incoming
 // gradient; dweights[B,NH,T,T] is scratch for the gradient of the weights:

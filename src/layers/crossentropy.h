@@ -1,6 +1,6 @@
 // crossentropy.h: softmax over the vocabulary + cross-entropy loss.
 //
-// Reading order: file 10, the model's last layer. For each of the N = B*T
+// Reading order: file 6, the model's last layer. For each of the N = B*T
 // positions, logits[n,:] scores every possible next token:
 //   probs[n,v]  = exp(logits[n,v]) / sum_u exp(logits[n,u])
 //   losses[n]   = -log probs[n, target[n]]
@@ -12,6 +12,11 @@
 #define TINYGPT_CROSSENTROPY_H
 
 // probs[N,V], losses[N], logits[N,V], targets[N]; returns the mean loss.
+// The definition as plain loops (crossentropy.c), with libm's expf:
+float crossentropy_forward_reference(float *losses, float *probs, const float *logits, const int *targets, int N,
+                                     int V);
+// The same on softmax.h's rows (crossentropy_fast.c, file 20), which
+// training runs; tests hold the two together.
 float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
 
 // Softmax and cross-entropy together have a famously simple gradient
@@ -24,8 +29,9 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 // model_zero_grad).
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
 
-// softmax_forward: probs[N,V] = softmax(logits[N,V]) row by row, without a
-// loss (`tinygpt walkthrough` uses it; sampling has its own, in sample.c).
+// softmax_forward (crossentropy_fast.c): probs[N,V] = softmax(logits[N,V])
+// row by row, without a loss (`tinygpt walkthrough` uses it; sampling has
+// its own, in sample.c).
 void softmax_forward(float *probs, const float *logits, int N, int V);
 
 #endif

@@ -1,6 +1,6 @@
 // encoder.h: token embedding + learned positional embedding.
 //
-// Reading order: file 7, the model's first layer. Each token id selects a
+// Reading order: file 3, the model's first layer. Each token id selects a
 // row of tok_emb (what the token is); each position t adds row t of pos_emb
 // (where it is). Attention by itself is blind to order: pos_emb is the only
 // way the model can tell "ab" from "ba".

@@ -1,8 +1,8 @@
 // gelu.h: the GELU activation of the transformer's MLP, forward and backward.
 //
-// Reading order: file 13, with fasterf.h. mlp.c calls the fast versions;
-// model.c calls the reference ones itself in `make REFERENCE=1` builds,
-// which run the MLP's steps one by one.
+// Reading order: file 9, after residual.h, the last piece the MLP (file
+// 10) needs. mlp.c calls the fast versions; model.c calls the reference ones
+// itself in `make REFERENCE=1` builds, which run the MLP's steps one by one.
 // GELU (Gaussian Error Linear Unit) weighs each number by the chance that a
 // standard normal sample falls below it:
 //   gelu(x) = x Phi(x),   Phi(x) = 0.5 (1 + erf(x / sqrt 2))   the normal CDF
@@ -12,8 +12,9 @@
 // approximation GPT-2 used.
 //
 // Two versions of each pass, as in linear.h:
-// - gelu_*_reference: the formula with libm's erff and expf. Read these first.
-// - gelu_forward / gelu_backward: the same formula with fast_erff
+// - gelu_*_reference (gelu.c): the formula with libm's erff and expf, and
+//   the backward derived. Read these now.
+// - gelu_forward / gelu_backward (gelu_fast.c, file 21): the same formula with fast_erff
 //   (fasterf.h) and fast_expf (fastexp.h), which the compiler vectorises,
 //   spread over OpenMP threads for large n. Within 5e-7 max(1, |x|) of the
 //   reference forward and 5e-7 max(1, |dout|) backward (measured 2.4e-7);
@@ -27,16 +28,20 @@
 
 #include <stddef.h>
 
-// out[i] = 0.5 * x * (1 + erf(x / sqrt(2))),  x = inp[i], for i < n
-void gelu_forward(float *out, const float *inp, size_t n);
+// The constants of the normal distribution both versions use.
+#define GELU_INV_SQRT2 0.70710678118654752f     // 1 / sqrt(2)
+#define GELU_INV_SQRT_2PI 0.39894228040143268f  // 1 / sqrt(2 pi)
 
+// out[i] = 0.5 * x * (1 + erf(x / sqrt(2))),  x = inp[i], for i < n
+void gelu_forward_reference(float *out, const float *inp, size_t n);
 // The derivative of x Phi(x) is Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi)
 // the normal density (derived in gelu.c), so given dout = dloss/dout:
 // dinp[i] = dout[i] * (Phi(x) + x * phi(x)),  x = inp[i]
 // Written, not added to; dinp may be the same buffer as dout (in place).
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
-
-void gelu_forward_reference(float *out, const float *inp, size_t n);
 void gelu_backward_reference(float *dinp, const float *inp, const float *dout, size_t n);
+
+// The fast versions (gelu_fast.c), the same two, which training runs.
+void gelu_forward(float *out, const float *inp, size_t n);
+void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
 #endif

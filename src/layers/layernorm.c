@@ -1,11 +1,10 @@
-// layernorm.c: LayerNorm without bias, forward and backward (see layernorm.h).
+// layernorm.c: LayerNorm without bias, the reference versions, forward
+// and backward derived (see layernorm.h). The fast versions are in
+// layernorm_fast.c (file 18).
 #include "layernorm.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stddef.h>
-
-#include "simd.h"
 
 // ---------------------------------------------------------------------------
 // Reference versions: the five steps of layernorm.h as written, one running
@@ -65,117 +64,6 @@ void layernorm_backward_reference(float *dinp, float *dweight, const float *dout
             const float dxhat = dy[c] * weight[c];
             // 4-1. the three terms
             dinp[(size_t)n * C + c] += rstd[n] * (dxhat - dxhat_sum / (float)C - xhat * dxhat_xhat_sum / (float)C);
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Fast versions: the same math, the row sums in 16 lanes, over threads.
-
-// Below this many numbers (a row or a few, when sampling), waking the other
-// threads costs more than the work.
-#define MIN_PARALLEL_WORK (1 << 15)
-
-// dweight sums over rows in runs of this many channels (see layernorm_backward).
-#define CHANNEL_RUN 64
-
-static inline int min_int(int a, int b) { return a < b ? a : b; }
-
-// Steps 1-3 for one row x[C]. Two passes: the mean first, then the squared
-// distances from it, which stay accurate when the mean is large next to the
-// spread (sum(x^2)/C - mean^2 would cancel). Both sums run in 16 lanes
-// (simd.h's lane sums): with one running float, each of the C additions
-// waits for the one before, and the two passes took most of the layer's time.
-static void row_statistics(float *mean, float *rstd, const float *x, int C) {
-    const float m = row_sum(x, C) / (float)C;
-    vec16 squares = {0};
-    int c = 0;
-    for (; c + 16 <= C; c += 16) {
-        const vec16 d = load16(x + c) - m;
-        squares += d * d;
-    }
-    if (c < C) {  // the last partial vector, padded with the mean: distance 0
-        const vec16 d = load_tail16(x + c, C - c, m) - m;
-        squares += d * d;
-    }
-    *mean = m;
-    *rstd = 1.0f / sqrtf(sum16(squares) / (float)C + LAYERNORM_EPS);
-}
-
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
-    for (int n = 0; n < N; n++) {
-        const float *inp_n = inp + (size_t)n * C;
-        float *out_n = out + (size_t)n * C;
-        float mean_n, rstd_n;
-        row_statistics(&mean_n, &rstd_n, inp_n, C);
-        for (int c = 0; c < C; c++) out_n[c] = (inp_n[c] - mean_n) * rstd_n * weight[c];  // steps 4-5
-        mean[n] = mean_n;
-        rstd[n] = rstd_n;
-    }
-}
-
-// Backward of one row: dinp_n[C] += dloss/dx, given dout_n[C], as derived
-// above layernorm_backward_reference:
-//     dx[j] = rstd * (dxhat[j] - mean(dxhat) - xhat[j] * mean(dxhat * xhat)),  dxhat = dout * weight
-// The two sums run in 16 lanes, as in row_statistics; a last partial
-// vector is padded so that its xhat and dxhat are 0 (inp with the mean,
-// dout with 0).
-static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n, const float *weight, float mean_n,
-                         float rstd_n, int C) {
-    vec16 dxhat_sum = {0}, dxhat_xhat_sum = {0};
-    int c = 0;
-    for (; c + 16 <= C; c += 16) {
-        const vec16 xhat = (load16(inp_n + c) - mean_n) * rstd_n;
-        const vec16 dxhat = load16(dout_n + c) * load16(weight + c);
-        dxhat_sum += dxhat;
-        dxhat_xhat_sum += dxhat * xhat;
-    }
-    if (c < C) {
-        const vec16 xhat = (load_tail16(inp_n + c, C - c, mean_n) - mean_n) * rstd_n;
-        const vec16 dxhat = load_tail16(dout_n + c, C - c, 0.0f) * load_tail16(weight + c, C - c, 0.0f);
-        dxhat_sum += dxhat;
-        dxhat_xhat_sum += dxhat * xhat;
-    }
-    const float dxhat_mean = sum16(dxhat_sum) / (float)C;
-    const float dxhat_xhat_mean = sum16(dxhat_xhat_sum) / (float)C;
-    for (c = 0; c < C; c++) {
-        const float xhat = (inp_n[c] - mean_n) * rstd_n;
-        const float dxhat = dout_n[c] * weight[c];
-        dinp_n[c] += rstd_n * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean);
-    }
-}
-
-void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                        const float *mean, const float *rstd, int N, int C) {
-    const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
-    // The two loops below write different tensors from the same inputs, so
-    // they share one parallel region, and a thread done with its rows of the
-    // first goes on to the second without waiting ("nowait").
-#pragma omp parallel if (parallel)
-    {
-        // dinp: rows are independent, one thread per row.
-#pragma omp for schedule(static) nowait
-        for (int n = 0; n < N; n++) {
-            const size_t row = (size_t)n * C;
-            row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
-        }
-        // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
-        // the threads split the channels instead, in runs of CHANNEL_RUN. Each
-        // channel adds its rows in increasing n, whatever the thread count; each
-        // run reads dout and inp a row at a time (a column at a time would touch
-        // a new cache line for every number).
-#pragma omp for schedule(static) nowait
-        for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
-            const int width = min_int(C - c0, CHANNEL_RUN);
-            float sum[CHANNEL_RUN];
-            for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
-            for (int n = 0; n < N; n++) {
-                const float *dout_n = dout + (size_t)n * C + c0;
-                const float *inp_n = inp + (size_t)n * C + c0;
-                for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
-            }
-            for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
         }
     }
 }

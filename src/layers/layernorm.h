@@ -1,6 +1,6 @@
 // layernorm.h: layer normalisation with a learned weight and no bias.
 //
-// Reading order: file 11, after crossentropy.h (the card model is complete
+// Reading order: file 7, after crossentropy.h (the card model is complete
 // by then), the first of the gpt block's other layers (layernorm,
 // residual, gelu, mlp). Each block reads
 // the residual stream through a LayerNorm before attention and before the
@@ -23,27 +23,28 @@
 
 #define LAYERNORM_EPS 1e-5f
 
-// out[N,C] = (inp[N,C] - mean[N]) * rstd[N] * weight[C]; mean[N] and rstd[N] = 1/sqrt(var + eps) are saved for
-// backward.
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C);
-
+// The reference versions (layernorm.c): the steps above as plain loops,
+// one running sum per row, and the backward derived. Read these now.
+// out[N,C] = (inp[N,C] - mean[N]) * rstd[N] * weight[C]; mean[N] and
+// rstd[N] = 1/sqrt(var + eps) are saved for backward.
+void layernorm_forward_reference(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                                 int C);
 // Backward, given dout[N,C] (the steps in reverse, derived in layernorm.c):
 //   dinp[N,C]  += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dout * weight
 //   dweight[C] += sum over n of dout[n,c] * xhat[n,c]
 // Both are added to. dinp is, unlike the other layers' input gradients,
 // because the input is the residual stream, whose gradient collects from two
 // consumers: this LayerNorm and the skip path around the sublayer.
-void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                        const float *mean, const float *rstd, int N, int C);
-
-// The reference versions: the steps above as plain loops, one running sum
-// per row. The fast ones above run each row's sums in 16 lanes (another
-// order of additions, so they agree to float rounding, not to the bit) and
-// split rows and channels over threads; tests hold the two together, and
-// `make REFERENCE=1` trains with these.
-void layernorm_forward_reference(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
-                                 int C);
 void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,
                                   const float *weight, const float *mean, const float *rstd, int N, int C);
+
+// The fast versions (layernorm_fast.c, file 18), which training runs: the
+// same, with each row's sums in 16 lanes (another order of additions, so
+// they agree to float rounding, not to the bit) and rows and channels split
+// over threads; tests hold the two together, and `make REFERENCE=1` trains
+// with the reference ones.
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C);
+void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                        const float *mean, const float *rstd, int N, int C);
 
 #endif

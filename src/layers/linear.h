@@ -1,17 +1,19 @@
 // linear.h: the fully connected layer, y = x W^T + b, forward and backward.
 //
-// Reading order: file 8. The model uses it in every block for the q/k/v
-// projection (one [3C,C] weight) and the attention output projection, in
-// gpt's for the MLP's two layers (through mlp.h), and once for the
-// classification head (gpt's is tok_emb, tied). Weight layout follows
-// PyTorch's nn.Linear: [out, in].
+// Reading order: file 4, after encoder.h. The model uses it in every block
+// for the q/k/v projection (one [3C,C] weight) and the attention output
+// projection, in gpt's for the MLP's two layers (through mlp.h), and once
+// for the classification head (gpt's is tok_emb, tied). Weight layout
+// follows PyTorch's nn.Linear: [out, in].
 //
 // Two versions of each pass:
-// - linear_*_reference: the definition as three plain loops. Read these first.
-// - linear_forward / linear_backward: the same sums in the same order, on
-//   matmul.h's engine: blocks of the output held in vector registers while
-//   k runs (tile.h), cut over cache-sized blocks and spread over OpenMP
-//   threads. Tests check that the two agree.
+// - linear_*_reference (linear.c): the definition as plain loops, and the
+//   backward derived. Read these now.
+// - linear_forward / linear_backward (linear_fast.c, file 17, with the
+//   fast kernels): the same sums in the same order on matmul.h's engine:
+//   blocks of the output held in vector registers while k runs, cut over
+//   cache-sized blocks and spread over OpenMP threads. Training runs these;
+//   tests check that the two agree.
 // Here N is the number of rows (B*T, or 1 when sampling), C the input and
 // OC the output width.
 #ifndef TINYGPT_LINEAR_H
@@ -36,7 +38,7 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
 
-// Fast versions. "weight_t" is scratch for weight transposed, [C,OC]: with it
+// Fast versions (linear_fast.c). "weight_t" is scratch for weight transposed, [C,OC]: with it
 // the innermost loop runs along a contiguous row of outputs.
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
                     int N, int C, int OC);

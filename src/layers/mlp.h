@@ -1,6 +1,6 @@
 // mlp.h: the transformer block's MLP: Linear(C, 4C) -> GELU -> Linear(4C, C).
 //
-// Reading order: file 14, after gelu.h, the last of the block's layers. Attention
+// Reading order: file 10, after gelu.h, the last of the block's layers. Attention
 // moves information between positions; the MLP then works on each position
 // alone, widening its C numbers to a hidden layer of 4C, bending them with
 // GELU, and projecting back to C:

@@ -1,6 +1,6 @@
 // residual.h: the residual connection, with dropout on the branch.
 //
-// Reading order: file 12, after layernorm.h. A transformer block never replaces its
+// Reading order: file 8, after layernorm.h. A transformer block never replaces its
 // input: each sublayer (attention, then the MLP) computes a "branch" from
 // it, and the branch is added back onto the input, the residual stream:
 //   out = inp + dropout(branch)

@@ -1,7 +1,7 @@
 // checkpoint.c: what tinygpt's .safetensors files hold: the model, and
 // AdamW's state beside it (see checkpoint.h).
 //
-// Reading order: file 21, after safetensors.c (the container, with every
+// Reading order: file 27, after safetensors.c (the container, with every
 // check of the header, the offsets and the floats) and tokenizer.c.
 //
 // Saving writes the parameter table's tensors in table order (model.h)

@@ -2,7 +2,7 @@
 // another beside it: what tinygpt's files hold, in the container of
 // io/safetensors.h.
 //
-// Reading order: file 21, after safetensors.h and the tokenizer.
+// Reading order: file 27, after safetensors.h and the tokenizer.
 //
 // model.safetensors: the parameter table's tensors (model.h), F32, under
 // their names, in table order, and a "__metadata__" of strings that says
@@ -14,7 +14,7 @@
 // `train`, also the run's settings and state (settings.h), which only
 // --resume reads. A file without "arch" (saved before gpt existed) is a
 // card model with one block; one without "tokenizer" is a char model.
-// README.md, "Checkpoint format", lists every key.
+// docs/checkpoints.md, "Metadata keys", lists every key.
 #ifndef TINYGPT_CHECKPOINT_H
 #define TINYGPT_CHECKPOINT_H
 

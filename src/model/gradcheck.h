@@ -1,6 +1,6 @@
 // gradcheck.h: compare an analytic gradient with central finite differences.
 //
-// Reading order: file 18. The unit tests prove every backward pass with it,
+// Reading order: file 14. The unit tests prove every backward pass with it,
 // and `tinygpt gradcheck` runs it on a whole model.
 //
 // For each element x[i]:   numeric[i] = (f(x + h e_i) - f(x - h e_i)) / 2h

@@ -414,8 +414,8 @@ void model_init_weights(Model *m, Rng *rng) {
 // ===========================================================================
 // Which kernels: the fast ones, or, built with `make REFERENCE=1`, the plain
 // reference loops of each layer, which train just as well, only slower.
-// The products, attention, LayerNorm, GELU (and so the MLP) have two
-// versions; the other layers are plain loops already. Every switch between
+// The products, attention, LayerNorm, GELU (and so the MLP) and the loss's
+// forward have two versions; the other passes are plain loops already. Every switch between
 // the two is one of the small functions below, so the passes that call
 // them read the same in both builds.
 
@@ -458,6 +458,12 @@ static void mlp(float *out, float *fc_out, float *gelu_out, const float *inp, co
     } else {
         mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
     }
+}
+
+// losses[N], probs[N,V] from logits[N,V] and targets[N]; the mean loss.
+static float crossentropy(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
+    if (USE_REFERENCE) return crossentropy_forward_reference(losses, probs, logits, targets, N, V);
+    return crossentropy_forward(losses, probs, logits, targets, N, V);
 }
 
 static void linear_grad(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
@@ -743,7 +749,7 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     linear_transpose_weight(m->weight_scratch, m->params.head_weight, C, V);
     head_forward(m, m->weight_scratch, s);
     if (!targets) return 0.0f;
-    return crossentropy_forward(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);
+    return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);
 }
 
 void transposed_weights_init(TransposedWeights *w, const Model *m) {

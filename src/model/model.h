@@ -1,7 +1,7 @@
 // model.h: the whole model: its sizes, its parameter and activation tables,
 // and forward, backward and the SGD update that tie the layers together.
 //
-// Reading order: file 16, after the layers it calls (files 7-14: encoder,
+// Reading order: file 12, after the layers it calls (files 3-10: encoder,
 // linear, attention, crossentropy, then layernorm, residual, gelu, mlp).
 //
 // Shape alphabet, used in every comment in src/:

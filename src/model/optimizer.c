@@ -2,7 +2,7 @@
 // and AdamW updates (see optimizer.h for why each exists and the math of
 // each).
 //
-// Reading order: file 17, after model.h's model_sgd_step. The file in
+// Reading order: file 13, after model.h's model_sgd_step. The file in
 // three parts, in the order a training step uses them: the norm and the
 // clipping, the schedule, the update.
 //

@@ -2,8 +2,8 @@
 // norm, pick this step's learning rate from a schedule, and move the
 // weights, by plain SGD or by AdamW.
 //
-// Reading order: file 17, right after model.h's model_sgd_step, whose
-// `w -= lr * g` is the simplest of the rules here; train.c (file 29) is
+// Reading order: file 13, right after model.h's model_sgd_step, whose
+// `w -= lr * g` is the simplest of the rules here; train.c (file 35) is
 // its user. It leaves out everything PyTorch's optimizers offer beyond what
 // nanoGPT uses: no momentum for SGD, no amsgrad, no parameter groups other
 // than "decays" and "does not".

@@ -2,9 +2,9 @@
 // filled step by step, and the pictures drawn from it: one run's curves, or
 // the validation curves of several runs on one picture.
 //
-// Reading order: file 24, after canvas.h (glue code). `train` keeps a LossHistory
+// Reading order: file 30, after canvas.h (glue code). `train` keeps a LossHistory
 // and redraws DIR/loss.png at every evaluation (watch.h); `tinygpt plot
-// LOG.csv` (plot_logs.h (file 35), the command) reads the same numbers back
+// LOG.csv` (plot_logs.h (file 41), the command) reads the same numbers back
 // from the log and draws the same picture; `tinygpt plot A/log.csv B/log.csv
 // ...` draws one validation curve per log, against step or against training
 // time.

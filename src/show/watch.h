@@ -1,7 +1,7 @@
 // watch.h: what a person watching `tinygpt train` sees besides the plain
 // progress lines: a live status line on the terminal and DIR/loss.png.
 //
-// Reading order: file 24, after plot.h (glue code). train.c calls watch_init (and,
+// Reading order: file 30, after plot.h (glue code). train.c calls watch_init (and,
 // resuming, watch_load_log) before the first step, watch_step after every
 // step, watch_clear_line before printing a plain line, watch_plot after it
 // and at the end, and watch_free.

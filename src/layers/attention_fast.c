@@ -1,0 +1,297 @@
+// attention_fast.c: causal multi-head self-attention, the fast versions
+// (see attention.h).
+//
+// Reading order: file 19, after softmax.h and attention.c (file 5), whose
+// reference loops these must match. Why the tricks change no result beyond
+// rounding: they only regroup the same sums into tiles, skip products
+// that the mask makes zero, and draw every dropout factor from the same
+// pure function of its index (rng.h); the one approximation is exp
+// (fast_expf, within about one unit in the last place of libm's expf,
+// fastexp.h). The tests hold the two versions together.
+//
+// The same steps as products of whole matrices, each one
+// cut into tile.h's register tiles. Per (batch, head), with Q K V dOut
+// the head's [T,HS] slices, P the weights after dropout and dS the
+// gradient of the scores:
+//   T x T results:  scores = Q K^T,  dweights = dOut V^T
+//       tiles 4 rows by up to 64 keys (matmul.c's matmul_tile_rows), reading the
+//       keys and values transposed ([HS,T], filled by transpose_head);
+//   T x HS results: out = P V,  dV = P^T dOut,  dK = dS^T Q,  dQ = dS K
+//       tiles of HEAD_ROWS rows by the whole head (head_product below).
+// Only tiles at or left of the diagonal are computed: a tile wholly right
+// of it would be all masked.
+#include <math.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "attention.h"
+#include "matmul.h"
+#include "rng.h"
+#include "softmax.h"
+#include "tile.h"
+
+// Width of the T x T tile at columns [j0, ...) for rows up to "last": up
+// to 64, but no further than the diagonal needs, rounded up to whole
+// vectors (a ragged tile is many times slower than a whole one; the extra
+// masked entries are overwritten with zeros afterwards), and never past T.
+static int causal_tile_cols(int j0, int last, int T) {
+    int needed = (last + 1 - j0 + 15) / 16 * 16;
+    int cols = needed < 64 ? needed : 64;
+    return cols < T - j0 ? cols : T - j0;
+}
+
+// Rows per tile for a head of NV vectors: 16 accumulators in all, the
+// most that leave registers for B's row and the broadcasts.
+#define HEAD_ROWS(NV) (16 / (NV))
+
+// out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) [* scales(n, k)] * B[k, 0..HS)
+// for n in [n0, n0 + rows); per tile of rows, k runs over the union of its
+// rows' ranges, given by the callers as the causal bounds of the tile:
+// "lower" (P V, dS K: k <= n, so k in [0, last row]) or not (P^T dOut,
+// dS^T Q: k >= n, so k in [first row, T)). Outside its own range a row's A
+// is exactly zero (masked), so the extra terms add nothing.
+static inline __attribute__((always_inline)) void head_product_nv(float *out, size_t ldo, StridedMatrix A,
+                                                                  const float *scales, const float *B, size_t ldb,
+                                                                  int n0, int rows, int T, bool lower,
+                                                                  TileStart start, const int NV) {
+    int n = n0;
+    for (; n + HEAD_ROWS(NV) <= n0 + rows; n += HEAD_ROWS(NV)) {
+        int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(NV) : T;
+        tile_vec(out, ldo, A, scales, B, ldb, k0, k1, n, 0, start, HEAD_ROWS(NV), NV);
+    }
+    for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(NV), one at a time
+        tile_vec(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
+}
+
+// head_product_nv with what is known at the call written as constants, so
+// the compiler drops the "scales" test from the tile's inner loop and, for A
+// transposed (row stride 1), addresses its rows' numbers as one pointer plus
+// 0, 1, ... instead of keeping a register per row (as matmul.c does).
+static inline __attribute__((always_inline)) void head_product_known(float *out, size_t ldo, StridedMatrix A,
+                                                                     const float *scales, const float *B,
+                                                                     size_t ldb, int n0, int rows, int T,
+                                                                     bool lower, TileStart start, const int NV) {
+    if (A.row_stride == 1) {
+        const StridedMatrix A_t = {A.data, 1, A.col_stride};
+        if (scales) head_product_nv(out, ldo, A_t, scales, B, ldb, n0, rows, T, lower, start, NV);
+        else head_product_nv(out, ldo, A_t, NULL, B, ldb, n0, rows, T, lower, start, NV);
+    } else {
+        if (scales) head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, NV);
+        else head_product_nv(out, ldo, A, NULL, B, ldb, n0, rows, T, lower, start, NV);
+    }
+}
+
+static void head_product(float *out, size_t ldo, StridedMatrix A, const float *scales, const float *B, size_t ldb,
+                         int n0, int rows, int T, bool lower, TileStart start, int HS) {
+    switch (HS % 16 == 0 ? HS / 16 : 0) {
+    case 1: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 1); return;
+    case 2: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 2); return;
+    case 3: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 3); return;
+    case 4: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 4); return;
+    default:  // other head sizes: the plain tile, one row at a time
+        for (int n = n0; n < n0 + rows; n++)
+            tile_any(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
+    }
+}
+
+// keys_t[i,j] = k_j[i] and values_t[i,j] = v_j[i] for one (batch, head),
+// positions j in [first, last); T is the row length of keys_t and values_t.
+void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
+                    int h) {
+    const size_t C3 = 3 * (size_t)C;
+    const float *keys = qkv_b + C + h * HS, *values = keys + C;
+    // In blocks of 16 positions: a block's keys and values (16 x HS each,
+    // a few KB) stay in L1 while each channel's 16 entries are written as
+    // one contiguous run. (One position at a time, every store would land
+    // in a different cache line, T floats from the last.)
+    for (int j0 = first; j0 < last; j0 += 16) {
+        const int j1 = last - j0 < 16 ? last : j0 + 16;
+        if (j1 - j0 == 16 && HS % 16 == 0) {  // whole 16 x 16 blocks: in registers (simd.h)
+            for (int which = 0; which < 2; which++) {  // keys, then values: 16 vectors each fill the registers
+                const float *from = which == 0 ? keys : values;
+                float *to = which == 0 ? keys_t : values_t;
+                for (int i0 = 0; i0 < HS; i0 += 16) {
+                    vec16 block[16];
+                    for (int r = 0; r < 16; r++) block[r] = load16(from + (size_t)(j0 + r) * C3 + i0);
+                    transpose16x16(block);
+                    for (int c = 0; c < 16; c++) store16(to + (size_t)(i0 + c) * T + j0, block[c]);
+                }
+            }
+            continue;
+        }
+        for (int i = 0; i < HS; i++) {
+            for (int j = j0; j < j1; j++) {
+                keys_t[(size_t)i * T + j] = keys[(size_t)j * C3 + i];
+                values_t[(size_t)i * T + j] = values[(size_t)j * C3 + i];
+            }
+        }
+    }
+}
+
+// scales[0..T): the dropout factors of the weights with flat indices
+// first_index + j for the n = t + 1 visible j, then zeros for the masked
+// ones (the tiles of P = weights x scales read them). A plain loop over a
+// pure function: it vectorises.
+static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t first_index, float p) {
+    const float keep = 1.0f / (1.0f - p);
+    for (int j = 0; j < n; j++) scales[j] = dropout_factor(key, first_index + j, p, keep);
+    for (int j = n; j < T; j++) scales[j] = 0.0f;
+}
+
+// Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= SOFTMAX_BLOCK:
+// the score tiles, 4 rows by up to 64 keys, at or left of the diagonal;
+// then the block's softmaxes at once (softmax_rows: row t over its t + 1
+// visible keys), the masked j > t set to zero, and the dropout factors.
+static void attention_weights_rows(float *attn_weights, float *dropout_scales, const float *keys_t,
+                                   const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
+                                   float dropout_p, uint64_t dropout_key) {
+    const int HS = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const size_t head = (size_t)b * NH + h;
+    const float *qkv_b = qkv + (size_t)b * T * C3;
+    float *weights_bh = attn_weights + head * T * T;
+    // Step 1: raw scores q_t . k_j; the softmax overwrites the masked
+    // entries of a tile that straddles the diagonal with zeros.
+    for (int r0 = t0; r0 < t0 + rows; r0 += 4) {
+        const int tile_rows = t0 + rows - r0 < 4 ? t0 + rows - r0 : 4;
+        const int last = r0 + tile_rows - 1;  // the last row's keys reach furthest
+        for (int j0 = 0; j0 <= last; j0 += 64)
+            matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, r0, tile_rows, j0,
+                             causal_tile_cols(j0, last, T));
+    }
+    // Steps 2-3: row t's softmax over its t + 1 visible scores, in place
+    float *weights_t0 = weights_bh + (size_t)t0 * T;
+    softmax_rows(weights_t0, (size_t)T, weights_t0, (size_t)T, rows, t0 + 1, 1, T, 1.0f / sqrtf((float)HS), NULL);
+    for (int t = t0; t < t0 + rows; t++) {
+        const size_t row_index = (head * T + t) * T;
+        for (int j = t + 1; j < T; j++) attn_weights[row_index + j] = 0.0f;
+        if (dropout_p > 0.0f)  // step 4
+            dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, row_index, dropout_p);
+    }
+}
+
+// Step 5 for the rows [t0, t0+rows) of one head: out_t = sum over j <= t
+// of weights[t,j] * scales[t,j] * v_j, that is out = P V.
+static void attention_values_rows(float *attn_out, const float *attn_weights, const float *dropout_scales,
+                                  const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
+                                  float dropout_p) {
+    const int HS = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const size_t head = (size_t)b * NH + h;
+    StridedMatrix weights = {attn_weights + head * T * T, (size_t)T, 1};
+    const float *scales = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+    const float *values = qkv + (size_t)b * T * C3 + 2 * C + h * HS;
+    float *out = attn_out + (size_t)b * T * C + h * HS;
+    head_product(out, (size_t)C, weights, scales, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
+}
+
+void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
+                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
+                           uint64_t dropout_key) {
+    attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p, dropout_key);
+    attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, t, 1, T, C, NH, dropout_p);
+}
+
+void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
+                       float *values_t, const float *qkv, int B, int T, int C, int NH, float dropout_p,
+                       uint64_t dropout_key) {
+    const int HS = C / NH;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const size_t head = (size_t)b * NH + h;
+            const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
+            transpose_head(keys_t + head * HS * T, values_t + head * HS * T, qkv_b, 0, T, T, C, HS, h);
+            for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
+                attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
+                                       T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key);
+            attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, 0, T, T, C, NH, dropout_p);
+        }
+    }
+}
+
+// Backward for one (batch, head), as four products (P = dropped weights,
+// dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
+//   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
+//   dS       = softmax backward of dweights, times scale     (row by row, in place)
+//   dV       = P^T dOut;  dQ = dS K;  dK = dS^T Q             (head_product)
+void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
+                        const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
+                        int T, int C, int NH, float dropout_p) {
+    const int HS = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const float scale = 1.0f / sqrtf((float)HS);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            const size_t head = (size_t)b * NH + h;
+            const float *qkv_b = qkv + (size_t)b * T * C3;
+            float *dqkv_b = dqkv + (size_t)b * T * C3;
+            const float *dout_bh = dattn_out + (size_t)b * T * C + h * HS;
+            const float *weights_bh = attn_weights + head * T * T;
+            const float *scales_bh = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+            // Scratch for this head's dweights and then dS: one T x T slot per
+            // thread, reused head after head, so it stays in cache instead of
+            // streaming B*NH*T*T floats out to memory. (A thread gets work
+            // only if its number is below the B*NH heads, so its slot is in
+            // the buffer.)
+            float *dscores_bh = dweights + (size_t)omp_get_thread_num() * T * T;
+
+            // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
+            for (int t0 = 0; t0 < T; t0 += 4) {
+                const int rows = T - t0 < 4 ? T - t0 : 4, last = t0 + rows - 1;
+                for (int j0 = 0; j0 <= last; j0 += 64)
+                    matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t + head * HS * T, T, HS, t0, rows,
+                                     j0, causal_tile_cols(j0, last, T));
+            }
+            // row by row: through dropout (x m_j), then the softmax:
+            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
+            // (steps 4 and 3 of the derivation above
+            // attention_backward_reference).
+            // In blocks of rows: each row's sum ends in a chain of 16
+            // dependent additions of its lanes, and a block's chains run
+            // side by side (sum16_rows). Each row's loops run in whole
+            // vectors, up to the next multiple of 16 (the tiles computed that
+            // far); the masked j > t are set to zero afterwards.
+            for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK) {
+                const int rows = T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK;
+                vec16 lanes[SOFTMAX_BLOCK];
+                float weighted_sum[SOFTMAX_BLOCK];
+                for (int r = 0; r < rows; r++) {
+                    const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
+                    float *dscores_t = dscores_bh + (size_t)t * T;
+                    if (scales_bh)
+                        for (int j = 0; j < whole; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
+                    lanes[r] = row_dot_lanes(weights_bh + (size_t)t * T, dscores_t, t + 1);
+                }
+                sum16_rows(weighted_sum, lanes, rows);
+                for (int r = 0; r < rows; r++) {
+                    const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
+                    const float *weights_t = weights_bh + (size_t)t * T;
+                    float *dscores_t = dscores_bh + (size_t)t * T;
+#ifdef TINYGPT_BREAK_SOFTMAX_BACKWARD
+                    // Only in the test build $(BUILD)/tinygpt-broken (see the Makefile):
+                    // a classic slip, softmax's backward without its "- weighted_sum"
+                    // term, so tests can watch `tinygpt gradcheck` catch a wrong backward.
+                    weighted_sum[r] = 0.0f;
+#endif
+                    for (int j = 0; j < whole; j++)
+                        dscores_t[j] = weights_t[j] * (dscores_t[j] - weighted_sum[r]) * scale;
+                    for (int j = t + 1; j < T; j++) dscores_t[j] = 0.0f;
+                }
+            }
+            // dV = P^T dOut and dK = dS^T Q: row j of each sums over t >= j
+            StridedMatrix weights_transposed = {weights_bh, 1, (size_t)T};
+            StridedMatrix dscores_transposed = {dscores_bh, 1, (size_t)T};
+            const TileStart write = {false, NULL};  // each row of each is written by one tile
+            head_product(dqkv_b + 2 * C + h * HS, C3, weights_transposed, scales_bh, dout_bh, (size_t)C, 0, T, T,
+                         false, write, HS);
+            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, NULL, qkv_b + h * HS, C3, 0, T, T, false, write,
+                         HS);
+            // dQ = dS K: row t sums over j <= t
+            StridedMatrix dscores = {dscores_bh, (size_t)T, 1};
+            head_product(dqkv_b + h * HS, C3, dscores, NULL, qkv_b + C + h * HS, C3, 0, T, T, true, write, HS);
+        }
+    }
+}
