@@ -203,6 +203,16 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(STEPS),--steps $(STEPS))
 
+# Which recipe learns most in a fixed time: every candidate of
+# scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:
+# the corpus; DATA="a.txt b.txt" for several) and scored in bits per byte of
+# each text's last 10%: bench/sweep.md. About 2 minutes per candidate and
+# text, on an otherwise idle machine. Python's standard library only.
+.PHONY: sweep
+sweep: tinygpt $(BENCH_DATA_DEP)
+	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt $(foreach d,$(BENCH_DATA),--data $(d)) $(if $(TIME),--time $(TIME)) $(if $(ONLY),--only $(ONLY))
+
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
 
