@@ -154,9 +154,14 @@ test: export TINYGPT_REFERENCE_BIN = $(REFERENCE_BIN)
 
 # Each `make run` starts the default run over: --force replaces the last one
 # (train refuses an --out that holds a run otherwise).
+# Under the sample, how many of its words are the corpus's (the same sample
+# again, drawn with the same seed, into scripts/known_words.py; skipped
+# without Python).
 run: tinygpt $(CORPUS)
 	./tinygpt train $(CORPUS) --out $(RUN_DIR) --force $(RUN_FLAGS)
 	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400
+	@if test -x /usr/bin/python3; then ./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" \
+	    --tokens 400 2>/dev/null | /usr/bin/python3 scripts/known_words.py - $(CORPUS) --prompt "The whale"; fi
 
 clean:
 	rm -rf $(BUILD) tinygpt

@@ -75,8 +75,10 @@ START_TEST(a_timed_run_ends_with_its_time_and_records_the_steps_reached) {
     char *log = slurp(path_in(dir, "run/log.csv"), &len);
     int n = rows(log);
     ck_assert_int_gt(n, 10);
+    // It ends at the step the clock says is the last: within about a step
+    // of its budget, either side (a step of this model takes milliseconds).
     double seconds = log_field(log, n - 1, 9);
-    ck_assert_msg(seconds >= 1.5 && seconds < 30.0, "the run's time is %g s", seconds);
+    ck_assert_msg(seconds >= 1.2 && seconds < 30.0, "the run's time is %g s", seconds);
     ck_assert_msg(!isnan(log_field(log, n - 1, 2)), "the last step was not evaluated");
     // The cosine ends with the time: the last step's rate is near --min-lr
     // (its step began within one step's time of the end).
