@@ -154,9 +154,14 @@ test: export TINYGPT_REFERENCE_BIN = $(REFERENCE_BIN)
 
 # Each `make run` starts the default run over: --force replaces the last one
 # (train refuses an --out that holds a run otherwise).
+# Under the sample, how many of its words are the corpus's (the same sample
+# again, drawn with the same seed, into scripts/known_words.py; skipped
+# without Python).
 run: tinygpt $(CORPUS)
 	./tinygpt train $(CORPUS) --out $(RUN_DIR) --force $(RUN_FLAGS)
 	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400
+	@if test -x /usr/bin/python3; then ./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" \
+	    --tokens 400 2>/dev/null | /usr/bin/python3 scripts/known_words.py - $(CORPUS) --prompt "The whale"; fi
 
 clean:
 	rm -rf $(BUILD) tinygpt
@@ -202,6 +207,16 @@ tokenizers: tinygpt $(BENCH_DATA_DEP)
 ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(STEPS),--steps $(STEPS))
+
+# Which recipe learns most in a fixed time: every candidate of
+# scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:
+# the corpus; DATA="a.txt b.txt" for several) and scored in bits per byte of
+# each text's last 10%: bench/sweep.md. About 2 minutes per candidate and
+# text, on an otherwise idle machine. Python's standard library only.
+.PHONY: sweep
+sweep: tinygpt $(BENCH_DATA_DEP)
+	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt $(foreach d,$(BENCH_DATA),--data $(d)) $(if $(TIME),--time $(TIME)) $(if $(ONLY),--only $(ONLY))
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check

@@ -593,6 +593,22 @@ def n_val_tokens(n_tokens, val_fraction):
     return math.floor(n_tokens * float32(val_fraction))
 
 
+def spread_windows(tokens, most, B, T):
+    """tinygpt's validation windows (train.c, validation_loss; data.c,
+    batch_spread): of the W = (n - 1) // T whole windows of "tokens" laid end
+    to end, K = min(W, most), row r being window floor(r * W / K); as
+    batches of up to B rows [(inputs, targets)], the last one shorter."""
+    windows = (len(tokens) - 1) // T
+    chosen = min(windows, most)
+    starts = [(r * windows // chosen) * T for r in range(chosen)]
+    batches = []
+    for first in range(0, chosen, B):
+        rows = starts[first:first + B]
+        batches.append((torch.tensor([tokens[s:s + T] for s in rows]),
+                        torch.tensor([tokens[s + 1:s + T + 1] for s in rows])))
+    return batches
+
+
 def sequential_batch(train_tokens, step, B, T):
     """Batch number "step" of tinygpt's --order sequential; returns (inputs, targets) [B,T].
 
@@ -2221,10 +2237,10 @@ def cmd_bench(args):
 #
 # The validation protocol is tinygpt's (train.c, validation_loss): at every
 # LEARN_EVAL_INTERVAL-th step and at the last, before that step's update,
-# the mean loss of LEARN_EVAL_BATCHES fixed batches of the validation split
-# (the last floor(N * 0.1) tokens), dropout off; batch k is batch k of
-# `--order sequential` over the validation tokens: row b starts at
-# ((k*B + b) * T) mod (n_val - T). Training windows are random, each side
+# the mean loss per token over fixed windows of the validation split (the
+# last floor(N * 0.1) tokens), dropout off: of its W = (n_val - 1) // T
+# whole windows laid end to end, K = min(W, LEARN_EVAL_BATCHES * B), row r
+# being window floor(r * W / K) (spread_windows). Training windows are random, each side
 # drawing its own. Training time is the sum of the steps' times (forward,
 # backward, clipping, update), evaluation and batch making left out, as in
 # tinygpt's `ms` column.
@@ -2274,19 +2290,19 @@ def cmd_learn_torch_worker(args):
     print(f"data: {n_train} train + {len(ids) - n_train} val tokens", file=sys.stderr)
     train_tokens = torch.frombuffer(ids, dtype=torch.int32)[:n_train]
     val_tokens = ids[n_train:].tolist()
-    val_batches = [sequential_batch(val_tokens, k, B, T) for k in range(args.eval_batches)]
+    val_batches = spread_windows(val_tokens, args.eval_batches * B, B, T)
 
     model = BenchNanoGPT(len(vocab), T, config.C, config.NH, config.layers, config.dropout)
     optimizer = make_adamw(adamw_param_groups(model.named_parameters(), recipe.weight_decay),
                            recipe)
 
     def validation_loss():
-        """Mean loss over the fixed validation batches, dropout off."""
+        """Mean loss per token over the fixed validation windows, dropout off."""
         model.eval()
         with torch.no_grad():
-            total = sum(model(i, t)[0].item() for i, t in val_batches)
+            total = sum(model(i, t)[0].item() * len(i) for i, t in val_batches)
         model.train()
-        return total / len(val_batches)
+        return total / sum(len(i) for i, _ in val_batches)
 
     model.train()
     os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)

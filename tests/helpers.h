@@ -54,6 +54,10 @@ void expect_run_fails(const char *dir, const char *args, int status, const char 
 // same field as a number, NaN if it is empty.
 void log_cell(const char *log, int row, int column, char *out, size_t cap);
 double log_field(const char *log, int row, int column);
+// log_numbers: DIR/log.csv ("" if missing) without its timings (ms,
+// tokens_per_s and seconds, the 5th, 6th and 10th columns): what a run must
+// reproduce exactly. The caller frees it.
+char *log_numbers(const char *dir);
 
 // png_size: check that "path" starts with the 8-byte PNG signature followed
 // by an IHDR chunk, and read its width and height. False (with the reason

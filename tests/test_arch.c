@@ -4,7 +4,11 @@
 // 1. `--arch card` is the attention model exactly as it was before the gpt
 //    architecture existed, and gpt trains as it did before the settings
 //    table: the same flags, seed and thread count give the same log.csv
-//    losses, the same tensor bytes in the checkpoint and the same sample.
+//    training losses, the same tensor bytes in the checkpoint and the same
+//    sample. (The validation losses were recorded too, but what they
+//    measure changed with issue 20: the first windows of the validation
+//    split then, the whole split now, so only their steps are held here;
+//    test_train.c holds each to `tinygpt eval` of the same weights.)
 //    The expected values below (GOLDEN) were recorded with older tinygpts
 //    on tests/data/card_golden.txt; they are not computed by the code under
 //    test.
@@ -30,7 +34,7 @@
 #define TEST_TIMEOUT_SECONDS 240
 
 // A run recorded by an older tinygpt, to hold today's to: its flags,
-// log.csv's train_loss and val_loss columns (printed with 6 decimals), the
+// log.csv's train_loss column (printed with 6 decimals), the
 // FNV-1a 64 of the checkpoint's tensor data (everything after the JSON
 // header, so every weight is compared to the bit) and what
 // `sample --seed 3 --tokens 80 --prompt "the "` prints from it.
@@ -38,7 +42,6 @@ typedef struct {
     const char *why;                 // what the recording holds today's run to
     const char *flags;               // after "train card_golden.txt"
     const char *train_losses[30];
-    const char *val_losses[4];       // steps 0, 10, 20, 29
     uint64_t tensor_hash;
     size_t tensor_bytes;
     const char *sample;
@@ -53,7 +56,6 @@ static const Golden GOLDEN[] = {
       "2.852694", "2.776957", "2.658737", "2.692095", "2.655573", "2.647896", "2.679212", "2.593713",
       "2.662184", "2.553617", "2.464190", "2.633922", "2.754888", "2.663072", "2.400547", "2.590819",
       "2.489910", "2.464844", "2.583181", "2.510022", "2.422186", "2.513310"},
-     {"3.075250", "2.715936", "2.606958", "2.509616"},
      0xe72ff8251e6ed8d4ull,
      24020,
      "the thne hnecl me rsmgecrsa umln sinearhe nenolioyetwsre aeoyeer mcnamseitdewialeetm"},
@@ -69,7 +71,6 @@ static const Golden GOLDEN[] = {
       "2.934176", "2.930150", "2.894733", "2.868959", "2.877969", "2.852997", "2.862495", "2.836808",
       "2.841539", "2.817738", "2.789659", "2.824179", "2.880795", "2.837811", "2.798642", "2.805548",
       "2.842222", "2.761490", "2.822504", "2.776968", "2.790507", "2.780208"},
-     {"3.058280", "2.893376", "2.826432", "2.801539"},
      0x1df0d8bf082f0013ull,
      103680,
      "the uepicgolal\nnhdtuomlgstc\nwonp smolcsohamepsimpymvwtvneaeryeit\nndo nsenvahwh ielun"},
@@ -119,9 +120,9 @@ START_TEST(training_is_bit_identical_to_the_recorded_runs) {
         ck_assert_msg(strcmp(loss, g->train_losses[step]) == 0, "%s: step %d: train loss %s, recorded %s", g->why,
                       step, loss, g->train_losses[step]);
         if (val[0]) {
+            static const int EVALUATED[4] = {0, 10, 20, 29};
             ck_assert_int_lt(val_seen, 4);
-            ck_assert_msg(strcmp(val, g->val_losses[val_seen]) == 0, "%s: step %d: val loss %s, recorded %s", g->why,
-                          step, val, g->val_losses[val_seen]);
+            ck_assert_msg(step == EVALUATED[val_seen], "%s: a validation loss at step %d", g->why, step);
             val_seen++;
         }
     }

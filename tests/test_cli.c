@@ -57,8 +57,8 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
     ck_assert_msg(strstr(r->out, "--arch ARCH") && strstr(r->out, "(default gpt)"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "--layers L") != NULL, "%s", r->out);
     ck_assert_msg(strstr(r->out, "(default gpt 12, card 32)") != NULL, "no per-architecture --batch default: %s", r->out);
-    ck_assert_msg(strstr(r->out, "(default gpt 2000, card 7000)") != NULL, "no per-architecture --steps default: %s",
-                  r->out);
+    ck_assert_msg(strstr(r->out, "(default gpt 2000, card 7000; with --time, no limit)") != NULL,
+                  "no per-architecture --steps default: %.2000s", r->out);
 }
 END_TEST
 
@@ -161,7 +161,7 @@ START_TEST(training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evalu
 
     char log[65536];
     read_text_file(in_work("run/log.csv"), log, sizeof log);
-    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n"));
+    ck_assert_ptr_nonnull(strstr(log, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step,seconds,sample\n"));
     double first = log_field(log, 0, 1), last_val = log_field(log, 299, 2);
     double mean_last = 0;
     for (int i = 280; i < 300; i++) mean_last += log_field(log, i, 1) / 20;

@@ -52,20 +52,6 @@ static RunResult *train(const char *env, const char *args) {
     return run_binary(binary, dir, line);
 }
 
-// log_numbers: log.csv of run "out" without its timings (ms, tokens/s).
-static char *log_numbers(const char *out) {
-    char *text = slurp_or_empty(path_in(out, "log.csv"), NULL);
-    char *o = text;
-    int column = 0;
-    for (const char *p = text; *p; p++) {
-        if (*p == '\n') column = 0;
-        else if (*p == ',') column++;
-        if (column != 4 && column != 5) *o++ = *p;
-    }
-    *o = '\0';
-    return text;
-}
-
 // finish: continue the run in "out" until it ends, as a user would after
 // the failure: --resume, or, if it never saved, start over with --force.
 static void finish(const char *out, const char *why) {

@@ -343,6 +343,29 @@ START_TEST(cosine_schedule_falls_from_lr_through_the_midpoint_to_min_lr_and_stay
 }
 END_TEST
 
+// With --time: fraction 0 is the steps' schedule to the bit; the warmup
+// counts steps whatever the clock says; after it the cosine follows
+// whichever of the steps and the time is further along, and the time's end
+// is min_lr. A run of --time alone has decay_steps out of reach.
+START_TEST(timed_schedule_follows_the_steps_or_the_clock_whichever_is_further_along) {
+    for (long it = 0; it < 200; it++) ck_assert(optimizer_lr_timed(&COSINE, it, 0.0) == optimizer_lr(&COSINE, it));
+    ck_assert(optimizer_lr_timed(&COSINE, 4, 0.9) == optimizer_lr(&COSINE, 4));  // warming up
+    // Step 35 has ratio 1/4; a clock at 1/2 is further along: the midpoint.
+    ck_assert_double_eq_tol(optimizer_lr_timed(&COSINE, 35, 0.5), (1e-3 + 1e-4) / 2, 1e-15);
+    // Step 60 has ratio 1/2; a clock at 1/4 is behind it: the steps decide.
+    ck_assert(optimizer_lr_timed(&COSINE, 60, 0.25) == optimizer_lr(&COSINE, 60));
+    ck_assert(optimizer_lr_timed(&COSINE, 20, 1.0) == 1e-4);
+    const OptimizerConfig timed = {.kind = OPT_ADAMW, .lr = 1e-3, .min_lr = 1e-4, .schedule = LR_COSINE,
+                                   .warmup_steps = 10, .decay_steps = 1000000000000L};
+    assert_lr(&timed, 10, 1e-3);
+    ck_assert_double_eq_tol(optimizer_lr_timed(&timed, 500, 0.5), (1e-3 + 1e-4) / 2, 1e-15);
+    ck_assert(optimizer_lr_timed(&timed, 500, 1.0) == 1e-4);
+    // A constant rate stays constant.
+    const OptimizerConfig constant = {.kind = OPT_ADAMW, .lr = 1e-3, .schedule = LR_CONSTANT, .warmup_steps = 10};
+    ck_assert(optimizer_lr_timed(&constant, 50, 0.99) == 1e-3);
+}
+END_TEST
+
 // nanoGPT's get_lr(it) printed by Python (float.hex) for lr 1e-3, min_lr
 // 1e-4, warmup 100, decay 5000: at these steps, computing
 // min_lr + coeff * (lr - min_lr) as one fused multiply-add instead of
@@ -541,6 +564,7 @@ Suite *optimizer_suite(void) {
     tcase_add_test(schedule, cosine_schedule_warms_up_linearly_in_steps_of_lr_over_warmup_plus_one);
     tcase_add_test(schedule, cosine_schedule_falls_from_lr_through_the_midpoint_to_min_lr_and_stays_there);
     tcase_add_test(schedule, cosine_schedule_gives_nanogpt_s_lr_to_the_bit);
+    tcase_add_test(schedule, timed_schedule_follows_the_steps_or_the_clock_whichever_is_further_along);
     tcase_add_test(schedule, cosine_schedule_with_no_steps_to_decay_over_jumps_to_min_lr_without_dividing_by_zero);
     tcase_add_test(schedule, cosine_schedule_without_warmup_starts_at_lr);
     tcase_add_test(schedule, constant_schedule_warms_up_like_cosine_then_holds_lr);

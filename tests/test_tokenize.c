@@ -210,15 +210,15 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
              in_work("old"));
     expect_ok(run_tinygpt(work_dir, args), "train --stop-after");
     // As an older tinygpt wrote it: no val_bpb column (nor best_step,
-    // which came later), in the header or the rows.
+    // seconds and sample, which came later), in the header or the rows:
+    // each line cut before its 7th comma.
     static char log_text[1 << 16], old[1 << 16];
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
     size_t n = 0;
     for (const char *line = log_text, *end; (end = strchr(line, '\n')) != NULL; line = end + 1) {
-        const char *commas[2] = {line, line};  // the last two
-        for (const char *p = line; p < end; p++)
-            if (*p == ',') commas[0] = commas[1], commas[1] = p;
-        n += (size_t)snprintf(old + n, sizeof old - n, "%.*s\n", (int)(commas[0] - line), line);
+        const char *cut = line;
+        for (int commas = 0; cut < end && !(*cut == ',' && ++commas == 7); cut++) continue;
+        n += (size_t)snprintf(old + n, sizeof old - n, "%.*s\n", (int)(cut - line), line);
     }
     write_text_file(in_work("old/log.csv"), old);
     ck_assert_int_eq(strncmp(old, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n", 54), 0);
@@ -226,7 +226,7 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     snprintf(args, sizeof args, "train --resume %s", in_work("old"));
     expect_ok(run_tinygpt(work_dir, args), "train --resume");
     read_text_file(in_work("old/log.csv"), log_text, sizeof log_text);
-    const char header[] = "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n";
+    const char header[] = "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step,seconds,sample\n";
     ck_assert_int_eq(strncmp(log_text, header, sizeof header - 1), 0);
     ck_assert_msg(strstr(log_text, old + 54) == log_text + sizeof header - 1, "the old rows are not kept as they were");
     ck_assert(isfinite(log_field(log_text, 10, 7)));  // step 10 was evaluated after the resume

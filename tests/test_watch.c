@@ -39,10 +39,19 @@ static void teardown(void) { scratch_dir_remove(dir); }
 // and on a busy machine every parallel region can wait a scheduler tick).
 #define TRAIN_ARGS "train %s/corpus.txt --out %s/run --steps 30 --batch 4 --context 8 --embd 8 --heads 2 --eval-interval 10 --threads 1"
 
+// status: the status line of a run of steps, as draw_status makes it:
+// after step "step" (0-based) of "total", this process having started at
+// step "first" "elapsed" seconds ago.
+static int status_of_steps(char *line, size_t cap, int columns, long step, long first, long total, float train, float val,
+                  double tokens_per_s, double elapsed) {
+    WatchProgress p = watch_progress(step + 1, first, total, elapsed, 0.0, 0.0);
+    return watch_format_status(line, cap, columns, step + 1, total, p, train, val, tokens_per_s, elapsed);
+}
+
 START_TEST(status_line_shows_progress_losses_speed_elapsed_and_eta) {
     char line[512];
     // step 749 of 3000 (0-based): 750 done, a quarter; 30 s so far, so 90 s to go.
-    int n = watch_format_status(line, sizeof line, 200, 749, 0, 3000, 1.87341f, 1.91024f, 52140.4, 30.2);
+    int n = status_of_steps(line, sizeof line, 200, 749, 0, 3000, 1.87341f, 1.91024f, 52140.4, 30.2);
     ck_assert_int_eq(n, (int)strlen(line));
     ck_assert_msg(strstr(line, " 750/3000") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "train 1.8734") != NULL, "%s", line);
@@ -57,7 +66,7 @@ END_TEST
 
 START_TEST(status_line_shows_a_dash_before_the_first_validation_and_hours_when_long) {
     char line[512];
-    watch_format_status(line, sizeof line, 200, 0, 0, 100000, 4.5f, NAN, 1000.0, 4000.0);
+    status_of_steps(line, sizeof line, 200, 0, 0, 100000, 4.5f, NAN, 1000.0, 4000.0);
     ck_assert_msg(strstr(line, "val -") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "1:06:40 elapsed") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "     1/100000") != NULL, "step is not padded to the width of the total: %s", line);
@@ -70,27 +79,50 @@ END_TEST
 START_TEST(status_line_eta_after_a_resume_uses_only_the_steps_since_it) {
     char line[512];
     // Resumed at step 900; step 999 done: 100 steps in 100 s, 1000 to go.
-    watch_format_status(line, sizeof line, 200, 999, 900, 2000, 2.0f, 2.1f, 1e5, 100.0);
+    status_of_steps(line, sizeof line, 200, 999, 900, 2000, 2.0f, 2.1f, 1e5, 100.0);
     ck_assert_msg(strstr(line, "ETA 16:40") != NULL, "%s", line);
     ck_assert_msg(strstr(line, "1000/2000") != NULL, "the progress is the run's: %s", line);
 }
 END_TEST
 
+// With --time, the bar and the ETA follow the clock: 15 s of a 60 s budget
+// spent (10 of them before a --resume) is a quarter, 45 s left, whatever
+// the steps say; and a run of --time alone counts its steps without a total.
+START_TEST(status_line_of_a_timed_run_follows_the_clock) {
+    WatchProgress p = watch_progress(100, 50, 0, 5.0, 60.0, 10.0);
+    ck_assert_double_eq_tol(p.fraction, 0.25, 1e-12);
+    ck_assert_double_eq_tol(p.left, 45.0, 1e-12);
+    char line[512];
+    watch_format_status(line, sizeof line, 200, 100, 0, p, 2.0f, 2.1f, 1e5, 5.0);
+    ck_assert_msg(strncmp(line, "[#######-----------------------] 100 train", 42) == 0, "%s", line);
+    ck_assert_msg(strstr(line, "ETA 0:45") != NULL, "%s", line);
+    // With --steps too, whichever ends first: 10 steps of 20 in 5 s leave
+    // 5 s by the steps, fewer than the time's 45.
+    p = watch_progress(10, 0, 20, 5.0, 60.0, 10.0);
+    ck_assert_double_eq_tol(p.fraction, 0.5, 1e-12);
+    ck_assert_double_eq_tol(p.left, 5.0, 1e-12);
+    // The time further along than the steps: 1 step of 20, 50 s of 60.
+    p = watch_progress(1, 0, 20, 50.0, 60.0, 0.0);
+    ck_assert_double_eq_tol(p.fraction, 50.0 / 60.0, 1e-12);
+    ck_assert_double_eq_tol(p.left, 10.0, 1e-12);
+}
+END_TEST
+
 START_TEST(status_line_never_wraps_the_terminal) {
     char wide[512], line[512];
-    watch_format_status(wide, sizeof wide, 1000, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
+    status_of_steps(wide, sizeof wide, 1000, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
     const char *numbers = strchr(wide, ']') + 2;  // everything after the bar
     for (int columns = 20; columns <= 140; columns++) {
-        int n = watch_format_status(line, sizeof line, columns, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
+        int n = status_of_steps(line, sizeof line, columns, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
         ck_assert_msg(n <= columns - 1, "%d characters on a %d-column terminal: %s", n, columns, line);
         // The bar gives way first: the numbers are whole whenever they fit.
         if ((size_t)columns - 1 >= strlen(numbers))
             ck_assert_msg(strstr(line, numbers) != NULL, "%d columns cut the numbers: %s", columns, line);
     }
     // 80 columns hold the numbers, their unit included, but no bar; 110 both.
-    watch_format_status(line, sizeof line, 80, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
+    status_of_steps(line, sizeof line, 80, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
     ck_assert_msg(strcmp(line, numbers) == 0, "80 columns: %s", line);
-    watch_format_status(line, sizeof line, 110, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
+    status_of_steps(line, sizeof line, 110, 10, 0, 3000, 2.0f, 2.1f, 1e5, 10);
     ck_assert_msg(line[0] == '[' && strstr(line, numbers) != NULL, "110 columns: %s", line);
 }
 END_TEST
@@ -239,6 +271,7 @@ Suite *watch_suite(void) {
     tcase_add_test(status, status_line_shows_progress_losses_speed_elapsed_and_eta);
     tcase_add_test(status, status_line_shows_a_dash_before_the_first_validation_and_hours_when_long);
     tcase_add_test(status, status_line_eta_after_a_resume_uses_only_the_steps_since_it);
+    tcase_add_test(status, status_line_of_a_timed_run_follows_the_clock);
     tcase_add_test(status, status_line_never_wraps_the_terminal);
     suite_add_tcase(s, status);
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,58 @@ const float *generator_logits(Generator *g) {
     return logits;
 }
 
+// start_text: a text with no prompt starts from a newline (or token 0, for
+// a vocabulary without one), which is not printed: what follows reads as
+// the start of a line.
+static void start_text(Generator *g, const Tokenizer *tok) {
+    int newline = tokenizer_id(tok, '\n');
+    generator_push(g, newline >= 0 ? newline : 0);
+}
+
+// sample_line: the text is printed through a Utf8Stream into a buffer, as
+// cmd_sample prints it to stdout (the same characters, U+FFFD included),
+// then copied into "out" with its newlines made visible.
+void sample_line(Generator *g, const Tokenizer *tok, long seed, int tokens, float *scratch, char *out, size_t cap) {
+    static const char NEWLINE_SIGN[] = "\u21b5";
+    const SamplerConfig plain = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f};  // sample's defaults
+    Rng rng;
+    rng_init(&rng, (uint64_t)seed);
+    generator_reset(g);
+    start_text(g, tok);
+    out[0] = '\0';
+    char *text = xmalloc(cap);
+    FILE *f = fmemopen(text, cap, "w");  // writes past "cap" are dropped: the line is cut
+    if (!f) {
+        free(text);
+        return;
+    }
+    Utf8Stream stream = {0};
+    for (int i = 0; i < tokens; i++) {
+        int next = sample_token(generator_logits(g), tok->vocab_size, &plain, &rng, scratch);
+        generator_push(g, next);
+        size_t len;
+        const char *piece = tokenizer_piece(tok, next, &len);
+        utf8_stream_write(&stream, piece, len, f);
+    }
+    utf8_stream_finish(&stream, f);
+    long n = ftell(f);
+    fclose(f);
+    // Whole characters only, each newline as its sign, while they fit.
+    size_t used = 0;
+    for (long i = 0; i < n;) {
+        uint32_t cp;
+        int k = utf8_decode((const unsigned char *)text + i, (size_t)(n - i), &cp);
+        if (k == 0) break;  // a character cut at "cap"
+        const char *bytes = cp == '\n' ? NEWLINE_SIGN : text + i;
+        size_t len = cp == '\n' ? sizeof NEWLINE_SIGN - 1 : (size_t)k;
+        if (used + len + 1 > cap) break;
+        memcpy(out + used, bytes, len);
+        used += len;
+        i += k;
+    }
+    out[used] = '\0';
+    free(text);
+}
 
 // Write token "id" to stdout at once, so text appears as it is generated
 // (whole characters only: a bpe token can end inside one, see Utf8Stream).
@@ -238,11 +291,7 @@ int cmd_sample(int argc, char **argv) {
         // "---" between them.
         if (sample > 0) fputs("\n---\n", stdout), printed = ends_line = true;
         generator_reset(&gen);
-        if (n_prompt == 0) {
-            // Nothing to continue: start from a newline (or token 0), not printed.
-            int newline = tokenizer_id(&tok, '\n');
-            generator_push(&gen, newline >= 0 ? newline : 0);
-        }
+        if (n_prompt == 0) start_text(&gen, &tok);  // nothing to continue
         for (size_t i = 0; i < n_prompt; i++) generator_push(&gen, prompt_ids[i]);
         fwrite(prompt, 1, prompt_len, stdout);
         if (prompt_len > 0) printed = true, ends_line = prompt[prompt_len - 1] == '\n';

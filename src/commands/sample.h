@@ -23,6 +23,7 @@
 
 #include "model.h"
 #include "rng.h"
+#include "tokenizer.h"
 
 // How the next token is drawn from the logits, in the order the steps
 // apply (as in llama2.c and Hugging Face's generate): temperature, then
@@ -68,6 +69,13 @@ void generator_push(Generator *g, int token);
 // generator_logits: logits[V] for the token after the text so far (at least
 // one token pushed). Valid until the next call.
 const float *generator_logits(Generator *g);
+
+// sample_line: what `tinygpt sample --seed "seed" --tokens "tokens"` (no
+// prompt) prints from the generator's model, as one line for a progress
+// report: each newline shown as "↵", into out[cap] (cut short, whole
+// characters, if it does not fit). "scratch" holds 2V floats. train calls
+// it at each --sample-every step.
+void sample_line(Generator *g, const Tokenizer *tok, long seed, int tokens, float *scratch, char *out, size_t cap);
 
 // cmd_sample: the `tinygpt sample` command.
 int cmd_sample(int argc, char **argv);

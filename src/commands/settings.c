@@ -25,6 +25,12 @@
 // progress line at every evaluation.
 static void derive_min_lr(TrainSettings *s) { s->min_lr = s->lr / 10.0; }
 static void derive_log_interval(TrainSettings *s) { s->log_interval = s->eval_interval; }
+// Steps: gpt's 2000 and card's 7000 (its tutorial's run), or, with a
+// budget of --time, as many as it allows.
+static void derive_steps(TrainSettings *s) {
+    s->steps = s->time > 0 ? STEPS_NO_LIMIT : s->arch == ARCH_CARD ? 7000 : 2000;
+}
+static void derive_sample_every(TrainSettings *s) { s->sample_every = s->eval_interval; }
 // A resumed run writes where it was: into its own directory.
 static void derive_out_dir(TrainSettings *s) { s->out_dir = s->resume_dir ? s->resume_dir : "out"; }
 
@@ -58,8 +64,11 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt without the residual stream: each branch replaces its input", GPT_ONLY,
      .needs_why = "card has no residual stream to remove", .kept = KEPT_IN_MODEL, .key = "no_residual"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
-     .gpt_default = "2000", .card_default = "7000", .max = 1e12, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN,
-     .key = "steps"},
+     .derived = "gpt 2000, card 7000; with --time, no limit", .derive = derive_steps, .max = 1e12,
+     .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "steps"},
+    {FIELD(time), SETTING_DOUBLE, "--time", "SECONDS",
+     "train for this long (evaluations and saves included), the schedule ending with it; with --steps, whichever ends first; 0 = no limit",
+     SAME("0"), .max = 1e9, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "time", .if_absent = "0"},
     {FIELD(batch), SETTING_INT, "--batch", "B", "windows per step", .gpt_default = "12", .card_default = "32",
      .min = 1, .max = 1 << 20, .kept = KEPT_IN_RUN, .key = "batch"},
     {FIELD(context), SETTING_INT, "--context", "T", "tokens per window (the model's block size)", SAME("64"),
@@ -119,6 +128,10 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(patience), SETTING_INT, "--patience", "N",
      "evaluations without a better validation loss before a warning of overfitting; 0 = none", SAME("3"), .max = 1e6,
      .resume = RESUME_MAY_CHANGE},
+    {FIELD(sample_every), SETTING_LONG, "--sample-every", "N",
+     "print a one-line sample every N steps (and at the last), drawn with the same seed each time, also kept in log.csv; 0 = none",
+     .derived = "--eval-interval", .derive = derive_sample_every, .max = 1e12, .resume = RESUME_MAY_CHANGE,
+     .kept = KEPT_IN_RUN, .key = "sample_every", .if_absent = "0"},
     {FIELD(restart_log), SETTING_SWITCH, "--restart-log", NULL,
      "with --resume: a log.csv that is missing or cut short starts afresh at the checkpoint's step",
      .resume = RESUME_MAY_CHANGE},
@@ -262,7 +275,7 @@ static const char *default_text(const Setting *st, char *out, size_t cap) {
 }
 
 // Each flag's --help default, one buffer per setting.
-static char default_texts[NUM_TRAIN_SETTINGS_MAX][40];
+static char default_texts[NUM_TRAIN_SETTINGS_MAX][64];
 
 // The flags: every row but the positional FILE, in table order. "flags"
 // must have room for NUM_TRAIN_SETTINGS.

@@ -51,7 +51,8 @@ typedef struct {
     LrSchedule lr_schedule;
     double min_lr, grad_clip;
     // The data and the loop.
-    long steps;
+    long steps;              // STEPS_NO_LIMIT: as many as --time allows
+    double time;             // --time: seconds of training, the schedule's length; 0 = none
     int batch;
     double val_fraction;
     int eval_interval, eval_batches;
@@ -61,9 +62,14 @@ typedef struct {
     long save_every, log_interval;
     int keep;                // checkpoints kept in --out
     int patience;            // evaluations without a better validation loss before train warns
+    long sample_every;       // steps between one-line samples on stdout and in log.csv; 0 = none
     bool restart_log;        // --resume with a log.csv missing or cut short: start it afresh
     long stop_after;         // hidden, for tests: stop as if interrupted after this many steps
 } TrainSettings;
+
+// --steps when only --time ends the run: more steps than any run takes
+// (the flag's own limit).
+#define STEPS_NO_LIMIT 1000000000000L
 
 // Where a setting is kept after the run, so that --init, --resume and
 // anyone reading the files find it.

@@ -59,6 +59,11 @@ static void catch_stop_signals(void) {
 
 // ---- Saving -------------------------------------------------------------------
 
+// run_seconds: the run's training time so far: the seconds before this
+// process (a --resume's checkpoint kept them) and this process's since its
+// first step. --time counts it; checkpoints keep it.
+static double run_seconds(const TrainRun *run) { return run->seconds_before + (now_seconds() - run->clock_start); }
+
 // last_checkpoint: where the run can continue from, for a message: "the
 // last whole checkpoint (after 500 steps) is 'DIR/checkpoint-500'", or that
 // there is none yet.
@@ -100,14 +105,16 @@ static void save_checkpoint(TrainRun *run, long done) {
     const TrainSettings *s = &run->s;
     Metadata md = {0};
     Error err;
-    if (!run->run_info_saved) {  // run.json first: it belongs to no step
-        TrainSettings where = *s;
-        where.data_path = run->data_absolute;  // from any directory
-        settings_to_metadata(&where, KEPT_IN_RUN_JSON, &md);
-        if (!run_info_save(s->out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
-        metadata_free(&md);
-        run->run_info_saved = true;
-    }
+    const double seconds = run_seconds(run);
+    // run.json first: what the run is, and how far it has come (with
+    // --time, in seconds too).
+    TrainSettings where = *s;
+    where.data_path = run->data_absolute;  // from any directory
+    settings_to_metadata(&where, KEPT_IN_RUN_JSON, &md);
+    metadata_set(&md, "steps_done", "%ld", done);
+    if (s->time > 0) metadata_set(&md, "train_seconds", "%.3f", seconds);
+    if (!run_info_save(s->out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
+    metadata_free(&md);
     if (!csv_log_flush(&run->log, &run->fault)) {
         log_failed(run, done);
         exit(EXIT_RUNTIME);
@@ -117,6 +124,9 @@ static void save_checkpoint(TrainRun *run, long done) {
     metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
     metadata_set(&md, "data_hash", "%llu", (unsigned long long)run->data_hash);
     metadata_set(&md, "batch_rng", "%llu", (unsigned long long)run->batch_rng.state);
+    // The clock, which only --time reads: a run of steps alone stays the
+    // same to the byte, however long it took.
+    if (s->time > 0) metadata_set(&md, "train_seconds", "%.17g", seconds);
     if (run->best_step >= 0) {
         metadata_set(&md, "best_val_loss", "%.9g", (double)run->best_val);
         metadata_set(&md, "best_step", "%ld", run->best_step);
@@ -192,17 +202,24 @@ static bool check_tensors(TrainRun *run, long step, const float *memory, const c
 
 // ---- The training loop --------------------------------------------------------------
 
-// The mean loss over "n_batches" fixed windows of the validation split,
-// dropout off. The windows are the same at every evaluation, so successive
-// values are comparable.
+// validation_loss: the mean loss per token over windows of the validation
+// split, dropout off. Every whole window (T + 1 tokens, laid end to end, as
+// `tinygpt eval --split val` lays them) when there are at most
+// "n_batches" x B of them, so the number is eval's; else that many, spread
+// evenly over the whole split, so it estimates the whole split's loss
+// rather than its first pages'. The same windows at every evaluation, so
+// successive values are comparable.
 static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
     TokenSpan val_tokens = dataset_val(&run->data);
-    double total = 0.0;
-    for (int k = 0; k < n_batches; k++) {
-        batch_sequential(val_tokens, k, B, T, run->inputs, run->targets);
-        total += model_forward(&run->model, run->inputs, run->targets, B, T, false, 0);
+    size_t windows = span_windows(val_tokens, T), most = (size_t)n_batches * (size_t)B;
+    size_t chosen = windows < most ? windows : most;
+    double total = 0.0;  // the sum of every position's loss
+    for (size_t first = 0; first < chosen; first += (size_t)B) {
+        int rows = chosen - first < (size_t)B ? (int)(chosen - first) : B;
+        batch_spread(val_tokens, first, rows, chosen, T, run->inputs, run->targets);
+        total += (double)model_forward(&run->model, run->inputs, run->targets, rows, T, false, 0) * rows;
     }
-    return (float)(total / n_batches);
+    return (float)(total / (double)chosen);
 }
 
 // print_run: what is about to train, on stderr: the model and the data,
@@ -227,7 +244,13 @@ static void print_run(const TrainRun *run) {
     const OptimizerConfig *o = &run->optimizer.cfg;
     fprintf(stderr, "optimizer: %s, lr %g", OPTIMIZER_NAMES[o->kind], o->lr);
     if (o->warmup_steps > 0) fprintf(stderr, " after %ld warmup steps", o->warmup_steps);
-    if (o->schedule == LR_COSINE) fprintf(stderr, ", cosine to %g at step %ld", o->min_lr, o->decay_steps);
+    const TrainSettings *s = &run->s;
+    if (o->schedule == LR_COSINE && s->time > 0 && s->steps == STEPS_NO_LIMIT)
+        fprintf(stderr, ", cosine to %g at the end of --time %g s", o->min_lr, s->time);
+    else if (o->schedule == LR_COSINE && s->time > 0)
+        fprintf(stderr, ", cosine to %g at step %ld or the end of --time %g s, whichever comes first", o->min_lr,
+                o->decay_steps, s->time);
+    else if (o->schedule == LR_COSINE) fprintf(stderr, ", cosine to %g at step %ld", o->min_lr, o->decay_steps);
     if (o->kind == OPT_ADAMW)
         fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
@@ -276,38 +299,96 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
     return check_tensors(run, step, run->model.params_memory, "weight");
 }
 
-// train_loop: steps from run->start_step until --steps, or until a signal,
-// --stop-after or a failed write (run->write_failed, run->log.failed) stops it;
-// returns the number of steps done, or -1 (with run->fault) when a value
-// became NaN or infinite. A plain progress line at every evaluation, every
-// --log-interval steps and at the last step; loss.png redrawn with each, and
-// once more at the end if steps were done since.
+// print_progress: the plain line of step "step" on stdout, and under it
+// the step's sample, if it drew one ("sample" not empty). False (with
+// run->fault) if standard output could not be written; a closed pipe is
+// SIGPIPE's (a stop, see catch_stop_signals), not a failure.
+static bool print_progress(TrainRun *run, long step, double train_loss, float val_loss, double val_bpb, bool evaluate,
+                           double ms_per_step, double tokens_per_s, const char *sample) {
+    const TrainSettings *s = &run->s;
+    if (s->steps == STEPS_NO_LIMIT) printf("step %6ld", step);
+    else printf("step %6ld/%ld", step, s->steps);
+    printf(" | train loss %.4f", train_loss);
+    if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
+    if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
+    printf(" | %.2f ms/step | %.0f tokens/s", ms_per_step, tokens_per_s);
+    if (s->time > 0) {
+        char left[32];
+        watch_format_duration(left, sizeof left, s->time - run_seconds(run));
+        printf(" | %s left", left);
+    }
+    putchar('\n');
+    if (sample[0]) printf("  sample: %s\n", sample);
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !stop_signal) {
+        error_set(&run->fault, "cannot write to standard output: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+// is_last_step: whether step "step" is the run's last: the last of --steps,
+// or, with --time, the one the clock says is: after it, at this process's
+// pace so far (evaluations and saves included), the budget would be spent.
+// The last step is evaluated and sampled, so the run ends on a validation
+// loss of its final weights, give or take that step.
+static bool is_last_step(const TrainRun *run, long step, double spent) {
+    const TrainSettings *s = &run->s;
+    if (step == s->steps - 1) return true;
+    long done_here = step - run->start_step;
+    if (s->time <= 0 || done_here == 0) return false;
+    double per_step = (spent - run->seconds_before) / (double)done_here;
+    return spent + per_step >= s->time;
+}
+
+// train_loop: steps from run->start_step until --steps or --time ends the
+// run (run->finished), or until a signal, --stop-after or a failed write
+// (run->write_failed, run->log.failed) stops it; returns the number of
+// steps done, or -1 (with run->fault) when a value became NaN or infinite.
+// A plain progress line at every evaluation, every --log-interval steps,
+// every --sample-every steps and at the last step; loss.png redrawn with
+// each, and once more at the end if steps were done since.
 static long train_loop(TrainRun *run) {
     const TrainSettings *s = &run->s;
     const int B = s->batch, T = run->model.config.block_size;
     const bool has_val = run->data.n_tokens > run->data.n_train;
+    const bool timed = s->time > 0;
     print_run(run);
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
-    watch_init(&watch, run->start_step, s->steps, (double)B * T, s->out_dir);
+    watch_init(&watch, run->start_step, s->steps == STEPS_NO_LIMIT ? 0 : s->steps, (double)B * T, s->out_dir);
+    if (timed) watch_set_budget(&watch, s->time, run->seconds_before);
     if (run->log.rows > 0) watch_load_log(&watch, run->log.path);  // a resumed run's plot shows its whole history
     bool plotted = false;   // loss.png shows every step done so far
     long result = s->steps;  // what the loop returns unless it stops early
+    run->finished = true;    // unless it stops early
+    run->clock_start = now_seconds();
     for (long step = run->start_step; step < s->steps; step++) {
-        bool evaluate = has_val && (step % s->eval_interval == 0 || step == s->steps - 1);
-        float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
-        if (evaluate && !note_evaluation(run, step, val_loss)) {
-            run->write_failed = true;
+        const double spent = run_seconds(run);
+        if (timed && spent >= s->time) {
             result = step;
             break;
         }
+        const bool last = is_last_step(run, step, spent);
+        bool evaluate = has_val && (step % s->eval_interval == 0 || last);
+        float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
+        if (evaluate && !note_evaluation(run, step, val_loss)) {
+            run->write_failed = true;
+            run->finished = false;
+            result = step;
+            break;
+        }
+        // The sample: the same draws every time, so only the model changes it.
+        char sample[SAMPLE_LINE_BYTES] = "";
+        if (s->sample_every > 0 && (step % s->sample_every == 0 || last))
+            sample_line(&run->preview, &run->tok, s->seed, SAMPLE_LINE_TOKENS, run->preview_scratch, sample,
+                        sizeof sample);
 
         if (s->order == ORDER_SEQUENTIAL) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
         else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
 
         double start = now_seconds();
-        const double lr = optimizer_lr(&run->optimizer.cfg, step);
+        const double lr = optimizer_lr_timed(&run->optimizer.cfg, step, timed ? fmin(spent / s->time, 1.0) : 0.0);
         float loss;
         double grad_norm;
         if (!train_step(run, step, lr, &loss, &grad_norm)) {
@@ -322,12 +403,15 @@ static long train_loop(TrainRun *run) {
         plotted = false;
         // The step's row; val_loss and val_bpb empty when not evaluated. The
         // step is done, its row is not on disk: stop with a checkpoint.
-        char val[32] = "", bpb[32] = "", best[32] = "";
+        char val[32] = "", bpb[32] = "", best[32] = "", quoted[2 * SAMPLE_LINE_BYTES + 3] = "";
         if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
         if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
-        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s\n", step, (double)loss, val, lr,
-                         1e3 * seconds, (double)B * T / seconds, grad_norm, bpb, best)) {
+        if (sample[0]) csv_quote(sample, quoted, sizeof quoted);
+        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step, (double)loss,
+                         val, lr, 1e3 * seconds, (double)B * T / seconds, grad_norm, bpb, best, run_seconds(run),
+                         quoted)) {
+            run->finished = false;
             result = done;
             break;
         }
@@ -335,21 +419,15 @@ static long train_loop(TrainRun *run) {
         interval_loss += loss;
         interval_seconds += seconds;
         interval_steps++;
-        if (evaluate || step % s->log_interval == 0 || step == s->steps - 1) {
+        if (evaluate || sample[0] || step % s->log_interval == 0 || last) {
             watch_clear_line(&watch);
             if (evaluate) warn_of_overfitting(run, step);
-            printf("step %6ld/%ld | train loss %.4f", step, s->steps, interval_loss / interval_steps);
-            if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
-            if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
-            printf(" | %.2f ms/step | %.0f tokens/s\n", 1e3 * interval_seconds / interval_steps,
-                   (double)B * T * interval_steps / interval_seconds);
-            // A closed pipe is SIGPIPE's (a stop, below); any other failure
-            // to write the progress lines is one of the run's writes.
-            if ((fflush(stdout) != 0 || ferror(stdout)) && !stop_signal) {
-                error_set(&run->fault, "cannot write to standard output: %s", strerror(errno));
+            if (!print_progress(run, step, interval_loss / interval_steps, val_loss, val_bpb, evaluate,
+                                1e3 * interval_seconds / interval_steps, (double)B * T * interval_steps / interval_seconds,
+                                sample))
                 run->write_failed = true;
-            }
             if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) {
+                run->finished = false;
                 result = done;
                 break;
             }
@@ -359,13 +437,19 @@ static long train_loop(TrainRun *run) {
             interval_steps = 0;
         }
 
-        if (stop_signal || done == s->stop_after) {
+        if (last) {  // with --time, the clock's last step (with --steps alone, the loop's)
             result = done;
             break;
         }
-        if (s->save_every > 0 && done % s->save_every == 0 && done < s->steps) {
+        if (stop_signal || done == s->stop_after) {
+            run->finished = false;
+            result = done;
+            break;
+        }
+        if (s->save_every > 0 && done % s->save_every == 0) {
             save_checkpoint(run, done);
             if (run->write_failed) {
+                run->finished = false;
                 result = done;
                 break;
             }
@@ -416,10 +500,14 @@ int cmd_train(int argc, char **argv) {
         train_free(&run);
         return EXIT_RUNTIME;
     }
-    if (done < s->steps)
-        fprintf(stderr, "stopped after %ld of %ld steps; saved %s; continue with: tinygpt train --resume %s\n", done,
-                s->steps, saved, s->out_dir);
-    else fprintf(stderr, "saved %s\n", saved);
+    if (!run.finished) {
+        char of[64] = "";
+        if (s->steps != STEPS_NO_LIMIT) snprintf(of, sizeof of, " of %ld", s->steps);
+        fprintf(stderr, "stopped after %ld%s steps; saved %s; continue with: tinygpt train --resume %s\n", done, of,
+                saved, s->out_dir);
+    } else if (s->time > 0) {
+        fprintf(stderr, "trained %ld steps in %.1f s of --time %g; saved %s\n", done, run_seconds(&run), s->time, saved);
+    } else fprintf(stderr, "saved %s\n", saved);
     train_free(&run);
     // The picture is the one output it trained on without: a failure to
     // write it is still one (the warning above says why).
@@ -427,5 +515,5 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "tinygpt: the run is saved, but %s/loss.png could not be written\n", s->out_dir);
         return EXIT_RUNTIME;
     }
-    return stop_signal && done < s->steps ? 128 + stop_signal : 0;
+    return stop_signal && !run.finished ? 128 + stop_signal : 0;
 }

@@ -123,6 +123,8 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     run->last_saved_step = -1;
     run->best_val = INFINITY;
     run->best_step = -1;
+    generator_init(&run->preview, &run->model, SAMPLE_LINE_TOKENS + 1, false);
+    run->preview_scratch = xmalloc(2 * (size_t)run->tok.vocab_size * sizeof(float));
     absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
 
     // Everything has loaded: the first write into DIR (a resumed run has
@@ -144,6 +146,8 @@ static void setup_run(TrainRun *run, const Command *cmd) {
 void train_free(TrainRun *run) {
     csv_log_close(&run->log);
     optimizer_free(&run->optimizer);
+    free(run->preview_scratch);
+    generator_free(&run->preview);
     free(run->targets);
     free(run->inputs);
     model_free(&run->model);
@@ -195,6 +199,12 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     snprintf(run->start_optimizer, sizeof run->start_optimizer, "%s/optimizer.safetensors", newest);
     if (!checkpoint_read_header(checkpoint, &run->resumed, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     run->start_step = run->resumed.step;
+    // The training time so far, which a --time budget counts on from (a
+    // checkpoint from before --time has none: it counts from here).
+    const MetadataItem *seconds = metadata_get(&run->resumed.metadata, "train_seconds");
+    if (seconds && (!parse_double(seconds->value, seconds->len, &run->seconds_before) || run->seconds_before < 0))
+        die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"train_seconds\" must be a number of seconds; the file is damaged: start a new run from its weights with --init",
+            checkpoint);
     if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     TrainSettings saved = *s;
     if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||
@@ -240,6 +250,9 @@ void train_setup(TrainRun *run, int argc, char **argv) {
     if (s->resume_dir && run->start_step >= s->steps)
         usage_error(cmd, "the run in '%s' is already at step %ld of --steps %ld; give a larger --steps to train further",
                     s->resume_dir, run->start_step, s->steps);
+    if (s->resume_dir && s->time > 0 && run->seconds_before >= s->time)
+        usage_error(cmd, "the run in '%s' has already trained for %.1f s of --time %g; give a larger --time to train further",
+                    s->resume_dir, run->seconds_before, s->time);
     if (s->threads > 0) omp_set_num_threads(s->threads);
     setup_run(run, cmd);
 }

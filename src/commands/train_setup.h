@@ -22,7 +22,12 @@
 #include "model.h"
 #include "optimizer.h"
 #include "run_dir.h"
+#include "sample.h"
 #include "settings.h"
+
+// The one-line samples of --sample-every: this many tokens, at most this
+// many bytes of text.
+enum { SAMPLE_LINE_TOKENS = 64, SAMPLE_LINE_BYTES = 256 };
 
 // Everything one training run holds, built before the first step so the
 // steps themselves allocate nothing.
@@ -40,17 +45,21 @@ typedef struct {
     CsvLog log;             // <out>/log.csv
     char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
-    bool run_info_saved;    // run.json is written by this process's first save; it does not change after
     char start_path[4300];         // --resume: the model of DIR's newest checkpoint, its --init
     char start_optimizer[4300];    // --resume: AdamW's moments beside it
     CheckpointHeader resumed;      // --resume: the checkpoint's header, its metadata the run's state
     Metadata run_info;      // --resume: run.json's keys (the settings' data_path may point into it)
     long start_step;        // 0, or the step a resumed run continues from
+    double seconds_before;  // the run's training seconds before this process (--resume), for --time
+    double clock_start;     // now_seconds() as this process's first step began
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
+    Generator preview;      // the one-line samples of --sample-every, on run->model (no cache)
+    float *preview_scratch; // [2V] sample_token's
     float best_val;         // the lowest validation loss so far (INFINITY before the first); kept in checkpoints
     long best_step;         // the step it was measured at (-1 before): DIR/best.safetensors holds those weights
+    bool finished;          // the loop ran every step, or the --time budget out (not stopped early)
     bool warned_overfit;    // the warning that validation stopped improving was given (once a run)
     bool plot_failed;       // loss.png could not be written: the run goes on, and exits 1
     bool write_failed;      // standard output could not be written: stop, save, exit 1 (a failed log.csv: CsvLog.failed)
@@ -65,7 +74,11 @@ typedef struct {
 // best_step, on the rows of an evaluation, is the step of the best
 // validation loss so far: when it stays behind, validation has stopped
 // improving (see --patience).
-#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step\n"
+// seconds is the run's training time when the step ended (all of it,
+// evaluations and saves included, as --time counts it; across --resume).
+// sample, on the rows of a --sample-every step, is the one-line sample
+// printed there, quoted as CSV quotes text.
+#define LOG_HEADER "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm,val_bpb,best_step,seconds,sample\n"
 
 // train_setup: the run of "argv" (argv[0] is "train"), ready for its first
 // step; a usage error exits 2, anything else that stops it exits 1, each

@@ -100,3 +100,18 @@ void csv_log_close(CsvLog *log) {
     if (log->f) fclose(log->f);
     log->f = NULL;
 }
+
+void csv_quote(const char *text, char *out, size_t cap) {
+    size_t n = 0;
+    if (cap < 3) {
+        if (cap > 0) out[0] = '\0';
+        return;
+    }
+    out[n++] = '"';
+    for (const char *c = text; *c && n + 3 < cap; c++) {  // room for this, a doubled quote, the closing one
+        if (*c == '"') out[n++] = '"';
+        out[n++] = *c;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+}

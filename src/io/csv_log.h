@@ -39,6 +39,11 @@ bool csv_log_continue(CsvLog *log, const char *path, const char *header, long st
 // csv_log_row: one row, printf-style ("fmt" ends in a newline). False
 // (log->failed, and "err" naming the file) if the write failed.
 bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// csv_quote: "text" as one CSV field (RFC 4180): in double quotes, each
+// double quote in it doubled, into out[cap] (2 * strlen(text) + 3 always
+// fits; a longer text is cut). For text on one line: a reader that splits
+// lines first (tinygpt plot does) would cut a field with a newline.
+void csv_quote(const char *text, char *out, size_t cap);
 // csv_log_flush: every row written so far onto the file, checked.
 bool csv_log_flush(CsvLog *log, Error *err);
 // csv_log_close: the last rows were flushed (and checked) before, so fclose

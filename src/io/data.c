@@ -279,3 +279,15 @@ void batch_sequential(TokenSpan tokens, long step, int B, int T, int *inputs, in
         copy_window(tokens, start, b, T, inputs, targets);
     }
 }
+
+size_t span_windows(TokenSpan tokens, int T) { return (tokens.n - 1) / (size_t)T; }
+
+// 128-bit products, so r * windows cannot overflow for any text.
+void batch_spread(TokenSpan tokens, size_t first, int B, size_t chosen, int T, int *inputs, int *targets) {
+    const size_t windows = span_windows(tokens, T);
+    assert(B >= 1 && T >= 1 && windows >= 1 && chosen <= windows && first + (size_t)B <= chosen);
+    for (int b = 0; b < B; b++) {
+        size_t window = (size_t)((unsigned __int128)(first + (size_t)b) * windows / chosen);
+        copy_window(tokens, window * (size_t)T, b, T, inputs, targets);
+    }
+}

@@ -91,4 +91,12 @@ void batch_random(TokenSpan tokens, int B, int T, Rng *rng, int *inputs, int *ta
 // ((step*B + b) * T) mod (n - T), so another program can replay the batches.
 void batch_sequential(TokenSpan tokens, long step, int B, int T, int *inputs, int *targets);
 
+// batch_spread: rows "first" .. "first" + B - 1 of "chosen" windows spread
+// evenly over the span's whole windows, laid end to end (window k starts
+// at k*T; there are (n - 1) / T of them, n >= T + 1): row r is window
+// floor(r * windows / chosen). With chosen equal to that count: every
+// whole window once, as `tinygpt eval` takes them.
+size_t span_windows(TokenSpan tokens, int T);
+void batch_spread(TokenSpan tokens, size_t first, int B, size_t chosen, int T, int *inputs, int *targets);
+
 #endif

@@ -156,6 +156,19 @@ double optimizer_lr(const OptimizerConfig *cfg, long it) {
     return cfg->min_lr + python_product(coeff, cfg->lr - cfg->min_lr);
 }
 
+// With --time, the step's own decay ratio is what optimizer_lr computes;
+// the time's is the fraction spent. A run of --time alone has decay_steps
+// far beyond any step it will reach, so there the time alone decides.
+double optimizer_lr_timed(const OptimizerConfig *cfg, long it, double time_fraction) {
+    if (time_fraction <= 0.0 || it < cfg->warmup_steps || cfg->schedule == LR_CONSTANT) return optimizer_lr(cfg, it);
+    double ratio = it >= cfg->decay_steps ? 1.0
+                                          : (double)(it - cfg->warmup_steps) / (double)(cfg->decay_steps - cfg->warmup_steps);
+    if (time_fraction > ratio) ratio = time_fraction;
+    if (ratio >= 1.0) return cfg->min_lr;
+    const double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
+    return cfg->min_lr + python_product(coeff, cfg->lr - cfg->min_lr);
+}
+
 // ===========================================================================
 // The update.
 

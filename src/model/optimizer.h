@@ -76,6 +76,9 @@
 //                              cosine:   min_lr + 0.5 * (1 + cos(pi * r)) * (lr - min_lr),
 //                                        r = (it - warmup) / (decay_steps - warmup)
 //     cosine, it > decay_steps: min_lr
+//   With a budget of time (train --time), the cosine's r is the larger of
+//   the step's r and the fraction of the time spent, so it reaches min_lr
+//   when the time runs out (or the steps, if they end first).
 //
 //   AdamW     torch.optim.AdamW(lr, betas=(beta1, beta2), eps=1e-8, weight_decay)
 //     at update t = 1, 2, ..., for each weight w with gradient g:
@@ -135,6 +138,12 @@ void optimizer_free(Optimizer *opt);
 // "cfg"'s schedule. A cosine whose decay_steps <= warmup_steps has no
 // cosine part: it jumps from the warmup to min_lr.
 double optimizer_lr(const OptimizerConfig *cfg, long it);
+// optimizer_lr_timed: the same for a run with a budget of time, of which
+// "time_fraction" (in [0, 1]) is spent: the warmup still counts steps (it
+// protects the first updates, however long they take), and the cosine
+// follows whichever of the steps and the time is further along. With
+// time_fraction 0 it is optimizer_lr, to the bit.
+double optimizer_lr_timed(const OptimizerConfig *cfg, long it, double time_fraction);
 
 // optimizer_decays: whether AdamW's weight decay applies to "spec": to the
 // 2-D tensors (the matrices and the embeddings), never to the 1-D ones

@@ -16,23 +16,36 @@ void watch_format_duration(char *buf, size_t cap, double seconds) {
     else snprintf(buf, cap, "%ld:%02ld", s / 60, s % 60);
 }
 
-int watch_format_status(char *buf, size_t cap, int columns, long step, long first, long total, float train_loss,
-                        float val_loss, double tokens_per_s, double elapsed) {
-    long done = step + 1, done_here = done - first;  // "elapsed" is the time of done_here steps
-    char val[32], spent[32], left[32], numbers[256];
+WatchProgress watch_progress(long done, long first, long total, double elapsed, double budget, double before) {
+    long done_here = done - first;  // "elapsed" is the time of these
+    WatchProgress p = {total > 0 ? (double)done / (double)total : 1.0,
+                       total > 0 && done_here > 0 ? elapsed / (double)done_here * (double)(total - done) : 0.0};
+    if (budget > 0) {
+        double spent = before + elapsed, time_left = fmax(budget - spent, 0.0);
+        p.fraction = total > 0 ? fmax(p.fraction, spent / budget) : spent / budget;
+        p.left = total > 0 ? fmin(p.left, time_left) : time_left;
+    }
+    return p;
+}
+
+int watch_format_status(char *buf, size_t cap, int columns, long done, long total, WatchProgress progress,
+                        float train_loss, float val_loss, double tokens_per_s, double elapsed) {
+    char val[32], spent[32], remaining[32], count[64], numbers[256];
     if (isnan(val_loss)) snprintf(val, sizeof val, "-");
     else snprintf(val, sizeof val, "%.4f", (double)val_loss);
     watch_format_duration(spent, sizeof spent, elapsed);
-    watch_format_duration(left, sizeof left, done_here > 0 ? elapsed / (double)done_here * (double)(total - done) : 0.0);
-    int n = snprintf(numbers, sizeof numbers, "%*ld/%ld train %.4f val %s nats/tok %.0f tok/s %s elapsed ETA %s",
-                     snprintf(NULL, 0, "%ld", total), done, total, (double)train_loss, val, tokens_per_s, spent, left);
+    watch_format_duration(remaining, sizeof remaining, progress.left);
+    if (total > 0) snprintf(count, sizeof count, "%*ld/%ld", snprintf(NULL, 0, "%ld", total), done, total);
+    else snprintf(count, sizeof count, "%ld", done);
+    int n = snprintf(numbers, sizeof numbers, "%s train %.4f val %s nats/tok %.0f tok/s %s elapsed ETA %s", count,
+                     (double)train_loss, val, tokens_per_s, spent, remaining);
     // The numbers come first; the bar gets the columns left over (none on a
     // very narrow terminal), up to BAR_WIDTH.
     int bar_width = columns - 1 - n - 3;
     if (bar_width > BAR_WIDTH) bar_width = BAR_WIDTH;
     char bar[BAR_WIDTH + 4] = "";
     if (bar_width >= 5) {
-        int filled = total > 0 ? (int)((double)done / (double)total * bar_width) : bar_width;
+        int filled = (int)(fmin(fmax(progress.fraction, 0.0), 1.0) * bar_width);
         bar[0] = '[';
         for (int i = 0; i < bar_width; i++) bar[1 + i] = i < filled ? '#' : '-';
         memcpy(bar + 1 + bar_width, "] ", 3);
@@ -68,6 +81,11 @@ void watch_init(Watch *w, long first_step, long total_steps, double tokens_per_s
     snprintf(w->source, sizeof w->source, "%s", out_dir);
 }
 
+void watch_set_budget(Watch *w, double seconds, double seconds_before) {
+    w->time_budget = seconds;
+    w->seconds_before = seconds_before;
+}
+
 void watch_load_log(Watch *w, const char *log_path) {
     Error err;
     if (loss_history_read_csv(&w->history, log_path, &err)) return;
@@ -85,8 +103,11 @@ static void draw_status(Watch *w, long step) {
     for (long i = 0; i < n; i++) recent += w->recent[i];
     char line[512];
     double tokens_per_s = w->compute_seconds > 0 ? w->tokens_per_step * (double)w->steps_done / w->compute_seconds : 0;
-    int len = watch_format_status(line + 1, sizeof line - 8, terminal_columns(), step, w->first_step, w->total_steps,
-                                  (float)(recent / (double)n), w->last_val, tokens_per_s, now_seconds() - w->start);
+    long done = step + 1;
+    double elapsed = now_seconds() - w->start;
+    WatchProgress p = watch_progress(done, w->first_step, w->total_steps, elapsed, w->time_budget, w->seconds_before);
+    int len = watch_format_status(line + 1, sizeof line - 8, terminal_columns(), done, w->total_steps, p,
+                                  (float)(recent / (double)n), w->last_val, tokens_per_s, elapsed);
     // "\r" back to column 0, the line, then "erase to the end of the line"
     // in case the previous one was longer: one write, so it never flickers.
     line[0] = '\r';

@@ -43,7 +43,9 @@ enum { WATCH_RECENT = 100 };  // steps averaged into the status line's train los
 typedef struct {
     bool live;               // stderr is a terminal: draw the status line
     long first_step;         // the step this process started at: 0, or where --resume continued
-    long total_steps;
+    long total_steps;        // 0: no limit (a run of --time alone)
+    double time_budget;      // --time: the run's seconds, 0 = none (watch_set_budget)
+    double seconds_before;   // the seconds of the run before this process (a --resume)
     double tokens_per_step;  // B * T
     double start;            // now_seconds() at watch_init
     double last_draw;        // now_seconds() at the last redraw
@@ -66,6 +68,10 @@ typedef struct {
 // "total_steps", of B*T = "tokens_per_step" tokens a step, writing into
 // "out_dir". The status line is on when stderr is a terminal.
 void watch_init(Watch *w, long first_step, long total_steps, double tokens_per_step, const char *out_dir);
+// watch_set_budget: the run ends after "seconds" of training (--time), of
+// which "seconds_before" were spent before this process: the bar and the
+// ETA follow the time (or the steps, if they end first).
+void watch_set_budget(Watch *w, double seconds, double seconds_before);
 // watch_load_log: the steps before "first_step", read from the run's
 // log.csv at "log_path", so loss.png shows the whole run. A log it cannot
 // read is one warning, and the plot starts at "first_step".
@@ -88,13 +94,27 @@ void watch_free(Watch *w);
 // line's times; eval's progress line uses it too).
 void watch_format_duration(char *buf, size_t cap, double seconds);
 
-// watch_format_status: the status line for step "step" (0-based) of "total",
-// "elapsed" seconds after this process started at step "first", fitted into
+// How far a run has come: "fraction" of the way (the bar), "left" seconds
+// to go (the ETA).
+typedef struct {
+    double fraction, left;
+} WatchProgress;
+
+// watch_progress: after "done" steps of "total" (0: no limit, a run of
+// --time alone), "elapsed" seconds after this process started at step
+// "first": by the steps, the remaining ones taking as long as this
+// process's did (after a --resume, only its clock counts); with a budget of
+// "budget" seconds (--time), of which "before" were spent before this
+// process, by whichever of the steps and the time is further along.
+WatchProgress watch_progress(long done, long first, long total, double elapsed, double budget, double before);
+
+// watch_format_status: the status line after "done" steps of "total" (0:
+// no limit), "elapsed" seconds after this process started, fitted into
 // "columns" - 1 characters so it never wraps: the numbers (the losses
-// named in their unit, nats per token) first, then a progress bar as wide
-// as the rest allows. "val_loss" may be NAN. Returns its length. ASCII
-// only, so characters are columns.
-int watch_format_status(char *buf, size_t cap, int columns, long step, long first, long total, float train_loss,
-                        float val_loss, double tokens_per_s, double elapsed);
+// named in their unit, nats per token; the ETA) first, then a progress bar
+// as wide as the rest allows. "val_loss" may be NAN. Returns its length.
+// ASCII only, so characters are columns.
+int watch_format_status(char *buf, size_t cap, int columns, long done, long total, WatchProgress progress,
+                        float train_loss, float val_loss, double tokens_per_s, double elapsed);
 
 #endif

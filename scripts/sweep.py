@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""sweep.py: which training recipe learns most in a fixed time?
+
+Trains every candidate recipe (CANDIDATES: a name, what it changes, its
+`tinygpt train` flags) for the same wall-clock budget (`train --time`) on
+each text, then scores each final model in bits per byte on the text's
+last 10% (`tinygpt eval --split val`: the validation split, which training
+never saw), the number that compares runs of any tokenizer. Prints a
+markdown table (one row per candidate, one column per text, their mean,
+the steps each reached and the whole process's wall time) and writes it to
+bench/sweep.md. The defaults of `tinygpt train` are the winner of this
+sweep on two texts (docs/speed-and-memory.md says which, and by how much).
+
+    /usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt --data FILE [--data FILE ...]
+                                      [--time SECONDS] [--only NAME,...] [--runs DIR] [--out FILE]
+
+The machine should be otherwise idle: every candidate gets the same
+seconds, so a busy neighbour costs it steps. Python's standard library only
+(`make sweep` runs it).
+"""
+
+import argparse
+import collections
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+Candidate = collections.namedtuple("Candidate", "name changes flags")
+
+# Each candidate spells out what it changes from tinygpt's defaults at the
+# time of the sweep; "defaults" is those defaults as they are.
+CANDIDATES = [
+    Candidate("defaults", "tinygpt's defaults as they are", []),
+    Candidate("char-1e-3", "nanoGPT's CPU recipe: char tokens, 4 blocks of C 128, T 64, B 12, lr 1e-3",
+              ["--tokenizer", "char", "--lr", "1e-3", "--layers", "4", "--embd", "128", "--heads", "4",
+               "--context", "64", "--batch", "12"]),
+    Candidate("bpe1024-2e-3", "bpe tokens (1024), lr 2e-3",
+              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]),
+    Candidate("bpe1024-3e-3", "bpe tokens (1024), lr 3e-3",
+              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "3e-3"]),
+    Candidate("bpe2048-2e-3", "bpe tokens (2048), lr 2e-3",
+              ["--tokenizer", "bpe", "--vocab-size", "2048", "--lr", "2e-3"]),
+    Candidate("bpe1024-2e-3-L3", "bpe 1024, lr 2e-3, 3 blocks",
+              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--layers", "3"]),
+    Candidate("bpe1024-2e-3-C192", "bpe 1024, lr 2e-3, C 192 with 6 heads",
+              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--embd", "192", "--heads", "6"]),
+    Candidate("bpe1024-2e-3-B24", "bpe 1024, lr 2e-3, batch 24",
+              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--batch", "24"]),
+]
+
+
+def run(cmd, log):
+    """Run "cmd", its output appended to "log"; (exit status, seconds)."""
+    start = time.monotonic()
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        f.flush()
+        status = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+    return status, time.monotonic() - start
+
+
+def train_and_score(args, candidate, data, out_dir):
+    """One candidate on one text: a dict of bpb (None if it failed), steps
+    and the process's seconds."""
+    log = os.path.join(out_dir + ".txt")
+    cmd = [args.tinygpt, "train", data, "--out", out_dir, "--force", "--time", str(args.time),
+           "--save-every", "0", "--sample-every", "0"] + candidate.flags
+    status, seconds = run(cmd, log)
+    result = {"bpb": None, "steps": None, "seconds": seconds}
+    if status != 0:
+        return result
+    with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
+        result["steps"] = int(json.load(f)["steps_done"])
+    r = subprocess.run([args.tinygpt, "eval", "--model", os.path.join(out_dir, "model.safetensors"), "--split", "val",
+                        "--json", data], capture_output=True, text=True)
+    if r.returncode == 0:
+        result["bpb"] = json.loads(r.stdout)["bits_per_byte"]
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tinygpt", default="./tinygpt")
+    ap.add_argument("--data", action="append", required=True, help="a text to train on (give several)")
+    ap.add_argument("--time", type=float, default=60.0, help="seconds of training per run")
+    ap.add_argument("--only", help="comma-separated candidate names")
+    ap.add_argument("--runs", default="runs/sweep")
+    ap.add_argument("--out", default="bench/sweep.md")
+    args = ap.parse_args()
+    candidates = CANDIDATES
+    if args.only:
+        names = args.only.split(",")
+        unknown = [n for n in names if n not in {c.name for c in CANDIDATES}]
+        if unknown:
+            sys.exit(f"sweep.py: no candidate {', '.join(unknown)}; the candidates: "
+                     + ", ".join(c.name for c in CANDIDATES))
+        candidates = [c for c in CANDIDATES if c.name in names]
+    texts = [os.path.splitext(os.path.basename(d))[0] for d in args.data]
+
+    results = {}
+    for data, text in zip(args.data, texts):
+        os.makedirs(os.path.join(args.runs, text), exist_ok=True)
+        for c in candidates:
+            r = train_and_score(args, c, data, os.path.join(args.runs, text, c.name))
+            results[(c.name, text)] = r
+            bpb = "failed" if r["bpb"] is None else f"{r['bpb']:.3f} bits/byte"
+            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+
+    def mean(name):
+        values = [results[(name, t)]["bpb"] for t in texts]
+        return None if None in values else sum(values) / len(values)
+
+    ranked = sorted(candidates, key=lambda c: (mean(c.name) is None, mean(c.name) or 0.0))
+    lines = [f"Each recipe trained for `--time {args.time:g}` on each text, scored by `tinygpt eval --split val` "
+             f"(bits per byte of the text's last 10%, lower is better); best first.", "",
+             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, process s)" for t in texts)
+             + " | mean |", "|---|---|" + "---|" * len(texts) + "---|"]
+    for c in ranked:
+        cells = []
+        for t in texts:
+            r = results[(c.name, t)]
+            cells.append("failed" if r["bpb"] is None else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f})")
+        m = mean(c.name)
+        lines.append(f"| {c.name} | {c.changes} | " + " | ".join(cells) + f" | {'-' if m is None else f'{m:.3f}'} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+// test_timed.c: how a run is measured out and watched
+// (src/commands/train.c):
+// 1. `--time SECONDS` ends the run when its time is spent, with its
+//    schedule: the steps reached are recorded alike in the checkpoint,
+//    log.csv and run.json; a --time that does not bind changes nothing;
+//    --resume continues the budget where the checkpoint left it.
+// 2. `--sample-every N` prints a one-line sample under the progress line
+//    and keeps it in log.csv: the very text `tinygpt sample` draws from the
+//    same weights with the same seed.
+// 3. The validation loss a run logs is the number `tinygpt eval --split
+//    val` gives for the same weights (every window, when there are at most
+//    --eval-batches x B of them), and batch_spread takes windows from the
+//    whole split.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "helpers.h"
+#include "tests.h"
+
+#define TEST_TIMEOUT_SECONDS 120
+
+static char dir[256];
+static char corpus[512];
+
+static void setup(void) {
+    scratch_dir_create(dir, sizeof dir);
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200);
+}
+static void teardown(void) { scratch_dir_remove(dir); }
+
+// A tiny gpt: about a millisecond a step.
+#define TINY "--batch 4 --context 16 --embd 16 --heads 2 --layers 2 --seed 9 --threads 1"
+
+// rows: the data rows of a log.csv's text.
+static int rows(const char *log) {
+    int n = -1;  // the header
+    for (const char *c = log; *c; c++) n += *c == '\n';
+    return n;
+}
+
+// json_value: the string value of "key" in run.json's text (no escapes in
+// the values these tests read), into out[cap].
+static void json_value(const char *json, const char *key, char *out, size_t cap) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":\"", key);
+    const char *at = strstr(json, needle);
+    ck_assert_msg(at != NULL, "run.json has no \"%s\": %s", key, json);
+    at += strlen(needle);
+    size_t n = strcspn(at, "\"");
+    ck_assert_uint_lt(n, cap);
+    memcpy(out, at, n);
+    out[n] = '\0';
+}
+
+// ---- 1. --time -----------------------------------------------------------------------
+
+// A run of --time alone trains until its time is spent, evaluates its last
+// step, ends its cosine there (near --min-lr), and records the steps it
+// reached in all three places.
+START_TEST(a_timed_run_ends_with_its_time_and_records_the_steps_reached) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 1.5 --warmup 0 --lr 1e-3 --min-lr 1e-4", corpus,
+             dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "train --time failed (%d): %s", r->status, r->err);
+    ck_assert_msg(strstr(r->err, "of --time 1.5") != NULL, "%s", r->err);
+    ck_assert_msg(strstr(r->out, " left\n") != NULL, "the progress lines do not show the time left: %s", r->out);
+
+    size_t len;
+    char *log = slurp(path_in(dir, "run/log.csv"), &len);
+    int n = rows(log);
+    ck_assert_int_gt(n, 10);
+    // It ends at the step the clock says is the last: within about a step
+    // of its budget, either side (a step of this model takes milliseconds).
+    double seconds = log_field(log, n - 1, 9);
+    ck_assert_msg(seconds >= 1.2 && seconds < 30.0, "the run's time is %g s", seconds);
+    ck_assert_msg(!isnan(log_field(log, n - 1, 2)), "the last step was not evaluated");
+    // The cosine ends with the time: the last step's rate is near --min-lr
+    // (its step began within one step's time of the end).
+    double last_lr = log_field(log, n - 1, 3);
+    ck_assert_msg(last_lr < 1e-4 + 0.1 * 9e-4, "the last step's lr is %g, far from --min-lr 1e-4", last_lr);
+    for (int i = 1; i < n; i++)
+        ck_assert_msg(log_field(log, i, 3) <= log_field(log, i - 1, 3), "lr rises at step %d", i);
+
+    char *json = slurp(path_in(dir, "run/run.json"), &len), value[64], want[600];
+    json_value(json, "steps_done", value, sizeof value);
+    snprintf(want, sizeof want, "%d", n);
+    ck_assert_str_eq(value, want);
+    snprintf(want, sizeof want, "%s/run/checkpoint-%d", dir, n);
+    ck_assert_msg(access(want, F_OK) == 0, "no %s", want);
+    free(json);
+    free(log);
+}
+END_TEST
+
+// --steps and --time: whichever ends first. A budget far longer than the
+// steps take ends nothing early, and the cosine follows the steps: the
+// rates are the run's without it, but for the hair's breadth by which the
+// time is further along at the first step after the warmup (the step's
+// own fraction is then 0).
+START_TEST(a_time_that_does_not_bind_leaves_the_run_to_its_steps) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/steps " TINY " --steps 30 --warmup 5", corpus, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    snprintf(args, sizeof args, "train %s --out %s/both " TINY " --steps 30 --warmup 5 --time 1000", corpus, dir);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "stopped") == NULL, "%s", r->err);
+    size_t len_a, len_b;
+    char *a = slurp(path_in(dir, "steps/log.csv"), &len_a), *b = slurp(path_in(dir, "both/log.csv"), &len_b);
+    ck_assert_int_eq(rows(a), 30);
+    ck_assert_int_eq(rows(b), 30);
+    for (int i = 0; i < 30; i++) {
+        double lr_a = log_field(a, i, 3), lr_b = log_field(b, i, 3);
+        ck_assert_msg(fabs(lr_a - lr_b) <= 1e-6 * lr_a, "step %d: lr %g without --time, %g with", i, lr_a, lr_b);
+        // The same batches, and weights that differ by at most those hairs.
+        double loss_a = log_field(a, i, 1), loss_b = log_field(b, i, 1);
+        ck_assert_msg(fabs(loss_a - loss_b) < 1e-4, "step %d: loss %g without --time, %g with", i, loss_a, loss_b);
+    }
+    ck_assert_double_eq(log_field(b, 29, 3), log_field(a, 29, 3));  // the steps' cosine, to its end
+    free(a);
+    free(b);
+}
+END_TEST
+
+// A timed run stopped early (--stop-after, as a Ctrl-C would) resumes with
+// the rest of its budget: the log goes on from the checkpoint's step, the
+// time counts on from what the checkpoint recorded, and a finished run asks
+// for a larger --time.
+START_TEST(a_timed_run_resumes_with_the_rest_of_its_budget) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 2 --stop-after 20", corpus, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "stopped after 20 steps;") != NULL, "%s", r->err);
+    size_t len;
+    char *json = slurp(path_in(dir, "run/run.json"), &len), value[64];
+    json_value(json, "train_seconds", value, sizeof value);
+    double before = atof(value);
+    ck_assert(before > 0 && before < 2.0);
+    free(json);
+
+    snprintf(args, sizeof args, "train --resume %s/run", dir);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "resume failed (%d): %s", r->status, r->err);
+    char *log = slurp(path_in(dir, "run/log.csv"), &len);
+    int n = rows(log);
+    ck_assert_int_gt(n, 20);
+    for (int i = 0; i < n; i++) ck_assert_int_eq((int)log_field(log, i, 0), i);  // no step twice, none missing
+    // The time column goes on from the checkpoint's, and ends past the budget.
+    ck_assert_msg(log_field(log, 20, 9) >= log_field(log, 19, 9), "the clock restarted after the resume");
+    ck_assert_msg(log_field(log, n - 1, 9) >= 2.0, "the run ended at %g s of 2", log_field(log, n - 1, 9));
+    free(log);
+
+    snprintf(args, sizeof args, "train --resume %s/run", dir);
+    r = run_tinygpt(dir, args);
+    expect_failure(r, args, 2, "give a larger --time");
+    snprintf(args, sizeof args, "train %s --out %s/bad --time -1", corpus, dir);
+    expect_run_fails(dir, args, 2, "--time");
+}
+END_TEST
+
+// ---- 2. --sample-every -----------------------------------------------------------------
+
+// csv_field_unquoted: the CSV field that starts at "field" (quoted, as
+// csv_quote writes it) into out[cap].
+static void csv_field_unquoted(const char *field, char *out, size_t cap) {
+    ck_assert_msg(field[0] == '"', "the sample is not a quoted field: %.40s", field);
+    size_t n = 0;
+    for (const char *c = field + 1; *c; c++) {
+        if (*c == '"' && c[1] != '"') break;
+        if (*c == '"') c++;
+        ck_assert_uint_lt(n + 1, cap);
+        out[n++] = *c;
+    }
+    out[n] = '\0';
+}
+
+// row_sample: log.csv's sample column of step "step" ("" when it has none).
+static void row_sample(const char *log, int step, char *out, size_t cap) {
+    const char *line = log;
+    for (int i = 0; i <= step; i++) line = strchr(line, '\n') + 1;  // past the header and "step" rows
+    const char *field = line;
+    for (int column = 0; column < 10; column++) field = strchr(field, ',') + 1;
+    out[0] = '\0';
+    if (*field != '\n') csv_field_unquoted(field, out, cap);
+}
+
+// one_line: "text" with each newline as the sign the samples use, U+21B5.
+static void one_line(const char *text, char *out, size_t cap) {
+    size_t n = 0;
+    for (const char *c = text; *c; c++) {
+        const char *piece = *c == '\n' ? "\xe2\x86\xb5" : (char[2]){*c, 0};
+        size_t len = strlen(piece);
+        ck_assert_uint_lt(n + len, cap);
+        memcpy(out + n, piece, len);
+        n += len;
+    }
+    out[n] = '\0';
+}
+
+START_TEST(the_sample_at_a_step_is_what_tinygpt_sample_draws_from_its_weights) {
+    char args[1024];
+    snprintf(args, sizeof args,
+             "train %s --out %s/run " TINY " --steps 21 --sample-every 10 --save-every 10 --keep 3 --seed 5", corpus,
+             dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    int printed = 0;
+    for (const char *c = r->out; (c = strstr(c, "\n  sample: ")); c++) printed++;
+    ck_assert_int_eq(printed, 3);  // steps 0, 10 and the last, 20
+    char *train_out = strdup(r->out);
+
+    size_t len;
+    char *log = slurp(path_in(dir, "run/log.csv"), &len);
+    char logged[1024], none[1024];
+    row_sample(log, 1, none, sizeof none);
+    ck_assert_str_eq(none, "");
+    // Step 10's sample was drawn from the weights after 10 steps, which
+    // checkpoint-10 holds: `sample` draws the same text (64 tokens, the
+    // run's --seed, no prompt).
+    row_sample(log, 10, logged, sizeof logged);
+    ck_assert_uint_gt(strlen(logged), 0);
+    snprintf(args, sizeof args, "sample --model %s/run/checkpoint-10/model.safetensors --seed 5 --tokens 64", dir);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    char drawn[1024];
+    size_t n = strlen(r->out);
+    if (n > 0 && r->out[n - 1] == '\n') r->out[n - 1] = '\0';  // the newline sample ends its output with
+    one_line(r->out, drawn, sizeof drawn);
+    // (If the text itself ended in a newline, sample added none.)
+    char drawn_nl[1100];
+    snprintf(drawn_nl, sizeof drawn_nl, "%s\xe2\x86\xb5", drawn);
+    ck_assert_msg(strcmp(logged, drawn) == 0 || strcmp(logged, drawn_nl) == 0, "logged '%s', sample drew '%s'",
+                  logged, drawn);
+    // The printed line is the logged one.
+    char printed_line[1200];
+    snprintf(printed_line, sizeof printed_line, "\n  sample: %s\n", logged);
+    ck_assert_msg(strstr(train_out, printed_line) != NULL, "'%s' is not printed: %s", logged, train_out);
+    free(train_out);
+    free(log);
+
+    // 0: no samples at all.
+    snprintf(args, sizeof args, "train %s --out %s/quiet " TINY " --steps 21 --sample-every 0", corpus, dir);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->out, "sample:") == NULL, "%s", r->out);
+}
+END_TEST
+
+// ---- 3. The validation loss ------------------------------------------------------------
+
+// The corpus's validation split (10%: ~420 tokens) holds 26 windows of 16:
+// fewer than --eval-batches 20 x B 4, so every window is scored and the
+// logged loss is eval's, to float rounding (the two sum in other orders).
+START_TEST(the_logged_validation_loss_is_evals_number_for_the_same_weights) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --steps 21 --eval-interval 10 --save-every 10 --keep 3",
+             corpus, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    size_t len;
+    char *log = slurp(path_in(dir, "run/log.csv"), &len);
+    for (int step = 10; step <= 20; step += 10) {
+        snprintf(args, sizeof args, "eval --model %s/run/checkpoint-%d/model.safetensors --split val --json %s", dir,
+                 step, corpus);
+        r = run_tinygpt(dir, args);
+        ck_assert_msg(r->status == 0, "%s", r->err);
+        const char *loss = strstr(r->out, "\"loss\":");
+        ck_assert_msg(loss != NULL, "%s", r->out);
+        double evaluated = atof(loss + strlen("\"loss\":"));
+        double logged = log_field(log, step, 2);
+        ck_assert_msg(fabs(logged - evaluated) < 2e-5, "step %d: train logged %.6f, eval gives %.6f", step, logged,
+                      evaluated);
+    }
+    free(log);
+}
+END_TEST
+
+// batch_spread: K windows of a span's W, row r the window floor(r W / K),
+// from every part of the span; with K = W every window once, end to end.
+START_TEST(batch_spread_takes_windows_from_the_whole_span) {
+    enum { N = 101, T = 4, B = 3 };
+    unsigned char ids[N];
+    for (int i = 0; i < N; i++) ids[i] = (unsigned char)i;
+    TokenSpan span = {ids, N, 1};
+    ck_assert_uint_eq(span_windows(span, T), 25);  // (101 - 1) / 4
+    int inputs[B * T], targets[B * T];
+    // 6 of 25, in two batches of 3: windows 0, 4, 8, 12, 16, 20.
+    for (size_t first = 0; first < 6; first += B) {
+        batch_spread(span, first, B, 6, T, inputs, targets);
+        for (int b = 0; b < B; b++) {
+            int window = (int)((first + (size_t)b) * 25 / 6);
+            for (int t = 0; t < T; t++) {
+                ck_assert_int_eq(inputs[b * T + t], window * T + t);
+                ck_assert_int_eq(targets[b * T + t], window * T + t + 1);
+            }
+        }
+    }
+    // All 25: window k starts at 4k, the last ends at token 100.
+    for (size_t first = 0; first < 24; first += B) {
+        batch_spread(span, first, B, 25, T, inputs, targets);
+        for (int b = 0; b < B; b++) ck_assert_int_eq(inputs[b * T], (int)(first + (size_t)b) * T);
+    }
+    batch_spread(span, 24, 1, 25, T, inputs, targets);
+    ck_assert_int_eq(targets[T - 1], 100);
+}
+END_TEST
+
+Suite *timed_suite(void) {
+    Suite *s = suite_create("timed");
+    TCase *time = tcase_create("time");
+    tcase_add_checked_fixture(time, setup, teardown);
+    tcase_set_timeout(time, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(time, a_timed_run_ends_with_its_time_and_records_the_steps_reached);
+    tcase_add_test(time, a_time_that_does_not_bind_leaves_the_run_to_its_steps);
+    tcase_add_test(time, a_timed_run_resumes_with_the_rest_of_its_budget);
+    suite_add_tcase(s, time);
+
+    TCase *samples = tcase_create("samples");
+    tcase_add_checked_fixture(samples, setup, teardown);
+    tcase_set_timeout(samples, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(samples, the_sample_at_a_step_is_what_tinygpt_sample_draws_from_its_weights);
+    suite_add_tcase(s, samples);
+
+    TCase *validation = tcase_create("validation");
+    tcase_add_checked_fixture(validation, setup, teardown);
+    tcase_set_timeout(validation, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(validation, the_logged_validation_loss_is_evals_number_for_the_same_weights);
+    tcase_add_test(validation, batch_spread_takes_windows_from_the_whole_span);
+    suite_add_tcase(s, validation);
+    return s;
+}
