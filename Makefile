@@ -92,6 +92,11 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 $(CORPUS):
 	scripts/get_corpus.sh $@
 
+# A third text, for checking that the defaults were not tuned to two
+# (make sweep DATA="data/moby-dick.txt data/sotu.txt ...").
+data/sotu.txt:
+	scripts/get_corpus.sh $@
+
 test: tinygpt $(BUILD)/run_tests bpe-check readme-check
 	$(BUILD)/run_tests
 
