@@ -38,5 +38,6 @@ Suite *mlp_suite(void);
 Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);
 Suite *faults_suite(void);
+Suite *fma_peak_suite(void);
 
 #endif
