@@ -39,5 +39,6 @@ Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);
 Suite *faults_suite(void);
 Suite *fma_peak_suite(void);
+Suite *flops_suite(void);
 
 #endif
