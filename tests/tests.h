@@ -40,5 +40,6 @@ Suite *tokenize_suite(void);
 Suite *faults_suite(void);
 Suite *fma_peak_suite(void);
 Suite *flops_suite(void);
+Suite *peak_suite(void);
 
 #endif
