@@ -179,7 +179,8 @@ parity: tinygpt
 
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
 # threads, and sampling) on DATA (default: the corpus) and write a markdown
-# report to bench/results.md; then time the bpe tokenizer, learning 512
+# report to bench/results.md, every training speed also as a share of the
+# CPU's peak (`tinygpt peak`, measured first); then time the bpe tokenizer, learning 512
 # tokens from 1, 10 and 100 MB of DATA and encoding it
 # (bench/tokenizers-speed.md). Needs python3-torch; takes a few minutes.
 bench: tinygpt $(BENCH_DATA_DEP)

@@ -1964,6 +1964,26 @@ def throughput(step_ms, tokens_per_step):
     return statistics.median(rates), rates[0], rates[-1]
 
 
+def measure_peak(tinygpt, threads):
+    """`tinygpt peak --json --threads "threads"`, parsed: the CPU's name and
+    numbers and its peak GFLOP/s on 1 thread ("gflops_1_thread") and on
+    "threads" ("gflops_all_threads"); the keys are listed in
+    docs/speed-and-memory.md, "The peak". None when this tinygpt has no
+    `peak` command (one built before it existed)."""
+    command = [tinygpt, "peak", "--json", "--threads", str(threads)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode == 2 and "unknown command" in result.stderr:
+        return None
+    if result.returncode != 0:
+        bench_fail(command, result.returncode, result.stderr)
+    return json.loads(result.stdout)
+
+
+def percent_of(gflops, peak_gflops):
+    """"gflops" as a share of "peak_gflops", such as 87%."""
+    return f"{100 * gflops / peak_gflops:.0f}%"
+
+
 def machine_description():
     """A line naming the CPU (from /proc/cpuinfo) and the number of cores."""
     model = "unknown CPU"
@@ -1994,12 +2014,14 @@ def bench_model_name(config):
     return "card" if config.arch == "card" else f"{config.arch}, {config.layers} layers"
 
 
-def bench_report(info, results, samples, no_cache_supported):
+def bench_report(info, results, samples, no_cache_supported, peak=None):
     """The markdown report, as a string.
 
     "info": header facts (strings). "results": one dict per config with keys
     config, V, runs (a list of (implementation, threads, measurement)).
     "samples": a list of (config, mode, threads, tokens/s, rss_mb).
+    "peak": measure_peak's result at max(BENCH_THREADS) threads, or None
+    (then no column gives a share of it).
     """
     lines = ["# tinygpt vs PyTorch: training and sampling speed", ""]
     lines += [f"- {key}: {value}" for key, value in info]
@@ -2023,21 +2045,39 @@ def bench_report(info, results, samples, no_cache_supported):
               "3*F*B*T FLOPs per step, so GFLOP/s = 3*F * tokens/s / 10^9. Embeddings, "
               "layer norms, gelu, softmax, dropout, the loss and the SGD update are not counted.",
               ""]
+    if peak:
+        lines += ["## The CPU's peak", "",
+                  f"`tinygpt peak --json --threads {peak['threads']}`, run first: fused multiply-adds "
+                  f"on {peak['vector_bits']}-bit vectors ({peak['instructions']}) held in registers, "
+                  f"{peak['seconds']:g} s on 1 thread and {peak['seconds']:g} s on "
+                  f"{peak['threads']}, on {peak['cpu']} (family {peak['family']}, model "
+                  f"{peak['model']}): **{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, "
+                  f"{peak['gflops_all_threads']:.1f} on {peak['threads']}**. No product runs faster; "
+                  f"a row's \"% of peak\" is its GFLOP/s over the peak of {peak['threads']} threads "
+                  "(and, for 1 thread, of 1 thread).", ""]
+    all_threads = peak["threads"] if peak else None
 
     lines += ["## Training", "",
               "tokens/s = B*T / step time, over the timed steps: median (min-max). "
               "GFLOP/s from the median. Peak RSS: the process's ru_maxrss, MB = 10^6 bytes.", "",
               "| config | implementation | threads | tokens/s median (min-max) | ms/step | GFLOP/s "
-              "| peak RSS MB | loss first -> last |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              + (f"| % of {all_threads}-thread peak | % of 1-thread peak " if peak else "")
+              + "| peak RSS MB | loss first -> last |",
+              "| --- | --- | --- | --- | --- | --- | " + ("--- | --- | " if peak else "")
+              + "--- | --- |"]
     for r in results:
         config = r["config"]
         B, T = config.B, config.T
         step_flops = 3 * forward_flops_per_token(config, r["V"]) * B * T
         for impl, threads, m in r["runs"]:
             med, lo, hi = throughput(m["step_ms"], B * T)
+            gflops = step_flops / (B * T) * med / 1e9
+            shares = ""
+            if peak:
+                one = percent_of(gflops, peak["gflops_1_thread"]) if threads == 1 else ""
+                shares = f"| {percent_of(gflops, peak['gflops_all_threads'])} | {one} "
             lines.append(f"| {config.name} | {impl} | {threads} | {med:,.0f} ({lo:,.0f}-{hi:,.0f}) "
-                         f"| {B * T / med * 1e3:.2f} | {step_flops / (B * T) * med / 1e9:.1f} "
+                         f"| {B * T / med * 1e3:.2f} | {gflops:.1f} {shares}"
                          f"| {m['rss_mb']:.1f} | {m['loss_first']:.3f} -> {m['loss_last']:.3f} |")
 
     lines += ["", "## Summary", "",
@@ -2045,8 +2085,9 @@ def bench_report(info, results, samples, no_cache_supported):
               "PyTorch, of both ways of waiting).", "",
               "| config | model | B | T | C | NH | V | dropout | GFLOP/step "
               "| tinygpt best / PyTorch best "
-              "| tinygpt 2 threads / PyTorch best | tinygpt 2 threads / 1 thread |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| tinygpt 2 threads / PyTorch best | tinygpt 2 threads / 1 thread "
+              "| tinygpt best GFLOP/s" + (f" (% of {all_threads}-thread peak)" if peak else "") + " |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         config = r["config"]
         B, T = config.B, config.T
@@ -2055,12 +2096,15 @@ def bench_report(info, results, samples, no_cache_supported):
         tg_best, tg_threads = max((v, t) for (i, t), v in rate.items() if i == "tinygpt")
         pt_best, pt_threads, pt_impl = max((v, t, i) for (i, t), v in rate.items() if i in TORCH_WAITS)
         step_gflop = 3 * forward_flops_per_token(config, r["V"]) * B * T / 1e9
+        best_gflops = step_gflop / (B * T) * tg_best
+        best_share = f" ({percent_of(best_gflops, peak['gflops_all_threads'])})" if peak else ""
         lines.append(f"| {config.name} | {bench_model_name(config)} | {B} | {T} | {config.C} "
                      f"| {config.NH} | {r['V']} | {config.dropout:g} | {step_gflop:.3f} "
                      f"| {format_ratio(tg_best / pt_best)} (tinygpt {tg_threads} thr, "
                      f"{pt_impl} {pt_threads} thr) "
                      f"| {format_ratio(rate['tinygpt', 2] / pt_best)} "
-                     f"| {format_ratio(rate['tinygpt', 2] / rate['tinygpt', 1])} |")
+                     f"| {format_ratio(rate['tinygpt', 2] / rate['tinygpt', 1])} "
+                     f"| {best_gflops:.1f}{best_share} |")
 
     lines += ["", "## tinygpt memory: its own count against the measured peak", "",
               "The count is the total of the `memory:` line tinygpt train prints on stderr; "
@@ -2124,6 +2168,15 @@ def cmd_bench(args):
                  "GPT; leave gpt out of --configs")
     with open(args.data, encoding="utf-8", newline="") as f:
         n_chars = len(f.read())
+    # The CPU's peak, first, on as many threads as the most a run uses: the
+    # denominator of every "% of peak" in the report.
+    peak = measure_peak(args.tinygpt, max(BENCH_THREADS))
+    if peak:
+        print(f"bench: peak of {peak['cpu']}: {peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, "
+              f"{peak['gflops_all_threads']:.1f} on {peak['threads']}", file=sys.stderr, flush=True)
+    else:
+        print(f"bench: {args.tinygpt} has no `peak` command: no share of the peak in the report",
+              file=sys.stderr, flush=True)
 
     results, samples, blas = [], [], set()
     with tempfile.TemporaryDirectory(prefix="tinygpt-bench-") as tmp:
@@ -2185,6 +2238,10 @@ def cmd_bench(args):
         ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
         ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
         ("machine", machine_description()),
+        ("CPU's peak (`tinygpt peak`)",
+         f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
+         f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
+         f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
         ("load average (1 min) at start / end",
          f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"),
         ("PyTorch version", f"{torch.__version__} (Python {sys.version.split()[0]})"),
@@ -2216,7 +2273,7 @@ def cmd_bench(args):
                      f"{floor_mb:.1f} MB, the floor"),
         ("total benchmark time", f"{time.time() - began:.0f} s"),
     ]
-    report = bench_report(info, results, samples, no_cache_supported)
+    report = bench_report(info, results, samples, no_cache_supported, peak)
     print(report, end="")
     out_dir = os.path.dirname(args.out)
     if out_dir:
@@ -2551,6 +2608,10 @@ def cmd_learn(args):
         ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
         ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
         ("machine", machine_description()),
+        ("CPU's peak (`tinygpt peak`)",
+         f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
+         f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
+         f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
         ("load average (1 min) before / after each run",
          ", ".join(f"{k} {a:.2f} / {b:.2f}" for k, (a, b) in loads.items())
          + " (the machine is shared: a load above the core count slows both)"),

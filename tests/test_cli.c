@@ -69,8 +69,8 @@ START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) 
     ck_assert_msg(strlen(r->out) < sizeof version, "%s", r->out);
     memcpy(version, r->out, strlen(r->out) + 1);
     ck_assert_msg(strchr(version, '\n') == version + strlen(version) - 1, "not one line: %s", version);
-    const char *commands[] = {"train", "sample", "eval", "walkthrough", "attention", "gradcheck", "plot"};
-    for (int i = 0; i < 7; i++) {
+    const char *commands[] = {"train", "sample", "eval", "walkthrough", "attention", "gradcheck", "plot", "peak"};
+    for (int i = 0; i < COUNT(commands); i++) {
         char args[64];
         snprintf(args, sizeof args, "%s --version", commands[i]);
         r = run_tinygpt(work_dir, args);

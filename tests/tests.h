@@ -39,5 +39,8 @@ Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);
 Suite *faults_suite(void);
 Suite *timed_suite(void);
+Suite *fma_peak_suite(void);
+Suite *flops_suite(void);
+Suite *peak_suite(void);
 
 #endif

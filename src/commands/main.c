@@ -1,6 +1,6 @@
 // main.c: `tinygpt COMMAND [flags]`: finds the command and runs it.
 //
-// Reading order: file 42, the last. Each command lives in its own file and
+// Reading order: file 43, the last. Each command lives in its own file and
 // parses its own flags (args.h), so this one is only the table of commands.
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "common.h"
 #include "eval.h"
 #include "gradcheck_model.h"
+#include "peak.h"
 #include "plot_logs.h"
 #include "sample.h"
 #include "tokenize.h"
@@ -34,6 +35,7 @@ static const CommandEntry COMMANDS[] = {
     {"attention", cmd_attention, "print and draw what each attention head of each layer reads in a prompt"},
     {"gradcheck", cmd_gradcheck, "check every gradient against finite differences on a small card or gpt"},
     {"plot", cmd_plot, "draw the loss curves of a training log.csv as a PNG"},
+    {"peak", cmd_peak, "measure this CPU's peak GFLOP/s (fused multiply-adds), on 1 thread and on all"},
 };
 #define NUM_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -1,0 +1,14 @@
+// peak.h: the `tinygpt peak` command: this CPU's FMA peak in GFLOP/s, on
+// one thread and on all, and what the CPU is.
+//
+// Reading order: file 42 (glue code), after fma_peak.h (file 21b), which
+// measures; this file reads the flags and prints. The numbers are the
+// denominator of "% of peak": a speed in GFLOP/s (flops.h) over the peak
+// of as many threads (docs/speed-and-memory.md, "The peak").
+#ifndef TINYGPT_PEAK_H
+#define TINYGPT_PEAK_H
+
+// cmd_peak: the `tinygpt peak` command.
+int cmd_peak(int argc, char **argv);
+
+#endif

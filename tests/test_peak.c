@@ -1,0 +1,120 @@
+// test_peak.c: tests for src/commands/peak.c (`tinygpt peak`), run as a
+// child process the way a user runs it: its JSON, read back by the
+// project's strict parser, with every key documented; the text; --threads
+// 1 measuring once; bad flags as one-line usage errors (exit 2); and a
+// failed write to standard output as exit 1.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fma_peak.h"
+#include "helpers.h"
+#include "json.h"
+#include "tests.h"
+
+static char work_dir[256];
+
+static void setup(void) { scratch_dir_create(work_dir, sizeof work_dir); }
+static void teardown(void) { scratch_dir_remove(work_dir); }
+
+// number: the member "key" of "root", which must be a number.
+static double number(const JsonValue *root, const char *key) {
+    const JsonValue *v = json_get(root, key);
+    ck_assert_msg(v && v->type == JSON_NUMBER, "\"%s\" is %s", key, v ? json_type_name(v->type) : "missing");
+    return v->number;
+}
+
+// string: the member "key" of "root", which must be a string.
+static const char *string(const JsonValue *root, const char *key) {
+    const JsonValue *v = json_get(root, key);
+    ck_assert_msg(v && v->type == JSON_STRING, "\"%s\" is %s", key, v ? json_type_name(v->type) : "missing");
+    return v->string;
+}
+
+START_TEST(json_is_one_object_with_every_key_the_help_lists) {
+    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.05 --threads 2");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    ck_assert_msg(strchr(r->out, '\n') == r->out + strlen(r->out) - 1, "not one line: %s", r->out);
+    JsonValue *root;
+    Error err;
+    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    ck_assert_int_eq(root->type, JSON_OBJECT);
+    ck_assert_msg(strlen(string(root, "cpu")) > 0, "%s", r->out);
+    string(root, "vendor");
+    ck_assert_str_eq(string(root, "instructions"), PEAK_INSTRUCTIONS);
+    const JsonValue *fused = json_get(root, "fused");
+    ck_assert_msg(fused && fused->type == JSON_BOOL, "%s", r->out);
+    number(root, "family");
+    number(root, "model");
+    number(root, "stepping");
+    ck_assert_double_eq(number(root, "vector_floats"), PEAK_VECTOR_FLOATS);
+    ck_assert_double_eq(number(root, "vector_bits"), 32 * PEAK_VECTOR_FLOATS);
+    ck_assert_double_eq(number(root, "accumulators"), PEAK_ACCUMULATORS);
+    ck_assert_double_eq(number(root, "threads"), 2);
+    ck_assert_double_eq(number(root, "seconds"), 0.05);
+    const double one = number(root, "gflops_1_thread"), all = number(root, "gflops_all_threads");
+    ck_assert_msg(one > 0 && isfinite(one) && all > 0 && isfinite(all), "%s", r->out);
+    ck_assert_int_eq((int)root->count, 14);  // no key the help does not name
+
+    // Every key is in --json's help line, so the help documents them all.
+    RunResult *help = run_tinygpt(work_dir, "peak --help");
+    for (size_t i = 0; i < root->count; i++) {
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "\"%s\"", root->items[i].key);
+        ck_assert_msg(strstr(help->out, quoted), "--help does not name %s: %s", quoted, help->out);
+    }
+    json_free(root);
+}
+END_TEST
+
+START_TEST(one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector) {
+    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.05 --threads 1");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    JsonValue *root;
+    Error err;
+    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    ck_assert_double_eq(number(root, "gflops_1_thread"), number(root, "gflops_all_threads"));
+    json_free(root);
+
+    r = run_tinygpt(work_dir, "peak --seconds 0.05 --threads 2");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    char vector[64];
+    snprintf(vector, sizeof vector, "vector: %d bits, %d floats (%s)", 32 * PEAK_VECTOR_FLOATS, PEAK_VECTOR_FLOATS,
+             PEAK_INSTRUCTIONS);
+    ck_assert_msg(strncmp(r->out, "cpu: ", 5) == 0 && strstr(r->out, vector), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "peak, 1 thread:") && strstr(r->out, "peak, 2 threads:"), "%s", r->out);
+    ck_assert_msg(r->err[0] == '\0', "stderr: %s", r->err);
+}
+END_TEST
+
+START_TEST(bad_flags_are_one_line_usage_errors_that_name_the_flag) {
+    expect_run_fails(work_dir, "peak --seconds 0", 2, "--seconds");
+    expect_run_fails(work_dir, "peak --seconds 601", 2, "--seconds");
+    expect_run_fails(work_dir, "peak --seconds soon", 2, "--seconds");
+    expect_run_fails(work_dir, "peak --threads -1", 2, "--threads");
+    expect_run_fails(work_dir, "peak --threads", 2, "--threads");
+    expect_run_fails(work_dir, "peak --fast", 2, "--fast");
+    expect_run_fails(work_dir, "peak now", 2, "now");
+}
+END_TEST
+
+START_TEST(a_result_that_cannot_be_written_is_an_error) {
+    char args[1024];
+    snprintf(args, sizeof args, "-c \"%s peak --seconds 0.02 --json > /dev/full\"", tinygpt_binary());
+    expect_failure(run_binary("sh", work_dir, args), "peak > /dev/full", 1,
+                   "cannot write the result to standard output: No space left on device");
+}
+END_TEST
+
+Suite *peak_suite(void) {
+    Suite *s = suite_create("peak");
+    TCase *tc = tcase_create("peak");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);  // runs the binary a dozen times
+    tcase_add_test(tc, json_is_one_object_with_every_key_the_help_lists);
+    tcase_add_test(tc, one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector);
+    tcase_add_test(tc, bad_flags_are_one_line_usage_errors_that_name_the_flag);
+    tcase_add_test(tc, a_result_that_cannot_be_written_is_an_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
