@@ -2,7 +2,9 @@
 //
 // Reading order: file 35, after train_setup.c, which builds the run this
 // file trains. From the bottom up: cmd_train sets the run up
-// (train_setup), train_loop runs the steps (train_step is one), and
+// (train_setup), train_loop runs the steps (train_step is one) until
+// --steps or the clock of --time ends them, printing progress (the losses,
+// the speed as a share of the CPU's peak, a line of sample text), and
 // save_checkpoint saves. Besides the loop, what keeps a long run safe:
 // Ctrl-C or SIGTERM stops it after the current step with a checkpoint;
 // --save-every saves one every N steps; a NaN or infinity stops it before
