@@ -2,7 +2,9 @@
 //
 // Reading order: file 35, after train_setup.c, which builds the run this
 // file trains. From the bottom up: cmd_train sets the run up
-// (train_setup), train_loop runs the steps (train_step is one), and
+// (train_setup), train_loop runs the steps (train_step is one) until
+// --steps or the clock of --time ends them, printing progress (the losses,
+// the speed as a share of the CPU's peak, a line of sample text), and
 // save_checkpoint saves. Besides the loop, what keeps a long run safe:
 // Ctrl-C or SIGTERM stops it after the current step with a checkpoint;
 // --save-every saves one every N steps; a NaN or infinity stops it before
@@ -13,14 +15,21 @@
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fma_peak.h"
+#include "flops.h"
 #include "train_setup.h"
 #include "watch.h"
+
+// How long the run's start measures the CPU's peak (fma_peak.h): long
+// enough for a steady number, short beside any run worth measuring.
+static const double PEAK_PROBE_SECONDS = 0.05;
 
 // ---- Stopping on a signal -------------------------------------------------------
 // A signal handler may only touch a volatile sig_atomic_t and call
@@ -224,7 +233,7 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
 
 // print_run: what is about to train, on stderr: the model and the data,
 // the memory it takes, the optimizer.
-static void print_run(const TrainRun *run) {
+static void print_run(TrainRun *run) {
     const Model *m = &run->model;
     const ModelConfig *cfg = &m->config;
     fprintf(stderr, "model: arch=%s layers=%d%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens (%s tokenizer)\n",
@@ -254,6 +263,12 @@ static void print_run(const TrainRun *run) {
     if (o->kind == OPT_ADAMW)
         fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
+    // The ceiling the progress lines' GFLOP/s are a share of: measured
+    // briefly here (`tinygpt peak` measures it longer), on the run's threads.
+    run->flops_per_token = model_train_flops_per_token(cfg);
+    run->peak_gflops = peak_measure(0, PEAK_PROBE_SECONDS);
+    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s\n",
+            run->flops_per_token / 1e6, omp_get_max_threads(), run->peak_gflops);
 }
 
 // note_evaluation: validation loss "val" measured at "step" (the weights
@@ -311,7 +326,9 @@ static bool print_progress(TrainRun *run, long step, double train_loss, float va
     printf(" | train loss %.4f", train_loss);
     if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
     if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
-    printf(" | %.2f ms/step | %.0f tokens/s", ms_per_step, tokens_per_s);
+    double gflops = tokens_per_s * run->flops_per_token / 1e9;
+    printf(" | %.2f ms/step | %.0f tokens/s | %.0f GFLOP/s, %.0f%% of peak", ms_per_step, tokens_per_s, gflops,
+           100.0 * gflops / run->peak_gflops);
     if (s->time > 0) {
         char left[32];
         watch_format_duration(left, sizeof left, s->time - run_seconds(run));
