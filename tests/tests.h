@@ -32,6 +32,7 @@ Suite *train_suite(void);
 Suite *steady_state_suite(void);
 Suite *arch_suite(void);
 Suite *layernorm_suite(void);
+Suite *rmsnorm_suite(void);
 Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *mlp_suite(void);
