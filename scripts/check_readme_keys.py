@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """check_readme_keys.py: do the docs list every key tinygpt writes?
 
-Trains two tiny runs of one step (a char gpt with every part removed,
-so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
+Trains three tiny runs of one step (a char gpt with every part removed,
+so the no_* keys appear, a bpe gpt, for tokenizer and merges, and a gpt
+with every swap of the modern recipe, so their keys appear; all with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
 optimizer.safetensors and the keys of run.json,
@@ -74,7 +75,8 @@ def main():
     ap.add_argument("--docs", default="docs", help="the folder of the other pages (*.md)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="check_readme_keys.")
-    runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260"]}
+    runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260"],
+            "recipe": ["--norm", "rmsnorm"]}
     model, optimizer, run_info = set(), set(), set()
     for name, extra in runs.items():
         out = os.path.join(tmp, name)

@@ -43,6 +43,7 @@ typedef struct {
     int vocab_size;          // bpe: tokens to learn
     int layers, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
+    NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

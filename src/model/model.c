@@ -24,6 +24,7 @@
 #include "linear.h"
 #include "mlp.h"
 #include "residual.h"
+#include "rmsnorm.h"
 
 // Upper bounds on any one size, so products of three sizes cannot overflow
 // size_t and absurd flags are refused before anything is allocated.
@@ -33,6 +34,7 @@
 // The configuration.
 
 const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
+const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
@@ -45,6 +47,7 @@ bool arch_from_name(const char *name, Arch *arch) {
 ModelParts model_parts(const ModelConfig *cfg) {
     const bool gpt = cfg->arch == ARCH_GPT;
     return (ModelParts){.layernorm = gpt && !cfg->no_layernorm,
+                        .rmsnorm = gpt && !cfg->no_layernorm && cfg->norm == NORM_RMSNORM,
                         .mlp = gpt && !cfg->no_mlp,
                         .residual = gpt && !cfg->no_residual,
                         .proj_bias = !gpt,
@@ -76,6 +79,10 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "--no-%s: the card model has no %s to remove; use --arch gpt",
                          cfg->no_layernorm ? "layernorm" : cfg->no_mlp ? "mlp" : "residual",
                          cfg->no_layernorm ? "LayerNorm" : cfg->no_mlp ? "MLP" : "residual stream");
+    if (cfg->norm != NORM_LAYERNORM && cfg->norm != NORM_RMSNORM)
+        return error_set(err, "unknown norm %d", (int)cfg->norm);
+    if (cfg->arch == ARCH_CARD && cfg->norm != NORM_LAYERNORM)
+        return error_set(err, "--norm %s: the card model has no norm to swap; use --arch gpt", NORM_NAMES[cfg->norm]);
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
@@ -100,9 +107,11 @@ typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim
 // model has that part (has_part).
 typedef enum {
     ALWAYS,
-    IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics
+    IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics (LayerNorm or RMSNorm)
+    IF_LAYERNORM_MEAN,      // ln1's and ln_f's means: LayerNorm's, not RMSNorm's
     IF_MLP,                 // the MLP
-    IF_LAYERNORM_AND_MLP,   // ln2: the LayerNorm before the MLP
+    IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
+    IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
     IF_PROJ_BIAS,           // card's projection bias
     IF_OWN_HEAD,            // an untied head (card)
     IF_RESIDUAL,            // the residual stream's branch buffers
@@ -166,7 +175,7 @@ static const TensorEntry ACTS_FRONT[] = {
 };
 static const TensorEntry ACTS_BLOCK[] = {
     {"ln1_out", D_BT, D_C, IF_LAYERNORM, offsetof(BlockActs, ln1_out), 0},
-    {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_mean), 0},
+    {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(BlockActs, ln1_mean), 0},
     {"ln1_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_rstd), 0},
     {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
@@ -176,7 +185,7 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"attn_out", D_BT, D_C, ALWAYS, offsetof(BlockActs, attn_out), 0},
     {"res_attn", D_BT, D_C, ALWAYS, offsetof(BlockActs, res_attn), 0},
     {"ln2_out", D_BT, D_C, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_out), 0},
-    {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_mean), 0},
+    {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP_MEAN, offsetof(BlockActs, ln2_mean), 0},
     {"ln2_rstd", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_rstd), 0},
     {"fc_out", D_BT, D_4C, IF_MLP, offsetof(BlockActs, fc_out), 0},
     {"res_mlp", D_BT, D_C, IF_MLP, offsetof(BlockActs, res_mlp), 0},
@@ -185,7 +194,7 @@ static const TensorEntry ACTS_BACK[] = {
     {"branch_out", D_BT, D_C, IF_RESIDUAL, offsetof(ActTensors, branch_out), 0},
     {"gelu_out", D_BT, D_4C, IF_MLP, offsetof(ActTensors, gelu_out), 0},
     {"lnf_out", D_BT, D_C, IF_LAYERNORM, offsetof(ActTensors, lnf_out), 0},
-    {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_mean), 0},
+    {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(ActTensors, lnf_mean), 0},
     {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
     {"logits", D_BT, D_V, ALWAYS, offsetof(ActTensors, logits), 0},
     {"probs", D_BT, D_V, ALWAYS, offsetof(ActTensors, probs), 0},
@@ -211,8 +220,10 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     switch (part) {
     case ALWAYS: return true;
     case IF_LAYERNORM: return p.layernorm;
+    case IF_LAYERNORM_MEAN: return p.layernorm && !p.rmsnorm;
     case IF_MLP: return p.mlp;
     case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
+    case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
     case IF_OWN_HEAD: return !p.tied_head;
     case IF_RESIDUAL: return p.residual;
@@ -438,6 +449,14 @@ static void layernorm(float *out, float *mean, float *rstd, const float *inp, co
     else layernorm_forward(out, mean, rstd, inp, weight, N, C);
 }
 
+// The model's norm: LayerNorm, or with --norm rmsnorm RMSNorm, which keeps
+// no mean ("mean" NULL). RMSNorm has one version, plain loops, for both builds.
+static void norm(const Model *m, float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                 int C) {
+    if (m->parts.rmsnorm) rmsnorm_forward(out, rstd, inp, weight, N, C);
+    else layernorm(out, mean, rstd, inp, weight, N, C);
+}
+
 // The attention layer over a whole window [B,T] of block "a" (attention.h).
 static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p, uint64_t key) {
     if (USE_REFERENCE)
@@ -476,6 +495,12 @@ static void layernorm_grad(float *dinp, float *dweight, const float *dout, const
                            const float *mean, const float *rstd, int N, int C) {
     if (USE_REFERENCE) layernorm_backward_reference(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
     else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+}
+
+static void norm_grad(const Model *m, float *dinp, float *dweight, const float *dout, const float *inp,
+                      const float *weight, const float *mean, const float *rstd, int N, int C) {
+    if (m->parts.rmsnorm) rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+    else layernorm_grad(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
 }
 
 // attention's backward: dqkv from dattn_out, with dweights as scratch.
@@ -560,8 +585,9 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
     return wt;
 }
 
-// rows_of: the span's rows of a [.., width] activation.
-static float *rows_of(float *tensor, Span s, size_t width) { return tensor + s.first_row * width; }
+// rows_of: the span's rows of a [.., width] activation; NULL for a tensor
+// the model does not have (RMSNorm's mean).
+static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? tensor + s.first_row * width : NULL; }
 
 // The attention layer over the span: the whole window at once, or, for one
 // position, each head's new key and value added to the cache and then that
@@ -593,9 +619,10 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // A block is written three times: the gpt's, straight through from its
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
-// `--no-mlp`, `--no-residual`, for `make ladder`), whose steps ask which
-// parts are there. block_forward picks one; block_backward, further down,
-// is written the same three ways. Each runs over the span's rows: the
+// `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
+// (`--norm rmsnorm`), for `make ladder`, whose steps ask which parts are
+// there and which kind each is. block_forward picks one; block_backward,
+// further down, is written the same three ways. Each runs over the span's rows: the
 // whole window, or, when sampling, one position (attention_span then reads
 // the earlier positions' keys and values from the cache).
 
@@ -643,10 +670,12 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 }
 
 // ladder_block_forward: gpt_block_forward's four steps with each removed
-// part skipped: without LayerNorm a branch reads the stream itself;
+// part skipped and each swapped part swapped: without LayerNorm a branch
+// reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
-// step 3. With every part present it computes what gpt_block_forward does.
+// step 3. With every part present and none swapped it computes what
+// gpt_block_forward does.
 static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const ModelParts *parts = &m->parts;
@@ -657,8 +686,8 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
 
     const float *attn_in = x;  // 1.
     if (parts->layernorm) {
-        layernorm(rows_of(a->ln1_out, s, C), a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x,
-                  p->ln1_weight, n, C);
+        norm(m, rows_of(a->ln1_out, s, C), rows_of(a->ln1_mean, s, 1), rows_of(a->ln1_rstd, s, 1), x, p->ln1_weight,
+             n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
@@ -674,8 +703,8 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     if (!parts->mlp) return;
     const float *mlp_in = res_attn;  // 4.
     if (parts->layernorm) {
-        layernorm(rows_of(a->ln2_out, s, C), a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn,
-                  p->ln2_weight, n, C);
+        norm(m, rows_of(a->ln2_out, s, C), rows_of(a->ln2_mean, s, 1), rows_of(a->ln2_rstd, s, 1), res_attn,
+             p->ln2_weight, n, C);
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
@@ -689,26 +718,29 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     }
 }
 
-// whole_gpt: the model is a gpt with all its parts (no --no-* switch).
-static bool whole_gpt(const Model *m) { return m->parts.layernorm && m->parts.mlp && m->parts.residual; }
+// plain_gpt: the model is the gpt itself: all its parts (no --no-* switch),
+// none swapped (no switch of the modern recipe).
+static bool plain_gpt(const Model *m) {
+    return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm;
+}
 
 // block_forward: block l over the span's rows, by its architecture.
 static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     if (m->config.arch == ARCH_CARD) card_block_forward(m, l, wt, s, dropout_p, key);
-    else if (whole_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
+    else if (plain_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
     else ladder_block_forward(m, l, wt, s, dropout_p, key);
 }
 
 // head_forward: logits for the span's rows from the last block's output,
-// through ln_f when the model has it; "head_t" is the head's weight
-// transposed ([C,V]).
+// through ln_f when the model has it (LayerNorm, or RMSNorm: norm); "head_t"
+// is the head's weight transposed ([C,V]).
 static float *head_forward(Model *m, const float *head_t, Span s) {
     const int C = m->config.n_embd, V = m->config.vocab_size;
     const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
     ActTensors *a = &m->acts;
     if (m->parts.layernorm) {
-        layernorm(rows_of(a->lnf_out, s, C), a->lnf_mean + s.first_row, a->lnf_rstd + s.first_row, x,
-                  m->params.lnf_weight, s.rows, C);
+        norm(m, rows_of(a->lnf_out, s, C), rows_of(a->lnf_mean, s, 1), rows_of(a->lnf_rstd, s, 1), x,
+             m->params.lnf_weight, s.rows, C);
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
@@ -879,7 +911,7 @@ static float *input_grad(Model *m) {
 }
 
 // join_stream: the branch has left the gradient of its input in dln_out;
-// pass it back to the stream x it read (through LayerNorm when the block
+// pass it back to the stream x it read (through the norm when the block
 // has one): added to dresidual with a residual stream, written without one.
 static void join_stream(Model *m, float *dln_weight, const float *x, const float *ln_weight, const float *mean,
                         const float *rstd, size_t BT) {
@@ -888,15 +920,16 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
     const size_t n = BT * (size_t)C;
     if (m->parts.layernorm) {
         if (!m->parts.residual) zero_floats(g->dresidual, n);
-        layernorm_grad(g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
+        norm_grad(m, g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
     } else if (m->parts.residual) {
         add_floats(g->dresidual, g->dln_out, n);
     }
 }
 
 // ladder_block_backward: ladder_block_forward read backwards, with the
-// gradients routed by branch_grad, input_grad and join_stream. With every
-// part present it computes what gpt_block_backward does.
+// gradients routed by branch_grad, input_grad and join_stream, and each
+// swapped part's own backward (norm_grad). With every part present and none
+// swapped it computes what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
@@ -927,7 +960,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
 // d (block input).
 static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     if (m->config.arch == ARCH_CARD) card_block_backward(m, l, dropout_p, key);
-    else if (whole_gpt(m)) gpt_block_backward(m, l, dropout_p, key);
+    else if (plain_gpt(m)) gpt_block_backward(m, l, dropout_p, key);
     else ladder_block_backward(m, l, dropout_p, key);
 }
 
@@ -960,7 +993,7 @@ void model_backward(Model *m) {
     if (m->parts.layernorm) {
         linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);
         zero_floats(d->dresidual, (size_t)BT * C);
-        layernorm_grad(d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
+        norm_grad(m, d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }

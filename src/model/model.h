@@ -2,7 +2,8 @@
 // and forward, backward and the SGD update that tie the layers together.
 //
 // Reading order: file 12, after the layers it calls (files 3-10: encoder,
-// linear, attention, crossentropy, then layernorm, residual, gelu, mlp).
+// linear, attention, crossentropy, then layernorm, rmsnorm, residual, gelu,
+// mlp).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")
@@ -29,8 +30,12 @@
 //
 // The two differ only in which parts a block has (ModelParts below). model.c
 // writes a block's forward and backward once for each, and once more for a
-// gpt with some parts removed (`make ladder`); one loop over the blocks
-// serves all three.
+// gpt with some parts removed or swapped (`make ladder`: the ladder's --no-*
+// switches, and the modern recipe's, each one part replaced by what
+// today's small GPTs use); one loop over the blocks serves all three.
+//
+// The modern recipe, one switch each (docs/model.md, "The modern recipe"):
+//   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -47,6 +52,12 @@ typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
 // values and the checkpoint's "arch".
 extern const char *const ARCH_NAMES[];
 
+// The gpt's norm: LayerNorm (layernorm.h) or RMSNorm (rmsnorm.h). Names
+// indexed the same way ("layernorm", "rmsnorm"): --norm and the
+// checkpoint's "norm".
+typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } NormKind;
+extern const char *const NORM_NAMES[];
+
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
 #define MODEL_MAX_LAYERS 1024
@@ -62,6 +73,8 @@ typedef struct {
     // A gpt without some of its parts, to see what each one buys (`make
     // ladder`); all false is the whole gpt. card has none of these parts.
     bool no_layernorm, no_mlp, no_residual;
+    // The modern recipe's swaps (gpt only); zero is the gpt above.
+    NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -74,7 +87,8 @@ bool arch_from_name(const char *name, Arch *arch);
 // its own head; gpt has every part (less those its no_* switches remove),
 // no biases, and a head tied to tok_emb.
 typedef struct {
-    bool layernorm;  // ln1, ln2 before the branches and ln_f before the head
+    bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
+    bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
@@ -118,7 +132,7 @@ typedef struct {
 } ParamTensors;
 
 typedef struct {
-    float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x)
+    float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x); no mean with RMSNorm
     float *qkv;             // [B,T,3C]    queries, keys, values
     float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
     float *dropout_scales;  // [B,NH,T,T]  0 or 1/(1-p) per weight; only when dropout > 0
