@@ -13,6 +13,7 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     5. + LayerNorm       LayerNorm before each branch and the head
     6. 4 blocks          the default gpt
     7. + RMSNorm         RMSNorm in place of each LayerNorm (--norm rmsnorm)
+    8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -77,7 +78,8 @@ def rungs(steps):
 def recipe_rungs(adamw):
     """The modern recipe's rungs: the default gpt with one more swap each."""
     swaps = [("7-rmsnorm", "7 +RMSNorm", "RMSNorm in place of each LayerNorm",
-              ["--norm", "rmsnorm"])]
+              ["--norm", "rmsnorm"]),
+             ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
         flags = flags + swap

@@ -52,6 +52,7 @@ The modern recipe's swaps (`tinygpt train --arch gpt` with --norm rmsnorm, ...;
 docs/model.md), each kept in the checkpoint's metadata ("norm": "rmsnorm")
 and read from there (model_swaps):
     --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
+    --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
@@ -301,7 +302,7 @@ LAYER_NORM_EPS = 1e-5
 
 # The modern recipe's swaps a GPT may make: metadata key -> the value that
 # means "not swapped" (a checkpoint without the key made no swap).
-PLAIN_GPT = {"norm": "layernorm"}
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu"}
 
 
 def model_swaps(meta):
@@ -355,6 +356,11 @@ def gelu(x):
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
+def relu2(x):
+    """ReLU squared (So et al. 2021, "Primer"): relu(x)^2."""
+    return torch.relu(x) ** 2
+
+
 def gpt_forward(params, idx, targets, n_head, swaps=None):
     """The GPT's forward pass, dropout off; returns (loss, logits).
 
@@ -364,6 +370,7 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
     """
     swaps = dict(PLAIN_GPT, **(swaps or {}))
     norm = rms_norm if swaps["norm"] == "rmsnorm" else layer_norm
+    act = relu2 if swaps["mlp"] == "relu2" else gelu
     B, T = idx.shape
     C = params["tok_emb.weight"].shape[1]
     HS = C // n_head
@@ -388,7 +395,7 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
 
         # 3. The MLP on the normalised stream, added back to it.
         h = norm(x, w["ln2.weight"])
-        x = x + gelu(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T         # [B,T,4C] inside
+        x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T          # [B,T,4C] inside
 
     # 4. Final norm; the head is the token embedding, transposed (tied).
     logits = norm(x, params["ln_f.weight"]) @ params["tok_emb.weight"].T        # [B,T,V]
@@ -1147,6 +1154,7 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
 # The modern recipe's swaps parity checks: each alone, then all together.
 RECIPE_SWAPS = [
     ("rmsnorm", ["--norm", "rmsnorm"]),
+    ("relu2", ["--mlp", "relu2"]),
 ]
 
 

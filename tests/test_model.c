@@ -399,7 +399,7 @@ static void assert_model_views(const Model *m) {
         assert_view(b->res_mlp, base, at, "blocks.%d.res_mlp", l);
     }
     assert_view(a->branch_out, base, at, "branch_out");
-    assert_view(a->gelu_out, base, at, "gelu_out");
+    assert_view(a->act_out, base, at, "gelu_out");
     assert_view(a->lnf_out, base, at, "lnf_out");
     assert_view(a->lnf_mean, base, at, "lnf_mean");
     assert_view(a->lnf_rstd, base, at, "lnf_rstd");
@@ -1000,16 +1000,17 @@ END_TEST
 // (the ladder's routing and the swaps at once).
 static ModelConfig recipe_case(int i) {
     ModelConfig cfg = SMALL_GPT;
-    const int n_alone = 1;  // the swaps so far: --norm rmsnorm
+    const int n_alone = 2;  // the swaps so far: --norm rmsnorm, --mlp relu2
     const bool all = i >= n_alone;
     if (i == 0 || all) cfg.norm = NORM_RMSNORM;
+    if (i == 1 || all) cfg.mlp = MLP_RELU2;
     if (i == n_alone + 1) {
         cfg.no_residual = true;
         cfg.n_layer = 1;  // see a_gpt_without_some_of_its_parts_has_the_right_gradient
     }
     return cfg;
 }
-enum { RECIPE_CASES = 3 };
+enum { RECIPE_CASES = 4 };
 
 // Loop test over recipe_case, with dropout on: each swap's backward, in the
 // whole model, is the gradient of its forward.

@@ -35,6 +35,7 @@ Suite *layernorm_suite(void);
 Suite *rmsnorm_suite(void);
 Suite *residual_suite(void);
 Suite *gelu_suite(void);
+Suite *relu2_suite(void);
 Suite *mlp_suite(void);
 Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);

@@ -61,6 +61,9 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
      .gpt_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
+    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP activation: gelu, or relu2 (max(x, 0)^2)",
+     .gpt_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
+     .key = "mlp", .if_absent = "gelu"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
      .gpt_default = "2000", .card_default = "7000", .max = 1e12, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN,
      .key = "steps"},
@@ -139,7 +142,8 @@ _Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= NUM_TRAIN_SET
                "Given has a place for every setting");
 _Static_assert(sizeof(Arch) == sizeof(int) && sizeof(TokenizerKind) == sizeof(int) &&
                    sizeof(OptimizerKind) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
-                   sizeof(BatchOrder) == sizeof(int) && sizeof(NormKind) == sizeof(int),
+                   sizeof(BatchOrder) == sizeof(int) && sizeof(NormKind) == sizeof(int) &&
+                   sizeof(MlpKind) == sizeof(int),
                "a choice is stored through an int *");
 
 const Setting *setting_named(const char *name) {

@@ -44,6 +44,7 @@ typedef struct {
     int layers, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
     NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
+    MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

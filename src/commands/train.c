@@ -210,6 +210,7 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
 static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
     out[0] = '\0';
     if (cfg->norm != NORM_LAYERNORM) snprintf(out + strlen(out), cap - strlen(out), " norm=%s", NORM_NAMES[cfg->norm]);
+    if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
     return out;
 }
 

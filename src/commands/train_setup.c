@@ -27,7 +27,8 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .no_layernorm = s->no_layernorm,
                          .no_mlp = s->no_mlp,
                          .no_residual = s->no_residual,
-                         .norm = s->norm};
+                         .norm = s->norm,
+                         .mlp = s->mlp};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine

@@ -58,6 +58,7 @@ static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind,
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
     if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
+    if (complete || cfg->mlp != MLP_GELU) metadata_set(md, "mlp", "%s", MLP_NAMES[cfg->mlp]);
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     metadata_set(md, "dropout", "%.9g", (double)cfg->dropout);
 }
@@ -210,8 +211,10 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
         return false;
     // The modern recipe's swaps: a file without the key was saved before
     // the swap existed, and made none.
-    int norm;
-    if (!read_choice(st, "norm", "a norm", NORM_NAMES, NORM_LAYERNORM, &norm)) return false;
+    int norm, mlp;
+    if (!read_choice(st, "norm", "a norm", NORM_NAMES, NORM_LAYERNORM, &norm) ||
+        !read_choice(st, "mlp", "an MLP activation", MLP_NAMES, MLP_GELU, &mlp))
+        return false;
 
     mm->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
                             .block_size = (int)block_size,
@@ -223,7 +226,8 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
                             .no_layernorm = no_layernorm != 0,
                             .no_mlp = no_mlp != 0,
                             .no_residual = no_residual != 0,
-                            .norm = (NormKind)norm};
+                            .norm = (NormKind)norm,
+                            .mlp = (MlpKind)mlp};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",

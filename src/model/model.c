@@ -23,6 +23,7 @@
 #include "layernorm.h"
 #include "linear.h"
 #include "mlp.h"
+#include "relu2.h"
 #include "residual.h"
 #include "rmsnorm.h"
 
@@ -35,6 +36,7 @@
 
 const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
 const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
+const char *const MLP_NAMES[] = {"gelu", "relu2", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
@@ -49,6 +51,7 @@ ModelParts model_parts(const ModelConfig *cfg) {
     return (ModelParts){.layernorm = gpt && !cfg->no_layernorm,
                         .rmsnorm = gpt && !cfg->no_layernorm && cfg->norm == NORM_RMSNORM,
                         .mlp = gpt && !cfg->no_mlp,
+                        .activation = gpt ? cfg->mlp : MLP_GELU,
                         .residual = gpt && !cfg->no_residual,
                         .proj_bias = !gpt,
                         .tied_head = gpt};
@@ -83,6 +86,9 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "unknown norm %d", (int)cfg->norm);
     if (cfg->arch == ARCH_CARD && cfg->norm != NORM_LAYERNORM)
         return error_set(err, "--norm %s: the card model has no norm to swap; use --arch gpt", NORM_NAMES[cfg->norm]);
+    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
+    if (cfg->arch == ARCH_CARD && cfg->mlp != MLP_GELU)
+        return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
@@ -110,6 +116,8 @@ typedef enum {
     IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics (LayerNorm or RMSNorm)
     IF_LAYERNORM_MEAN,      // ln1's and ln_f's means: LayerNorm's, not RMSNorm's
     IF_MLP,                 // the MLP
+    IF_MLP_GELU,            // the MLP's activation, when it is GELU
+    IF_MLP_RELU2,           // ... when it is ReLU^2
     IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
     IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
     IF_PROJ_BIAS,           // card's projection bias
@@ -192,7 +200,8 @@ static const TensorEntry ACTS_BLOCK[] = {
 };
 static const TensorEntry ACTS_BACK[] = {
     {"branch_out", D_BT, D_C, IF_RESIDUAL, offsetof(ActTensors, branch_out), 0},
-    {"gelu_out", D_BT, D_4C, IF_MLP, offsetof(ActTensors, gelu_out), 0},
+    {"gelu_out", D_BT, D_4C, IF_MLP_GELU, offsetof(ActTensors, act_out), 0},  // one of these two
+    {"relu2_out", D_BT, D_4C, IF_MLP_RELU2, offsetof(ActTensors, act_out), 0},
     {"lnf_out", D_BT, D_C, IF_LAYERNORM, offsetof(ActTensors, lnf_out), 0},
     {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(ActTensors, lnf_mean), 0},
     {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
@@ -222,6 +231,8 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     case IF_LAYERNORM: return p.layernorm;
     case IF_LAYERNORM_MEAN: return p.layernorm && !p.rmsnorm;
     case IF_MLP: return p.mlp;
+    case IF_MLP_GELU: return p.mlp && p.activation == MLP_GELU;
+    case IF_MLP_RELU2: return p.mlp && p.activation == MLP_RELU2;
     case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
     case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
@@ -466,16 +477,18 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
                           NH, dropout_p, key);
 }
 
-// The MLP over n rows: out = gelu(inp @ Wfc^T) @ Wproj^T (mlp.h); the
-// reference build runs its three steps one by one.
-static void mlp(float *out, float *fc_out, float *gelu_out, const float *inp, const BlockParams *p,
-                const BlockWeightsT *wt, int n, int C) {
+// The MLP over n rows: out = act(inp @ Wfc^T) @ Wproj^T (mlp.h), act GELU
+// or ReLU^2; the reference build runs its three steps one by one (ReLU^2
+// has one version).
+static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p,
+                const BlockWeightsT *wt, int n, int C, MlpKind act) {
     if (USE_REFERENCE) {
         linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
-        gelu_forward_reference(gelu_out, fc_out, (size_t)n * 4 * C);
-        linear_forward_reference(out, gelu_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
+        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * 4 * C);
+        else gelu_forward_reference(act_out, fc_out, (size_t)n * 4 * C);
+        linear_forward_reference(out, act_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
     } else {
-        mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
+        mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C, act);
     }
 }
 
@@ -517,19 +530,22 @@ static void attention_grad(float *dqkv, float *dweights, const float *dattn_out,
 }
 
 // The MLP's backward over N rows, given dout: dinp written, the two weights'
-// gradients (in "g") added to; dhidden [N,4C] is scratch, and gelu_out is
+// gradients (in "g") added to; dhidden [N,4C] is scratch, and act_out is
 // recomputed from fc_out (mlp.h). The reference build runs the three steps
 // in reverse one by one.
-static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *gelu_out, const float *dout,
-                     const float *inp, const float *fc_out, const BlockParams *p, int N, int C) {
+static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *act_out, const float *dout,
+                     const float *inp, const float *fc_out, const BlockParams *p, int N, int C, MlpKind act) {
     if (USE_REFERENCE) {
-        gelu_forward_reference(gelu_out, fc_out, (size_t)N * 4 * C);
-        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, gelu_out, p->mlp_proj_weight, N, 4 * C, C);
-        gelu_backward_reference(dhidden, fc_out, dhidden, (size_t)N * 4 * C);
+        const size_t n = (size_t)N * 4 * C;
+        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+        else gelu_forward_reference(act_out, fc_out, n);
+        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, act_out, p->mlp_proj_weight, N, 4 * C, C);
+        if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+        else gelu_backward_reference(dhidden, fc_out, dhidden, n);
         linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, 4 * C);
     } else {
-        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, gelu_out, dout, inp, fc_out, p->fc_weight,
-                     p->mlp_proj_weight, N, C);
+        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, act_out, dout, inp, fc_out, p->fc_weight,
+                     p->mlp_proj_weight, N, C, act);
     }
 }
 
@@ -620,7 +636,7 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
-// (`--norm rmsnorm`), for `make ladder`, whose steps ask which parts are
+// (`--norm rmsnorm`, `--mlp relu2`), for `make ladder`, whose steps ask which parts are
 // there and which kind each is. block_forward picks one; block_backward,
 // further down, is written the same three ways. Each runs over the span's rows: the
 // whole window, or, when sampling, one position (attention_span then reads
@@ -649,7 +665,7 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
-    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.gelu_out, s, 4 * C), ln2_out, p, wt, n, C);
+    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C, MLP_GELU);
     residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
 }
 
@@ -672,6 +688,7 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 // ladder_block_forward: gpt_block_forward's four steps with each removed
 // part skipped and each swapped part swapped: without LayerNorm a branch
 // reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
+// with --mlp relu2 the MLP bends with ReLU^2 (parts->activation);
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
 // step 3. With every part present and none swapped it computes what
@@ -708,20 +725,21 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
-    float *fc_out = rows_of(a->fc_out, s, 4 * C), *gelu_out = rows_of(m->acts.gelu_out, s, 4 * C);
+    float *fc_out = rows_of(a->fc_out, s, 4 * C), *act_out = rows_of(m->acts.act_out, s, 4 * C);
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
-        mlp(branch, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(branch, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
         residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
     } else {
-        mlp(res_mlp, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(res_mlp, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
     }
 }
 
 // plain_gpt: the model is the gpt itself: all its parts (no --no-* switch),
 // none swapped (no switch of the modern recipe).
 static bool plain_gpt(const Model *m) {
-    return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm;
+    return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
+           m->parts.activation == MLP_GELU;
 }
 
 // block_forward: block l over the span's rows, by its architecture.
@@ -862,7 +880,7 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     const float *dmlp_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
-    mlp_grad(d->dln_out, g, d->dhidden, m->acts.gelu_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C);
+    mlp_grad(d->dln_out, g, d->dhidden, m->acts.act_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C, MLP_GELU);
     layernorm_grad(d->dresidual, g->ln2_weight, d->dln_out, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd,
                    BT, C);
     // 3. res_attn = x + dropout(attn_out @ Wproj^T)
@@ -928,7 +946,7 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
 
 // ladder_block_backward: ladder_block_forward read backwards, with the
 // gradients routed by branch_grad, input_grad and join_stream, and each
-// swapped part's own backward (norm_grad). With every part present and none
+// swapped part's own backward (norm_grad; mlp_grad's activation). With every part present and none
 // swapped it computes what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
@@ -942,7 +960,8 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     if (m->parts.mlp) {  // 4. backwards
         const float *dmlp_out = branch_grad(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
         const float *mlp_in = m->parts.layernorm ? a->ln2_out : a->res_attn;
-        mlp_grad(input_grad(m), g, d->dhidden, m->acts.gelu_out, dmlp_out, mlp_in, a->fc_out, p, BT, C);
+        mlp_grad(input_grad(m), g, d->dhidden, m->acts.act_out, dmlp_out, mlp_in, a->fc_out, p, BT, C,
+                 m->parts.activation);
         join_stream(m, g->ln2_weight, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd, (size_t)BT);
     }
     // 3. backwards: the projection

@@ -3,7 +3,7 @@
 //
 // Reading order: file 12, after the layers it calls (files 3-10: encoder,
 // linear, attention, crossentropy, then layernorm, rmsnorm, residual, gelu,
-// mlp).
+// relu2, mlp).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")
@@ -36,6 +36,7 @@
 //
 // The modern recipe, one switch each (docs/model.md, "The modern recipe"):
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
+//   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -44,6 +45,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "mlp.h"
 #include "rng.h"
 #include "tensor_table.h"
 
@@ -57,6 +59,9 @@ extern const char *const ARCH_NAMES[];
 // checkpoint's "norm".
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } NormKind;
 extern const char *const NORM_NAMES[];
+// The MLP's activation, MlpKind (mlp.h): GELU or ReLU^2; names "gelu",
+// "relu2" (--mlp and the checkpoint's "mlp").
+extern const char *const MLP_NAMES[];
 
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
@@ -75,6 +80,7 @@ typedef struct {
     bool no_layernorm, no_mlp, no_residual;
     // The modern recipe's swaps (gpt only); zero is the gpt above.
     NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
+    MlpKind mlp;     // the MLP's activation (when the model has one)
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -89,6 +95,7 @@ bool arch_from_name(const char *name, Arch *arch);
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
     bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
+    MlpKind activation;  // the MLP's: MLP_GELU, or MLP_RELU2 (--mlp relu2)
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
@@ -149,7 +156,7 @@ typedef struct {
     float *encoded;          // [B,T,C]  token + position embedding (gpt: after dropout)
     BlockActs *blocks;       // [L]
     float *branch_out;       // [B,T,C]  a branch's output before it joins the stream (gpt; shared by all blocks)
-    float *gelu_out;         // [B,T,4C] GELU of fc_out (gpt; shared: backward recomputes it)
+    float *act_out;          // [B,T,4C] the activation of fc_out, GELU or ReLU^2 (gpt; shared: backward recomputes it)
     float *lnf_out, *lnf_mean, *lnf_rstd;  // ln_f(x) (gpt)
     float *logits;           // [B,T,V]
     float *probs;            // [B,T,V]  softmax(logits), kept for the backward pass
