@@ -14,6 +14,7 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     6. 4 blocks          the default gpt
     7. + RMSNorm         RMSNorm in place of each LayerNorm (--norm rmsnorm)
     8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
+    9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -79,7 +80,9 @@ def recipe_rungs(adamw):
     """The modern recipe's rungs: the default gpt with one more swap each."""
     swaps = [("7-rmsnorm", "7 +RMSNorm", "RMSNorm in place of each LayerNorm",
               ["--norm", "rmsnorm"]),
-             ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"])]
+             ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"]),
+             ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
+              ["--untied-head"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
         flags = flags + swap

@@ -53,6 +53,7 @@ docs/model.md), each kept in the checkpoint's metadata ("norm": "rmsnorm")
 and read from there (model_swaps):
     --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
     --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
+    --untied-head    logits = ln_f(x) @ head.weight^T, head.weight [V,C] its own tensor
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
@@ -302,7 +303,7 @@ LAYER_NORM_EPS = 1e-5
 
 # The modern recipe's swaps a GPT may make: metadata key -> the value that
 # means "not swapped" (a checkpoint without the key made no swap).
-PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu"}
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0"}
 
 
 def model_swaps(meta):
@@ -311,8 +312,23 @@ def model_swaps(meta):
     return {key: meta.get(key, plain) for key, plain in PLAIN_GPT.items()}
 
 
-def gpt_param_shapes(V, block_size, C, n_layer):
-    """The GPT's tensors, name -> shape, in the checkpoint's order."""
+def swap_flags_meta(flags):
+    """The metadata a list of swap flags asks for: ["--norm", "rmsnorm",
+    "--untied-head"] -> {"norm": "rmsnorm", "untied_head": "1"} (a switch,
+    a flag without a value, is "1")."""
+    asked, i = {}, 0
+    while i < len(flags):
+        key = flags[i][2:].replace("-", "_")
+        if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            asked[key], i = flags[i + 1], i + 2
+        else:
+            asked[key], i = "1", i + 1
+    return asked
+
+
+def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
+    """The GPT's tensors, name -> shape, in the checkpoint's order; with
+    "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
     shapes = {"tok_emb.weight": [V, C], "pos_emb.weight": [block_size, C]}
     for i in range(n_layer):
         shapes.update({
@@ -326,6 +342,8 @@ def gpt_param_shapes(V, block_size, C, n_layer):
             f"blocks.{i}.mlp.proj.weight": [C, 4 * C],
         })
     shapes["ln_f.weight"] = [C]
+    if (swaps or {}).get("untied_head") == "1":
+        shapes["head.weight"] = [V, C]
     return shapes
 
 
@@ -397,8 +415,10 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
         h = norm(x, w["ln2.weight"])
         x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T          # [B,T,4C] inside
 
-    # 4. Final norm; the head is the token embedding, transposed (tied).
-    logits = norm(x, params["ln_f.weight"]) @ params["tok_emb.weight"].T        # [B,T,V]
+    # 4. Final norm; the head is the token embedding, transposed (tied), or
+    # with untied_head a weight of its own.
+    head = params["head.weight"] if swaps["untied_head"] == "1" else params["tok_emb.weight"]
+    logits = norm(x, params["ln_f.weight"]) @ head.T                             # [B,T,V]
     if targets is None:
         return None, logits
 
@@ -778,7 +798,7 @@ def expected_tensors(meta):
     V, C, T = int(meta["vocab_size"]), int(meta["n_embd"]), int(meta["block_size"])
     arch = meta.get("arch", "card")
     if arch == "gpt":
-        return gpt_param_shapes(V, T, C, int(meta["n_layer"]))
+        return gpt_param_shapes(V, T, C, int(meta["n_layer"]), model_swaps(meta))
     if arch != "card":
         raise ParityFailure(f"unknown arch {arch!r} in the checkpoint's metadata")
     return {
@@ -960,13 +980,15 @@ def print_gradient_rows(label, init_path, rows):
               f"torch {r:+.6f}; max |grad| {scale:.2e}){mark}")
     wrong_names = {name for diff, name, *_ in rows if diff > GRAD_TOLERANCE}
     # Backward visits the tensors in this order (tok_emb last, though the tied
-    # head gives it a first share at the start).
-    n_layer = gpt_n_layer({name: None for _, name, *_ in rows})
-    backward_order = ["ln_f.weight"] + [
+    # head gives it a first share at the start; an untied head is first).
+    names = {name for _, name, *_ in rows}
+    n_layer = gpt_n_layer(dict.fromkeys(names))
+    backward_order = ["head.weight", "ln_f.weight"] + [
         f"blocks.{i}.{n}" for i in reversed(range(n_layer))
         for n in ("mlp.proj.weight", "mlp.fc.weight", "ln2.weight", "attn.proj.weight",
                   "attn.v.weight", "attn.k.weight", "attn.q.weight", "ln1.weight")
     ] + ["pos_emb.weight", "tok_emb.weight"]
+    backward_order = [name for name in backward_order if name in names]
     wrong = [name for name in backward_order if name in wrong_names]
     if not wrong:
         print(f"parity {label}: no gradient differs by more than {GRAD_TOLERANCE:.0e}")
@@ -1078,9 +1100,9 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     if str(n_layer) != PARITY_GPT_ARCH_FLAGS[3]:
         raise ParityFailure(f"{init_path}: n_layer {n_layer}, asked for {PARITY_GPT_ARCH_FLAGS[3]}")
     swaps = model_swaps(meta)
-    asked = dict(zip(swap_flags[0::2], swap_flags[1::2]))
+    asked = swap_flags_meta(swap_flags)
     for key in PLAIN_GPT:
-        if swaps[key] != asked.get("--" + key.replace("_", "-"), PLAIN_GPT[key]):
+        if swaps[key] != asked.get(key, PLAIN_GPT[key]):
             raise ParityFailure(f"{init_path}: metadata {key} is {swaps[key]!r}, asked for "
                                 f"{' '.join(swap_flags) or 'the plain GPT'}")
 
@@ -1155,6 +1177,7 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
 RECIPE_SWAPS = [
     ("rmsnorm", ["--norm", "rmsnorm"]),
     ("relu2", ["--mlp", "relu2"]),
+    ("untied-head", ["--untied-head"]),
 ]
 
 

@@ -45,6 +45,7 @@ typedef struct {
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
     NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
     MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
+    bool untied_head;        // ... a head.weight of its own, not tok_emb
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

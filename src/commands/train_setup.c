@@ -28,7 +28,8 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .no_mlp = s->no_mlp,
                          .no_residual = s->no_residual,
                          .norm = s->norm,
-                         .mlp = s->mlp};
+                         .mlp = s->mlp,
+                         .untied_head = s->untied_head};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine

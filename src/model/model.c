@@ -54,7 +54,8 @@ ModelParts model_parts(const ModelConfig *cfg) {
                         .activation = gpt ? cfg->mlp : MLP_GELU,
                         .residual = gpt && !cfg->no_residual,
                         .proj_bias = !gpt,
-                        .tied_head = gpt};
+                        .tied_head = gpt && !cfg->untied_head,
+                        .head_bias = !gpt};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -89,6 +90,8 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
     if (cfg->arch == ARCH_CARD && cfg->mlp != MLP_GELU)
         return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
+    if (cfg->arch == ARCH_CARD && cfg->untied_head)
+        return error_set(err, "--untied-head: the card model's head is its own already; use --arch gpt");
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
@@ -121,7 +124,8 @@ typedef enum {
     IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
     IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
     IF_PROJ_BIAS,           // card's projection bias
-    IF_OWN_HEAD,            // an untied head (card)
+    IF_OWN_HEAD,            // an untied head (card, and gpt --untied-head)
+    IF_HEAD_BIAS,           // its bias (card)
     IF_RESIDUAL,            // the residual stream's branch buffers
     IF_DROPOUT,             // dropout's saved scales
     IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
@@ -173,7 +177,7 @@ static const TensorEntry PARAMS_BLOCK[] = {
 static const TensorEntry PARAMS_BACK[] = {
     {"ln_f.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(ParamTensors, lnf_weight), INIT_ONES},
     {"head.weight", D_V, D_C, IF_OWN_HEAD, offsetof(ParamTensors, head_weight), INIT_LINEAR},
-    {"head.bias", D_V, D_NONE, IF_OWN_HEAD, offsetof(ParamTensors, head_bias), INIT_LINEAR},
+    {"head.bias", D_V, D_NONE, IF_HEAD_BIAS, offsetof(ParamTensors, head_bias), INIT_LINEAR},
 };
 static const Layout PARAMS = {ENTRIES(PARAMS_FRONT), ENTRIES(PARAMS_BLOCK), ENTRIES(PARAMS_BACK)};
 
@@ -237,6 +241,7 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
     case IF_OWN_HEAD: return !p.tied_head;
+    case IF_HEAD_BIAS: return p.head_bias;
     case IF_RESIDUAL: return p.residual;
     case IF_DROPOUT: return cfg->dropout > 0.0f;
     case IF_LAYERNORM_OR_RESIDUAL: return p.layernorm || p.residual;
@@ -995,7 +1000,9 @@ static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 //             + dencoded[b,t,:] added to row inputs[b,t]     the embedding (encoder.c)
 // Nothing has to add the two: grads.head_weight is the memory of
 // grads.tok_emb (model_init), and both backwards add to it, the head's
-// first, the embedding's last.
+// first, the embedding's last. With --untied-head (and in card) the two
+// are separate weights, and each gets its own use's gradient: the same
+// code, with head_weight pointing at head.weight.
 void model_backward(Model *m) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, V = cfg->vocab_size;

@@ -37,6 +37,7 @@
 // The modern recipe, one switch each (docs/model.md, "The modern recipe"):
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
 //   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
+//   --untied-head    logits = ln_f(x) @ Whead^T, Whead [V,C] a weight of its own   "head"
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -81,6 +82,7 @@ typedef struct {
     // The modern recipe's swaps (gpt only); zero is the gpt above.
     NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
     MlpKind mlp;     // the MLP's activation (when the model has one)
+    bool untied_head;  // a head.weight of its own instead of tok_emb
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -91,7 +93,8 @@ bool arch_from_name(const char *name, Arch *arch);
 // What each block and the ends of the model are made of. A function of the
 // architecture: card has none of these parts but the projection's bias and
 // its own head; gpt has every part (less those its no_* switches remove),
-// no biases, and a head tied to tok_emb.
+// no biases, and a head tied to tok_emb (or, with --untied-head, its own
+// head.weight, still without a bias).
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
     bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
@@ -99,7 +102,8 @@ typedef struct {
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
-    bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight and head.bias
+    bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight
+    bool head_bias;  // the head has a bias, head.bias (card)
 } ModelParts;
 ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
@@ -134,7 +138,7 @@ typedef struct {
     float *pos_emb;       // [T,C]
     BlockParams *blocks;  // [L]
     float *lnf_weight;    // [C]   gpt
-    float *head_weight;   // [V,C] card; in gpt, the same memory as tok_emb (tied)
+    float *head_weight;   // [V,C] card and --untied-head; in gpt, the same memory as tok_emb (tied)
     float *head_bias;     // [V]   card
 } ParamTensors;
 
@@ -194,7 +198,7 @@ typedef struct {
 typedef struct {
     float *memory;
     BlockWeightsT *blocks;  // [L]
-    float *head_weight;     // [C,V]  head.weight, or tok_emb in gpt, transposed
+    float *head_weight;     // [C,V]  head.weight, or tok_emb in a tied gpt, transposed
 } TransposedWeights;
 
 typedef struct {
