@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """check_readme_keys.py: do the docs list every key tinygpt writes?
 
-Trains two tiny runs of one step (a char gpt with every part removed,
-so the no_* keys appear, and a bpe gpt, for tokenizer and merges; both with
+Trains three tiny runs of one step (a char gpt with every part removed,
+so the no_* keys appear, a bpe gpt, for tokenizer and merges, and a gpt
+with every swap of the modern recipe, so their keys appear; all with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
 optimizer.safetensors and the keys of run.json,
@@ -76,7 +77,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="check_readme_keys.")
     # The bpe run has a budget of time too (its one step ends it first), for
     # the keys only a run of --time writes.
-    runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260", "--time", "600"]}
+    runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260", "--time", "600"],
+            "recipe": ["--norm", "rmsnorm", "--mlp", "relu2", "--untied-head"]}
     model, optimizer, run_info = set(), set(), set()
     for name, extra in runs.items():
         out = os.path.join(tmp, name)

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""ladder.py: from the attention card to a GPT, one ingredient at a time.
+"""ladder.py: from the attention card to a GPT, one ingredient at a time,
+and on to the modern recipe, one swap at a time.
 
-Trains six models with tinygpt on the same text, for the same number of
-steps, with the same batch (12), context (64), channels (128), heads (4),
+Trains a model per rung with tinygpt on the same text, for the same number
+of steps, with the same batch (12), context (64), channels (128), heads (4),
 dropout (0) and seed; each rung adds one thing to the rung before:
 
     1. card, SGD         the one-block attention model, plain SGD at lr 0.5
@@ -11,6 +12,9 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     4. + residual        the block's branches added to a residual stream
     5. + LayerNorm       LayerNorm before each branch and the head
     6. 4 blocks          the default gpt
+    7. + RMSNorm         RMSNorm in place of each LayerNorm (--norm rmsnorm)
+    8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
+    9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -50,7 +54,8 @@ def adamw_flags(steps):
 
 
 def rungs(steps):
-    """The six rungs for a run of "steps" steps, in order."""
+    """The rungs for a run of "steps" steps, in order. From rung 7 on, each
+    keeps the swaps of the rungs before it and makes one more."""
     sgd = ["--optimizer", "sgd", "--lr", "0.5", "--warmup", "0", "--lr-schedule", "constant",
            "--grad-clip", "0"]
     adamw = adamw_flags(steps)
@@ -68,7 +73,21 @@ def rungs(steps):
              ["--arch", "gpt", "--layers", "1"] + adamw),
         Rung("6-four-blocks", "6 4 blocks", "three more blocks (the default gpt)",
              ["--arch", "gpt", "--layers", "4"] + adamw),
-    ]
+    ] + recipe_rungs(adamw)
+
+
+def recipe_rungs(adamw):
+    """The modern recipe's rungs: the default gpt with one more swap each."""
+    swaps = [("7-rmsnorm", "7 +RMSNorm", "RMSNorm in place of each LayerNorm",
+              ["--norm", "rmsnorm"]),
+             ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"]),
+             ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
+              ["--untied-head"])]
+    recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
+    for name, label, adds, swap in swaps:
+        flags = flags + swap
+        recipe.append(Rung(name, label, adds, flags + adamw))
+    return recipe
 
 
 def common_flags(args):

@@ -14,7 +14,7 @@ trains the default gpt with nanoGPT's recipe in tinygpt and in PyTorch and
 compares the validation loss each reaches in its training time.
 
     /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE]
-                                                       [--only card|gpt|adamw]
+                                                       [--only card|gpt|adamw|recipe]
     /usr/bin/python3 scripts/torch_reference.py selftest
     /usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt [--data FILE] [--out FILE]
                                                       [--configs S,M,L,gpt]
@@ -47,6 +47,15 @@ The GPT (`tinygpt train --arch gpt`, nanoGPT with bias=False):
     logits = ln_f(x) @ tok_emb.weight^T                          [B,T,V] tied head
     loss   = mean cross-entropy
 LayerNorm has a weight and no bias (eps 1e-5); gelu is the exact one (erf).
+
+The modern recipe's swaps (`tinygpt train --arch gpt` with --norm rmsnorm, ...;
+docs/model.md), each kept in the checkpoint's metadata ("norm": "rmsnorm")
+and read from there (model_swaps):
+    --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
+    --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
+    --untied-head    logits = ln_f(x) @ head.weight^T, head.weight [V,C] its own tensor
+parity's "recipe" check runs the GPT's checks once per swap, and once with
+all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
 optimizer" below); bench times plain SGD; learn trains with AdamW.
 """
@@ -292,8 +301,34 @@ def random_params(V, block_size, C, dtype=torch.float64, seed=0):
 LAYER_NORM_EPS = 1e-5
 
 
-def gpt_param_shapes(V, block_size, C, n_layer):
-    """The GPT's tensors, name -> shape, in the checkpoint's order."""
+# The modern recipe's swaps a GPT may make: metadata key -> the value that
+# means "not swapped" (a checkpoint without the key made no swap).
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0"}
+
+
+def model_swaps(meta):
+    """The swaps of the GPT a checkpoint's metadata describes: key -> value,
+    every key of PLAIN_GPT."""
+    return {key: meta.get(key, plain) for key, plain in PLAIN_GPT.items()}
+
+
+def swap_flags_meta(flags):
+    """The metadata a list of swap flags asks for: ["--norm", "rmsnorm",
+    "--untied-head"] -> {"norm": "rmsnorm", "untied_head": "1"} (a switch,
+    a flag without a value, is "1")."""
+    asked, i = {}, 0
+    while i < len(flags):
+        key = flags[i][2:].replace("-", "_")
+        if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            asked[key], i = flags[i + 1], i + 2
+        else:
+            asked[key], i = "1", i + 1
+    return asked
+
+
+def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
+    """The GPT's tensors, name -> shape, in the checkpoint's order; with
+    "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
     shapes = {"tok_emb.weight": [V, C], "pos_emb.weight": [block_size, C]}
     for i in range(n_layer):
         shapes.update({
@@ -307,6 +342,8 @@ def gpt_param_shapes(V, block_size, C, n_layer):
             f"blocks.{i}.mlp.proj.weight": [C, 4 * C],
         })
     shapes["ln_f.weight"] = [C]
+    if (swaps or {}).get("untied_head") == "1":
+        shapes["head.weight"] = [V, C]
     return shapes
 
 
@@ -325,17 +362,33 @@ def layer_norm(x, weight):
     return (x - mean) / torch.sqrt(var + LAYER_NORM_EPS) * weight
 
 
+def rms_norm(x, weight):
+    """RMSNorm over the last dimension, from Zhang and Sennrich (2019):
+    x / sqrt(mean(x^2) + eps) * weight. No mean is taken out; eps as
+    LayerNorm's. (Debian's PyTorch 1.13 has no nn.RMSNorm.)"""
+    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + LAYER_NORM_EPS) * weight
+
+
 def gelu(x):
     """The exact GELU: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))."""
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
-def gpt_forward(params, idx, targets, n_head):
+def relu2(x):
+    """ReLU squared (So et al. 2021, "Primer"): relu(x)^2."""
+    return torch.relu(x) ** 2
+
+
+def gpt_forward(params, idx, targets, n_head, swaps=None):
     """The GPT's forward pass, dropout off; returns (loss, logits).
 
     "params": name -> tensor (as in gpt_param_shapes); "idx": [B,T] token ids;
-    "targets": [B,T] token ids, or None for logits only (loss None).
+    "targets": [B,T] token ids, or None for logits only (loss None);
+    "swaps": the modern recipe's (model_swaps), None for the plain GPT.
     """
+    swaps = dict(PLAIN_GPT, **(swaps or {}))
+    norm = rms_norm if swaps["norm"] == "rmsnorm" else layer_norm
+    act = relu2 if swaps["mlp"] == "relu2" else gelu
     B, T = idx.shape
     C = params["tok_emb.weight"].shape[1]
     HS = C // n_head
@@ -349,7 +402,7 @@ def gpt_forward(params, idx, targets, n_head):
              if name.startswith(f"blocks.{i}.")}
 
         # 2. Attention on the normalised stream, added back to it.
-        h = layer_norm(x, w["ln1.weight"])                                     # [B,T,C]
+        h = norm(x, w["ln1.weight"])                                           # [B,T,C]
         q, k, v = ((h @ w[f"attn.{n}.weight"].T).view(B, T, n_head, HS).transpose(1, 2)
                    for n in "qkv")                                             # [B,NH,T,HS]
         scores = (q @ k.transpose(-2, -1) / math.sqrt(HS)).masked_fill(future, float("-inf"))
@@ -359,11 +412,13 @@ def gpt_forward(params, idx, targets, n_head):
         x = x + y @ w["attn.proj.weight"].T
 
         # 3. The MLP on the normalised stream, added back to it.
-        h = layer_norm(x, w["ln2.weight"])
-        x = x + gelu(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T         # [B,T,4C] inside
+        h = norm(x, w["ln2.weight"])
+        x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T          # [B,T,4C] inside
 
-    # 4. Final norm; the head is the token embedding, transposed (tied).
-    logits = layer_norm(x, params["ln_f.weight"]) @ params["tok_emb.weight"].T  # [B,T,V]
+    # 4. Final norm; the head is the token embedding, transposed (tied), or
+    # with untied_head a weight of its own.
+    head = params["head.weight"] if swaps["untied_head"] == "1" else params["tok_emb.weight"]
+    logits = norm(x, params["ln_f.weight"]) @ head.T                             # [B,T,V]
     if targets is None:
         return None, logits
 
@@ -759,7 +814,7 @@ def expected_tensors(meta):
     V, C, T = int(meta["vocab_size"]), int(meta["n_embd"]), int(meta["block_size"])
     arch = meta.get("arch", "card")
     if arch == "gpt":
-        return gpt_param_shapes(V, T, C, int(meta["n_layer"]))
+        return gpt_param_shapes(V, T, C, int(meta["n_layer"]), model_swaps(meta))
     if arch != "card":
         raise ParityFailure(f"unknown arch {arch!r} in the checkpoint's metadata")
     return {
@@ -901,13 +956,14 @@ def parity_card(args, workdir, data):
     return failures
 
 
-def step0_gradients(args, data, init_path, init_tensors, n_head, train_tokens, T, workdir):
+def step0_gradients(args, data, init_path, init_tensors, model, train_tokens, T, workdir):
     """Every tensor's step-0 gradient, tinygpt's against autograd's, from "init_path".
 
-    tinygpt trains one step from it; its gradient is (w0 - w1) / lr. Returns
-    one row per tensor, largest difference first: (max |difference|, name,
-    max |gradient|, index of the worst element, tinygpt's and autograd's
-    value there).
+    tinygpt trains one step from it; its gradient is (w0 - w1) / lr.
+    "model"(params, inputs, targets) is the GPT's mean loss. Returns one row
+    per tensor, largest difference first: (max |difference|, name, max
+    |gradient|, index of the worst element, tinygpt's and autograd's value
+    there).
     """
     one_dir = os.path.join(workdir, "gpt-one-step-" + os.path.basename(os.path.dirname(init_path)))
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
@@ -918,7 +974,7 @@ def step0_gradients(args, data, init_path, init_tensors, n_head, train_tokens, T
     after, _ = read_safetensors(os.path.join(one_dir, "model.safetensors"))
     params = {name: t.to(torch.float64).requires_grad_() for name, t in init_tensors.items()}
     inputs, targets = sequential_batch(train_tokens, 0, PARITY_BATCH, T)
-    gpt_forward(params, inputs, targets, n_head)[0].backward()
+    model(params, inputs, targets).backward()
     rows = []
     for name, p in params.items():
         c_grad = (init_tensors[name].to(torch.float64) - after[name].to(torch.float64)) / PARITY_LR
@@ -929,10 +985,10 @@ def step0_gradients(args, data, init_path, init_tensors, n_head, train_tokens, T
     return sorted(rows, reverse=True)
 
 
-def print_gradient_rows(init_path, rows):
+def print_gradient_rows(label, init_path, rows):
     """Print step0_gradients' rows, mark those beyond GRAD_TOLERANCE, and say
     where in the backward pass the first wrong one lies."""
-    print(f"parity gpt: step-0 gradients from {init_path}, tinygpt's (w0 - w1)/lr against "
+    print(f"parity {label}: step-0 gradients from {init_path}, tinygpt's (w0 - w1)/lr against "
           "autograd's, worst first:")
     for diff, name, scale, where, c, r in rows:
         mark = "  <-- differs" if diff > GRAD_TOLERANCE else ""
@@ -940,29 +996,33 @@ def print_gradient_rows(init_path, rows):
               f"torch {r:+.6f}; max |grad| {scale:.2e}){mark}")
     wrong_names = {name for diff, name, *_ in rows if diff > GRAD_TOLERANCE}
     # Backward visits the tensors in this order (tok_emb last, though the tied
-    # head gives it a first share at the start).
-    n_layer = gpt_n_layer({name: None for _, name, *_ in rows})
-    backward_order = ["ln_f.weight"] + [
+    # head gives it a first share at the start; an untied head is first).
+    names = {name for _, name, *_ in rows}
+    n_layer = gpt_n_layer(dict.fromkeys(names))
+    backward_order = ["head.weight", "ln_f.weight"] + [
         f"blocks.{i}.{n}" for i in reversed(range(n_layer))
         for n in ("mlp.proj.weight", "mlp.fc.weight", "ln2.weight", "attn.proj.weight",
                   "attn.v.weight", "attn.k.weight", "attn.q.weight", "ln1.weight")
     ] + ["pos_emb.weight", "tok_emb.weight"]
+    backward_order = [name for name in backward_order if name in names]
     wrong = [name for name in backward_order if name in wrong_names]
     if not wrong:
-        print(f"parity gpt: no gradient differs by more than {GRAD_TOLERANCE:.0e}")
+        print(f"parity {label}: no gradient differs by more than {GRAD_TOLERANCE:.0e}")
         return
     first = backward_order.index(wrong[0])
     last_good = backward_order[first - 1] if first > 0 else "the loss"
-    print(f"parity gpt: {len(wrong)} of {len(backward_order)} gradients differ by more than "
+    print(f"parity {label}: {len(wrong)} of {len(backward_order)} gradients differ by more than "
           f"{GRAD_TOLERANCE:.0e}; in backward order the first is {wrong[0]} (after "
           f"{last_good}, which agrees): look between those two in the backward pass "
           "(if the step-0 loss also differs, the forward is wrong first)")
 
 
-def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head):
+def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, model, label):
     """The probe: tinygpt evaluates, and trains from, a GPT checkpoint written
     here with weights of order 1 (random_gpt_params): its eval loss, PROBE_STEPS
-    training steps, and every tensor's step-0 gradient. Returns the failures.
+    training steps, and every tensor's step-0 gradient. "model"(params,
+    inputs, targets) is the GPT's mean loss; "label" names the check in what
+    it prints. Returns the failures.
 
     The file copies the metadata and the tensor order of tinygpt's own
     "init_path" (the loader may check either); the weights are rounded to
@@ -975,11 +1035,11 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head):
                    key=lambda n: header[n]["data_offsets"][0])
     probe = random_gpt_params(expected_tensors(meta), PROBE_SEED)
     probe = {name: probe[name].to(torch.float32) for name in order}
-    probe_dir = os.path.join(workdir, "gpt-probe")
+    probe_dir = os.path.join(workdir, label.replace(" ", "-") + "-probe")
     os.makedirs(probe_dir, exist_ok=True)
     probe_path = os.path.join(probe_dir, "model.safetensors")
     write_safetensors(probe_path, probe, meta)
-    print(f"parity gpt: wrote a probe checkpoint, weights of order 1, to {probe_path}")
+    print(f"parity {label}: wrote a probe checkpoint, weights of order 1, to {probe_path}")
     T = int(meta["block_size"])
     failures = []
 
@@ -987,14 +1047,14 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head):
     reply = run([args.tinygpt, "eval", "--model", probe_path, data, "--json"])
     result = json.loads([line for line in reply.splitlines() if line.startswith("{")][-1])
     stored = {name: t.to(torch.float64) for name, t in probe.items()}
-    ref_loss, predicted = eval_loss(lambda i, t: gpt_forward(stored, i, t, n_head)[0], tokens, T)
-    if not verdict("gpt", f"probe eval loss over {predicted} tokens",
+    ref_loss, predicted = eval_loss(lambda i, t: model(stored, i, t), tokens, T)
+    if not verdict(label, f"probe eval loss over {predicted} tokens",
                    abs(result["loss"] - ref_loss), EVAL_TOLERANCE,
                    f"; tinygpt {result['loss']:.6f}, torch {ref_loss:.6f}"):
-        failures.append("gpt probe eval loss differs beyond tolerance")
+        failures.append(f"{label} probe eval loss differs beyond tolerance")
 
     # 2. A few training steps from the probe.
-    trained_dir = os.path.join(workdir, "gpt-probe-trained")
+    trained_dir = os.path.join(workdir, label.replace(" ", "-") + "-probe-trained")
     run([args.tinygpt, "train", data, "--init", probe_path, "--order", "sequential",
          "--dropout", "0", "--steps", str(PROBE_STEPS), "--out", trained_dir,
          "--lr", str(PARITY_LR), "--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
@@ -1004,44 +1064,49 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head):
     final_tensors, _ = read_safetensors(os.path.join(trained_dir, "model.safetensors"))
     params = {name: t.clone().requires_grad_() for name, t in stored.items()}
     losses, lr_failures = replay_training(
-        "gpt probe", params, log, lambda p, i, t: gpt_forward(p, i, t, n_head)[0],
-        tokens[:n_train], T, args.verbose)
+        f"{label} probe", params, log, model, tokens[:n_train], T, args.verbose)
     failures += lr_failures
     if len(log) != PROBE_STEPS:
-        failures.append(f"gpt probe log.csv has {len(log)} rows, expected {PROBE_STEPS}")
+        failures.append(f"{label} probe log.csv has {len(log)} rows, expected {PROBE_STEPS}")
     worst_loss = max(((abs(c - r), step) for step, c, r in losses), default=(0.0, None))
-    if not verdict("gpt", f"probe losses over {len(losses)} steps", worst_loss[0], LOSS_TOLERANCE,
+    if not verdict(label, f"probe losses over {len(losses)} steps", worst_loss[0], LOSS_TOLERANCE,
                    f"; worst at step {worst_loss[1]}"):
-        failures.append("gpt probe losses differ beyond tolerance")
+        failures.append(f"{label} probe losses differ beyond tolerance")
     worst_weight = largest_weight_difference(final_tensors, params)
-    if not verdict("gpt", "probe final weights", worst_weight[0], WEIGHT_TOLERANCE,
+    if not verdict(label, "probe final weights", worst_weight[0], WEIGHT_TOLERANCE,
                    f"; worst in {worst_weight[1]}"):
-        failures.append("gpt probe final weights differ beyond tolerance")
+        failures.append(f"{label} probe final weights differ beyond tolerance")
 
     # 3. The step-0 gradient of every tensor, from one step of tinygpt's.
-    rows = step0_gradients(args, data, probe_path, probe, n_head, tokens[:n_train], T, workdir)
-    if not verdict("gpt", "probe step-0 gradients, every tensor", rows[0][0], GRAD_TOLERANCE,
+    rows = step0_gradients(args, data, probe_path, probe, model, tokens[:n_train], T, workdir)
+    if not verdict(label, "probe step-0 gradients, every tensor", rows[0][0], GRAD_TOLERANCE,
                    f"; worst in {rows[0][1]}"):
-        failures.append("gpt probe gradients differ beyond tolerance")
-        print_gradient_rows(probe_path, rows)
+        failures.append(f"{label} probe gradients differ beyond tolerance")
+        print_gradient_rows(label, probe_path, rows)
     return failures
 
 
-def parity_gpt(args, workdir, data):
+def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     """The GPT: the same training check as the card model's, plus the step-0
     loss on its own, `tinygpt eval` of the trained model, and the probe
     (gpt_probe); returns the list of failures. On a failure it also prints
-    every tensor's step-0 gradient from tinygpt's own init, to say where."""
+    every tensor's step-0 gradient from tinygpt's own init, to say where.
+
+    "swap_flags" (--norm rmsnorm, ...) make the GPT one with the modern
+    recipe's swaps; the model here reads them from the checkpoint's
+    metadata, so the check also proves that tinygpt keeps them there.
+    "label" names the check in what it prints, and its directories."""
     if not train_has_arch_flag(args.tinygpt):
         raise ParityFailure(f"`{args.tinygpt} train --help` lists no --arch: this tinygpt has "
                             "no GPT (run with --only card to check the card model alone)")
 
     # 1. The initial GPT, as tinygpt initialises it.
-    init_dir, trained_dir = os.path.join(workdir, "gpt-init"), os.path.join(workdir, "gpt-trained")
+    prefix = label.replace(" ", "-")
+    init_dir, trained_dir = os.path.join(workdir, prefix + "-init"), os.path.join(workdir, prefix + "-trained")
     common = ["--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
               "--val-fraction", str(PARITY_VAL_FRACTION)]
     run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
-        + PARITY_GPT_ARCH_FLAGS + PARITY_MODEL_FLAGS + common)
+        + PARITY_GPT_ARCH_FLAGS + list(swap_flags) + PARITY_MODEL_FLAGS + common)
     init_path = os.path.join(init_dir, "model.safetensors")
     init_tensors, meta = read_safetensors(init_path)
     if meta.get("arch") != "gpt":
@@ -1050,6 +1115,15 @@ def parity_gpt(args, workdir, data):
     n_layer = int(meta["n_layer"])
     if str(n_layer) != PARITY_GPT_ARCH_FLAGS[3]:
         raise ParityFailure(f"{init_path}: n_layer {n_layer}, asked for {PARITY_GPT_ARCH_FLAGS[3]}")
+    swaps = model_swaps(meta)
+    asked = swap_flags_meta(swap_flags)
+    for key in PLAIN_GPT:
+        if swaps[key] != asked.get(key, PLAIN_GPT[key]):
+            raise ParityFailure(f"{init_path}: metadata {key} is {swaps[key]!r}, asked for "
+                                f"{' '.join(swap_flags) or 'the plain GPT'}")
+
+    def model(p, i, t):
+        return gpt_forward(p, i, t, n_head, swaps)[0]
 
     # 2. tinygpt trains it from that file.
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
@@ -1067,52 +1141,69 @@ def parity_gpt(args, workdir, data):
     params = {name: t.to(torch.float64).requires_grad_() for name, t in init_tensors.items()}
     failures = []
     if len(log) != args.steps:
-        failures.append(f"gpt log.csv has {len(log)} rows, expected {args.steps}")
+        failures.append(f"{label} log.csv has {len(log)} rows, expected {args.steps}")
     if not log or log[0][0] != 0:
         raise ParityFailure(f"{trained_dir}/log.csv does not start at step 0")
     losses, lr_failures = replay_training(
-        "gpt", params, log, lambda p, i, t: gpt_forward(p, i, t, n_head)[0], tokens[:n_train], T,
-        args.verbose)
+        label, params, log, model, tokens[:n_train], T, args.verbose)
     failures += lr_failures
 
     # 4. Compare: the step-0 loss (the forward pass alone, from the shared
     # init), every step's loss, the final weights.
     _, c0, r0 = losses[0]
-    if not verdict("gpt", "step-0 loss", abs(c0 - r0), LOSS_TOLERANCE,
+    if not verdict(label, "step-0 loss", abs(c0 - r0), LOSS_TOLERANCE,
                    f"; tinygpt {c0:.6f}, torch {r0:.6f}"):
-        failures.append("gpt step-0 loss differs beyond tolerance")
+        failures.append(f"{label} step-0 loss differs beyond tolerance")
     worst_loss = max((abs(c - r), step) for step, c, r in losses)
-    if not verdict("gpt", f"losses over {len(losses)} steps", worst_loss[0], LOSS_TOLERANCE,
+    if not verdict(label, f"losses over {len(losses)} steps", worst_loss[0], LOSS_TOLERANCE,
                    f"; worst at step {worst_loss[1]}; loss {losses[0][2]:.4f} -> "
                    f"{losses[-1][2]:.4f}"):
-        failures.append("gpt losses differ beyond tolerance")
+        failures.append(f"{label} losses differ beyond tolerance")
     worst_weight = largest_weight_difference(final_tensors, params)
-    if not verdict("gpt", "final weights", worst_weight[0], WEIGHT_TOLERANCE,
+    if not verdict(label, "final weights", worst_weight[0], WEIGHT_TOLERANCE,
                    f"; worst in {worst_weight[1]}"):
-        failures.append("gpt final weights differ beyond tolerance")
+        failures.append(f"{label} final weights differ beyond tolerance")
 
     # 5. `tinygpt eval` of the trained model against the same windows here,
     # with the weights as stored (float32, widened).
     reply = run([args.tinygpt, "eval", "--model", final_path, data, "--json"])
     result = json.loads([line for line in reply.splitlines() if line.startswith("{")][-1])
     stored = {name: t.to(torch.float64) for name, t in final_tensors.items()}
-    ref_loss, predicted = eval_loss(lambda i, t: gpt_forward(stored, i, t, n_head)[0], tokens, T)
+    ref_loss, predicted = eval_loss(lambda i, t: model(stored, i, t), tokens, T)
     if int(result["tokens"]) != predicted:
         failures.append(f"tinygpt eval scored {result['tokens']} tokens, expected {predicted}")
-    if not verdict("gpt", f"eval loss over {predicted} tokens", abs(result["loss"] - ref_loss),
+    if not verdict(label, f"eval loss over {predicted} tokens", abs(result["loss"] - ref_loss),
                    EVAL_TOLERANCE, f"; tinygpt {result['loss']:.6f}, torch {ref_loss:.6f}"):
-        failures.append("gpt eval loss differs beyond tolerance")
+        failures.append(f"{label} eval loss differs beyond tolerance")
     if abs(result["perplexity"] - math.exp(result["loss"])) > 1e-5 * result["perplexity"] + 1e-6:
         failures.append(f"tinygpt eval perplexity {result['perplexity']} is not exp(loss)")
 
     # 6. The same on weights of order 1, where attention and the MLP are
     # far from trivial.
-    failures += gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, n_head)
+    failures += gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, model, label)
 
     # Where a failure comes from: the gradients from tinygpt's own init.
     if failures:
-        print_gradient_rows(init_path, step0_gradients(args, data, init_path, init_tensors,
-                                                       n_head, tokens[:n_train], T, workdir))
+        print_gradient_rows(label, init_path, step0_gradients(args, data, init_path, init_tensors,
+                                                              model, tokens[:n_train], T, workdir))
+    return failures
+
+
+# The modern recipe's swaps parity checks: each alone, then all together.
+RECIPE_SWAPS = [
+    ("rmsnorm", ["--norm", "rmsnorm"]),
+    ("relu2", ["--mlp", "relu2"]),
+    ("untied-head", ["--untied-head"]),
+]
+
+
+def parity_recipe(args, workdir, data):
+    """The GPT's checks (parity_gpt) on a GPT with each of the modern
+    recipe's swaps, then with all of them; returns the list of failures."""
+    failures = []
+    cases = RECIPE_SWAPS + [("all", [f for _, flags in RECIPE_SWAPS for f in flags])]
+    for name, flags in cases:
+        failures += parity_gpt(args, workdir, data, label=f"gpt {name}", swap_flags=flags)
     return failures
 
 
@@ -1269,7 +1360,8 @@ def cmd_parity(args):
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         data = write_parity_data(args, workdir)
-        checks = [("card", parity_card), ("gpt", parity_gpt), ("adamw", parity_gpt_adamw)]
+        checks = [("card", parity_card), ("gpt", parity_gpt), ("adamw", parity_gpt_adamw),
+                  ("recipe", parity_recipe)]
         failures = []
         for label, check in checks:
             if args.only not in (None, label):
@@ -2669,9 +2761,9 @@ def main():
     parity.add_argument("--workdir",
                         help="keep the checkpoints and logs here (default: a temporary directory)")
     parity.add_argument("--verbose", action="store_true", help="print both losses at every step")
-    parity.add_argument("--only", choices=["card", "gpt", "adamw"],
-                        help="check only this (default: the card model, the GPT, then the GPT "
-                             "trained by AdamW)")
+    parity.add_argument("--only", choices=["card", "gpt", "adamw", "recipe"],
+                        help="check only this (default: the card model, the GPT, the GPT "
+                             "trained by AdamW, then the GPT with each of the modern recipe's swaps)")
     parity.set_defaults(func=cmd_parity)
 
     selftest = sub.add_parser("selftest", help="check the reader, the model and its gradients")

@@ -49,6 +49,36 @@ START_TEST(model_gradcheck_passes_every_tensor_for_several_seeds) {
 }
 END_TEST
 
+// The modern recipe's swaps on the gpt the command checks (2 blocks,
+// GRADCHECK_GPT's weights and tolerances): each alone, then all together.
+static ModelConfig recipe_gradcheck_config(int i) {
+    ModelConfig cfg = gradcheck_config(ARCH_GPT, 2);
+    const int n_alone = 3;  // --norm rmsnorm, --mlp relu2, --untied-head
+    if (i == 0 || i == n_alone) cfg.norm = NORM_RMSNORM;
+    if (i == 1 || i == n_alone) cfg.mlp = MLP_RELU2;
+    if (i == 2 || i == n_alone) cfg.untied_head = true;
+    return cfg;
+}
+
+// Loop test over recipe_gradcheck_config.
+START_TEST(model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps) {
+    const ModelConfig cfg = recipe_gradcheck_config(_i);
+    TensorTable table;
+    param_table(&table, &cfg);
+    GradCheckResult *results = xcalloc((size_t)table.count, sizeof *results);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        int failed = model_gradcheck(&cfg, seed, results);
+        for (int i = 0; i < table.count; i++)
+            ck_assert_msg(results[i].failures == 0, "recipe case %d, seed %llu, %s: %zu failures, worst analytic %g numeric %g",
+                          _i, (unsigned long long)seed, table.specs[i].name, results[i].failures,
+                          results[i].worst_analytic, results[i].worst_numeric);
+        ck_assert_int_eq(failed, 0);
+    }
+    free(results);
+    table_free(&table);
+}
+END_TEST
+
 // expect_a_passing_line_per_tensor: "out" has a PASS line, with the shape,
 // for every tensor of the parameter table of "cfg", and the closing count.
 static void expect_a_passing_line_per_tensor(const char *out, const ModelConfig *cfg) {
@@ -166,6 +196,7 @@ Suite *gradcheck_model_suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);  // runs the binary on a shared machine
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 2);
+    tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps, 0, 4);
     tcase_add_test(tc, gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor);
     tcase_add_loop_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward, 0, 2);

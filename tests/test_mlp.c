@@ -1,7 +1,8 @@
-// test_mlp.c: tests for src/layers/mlp.c (Linear(C, 4C) -> GELU -> Linear(4C, C)).
+// test_mlp.c: tests for src/layers/mlp.c (Linear(C, 4C) -> GELU -> Linear(4C, C),
+// or ReLU^2 in GELU's place). Every test runs with both activations.
 //
 // 1. forward agrees with the same three steps built from the _reference
-//    versions of linear.h and gelu.h;
+//    versions of linear.h and gelu.h (relu2.h has one version);
 // 2. backward matches central finite differences of L = sum(out * R) for
 //    inp and both weights, adds to the weight gradients and writes dinp;
 // 3. one row alone gives the bits it gets inside a batch (sampling vs training).
@@ -15,6 +16,7 @@
 #include "helpers.h"
 #include "linear.h"
 #include "mlp.h"
+#include "relu2.h"
 #include "rng.h"
 #include "tests.h"
 
@@ -35,8 +37,9 @@ static const double ADDS_TWICE_RTOL = 1e-6;
 // All of one MLP's tensors, for N rows of width C (hidden width H = 4C).
 typedef struct {
     int N, C, H;
+    MlpKind act;
     float *inp, *fc_weight, *proj_weight, *fc_weight_t, *proj_weight_t;  // [N,C], [H,C], [C,H], [C,H], [H,C]
-    float *fc_out, *gelu_out, *out;                                      // [N,H], [N,H], [N,C]
+    float *fc_out, *act_out, *out;                                       // [N,H], [N,H], [N,C]
     float *dout, *dinp, *dfc_weight, *dproj_weight, *dhidden;            // [N,C], [N,C], [H,C], [C,H], [N,H]
     double *R;                                                           // [N,C], the loss weights
 } Mlp;
@@ -47,8 +50,8 @@ static void fill_scaled(float *x, size_t n, float scale, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] *= scale;
 }
 
-static Mlp mlp_new(int N, int C, uint64_t seed) {
-    Mlp m = {.N = N, .C = C, .H = 4 * C};
+static Mlp mlp_new(int N, int C, uint64_t seed, MlpKind act) {
+    Mlp m = {.N = N, .C = C, .H = 4 * C, .act = act};
     const size_t nc = (size_t)N * C, nh = (size_t)N * m.H, hc = (size_t)m.H * C;
     m.inp = xmalloc(nc * sizeof(float));
     m.fc_weight = xmalloc(hc * sizeof(float));
@@ -56,7 +59,7 @@ static Mlp mlp_new(int N, int C, uint64_t seed) {
     m.fc_weight_t = xmalloc(hc * sizeof(float));
     m.proj_weight_t = xmalloc(hc * sizeof(float));
     m.fc_out = xmalloc(nh * sizeof(float));
-    m.gelu_out = xmalloc(nh * sizeof(float));
+    m.act_out = xmalloc(nh * sizeof(float));
     m.out = xmalloc(nc * sizeof(float));
     m.dout = xmalloc(nc * sizeof(float));
     m.dinp = xmalloc(nc * sizeof(float));
@@ -80,7 +83,7 @@ static Mlp mlp_new(int N, int C, uint64_t seed) {
 
 static void mlp_free(Mlp *m) {
     float *all[] = {m->inp,    m->fc_weight, m->proj_weight, m->fc_weight_t, m->proj_weight_t,
-                    m->fc_out, m->gelu_out,  m->out,         m->dout,        m->dinp,
+                    m->fc_out, m->act_out,   m->out,         m->dout,        m->dinp,
                     m->dfc_weight, m->dproj_weight, m->dhidden};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     free(m->R);
@@ -90,12 +93,12 @@ static void mlp_free(Mlp *m) {
 static void mlp_run_forward(Mlp *m) {
     linear_transpose_weight(m->fc_weight_t, m->fc_weight, m->C, m->H);
     linear_transpose_weight(m->proj_weight_t, m->proj_weight, m->H, m->C);
-    mlp_forward(m->out, m->fc_out, m->gelu_out, m->inp, m->fc_weight_t, m->proj_weight_t, m->N, m->C);
+    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight_t, m->proj_weight_t, m->N, m->C, m->act);
 }
 
 static void mlp_run_backward(Mlp *m) {
-    mlp_backward(m->dinp, m->dfc_weight, m->dproj_weight, m->dhidden, m->gelu_out, m->dout, m->inp, m->fc_out,
-                 m->fc_weight, m->proj_weight, m->N, m->C);
+    mlp_backward(m->dinp, m->dfc_weight, m->dproj_weight, m->dhidden, m->act_out, m->dout, m->inp, m->fc_out,
+                 m->fc_weight, m->proj_weight, m->N, m->C, m->act);
 }
 
 // ---------------------------------------------------------------------------
@@ -103,22 +106,24 @@ static void mlp_run_backward(Mlp *m) {
 // checks; (7, 24): H = 96, a full 64-column tile and a ragged one.
 
 static const int SHAPES[][2] = {{5, 8}, {7, 24}};
+enum { N_SHAPES = 2, N_ACTS = 2 };  // loop tests: activation _i, or shape _i % N_SHAPES and activation _i / N_SHAPES
 
-START_TEST(forward_matches_the_reference_linear_gelu_linear_steps) {
-    const int N = SHAPES[_i][0], C = SHAPES[_i][1];
-    Mlp m = mlp_new(N, C, 90 + (uint64_t)_i);
+START_TEST(forward_matches_the_reference_linear_activation_linear_steps) {
+    const int N = SHAPES[_i % N_SHAPES][0], C = SHAPES[_i % N_SHAPES][1];
+    Mlp m = mlp_new(N, C, 90 + (uint64_t)_i, (MlpKind)(_i / N_SHAPES));
     mlp_run_forward(&m);
     const size_t nh = (size_t)N * m.H;
-    float *fc_ref = xmalloc(nh * sizeof(float)), *gelu_ref = xmalloc(nh * sizeof(float));
+    float *fc_ref = xmalloc(nh * sizeof(float)), *act_ref = xmalloc(nh * sizeof(float));
     float *out_ref = xmalloc((size_t)N * C * sizeof(float));
     linear_forward_reference(fc_ref, m.inp, m.fc_weight, NULL, N, C, m.H);
-    gelu_forward_reference(gelu_ref, fc_ref, nh);
-    linear_forward_reference(out_ref, gelu_ref, m.proj_weight, NULL, N, m.H, C);
+    if (m.act == MLP_RELU2) relu2_forward(act_ref, fc_ref, nh);
+    else gelu_forward_reference(act_ref, fc_ref, nh);
+    linear_forward_reference(out_ref, act_ref, m.proj_weight, NULL, N, m.H, C);
     assert_all_close("fc_out", m.fc_out, fc_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
-    assert_all_close("gelu_out", m.gelu_out, gelu_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
+    assert_all_close("act_out", m.act_out, act_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
     assert_all_close("out", m.out, out_ref, (size_t)N * C, MATCHES_REFERENCE_STEPS_RTOL);
     free(out_ref);
-    free(gelu_ref);
+    free(act_ref);
     free(fc_ref);
     mlp_free(&m);
 }
@@ -139,18 +144,18 @@ static double mlp_loss(void *ctx) {
 }
 
 // One forward, then one backward from zeroed weight gradients. Backward
-// must recompute gelu_out from fc_out (mlp.h: the model passes scratch), so
-// it gets NaN in gelu_out, which would reach every gradient if read.
+// must recompute act_out from fc_out (mlp.h: the model passes scratch), so
+// it gets NaN in act_out, which would reach every gradient if read.
 static void mlp_forward_backward_from_zero(Mlp *m) {
     memset(m->dfc_weight, 0, (size_t)m->H * m->C * sizeof(float));
     memset(m->dproj_weight, 0, (size_t)m->H * m->C * sizeof(float));
     mlp_run_forward(m);
-    for (size_t i = 0; i < (size_t)m->N * m->H; i++) m->gelu_out[i] = NAN;
+    for (size_t i = 0; i < (size_t)m->N * m->H; i++) m->act_out[i] = NAN;
     mlp_run_backward(m);
 }
 
 START_TEST(backward_matches_finite_differences_for_inp_and_both_weights) {
-    Mlp m = mlp_new(GN, GC, 95);
+    Mlp m = mlp_new(GN, GC, 95, (MlpKind)_i);
     mlp_forward_backward_from_zero(&m);
     // One thread: thousands of tiny forward passes, where a parallel region
     // costs more than its arithmetic (see test_linear.c).
@@ -171,7 +176,7 @@ END_TEST
 // Twice from zero = double once for the weight gradients (added to); dinp
 // is written, so whatever it held (NaN here) is gone and it equals once.
 START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
-    Mlp m = mlp_new(GN, GC, 96);
+    Mlp m = mlp_new(GN, GC, 96, (MlpKind)_i);
     const size_t nc = (size_t)GN * GC, hc = (size_t)m.H * GC;
     mlp_forward_backward_from_zero(&m);
     float *once_inp = xmalloc(nc * sizeof(float)), *twice_fc = xmalloc(hc * sizeof(float));
@@ -200,18 +205,17 @@ END_TEST
 
 START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     enum { N = 64, C = 64, H = 4 * C };
-    Mlp m = mlp_new(N, C, 97);
+    Mlp m = mlp_new(N, C, 97, (MlpKind)_i);
     int saved_threads = get_threads();
     set_threads(2);
     mlp_run_forward(&m);
     const int rows[] = {0, 29, N - 1};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const int n = rows[r];
-        static float out[C], fc_out[H], gelu_out[H];
-        mlp_forward(out, fc_out, gelu_out, m.inp + (size_t)n * C, m.fc_weight_t, m.proj_weight_t, 1, C);
+        static float out[C], fc_out[H], act_out[H];
+        mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight_t, m.proj_weight_t, 1, C, m.act);
         ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * H, sizeof fc_out) == 0, "fc_out of row %d differs", n);
-        ck_assert_msg(memcmp(gelu_out, m.gelu_out + (size_t)n * H, sizeof gelu_out) == 0, "gelu_out of row %d differs",
-                      n);
+        ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * H, sizeof act_out) == 0, "act_out of row %d differs", n);
         ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs", n);
     }
     set_threads(saved_threads);
@@ -222,11 +226,10 @@ END_TEST
 Suite *mlp_suite(void) {
     Suite *s = suite_create("mlp");
     TCase *tc = tcase_create("core");
-    tcase_add_loop_test(tc, forward_matches_the_reference_linear_gelu_linear_steps, 0,
-                        (int)(sizeof SHAPES / sizeof SHAPES[0]));
-    tcase_add_test(tc, backward_matches_finite_differences_for_inp_and_both_weights);
-    tcase_add_test(tc, backward_adds_to_the_weight_gradients_and_writes_dinp);
-    tcase_add_test(tc, one_row_alone_gives_the_same_bits_as_inside_a_batch);
+    tcase_add_loop_test(tc, forward_matches_the_reference_linear_activation_linear_steps, 0, N_SHAPES * N_ACTS);
+    tcase_add_loop_test(tc, backward_matches_finite_differences_for_inp_and_both_weights, 0, N_ACTS);
+    tcase_add_loop_test(tc, backward_adds_to_the_weight_gradients_and_writes_dinp, 0, N_ACTS);
+    tcase_add_loop_test(tc, one_row_alone_gives_the_same_bits_as_inside_a_batch, 0, N_ACTS);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -399,7 +399,7 @@ static void assert_model_views(const Model *m) {
         assert_view(b->res_mlp, base, at, "blocks.%d.res_mlp", l);
     }
     assert_view(a->branch_out, base, at, "branch_out");
-    assert_view(a->gelu_out, base, at, "gelu_out");
+    assert_view(a->act_out, base, at, "gelu_out");
     assert_view(a->lnf_out, base, at, "lnf_out");
     assert_view(a->lnf_mean, base, at, "lnf_mean");
     assert_view(a->lnf_rstd, base, at, "lnf_rstd");
@@ -995,6 +995,33 @@ START_TEST(a_gpt_without_some_of_its_parts_has_the_right_gradient) {
 }
 END_TEST
 
+// The modern recipe's swaps (docs/model.md, "The modern recipe"): each one
+// alone, then all together, then all on a gpt without its residual stream
+// (the ladder's routing and the swaps at once).
+static ModelConfig recipe_case(int i) {
+    ModelConfig cfg = SMALL_GPT;
+    const int n_alone = 3;  // the swaps so far: --norm rmsnorm, --mlp relu2, --untied-head
+    const bool all = i >= n_alone;
+    if (i == 0 || all) cfg.norm = NORM_RMSNORM;
+    if (i == 1 || all) cfg.mlp = MLP_RELU2;
+    if (i == 2 || all) cfg.untied_head = true;
+    if (i == n_alone + 1) {
+        cfg.no_residual = true;
+        cfg.n_layer = 1;  // see a_gpt_without_some_of_its_parts_has_the_right_gradient
+    }
+    return cfg;
+}
+enum { RECIPE_CASES = 5 };
+
+// Loop test over recipe_case, with dropout on: each swap's backward, in the
+// whole model, is the gradient of its forward.
+START_TEST(a_gpt_with_the_modern_recipe_s_swaps_has_the_right_gradient) {
+    ModelConfig cfg = recipe_case(_i);
+    cfg.dropout = 0.2f;
+    check_model_gradients(&cfg, SMALL_B, SMALL_B, SMALL_T, 60 + (uint64_t)_i, LADDER_TOLERANCE);
+}
+END_TEST
+
 // Loop test: _i = 0 on card, _i = 1 on gpt.
 START_TEST(gradients_are_right_for_a_batch_smaller_than_the_maximum) {
     ModelConfig cfg = _i == 0 ? SMALL : SMALL_GPT;
@@ -1210,6 +1237,15 @@ START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass)
 }
 END_TEST
 
+// Loop test over recipe_case, at the sizes above: sampling runs the swaps
+// one position at a time, with the same bits.
+START_TEST(forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass) {
+    ModelConfig cfg = recipe_case(_i);
+    cfg.vocab_size = 11, cfg.block_size = 12, cfg.n_embd = 32, cfg.n_head = 4, cfg.dropout = 0.1f;
+    position_by_position_matches_full_pass(&cfg);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Training
 
@@ -1382,6 +1418,7 @@ Suite *model_suite(void) {
     tcase_set_timeout(passes, 30);
     tcase_add_loop_test(passes, every_parameter_gradient_matches_finite_differences, 0, 4);
     tcase_add_loop_test(passes, a_gpt_without_some_of_its_parts_has_the_right_gradient, 1, 8);
+    tcase_add_loop_test(passes, a_gpt_with_the_modern_recipe_s_swaps_has_the_right_gradient, 0, RECIPE_CASES);
     tcase_add_loop_test(passes, gradients_are_right_for_a_batch_smaller_than_the_maximum, 0, 2);
     tcase_add_loop_test(passes, backward_adds_to_the_parameter_gradients_and_zero_grad_clears_them, 0, 2);
     tcase_add_test(passes, first_loss_is_finite_and_positive);
@@ -1389,6 +1426,8 @@ Suite *model_suite(void) {
     tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
     tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 2);
+    tcase_add_loop_test(passes, forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass, 0,
+                        RECIPE_CASES);
     suite_add_tcase(s, passes);
 
     TCase *training = tcase_create("training");

@@ -63,6 +63,16 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(no_residual), SETTING_SWITCH, "--no-residual", NULL,
      "gpt without the residual stream: each branch replaces its input", GPT_ONLY,
      .needs_why = "card has no residual stream to remove", .kept = KEPT_IN_MODEL, .key = "no_residual"},
+    {FIELD(norm), SETTING_CHOICE, "--norm", "NAME",
+     "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
+     .gpt_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
+     .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
+    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP activation: gelu, or relu2 (max(x, 0)^2)",
+     .gpt_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
+     .key = "mlp", .if_absent = "gelu"},
+    {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
+     "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", GPT_ONLY,
+     .needs_why = "card's head is its own already", .kept = KEPT_IN_MODEL, .key = "untied_head", .if_absent = "0"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
      .derived = "gpt 2000, card 7000; with --time, no limit", .derive = derive_steps, .max = 1e12,
      .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "steps"},
@@ -148,7 +158,8 @@ _Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= NUM_TRAIN_SET
                "Given has a place for every setting");
 _Static_assert(sizeof(Arch) == sizeof(int) && sizeof(TokenizerKind) == sizeof(int) &&
                    sizeof(OptimizerKind) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
-                   sizeof(BatchOrder) == sizeof(int),
+                   sizeof(BatchOrder) == sizeof(int) && sizeof(NormKind) == sizeof(int) &&
+                   sizeof(MlpKind) == sizeof(int),
                "a choice is stored through an int *");
 
 const Setting *setting_named(const char *name) {

@@ -43,6 +43,9 @@ typedef struct {
     int vocab_size;          // bpe: tokens to learn
     int layers, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
+    NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
+    MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
+    bool untied_head;        // ... a head.weight of its own, not tok_emb
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

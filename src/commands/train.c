@@ -231,14 +231,25 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
     return (float)(total / (double)chosen);
 }
 
+// recipe_text: the modern recipe's swaps "cfg" makes, as " norm=rmsnorm"
+// and so on, into "out"; "" for none (every card, the plain gpt).
+static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
+    out[0] = '\0';
+    if (cfg->norm != NORM_LAYERNORM) snprintf(out + strlen(out), cap - strlen(out), " norm=%s", NORM_NAMES[cfg->norm]);
+    if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
+    if (cfg->untied_head) snprintf(out + strlen(out), cap - strlen(out), " untied-head");
+    return out;
+}
+
 // print_run: what is about to train, on stderr: the model and the data,
 // the memory it takes, the optimizer.
 static void print_run(TrainRun *run) {
     const Model *m = &run->model;
     const ModelConfig *cfg = &m->config;
-    fprintf(stderr, "model: arch=%s layers=%d%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens (%s tokenizer)\n",
+    char recipe[128];
+    fprintf(stderr, "model: arch=%s layers=%d%s%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens (%s tokenizer)\n",
             arch_name(cfg->arch), m->n_layer, cfg->no_layernorm ? " (no layernorm)" : "", cfg->no_mlp ? " (no mlp)" : "",
-            cfg->no_residual ? " (no residual)" : "", cfg->vocab_size, cfg->block_size, cfg->n_embd, cfg->n_head,
+            cfg->no_residual ? " (no residual)" : "", recipe_text(cfg, recipe, sizeof recipe), cfg->vocab_size, cfg->block_size, cfg->n_embd, cfg->n_head,
             (double)cfg->dropout, m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train,
             tokenizer_kind_name(run->tok.kind));
     // Counted in floats (an int, of the model's inputs and targets, is as big).

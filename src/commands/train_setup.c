@@ -26,7 +26,10 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .n_layer = s->arch == ARCH_GPT ? s->layers : 1,
                          .no_layernorm = s->no_layernorm,
                          .no_mlp = s->no_mlp,
-                         .no_residual = s->no_residual};
+                         .no_residual = s->no_residual,
+                         .norm = s->norm,
+                         .mlp = s->mlp,
+                         .untied_head = s->untied_head};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine

@@ -40,8 +40,9 @@
 
 // model_keys: the keys that describe "cfg", a tokenizer of "kind": with
 // "complete", every one; without, as a file holds them: a char model says
-// nothing of its tokenizer and a whole gpt nothing of parts it lacks, so
-// those files stay as they were before bpe and the ladder existed.
+// nothing of its tokenizer, a whole gpt nothing of parts it lacks, and a
+// gpt nothing of the modern recipe's swaps it does not make, so those files
+// stay as they were before bpe, the ladder and the recipe existed.
 static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind, bool complete) {
     if (complete || kind != TOKENIZER_CHAR) metadata_set(md, "tokenizer", "%s", tokenizer_kind_name(kind));
     metadata_set(md, "vocab_size", "%d", cfg->vocab_size);
@@ -53,9 +54,12 @@ static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind,
     const struct {
         const char *key;
         bool removed;
-    } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual}};
+    } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual},
+                 {"untied_head", cfg->untied_head}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
+    if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
+    if (complete || cfg->mlp != MLP_GELU) metadata_set(md, "mlp", "%s", MLP_NAMES[cfg->mlp]);
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     metadata_set(md, "dropout", "%.9g", (double)cfg->dropout);
 }
@@ -200,11 +204,18 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     mm->vocab = safetensors_meta_string(st, mm->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
     if (!mm->vocab) return false;
     Arch arch;
-    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0;
+    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0;
     if (!read_architecture(st, &arch, &n_layer)) return false;
     if ((safetensors_meta_has(st, "no_layernorm") && !safetensors_meta_long(st, "no_layernorm", 1, &no_layernorm)) ||
         (safetensors_meta_has(st, "no_mlp") && !safetensors_meta_long(st, "no_mlp", 1, &no_mlp)) ||
-        (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)))
+        (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)) ||
+        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)))
+        return false;
+    // The modern recipe's swaps: a file without the key was saved before
+    // the swap existed, and made none.
+    int norm, mlp;
+    if (!read_choice(st, "norm", "a norm", NORM_NAMES, NORM_LAYERNORM, &norm) ||
+        !read_choice(st, "mlp", "an MLP activation", MLP_NAMES, MLP_GELU, &mlp))
         return false;
 
     mm->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
@@ -216,7 +227,10 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
                             .n_layer = (int)n_layer,
                             .no_layernorm = no_layernorm != 0,
                             .no_mlp = no_mlp != 0,
-                            .no_residual = no_residual != 0};
+                            .no_residual = no_residual != 0,
+                            .norm = (NormKind)norm,
+                            .mlp = (MlpKind)mlp,
+                            .untied_head = untied_head != 0};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",

@@ -23,7 +23,9 @@
 #include "layernorm.h"
 #include "linear.h"
 #include "mlp.h"
+#include "relu2.h"
 #include "residual.h"
+#include "rmsnorm.h"
 
 // Upper bounds on any one size, so products of three sizes cannot overflow
 // size_t and absurd flags are refused before anything is allocated.
@@ -33,6 +35,8 @@
 // The configuration.
 
 const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
+const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
+const char *const MLP_NAMES[] = {"gelu", "relu2", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
@@ -45,10 +49,13 @@ bool arch_from_name(const char *name, Arch *arch) {
 ModelParts model_parts(const ModelConfig *cfg) {
     const bool gpt = cfg->arch == ARCH_GPT;
     return (ModelParts){.layernorm = gpt && !cfg->no_layernorm,
+                        .rmsnorm = gpt && !cfg->no_layernorm && cfg->norm == NORM_RMSNORM,
                         .mlp = gpt && !cfg->no_mlp,
+                        .activation = gpt ? cfg->mlp : MLP_GELU,
                         .residual = gpt && !cfg->no_residual,
                         .proj_bias = !gpt,
-                        .tied_head = gpt};
+                        .tied_head = gpt && !cfg->untied_head,
+                        .head_bias = !gpt};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -76,6 +83,15 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "--no-%s: the card model has no %s to remove; use --arch gpt",
                          cfg->no_layernorm ? "layernorm" : cfg->no_mlp ? "mlp" : "residual",
                          cfg->no_layernorm ? "LayerNorm" : cfg->no_mlp ? "MLP" : "residual stream");
+    if (cfg->norm != NORM_LAYERNORM && cfg->norm != NORM_RMSNORM)
+        return error_set(err, "unknown norm %d", (int)cfg->norm);
+    if (cfg->arch == ARCH_CARD && cfg->norm != NORM_LAYERNORM)
+        return error_set(err, "--norm %s: the card model has no norm to swap; use --arch gpt", NORM_NAMES[cfg->norm]);
+    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
+    if (cfg->arch == ARCH_CARD && cfg->mlp != MLP_GELU)
+        return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
+    if (cfg->arch == ARCH_CARD && cfg->untied_head)
+        return error_set(err, "--untied-head: the card model's head is its own already; use --arch gpt");
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
@@ -100,11 +116,16 @@ typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim
 // model has that part (has_part).
 typedef enum {
     ALWAYS,
-    IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics
+    IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics (LayerNorm or RMSNorm)
+    IF_LAYERNORM_MEAN,      // ln1's and ln_f's means: LayerNorm's, not RMSNorm's
     IF_MLP,                 // the MLP
-    IF_LAYERNORM_AND_MLP,   // ln2: the LayerNorm before the MLP
+    IF_MLP_GELU,            // the MLP's activation, when it is GELU
+    IF_MLP_RELU2,           // ... when it is ReLU^2
+    IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
+    IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
     IF_PROJ_BIAS,           // card's projection bias
-    IF_OWN_HEAD,            // an untied head (card)
+    IF_OWN_HEAD,            // an untied head (card, and gpt --untied-head)
+    IF_HEAD_BIAS,           // its bias (card)
     IF_RESIDUAL,            // the residual stream's branch buffers
     IF_DROPOUT,             // dropout's saved scales
     IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
@@ -156,7 +177,7 @@ static const TensorEntry PARAMS_BLOCK[] = {
 static const TensorEntry PARAMS_BACK[] = {
     {"ln_f.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(ParamTensors, lnf_weight), INIT_ONES},
     {"head.weight", D_V, D_C, IF_OWN_HEAD, offsetof(ParamTensors, head_weight), INIT_LINEAR},
-    {"head.bias", D_V, D_NONE, IF_OWN_HEAD, offsetof(ParamTensors, head_bias), INIT_LINEAR},
+    {"head.bias", D_V, D_NONE, IF_HEAD_BIAS, offsetof(ParamTensors, head_bias), INIT_LINEAR},
 };
 static const Layout PARAMS = {ENTRIES(PARAMS_FRONT), ENTRIES(PARAMS_BLOCK), ENTRIES(PARAMS_BACK)};
 
@@ -166,7 +187,7 @@ static const TensorEntry ACTS_FRONT[] = {
 };
 static const TensorEntry ACTS_BLOCK[] = {
     {"ln1_out", D_BT, D_C, IF_LAYERNORM, offsetof(BlockActs, ln1_out), 0},
-    {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_mean), 0},
+    {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(BlockActs, ln1_mean), 0},
     {"ln1_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_rstd), 0},
     {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
@@ -176,16 +197,17 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"attn_out", D_BT, D_C, ALWAYS, offsetof(BlockActs, attn_out), 0},
     {"res_attn", D_BT, D_C, ALWAYS, offsetof(BlockActs, res_attn), 0},
     {"ln2_out", D_BT, D_C, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_out), 0},
-    {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_mean), 0},
+    {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP_MEAN, offsetof(BlockActs, ln2_mean), 0},
     {"ln2_rstd", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_rstd), 0},
     {"fc_out", D_BT, D_4C, IF_MLP, offsetof(BlockActs, fc_out), 0},
     {"res_mlp", D_BT, D_C, IF_MLP, offsetof(BlockActs, res_mlp), 0},
 };
 static const TensorEntry ACTS_BACK[] = {
     {"branch_out", D_BT, D_C, IF_RESIDUAL, offsetof(ActTensors, branch_out), 0},
-    {"gelu_out", D_BT, D_4C, IF_MLP, offsetof(ActTensors, gelu_out), 0},
+    {"gelu_out", D_BT, D_4C, IF_MLP_GELU, offsetof(ActTensors, act_out), 0},  // one of these two
+    {"relu2_out", D_BT, D_4C, IF_MLP_RELU2, offsetof(ActTensors, act_out), 0},
     {"lnf_out", D_BT, D_C, IF_LAYERNORM, offsetof(ActTensors, lnf_out), 0},
-    {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_mean), 0},
+    {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(ActTensors, lnf_mean), 0},
     {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
     {"logits", D_BT, D_V, ALWAYS, offsetof(ActTensors, logits), 0},
     {"probs", D_BT, D_V, ALWAYS, offsetof(ActTensors, probs), 0},
@@ -211,10 +233,15 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     switch (part) {
     case ALWAYS: return true;
     case IF_LAYERNORM: return p.layernorm;
+    case IF_LAYERNORM_MEAN: return p.layernorm && !p.rmsnorm;
     case IF_MLP: return p.mlp;
+    case IF_MLP_GELU: return p.mlp && p.activation == MLP_GELU;
+    case IF_MLP_RELU2: return p.mlp && p.activation == MLP_RELU2;
     case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
+    case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
     case IF_OWN_HEAD: return !p.tied_head;
+    case IF_HEAD_BIAS: return p.head_bias;
     case IF_RESIDUAL: return p.residual;
     case IF_DROPOUT: return cfg->dropout > 0.0f;
     case IF_LAYERNORM_OR_RESIDUAL: return p.layernorm || p.residual;
@@ -438,6 +465,14 @@ static void layernorm(float *out, float *mean, float *rstd, const float *inp, co
     else layernorm_forward(out, mean, rstd, inp, weight, N, C);
 }
 
+// The model's norm: LayerNorm, or with --norm rmsnorm RMSNorm, which keeps
+// no mean ("mean" NULL). RMSNorm has one version, plain loops, for both builds.
+static void norm(const Model *m, float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                 int C) {
+    if (m->parts.rmsnorm) rmsnorm_forward(out, rstd, inp, weight, N, C);
+    else layernorm(out, mean, rstd, inp, weight, N, C);
+}
+
 // The attention layer over a whole window [B,T] of block "a" (attention.h).
 static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p, uint64_t key) {
     if (USE_REFERENCE)
@@ -447,16 +482,18 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
                           NH, dropout_p, key);
 }
 
-// The MLP over n rows: out = gelu(inp @ Wfc^T) @ Wproj^T (mlp.h); the
-// reference build runs its three steps one by one.
-static void mlp(float *out, float *fc_out, float *gelu_out, const float *inp, const BlockParams *p,
-                const BlockWeightsT *wt, int n, int C) {
+// The MLP over n rows: out = act(inp @ Wfc^T) @ Wproj^T (mlp.h), act GELU
+// or ReLU^2; the reference build runs its three steps one by one (ReLU^2
+// has one version).
+static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p,
+                const BlockWeightsT *wt, int n, int C, MlpKind act) {
     if (USE_REFERENCE) {
         linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
-        gelu_forward_reference(gelu_out, fc_out, (size_t)n * 4 * C);
-        linear_forward_reference(out, gelu_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
+        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * 4 * C);
+        else gelu_forward_reference(act_out, fc_out, (size_t)n * 4 * C);
+        linear_forward_reference(out, act_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
     } else {
-        mlp_forward(out, fc_out, gelu_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C);
+        mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C, act);
     }
 }
 
@@ -478,6 +515,12 @@ static void layernorm_grad(float *dinp, float *dweight, const float *dout, const
     else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
 }
 
+static void norm_grad(const Model *m, float *dinp, float *dweight, const float *dout, const float *inp,
+                      const float *weight, const float *mean, const float *rstd, int N, int C) {
+    if (m->parts.rmsnorm) rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+    else layernorm_grad(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+}
+
 // attention's backward: dqkv from dattn_out, with dweights as scratch.
 // The reference recomputes the dropout mask from the key; the fast one
 // reads the factors and transposed values its forward kept in "a".
@@ -492,19 +535,22 @@ static void attention_grad(float *dqkv, float *dweights, const float *dattn_out,
 }
 
 // The MLP's backward over N rows, given dout: dinp written, the two weights'
-// gradients (in "g") added to; dhidden [N,4C] is scratch, and gelu_out is
+// gradients (in "g") added to; dhidden [N,4C] is scratch, and act_out is
 // recomputed from fc_out (mlp.h). The reference build runs the three steps
 // in reverse one by one.
-static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *gelu_out, const float *dout,
-                     const float *inp, const float *fc_out, const BlockParams *p, int N, int C) {
+static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *act_out, const float *dout,
+                     const float *inp, const float *fc_out, const BlockParams *p, int N, int C, MlpKind act) {
     if (USE_REFERENCE) {
-        gelu_forward_reference(gelu_out, fc_out, (size_t)N * 4 * C);
-        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, gelu_out, p->mlp_proj_weight, N, 4 * C, C);
-        gelu_backward_reference(dhidden, fc_out, dhidden, (size_t)N * 4 * C);
+        const size_t n = (size_t)N * 4 * C;
+        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+        else gelu_forward_reference(act_out, fc_out, n);
+        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, act_out, p->mlp_proj_weight, N, 4 * C, C);
+        if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+        else gelu_backward_reference(dhidden, fc_out, dhidden, n);
         linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, 4 * C);
     } else {
-        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, gelu_out, dout, inp, fc_out, p->fc_weight,
-                     p->mlp_proj_weight, N, C);
+        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, act_out, dout, inp, fc_out, p->fc_weight,
+                     p->mlp_proj_weight, N, C, act);
     }
 }
 
@@ -560,8 +606,9 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
     return wt;
 }
 
-// rows_of: the span's rows of a [.., width] activation.
-static float *rows_of(float *tensor, Span s, size_t width) { return tensor + s.first_row * width; }
+// rows_of: the span's rows of a [.., width] activation; NULL for a tensor
+// the model does not have (RMSNorm's mean).
+static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? tensor + s.first_row * width : NULL; }
 
 // The attention layer over the span: the whole window at once, or, for one
 // position, each head's new key and value added to the cache and then that
@@ -593,9 +640,10 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // A block is written three times: the gpt's, straight through from its
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
-// `--no-mlp`, `--no-residual`, for `make ladder`), whose steps ask which
-// parts are there. block_forward picks one; block_backward, further down,
-// is written the same three ways. Each runs over the span's rows: the
+// `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
+// (`--norm rmsnorm`, `--mlp relu2`), for `make ladder`, whose steps ask which parts are
+// there and which kind each is. block_forward picks one; block_backward,
+// further down, is written the same three ways. Each runs over the span's rows: the
 // whole window, or, when sampling, one position (attention_span then reads
 // the earlier positions' keys and values from the cache).
 
@@ -622,7 +670,7 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
-    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.gelu_out, s, 4 * C), ln2_out, p, wt, n, C);
+    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C, MLP_GELU);
     residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
 }
 
@@ -643,10 +691,13 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 }
 
 // ladder_block_forward: gpt_block_forward's four steps with each removed
-// part skipped: without LayerNorm a branch reads the stream itself;
+// part skipped and each swapped part swapped: without LayerNorm a branch
+// reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
+// with --mlp relu2 the MLP bends with ReLU^2 (parts->activation);
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
-// step 3. With every part present it computes what gpt_block_forward does.
+// step 3. With every part present and none swapped it computes what
+// gpt_block_forward does.
 static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const ModelParts *parts = &m->parts;
@@ -657,8 +708,8 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
 
     const float *attn_in = x;  // 1.
     if (parts->layernorm) {
-        layernorm(rows_of(a->ln1_out, s, C), a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x,
-                  p->ln1_weight, n, C);
+        norm(m, rows_of(a->ln1_out, s, C), rows_of(a->ln1_mean, s, 1), rows_of(a->ln1_rstd, s, 1), x, p->ln1_weight,
+             n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
@@ -674,41 +725,45 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     if (!parts->mlp) return;
     const float *mlp_in = res_attn;  // 4.
     if (parts->layernorm) {
-        layernorm(rows_of(a->ln2_out, s, C), a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn,
-                  p->ln2_weight, n, C);
+        norm(m, rows_of(a->ln2_out, s, C), rows_of(a->ln2_mean, s, 1), rows_of(a->ln2_rstd, s, 1), res_attn,
+             p->ln2_weight, n, C);
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
-    float *fc_out = rows_of(a->fc_out, s, 4 * C), *gelu_out = rows_of(m->acts.gelu_out, s, 4 * C);
+    float *fc_out = rows_of(a->fc_out, s, 4 * C), *act_out = rows_of(m->acts.act_out, s, 4 * C);
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
-        mlp(branch, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(branch, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
         residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
     } else {
-        mlp(res_mlp, fc_out, gelu_out, mlp_in, p, wt, n, C);
+        mlp(res_mlp, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
     }
 }
 
-// whole_gpt: the model is a gpt with all its parts (no --no-* switch).
-static bool whole_gpt(const Model *m) { return m->parts.layernorm && m->parts.mlp && m->parts.residual; }
+// plain_gpt: the model is the gpt itself: all its parts (no --no-* switch),
+// none swapped (no switch of the modern recipe).
+static bool plain_gpt(const Model *m) {
+    return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
+           m->parts.activation == MLP_GELU;
+}
 
 // block_forward: block l over the span's rows, by its architecture.
 static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     if (m->config.arch == ARCH_CARD) card_block_forward(m, l, wt, s, dropout_p, key);
-    else if (whole_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
+    else if (plain_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
     else ladder_block_forward(m, l, wt, s, dropout_p, key);
 }
 
 // head_forward: logits for the span's rows from the last block's output,
-// through ln_f when the model has it; "head_t" is the head's weight
-// transposed ([C,V]).
+// through ln_f when the model has it (LayerNorm, or RMSNorm: norm); "head_t"
+// is the head's weight transposed ([C,V]).
 static float *head_forward(Model *m, const float *head_t, Span s) {
     const int C = m->config.n_embd, V = m->config.vocab_size;
     const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
     ActTensors *a = &m->acts;
     if (m->parts.layernorm) {
-        layernorm(rows_of(a->lnf_out, s, C), a->lnf_mean + s.first_row, a->lnf_rstd + s.first_row, x,
-                  m->params.lnf_weight, s.rows, C);
+        norm(m, rows_of(a->lnf_out, s, C), rows_of(a->lnf_mean, s, 1), rows_of(a->lnf_rstd, s, 1), x,
+             m->params.lnf_weight, s.rows, C);
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
@@ -830,7 +885,7 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     const float *dmlp_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
-    mlp_grad(d->dln_out, g, d->dhidden, m->acts.gelu_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C);
+    mlp_grad(d->dln_out, g, d->dhidden, m->acts.act_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C, MLP_GELU);
     layernorm_grad(d->dresidual, g->ln2_weight, d->dln_out, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd,
                    BT, C);
     // 3. res_attn = x + dropout(attn_out @ Wproj^T)
@@ -879,7 +934,7 @@ static float *input_grad(Model *m) {
 }
 
 // join_stream: the branch has left the gradient of its input in dln_out;
-// pass it back to the stream x it read (through LayerNorm when the block
+// pass it back to the stream x it read (through the norm when the block
 // has one): added to dresidual with a residual stream, written without one.
 static void join_stream(Model *m, float *dln_weight, const float *x, const float *ln_weight, const float *mean,
                         const float *rstd, size_t BT) {
@@ -888,15 +943,16 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
     const size_t n = BT * (size_t)C;
     if (m->parts.layernorm) {
         if (!m->parts.residual) zero_floats(g->dresidual, n);
-        layernorm_grad(g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
+        norm_grad(m, g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
     } else if (m->parts.residual) {
         add_floats(g->dresidual, g->dln_out, n);
     }
 }
 
 // ladder_block_backward: ladder_block_forward read backwards, with the
-// gradients routed by branch_grad, input_grad and join_stream. With every
-// part present it computes what gpt_block_backward does.
+// gradients routed by branch_grad, input_grad and join_stream, and each
+// swapped part's own backward (norm_grad; mlp_grad's activation). With every part present and none
+// swapped it computes what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
@@ -909,7 +965,8 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     if (m->parts.mlp) {  // 4. backwards
         const float *dmlp_out = branch_grad(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
         const float *mlp_in = m->parts.layernorm ? a->ln2_out : a->res_attn;
-        mlp_grad(input_grad(m), g, d->dhidden, m->acts.gelu_out, dmlp_out, mlp_in, a->fc_out, p, BT, C);
+        mlp_grad(input_grad(m), g, d->dhidden, m->acts.act_out, dmlp_out, mlp_in, a->fc_out, p, BT, C,
+                 m->parts.activation);
         join_stream(m, g->ln2_weight, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd, (size_t)BT);
     }
     // 3. backwards: the projection
@@ -927,7 +984,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
 // d (block input).
 static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     if (m->config.arch == ARCH_CARD) card_block_backward(m, l, dropout_p, key);
-    else if (whole_gpt(m)) gpt_block_backward(m, l, dropout_p, key);
+    else if (plain_gpt(m)) gpt_block_backward(m, l, dropout_p, key);
     else ladder_block_backward(m, l, dropout_p, key);
 }
 
@@ -943,7 +1000,9 @@ static void block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 //             + dencoded[b,t,:] added to row inputs[b,t]     the embedding (encoder.c)
 // Nothing has to add the two: grads.head_weight is the memory of
 // grads.tok_emb (model_init), and both backwards add to it, the head's
-// first, the embedding's last.
+// first, the embedding's last. With --untied-head (and in card) the two
+// are separate weights, and each gets its own use's gradient: the same
+// code, with head_weight pointing at head.weight.
 void model_backward(Model *m) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, V = cfg->vocab_size;
@@ -960,7 +1019,7 @@ void model_backward(Model *m) {
     if (m->parts.layernorm) {
         linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);
         zero_floats(d->dresidual, (size_t)BT * C);
-        layernorm_grad(d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
+        norm_grad(m, d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }

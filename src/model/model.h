@@ -2,7 +2,8 @@
 // and forward, backward and the SGD update that tie the layers together.
 //
 // Reading order: file 12, after the layers it calls (files 3-10: encoder,
-// linear, attention, crossentropy, then layernorm, residual, gelu, mlp).
+// linear, attention, crossentropy, then layernorm, rmsnorm, residual, gelu,
+// relu2, mlp).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")
@@ -29,8 +30,14 @@
 //
 // The two differ only in which parts a block has (ModelParts below). model.c
 // writes a block's forward and backward once for each, and once more for a
-// gpt with some parts removed (`make ladder`); one loop over the blocks
-// serves all three.
+// gpt with some parts removed or swapped (`make ladder`: the ladder's --no-*
+// switches, and the modern recipe's, each one part replaced by what
+// today's small GPTs use); one loop over the blocks serves all three.
+//
+// The modern recipe, one switch each (docs/model.md, "The modern recipe"):
+//   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
+//   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
+//   --untied-head    logits = ln_f(x) @ Whead^T, Whead [V,C] a weight of its own   "head"
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -39,6 +46,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "mlp.h"
 #include "rng.h"
 #include "tensor_table.h"
 
@@ -46,6 +54,15 @@ typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
 // Their names, indexed by Arch ("card", "gpt"), NULL-terminated: the --arch
 // values and the checkpoint's "arch".
 extern const char *const ARCH_NAMES[];
+
+// The gpt's norm: LayerNorm (layernorm.h) or RMSNorm (rmsnorm.h). Names
+// indexed the same way ("layernorm", "rmsnorm"): --norm and the
+// checkpoint's "norm".
+typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } NormKind;
+extern const char *const NORM_NAMES[];
+// The MLP's activation, MlpKind (mlp.h): GELU or ReLU^2; names "gelu",
+// "relu2" (--mlp and the checkpoint's "mlp").
+extern const char *const MLP_NAMES[];
 
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
@@ -62,6 +79,10 @@ typedef struct {
     // A gpt without some of its parts, to see what each one buys (`make
     // ladder`); all false is the whole gpt. card has none of these parts.
     bool no_layernorm, no_mlp, no_residual;
+    // The modern recipe's swaps (gpt only); zero is the gpt above.
+    NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
+    MlpKind mlp;     // the MLP's activation (when the model has one)
+    bool untied_head;  // a head.weight of its own instead of tok_emb
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -72,13 +93,17 @@ bool arch_from_name(const char *name, Arch *arch);
 // What each block and the ends of the model are made of. A function of the
 // architecture: card has none of these parts but the projection's bias and
 // its own head; gpt has every part (less those its no_* switches remove),
-// no biases, and a head tied to tok_emb.
+// no biases, and a head tied to tok_emb (or, with --untied-head, its own
+// head.weight, still without a bias).
 typedef struct {
-    bool layernorm;  // ln1, ln2 before the branches and ln_f before the head
+    bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
+    bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
+    MlpKind activation;  // the MLP's: MLP_GELU, or MLP_RELU2 (--mlp relu2)
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
-    bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight and head.bias
+    bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight
+    bool head_bias;  // the head has a bias, head.bias (card)
 } ModelParts;
 ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
@@ -113,12 +138,12 @@ typedef struct {
     float *pos_emb;       // [T,C]
     BlockParams *blocks;  // [L]
     float *lnf_weight;    // [C]   gpt
-    float *head_weight;   // [V,C] card; in gpt, the same memory as tok_emb (tied)
+    float *head_weight;   // [V,C] card and --untied-head; in gpt, the same memory as tok_emb (tied)
     float *head_bias;     // [V]   card
 } ParamTensors;
 
 typedef struct {
-    float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x)
+    float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x); no mean with RMSNorm
     float *qkv;             // [B,T,3C]    queries, keys, values
     float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
     float *dropout_scales;  // [B,NH,T,T]  0 or 1/(1-p) per weight; only when dropout > 0
@@ -135,7 +160,7 @@ typedef struct {
     float *encoded;          // [B,T,C]  token + position embedding (gpt: after dropout)
     BlockActs *blocks;       // [L]
     float *branch_out;       // [B,T,C]  a branch's output before it joins the stream (gpt; shared by all blocks)
-    float *gelu_out;         // [B,T,4C] GELU of fc_out (gpt; shared: backward recomputes it)
+    float *act_out;          // [B,T,4C] the activation of fc_out, GELU or ReLU^2 (gpt; shared: backward recomputes it)
     float *lnf_out, *lnf_mean, *lnf_rstd;  // ln_f(x) (gpt)
     float *logits;           // [B,T,V]
     float *probs;            // [B,T,V]  softmax(logits), kept for the backward pass
@@ -173,7 +198,7 @@ typedef struct {
 typedef struct {
     float *memory;
     BlockWeightsT *blocks;  // [L]
-    float *head_weight;     // [C,V]  head.weight, or tok_emb in gpt, transposed
+    float *head_weight;     // [C,V]  head.weight, or tok_emb in a tied gpt, transposed
 } TransposedWeights;
 
 typedef struct {

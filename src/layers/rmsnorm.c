@@ -1,0 +1,60 @@
+// rmsnorm.c: RMSNorm with a weight, forward and backward derived (see
+// rmsnorm.h).
+#include "rmsnorm.h"
+
+#include <math.h>
+#include <stddef.h>
+
+// out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps)
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *out_n = out + (size_t)n * C;
+        float squares = 0.0f;
+        for (int c = 0; c < C; c++) squares += x[c] * x[c];
+        const float r = 1.0f / sqrtf(squares / (float)C + RMSNORM_EPS);  // 1-2.
+        for (int c = 0; c < C; c++) out_n[c] = x[c] * r * weight[c];    // 3-4.
+        rstd[n] = r;
+    }
+}
+
+// Backward, derived, for one row x[C] with r = rstd, w = weight, dy = dout:
+// rmsnorm.h's four steps in reverse (LayerNorm's derivation in
+// layernorm.c, with the mean gone).
+//   4. y[c] = xhat[c] w[c]:
+//        dw[c]   += dy[c] xhat[c]           summed over the rows (added to)
+//        dxhat[c] = dy[c] w[c]
+//   3-1. xhat[c] = x[c] r depends on every x[j] of the row: directly, and
+//      through r. With
+//        d ms / d x[j] = 2 x[j] / C
+//        d r / d x[j]  = -r^3 / 2 * d ms / d x[j] = -r^2 xhat[j] / C
+//      the product rule on x[c] * r gives
+//        d xhat[c] / d x[j] = r [c == j] + x[c] (-r^2 xhat[j] / C)
+//                           = r ([c == j] - xhat[c] xhat[j] / C)
+//      and summing over c against dxhat[c], two terms:
+//        dx[j] = r (dxhat[j]                                    the direct path
+//                   - xhat[j] mean over c of dxhat[c] xhat[c])  through the scale
+//      That is dxhat with the part that would only scale the row taken
+//      out: scaling x does not change xhat (but for eps), so it cannot
+//      change the loss. LayerNorm's backward also takes out the part that
+//      would shift the row; RMSNorm's output does change with a shift.
+// dx is added to dinp, not written: the input is the residual stream
+// (rmsnorm.h).
+void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                      const float *rstd, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float dxhat_xhat_sum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            const float xhat = x[c] * rstd[n];
+            dxhat_xhat_sum += dy[c] * weight[c] * xhat;  // sum of dxhat xhat (4. dxhat = dy w)
+            dweight[c] += dy[c] * xhat;                  // 4. dw
+        }
+        const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
+        for (int c = 0; c < C; c++) {
+            const float xhat = x[c] * rstd[n];
+            dx[c] += rstd[n] * (dy[c] * weight[c] - xhat * dxhat_xhat_mean);  // 3-1. the two terms
+        }
+    }
+}

@@ -1,0 +1,114 @@
+// test_relu2.c: tests for src/layers/relu2.c (ReLU^2).
+//
+// 1. forward and backward on values worked out by hand;
+// 2. backward against central finite differences of L = sum(relu2(x) * R);
+// 3. in place, and the same bits on 1 and 2 threads.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "relu2.h"
+#include "rng.h"
+#include "tests.h"
+
+// 1. max(x, 0)^2 and 2 max(x, 0): exact in float32 for these x.
+enum { HAND_COUNT = 7 };
+static const float HAND_X[HAND_COUNT] = {0, 1, -1, 2, -2, 0.5f, 3};
+static const float HAND_RELU2[HAND_COUNT] = {0, 1, 0, 4, 0, 0.25f, 9};
+static const float HAND_RELU2_GRAD[HAND_COUNT] = {0, 2, 0, 4, 0, 1, 6};
+
+START_TEST(forward_and_backward_give_hand_checked_values) {
+    float out[HAND_COUNT], dinp[HAND_COUNT], ones[HAND_COUNT];
+    for (int i = 0; i < HAND_COUNT; i++) ones[i] = 1.0f;  // dout = 1: dinp is the derivative
+    relu2_forward(out, HAND_X, HAND_COUNT);
+    relu2_backward(dinp, HAND_X, ones, HAND_COUNT);
+    for (int i = 0; i < HAND_COUNT; i++) {
+        ck_assert_msg(out[i] == HAND_RELU2[i], "relu2(%g) = %.9g, want %.9g", (double)HAND_X[i], (double)out[i],
+                      (double)HAND_RELU2[i]);
+        ck_assert_msg(dinp[i] == HAND_RELU2_GRAD[i], "relu2'(%g) = %.9g, want %.9g", (double)HAND_X[i],
+                      (double)dinp[i], (double)HAND_RELU2_GRAD[i]);
+    }
+}
+END_TEST
+
+// 2. Finite differences on x in [-2, 2], kept away from 0 by more than the
+// step h: relu2 has no corner there, but its second derivative jumps from
+// 0 to 2, so a central difference straddling 0 is off by O(h).
+enum { GN = 40 };
+
+typedef struct {
+    float x[GN], out[GN];
+    double R[GN];
+} Relu2Case;
+
+static double relu2_loss(void *ctx) {
+    Relu2Case *rc = ctx;
+    relu2_forward(rc->out, rc->x, GN);
+    double loss = 0;
+    for (int i = 0; i < GN; i++) loss += rc->out[i] * rc->R[i];
+    return loss;
+}
+
+START_TEST(backward_matches_finite_differences) {
+    Relu2Case rc;
+    Rng rng;
+    rng_init(&rng, 201);
+    for (int i = 0; i < GN; i++) {
+        const float u = 2.0f * rng_uniform(&rng) - 1.0f;
+        rc.x[i] = u < 0 ? 2.0f * u - 0.05f : 2.0f * u + 0.05f;
+        rc.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+    }
+    float dout[GN], dinp[GN];
+    for (int i = 0; i < GN; i++) dout[i] = (float)rc.R[i];
+    relu2_backward(dinp, rc.x, dout, GN);
+    assert_gradcheck_passes("x", gradcheck(relu2_loss, &rc, rc.x, dinp, GN, GRADCHECK_FLOAT32), GN);
+}
+END_TEST
+
+// 3. The MLP's backward runs it in place (dinp == dout); and n = 1 << 17 is
+// above relu2.c's MIN_PARALLEL_ELEMENTS, so two threads share the work.
+START_TEST(in_place_and_one_or_two_threads_give_identical_bits) {
+    const size_t n = (size_t)1 << 17;
+    float *x = xmalloc(n * sizeof(float)), *dout = xmalloc(n * sizeof(float));
+    float *out[2], *dinp[2];
+    Rng rng;
+    rng_init(&rng, 202);
+    fill_uniform(x, n, &rng);
+    fill_uniform(dout, n, &rng);
+    int saved_threads = get_threads();
+    for (int t = 0; t < 2; t++) {
+        set_threads(t + 1);
+        out[t] = xmalloc(n * sizeof(float));
+        dinp[t] = xmalloc(n * sizeof(float));
+        memcpy(dinp[t], dout, n * sizeof(float));
+        relu2_forward(out[t], x, n);
+        relu2_backward(dinp[t], x, dinp[t], n);  // in place
+    }
+    set_threads(saved_threads);
+    float *apart = xmalloc(n * sizeof(float));
+    relu2_backward(apart, x, dout, n);
+    ck_assert_msg(memcmp(out[0], out[1], n * sizeof(float)) == 0, "out depends on the thread count");
+    ck_assert_msg(memcmp(dinp[0], dinp[1], n * sizeof(float)) == 0, "dinp depends on the thread count");
+    ck_assert_msg(memcmp(dinp[0], apart, n * sizeof(float)) == 0, "in place differs from apart");
+    for (int t = 0; t < 2; t++) {
+        free(out[t]);
+        free(dinp[t]);
+    }
+    free(apart);
+    free(dout);
+    free(x);
+}
+END_TEST
+
+Suite *relu2_suite(void) {
+    Suite *s = suite_create("relu2");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, forward_and_backward_give_hand_checked_values);
+    tcase_add_test(tc, backward_matches_finite_differences);
+    tcase_add_test(tc, in_place_and_one_or_two_threads_give_identical_bits);
+    suite_add_tcase(s, tc);
+    return s;
+}

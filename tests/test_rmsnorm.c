@@ -1,0 +1,168 @@
+// test_rmsnorm.c: tests for src/layers/rmsnorm.c (RMSNorm, weight, no bias).
+//
+// 1. forward on rows worked out by hand (one ordinary, one of zeros);
+// 2. backward against central finite differences of L = sum(out * R) for
+//    both inp and weight, and that it adds to both gradients;
+// 3. a row alone gives the same bits as inside a batch (sampling
+//    normalises one position at a time, training all).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "rmsnorm.h"
+#include "rng.h"
+#include "tests.h"
+
+// The hand values are given to 9 digits; float32 holds about 7.
+static const double HAND_VALUE_TOL = 1e-6;
+
+// Gradient from a non-zero start vs start + gradient from zero: they add the
+// same terms but round differently, by a few float32 steps (1.2e-7 relative
+// each). Forgetting the start, or writing instead of adding, is off by the
+// start itself, O(1).
+static const double ADDS_TO_START_RTOL = 1e-5;
+
+// ---------------------------------------------------------------------------
+// 1. Hand-computed rows, C = 4.
+//   row 0: x = (1, 2, 3, 4): mean square (1 + 4 + 9 + 16) / 4 = 7.5 (no
+//          mean is taken out: LayerNorm's would be 2.5, its variance 1.25),
+//          rstd = 1 / sqrt(7.5 + 1e-5) = 0.365148128;
+//          out = x * rstd * weight, weight = (1, 2, -1, 0.5).
+//   row 1: x = 0: rstd = 1 / sqrt(1e-5) = 316.227766 (eps keeps it finite), out 0.
+
+enum { HN = 2, HC = 4 };
+static const float HAND_INP[HN * HC] = {1, 2, 3, 4, 0, 0, 0, 0};
+static const float HAND_WEIGHT[HC] = {1, 2, -1, 0.5f};
+static const double HAND_RSTD[HN] = {0.365148128, 316.227766};
+static const double HAND_OUT[HN * HC] = {0.365148128, 1.46059251, -1.09544438, 0.730296256, 0, 0, 0, 0};
+
+START_TEST(forward_scales_a_hand_computed_row_by_its_root_mean_square_and_keeps_a_zero_row_finite) {
+    float out[HN * HC], rstd[HN];
+    rmsnorm_forward(out, rstd, HAND_INP, HAND_WEIGHT, HN, HC);
+    for (int n = 0; n < HN; n++)
+        ck_assert_msg(fabs(rstd[n] - HAND_RSTD[n]) <= HAND_VALUE_TOL * HAND_RSTD[n], "rstd[%d] = %.9g, want %.9g", n,
+                      (double)rstd[n], HAND_RSTD[n]);
+    for (int i = 0; i < HN * HC; i++)
+        ck_assert_msg(fabs(out[i] - HAND_OUT[i]) <= HAND_VALUE_TOL, "out[%d] = %.9g, want %.9g", i, (double)out[i],
+                      HAND_OUT[i]);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 2. Finite differences: N = 3 rows, C = 7 channels. The rows sit around 3
+// (RMSNorm, unlike LayerNorm, sees the offset) with a spread of about 1,
+// the weight around 1.
+
+enum { GN = 3, GC = 7 };
+
+typedef struct {
+    float inp[GN * GC], weight[GC];
+    float out[GN * GC], rstd[GN];
+    double R[GN * GC];
+} RmsNormCase;
+
+static void rmsnorm_case_init(RmsNormCase *rc, uint64_t seed) {
+    Rng rng;
+    rng_init(&rng, seed);
+    for (int i = 0; i < GN * GC; i++) rc->inp[i] = 3.0f + 2.0f * rng_uniform(&rng) - 1.0f;
+    for (int c = 0; c < GC; c++) rc->weight[c] = 1.0f + 0.5f * (2.0f * rng_uniform(&rng) - 1.0f);
+    for (int i = 0; i < GN * GC; i++) rc->R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+}
+
+// L = sum(out * R), in double
+static double rmsnorm_loss(void *ctx) {
+    RmsNormCase *rc = ctx;
+    rmsnorm_forward(rc->out, rc->rstd, rc->inp, rc->weight, GN, GC);
+    double loss = 0;
+    for (int i = 0; i < GN * GC; i++) loss += rc->out[i] * rc->R[i];
+    return loss;
+}
+
+// One backward with dout = R, into dinp[GN*GC] and dweight[GC].
+static void rmsnorm_case_backward(RmsNormCase *rc, float *dinp, float *dweight) {
+    float dout[GN * GC];
+    for (int i = 0; i < GN * GC; i++) dout[i] = (float)rc->R[i];  // dL/dout = R
+    rmsnorm_loss(rc);                                             // fills rstd
+    rmsnorm_backward(dinp, dweight, dout, rc->inp, rc->weight, rc->rstd, GN, GC);
+}
+
+START_TEST(backward_matches_finite_differences_for_inp_and_weight) {
+    RmsNormCase rc;
+    rmsnorm_case_init(&rc, 171);
+    float dinp[GN * GC] = {0}, dweight[GC] = {0};
+    rmsnorm_case_backward(&rc, dinp, dweight);
+    assert_gradcheck_passes("inp", gradcheck(rmsnorm_loss, &rc, rc.inp, dinp, GN * GC, GRADCHECK_FLOAT32), GN * GC);
+    assert_gradcheck_passes("weight", gradcheck(rmsnorm_loss, &rc, rc.weight, dweight, GC, GRADCHECK_FLOAT32), GC);
+}
+END_TEST
+
+// dinp collects the residual stream's gradient from two consumers, so the
+// values it held must stay and the gradient be added; dweight likewise.
+START_TEST(backward_adds_to_dinp_and_dweight) {
+    RmsNormCase rc;
+    rmsnorm_case_init(&rc, 172);
+    float from_zero_inp[GN * GC] = {0}, from_zero_weight[GC] = {0};
+    rmsnorm_case_backward(&rc, from_zero_inp, from_zero_weight);
+    float start_inp[GN * GC], start_weight[GC], dinp[GN * GC], dweight[GC];
+    Rng rng;
+    rng_init(&rng, 173);
+    fill_uniform(start_inp, GN * GC, &rng);
+    fill_uniform(start_weight, GC, &rng);
+    memcpy(dinp, start_inp, sizeof dinp);
+    memcpy(dweight, start_weight, sizeof dweight);
+    rmsnorm_case_backward(&rc, dinp, dweight);
+    float want_inp[GN * GC], want_weight[GC];
+    for (int i = 0; i < GN * GC; i++) want_inp[i] = start_inp[i] + from_zero_inp[i];
+    for (int c = 0; c < GC; c++) want_weight[c] = start_weight[c] + from_zero_weight[c];
+    assert_all_close("dinp", dinp, want_inp, GN * GC, ADDS_TO_START_RTOL);
+    assert_all_close("dweight", dweight, want_weight, GC, ADDS_TO_START_RTOL);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 3. Bits: rows normalised alone against the same rows in a batch.
+
+enum { BN = 40, BC = 130 };
+
+START_TEST(a_row_alone_gives_the_same_bits_as_inside_a_batch) {
+    const size_t nc = (size_t)BN * BC;
+    float *inp = xmalloc(nc * sizeof(float)), *dout = xmalloc(nc * sizeof(float));
+    float *out = xmalloc(nc * sizeof(float)), *dinp = xcalloc(nc, sizeof(float));
+    float weight[BC], rstd[BN], dweight[BC] = {0};
+    Rng rng;
+    rng_init(&rng, 182);
+    fill_uniform(inp, nc, &rng);
+    fill_uniform(dout, nc, &rng);
+    fill_uniform(weight, BC, &rng);
+    rmsnorm_forward(out, rstd, inp, weight, BN, BC);
+    rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, BN, BC);
+    const int rows[] = {0, 17, BN - 1};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const size_t at = (size_t)rows[r] * BC;
+        float out_1[BC], rstd_1, dinp_1[BC] = {0}, dweight_1[BC] = {0};
+        rmsnorm_forward(out_1, &rstd_1, inp + at, weight, 1, BC);
+        rmsnorm_backward(dinp_1, dweight_1, dout + at, inp + at, weight, &rstd_1, 1, BC);
+        ck_assert_msg(memcmp(out_1, out + at, sizeof out_1) == 0, "out of row %d differs", rows[r]);
+        ck_assert_msg(rstd_1 == rstd[rows[r]], "rstd of row %d differs", rows[r]);
+        ck_assert_msg(memcmp(dinp_1, dinp + at, sizeof dinp_1) == 0, "dinp of row %d differs", rows[r]);
+    }
+    free(dinp);
+    free(out);
+    free(dout);
+    free(inp);
+}
+END_TEST
+
+Suite *rmsnorm_suite(void) {
+    Suite *s = suite_create("rmsnorm");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, forward_scales_a_hand_computed_row_by_its_root_mean_square_and_keeps_a_zero_row_finite);
+    tcase_add_test(tc, backward_matches_finite_differences_for_inp_and_weight);
+    tcase_add_test(tc, backward_adds_to_dinp_and_dweight);
+    tcase_add_test(tc, a_row_alone_gives_the_same_bits_as_inside_a_batch);
+    suite_add_tcase(s, tc);
+    return s;
+}
