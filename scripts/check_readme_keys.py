@@ -76,7 +76,7 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="check_readme_keys.")
     runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260"],
-            "recipe": ["--norm", "rmsnorm", "--mlp", "relu2", "--untied-head"]}
+            "recipe": ["--norm", "rmsnorm", "--mlp", "relu2", "--untied-head", "--pos", "rope"]}
     model, optimizer, run_info = set(), set(), set()
     for name, extra in runs.items():
         out = os.path.join(tmp, name)

@@ -15,6 +15,7 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     7. + RMSNorm         RMSNorm in place of each LayerNorm (--norm rmsnorm)
     8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
     9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
+   10. + RoPE            rotary positions in place of pos_emb (--pos rope)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -82,7 +83,9 @@ def recipe_rungs(adamw):
               ["--norm", "rmsnorm"]),
              ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"]),
              ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
-              ["--untied-head"])]
+              ["--untied-head"]),
+             ("10-rope", "10 +RoPE", "rotary position embeddings in place of pos_emb",
+              ["--pos", "rope"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
         flags = flags + swap
