@@ -15,10 +15,12 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     7. + RMSNorm         RMSNorm in place of each LayerNorm (--norm rmsnorm)
     8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
     9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
+   10. + RoPE            rotary positions in place of pos_emb (--pos rope)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
-draws every rung's validation curve in bench/ladder.png. A rung that
+draws every rung's validation curve: rungs 1-6 in bench/ladder.png, rung 6
+and the modern recipe's in bench/ladder-recipe.png. A rung that
 diverges (tinygpt stops on a NaN) is reported in the table; the others go on.
 
     /usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt [--data FILE] [--steps N]
@@ -82,7 +84,9 @@ def recipe_rungs(adamw):
               ["--norm", "rmsnorm"]),
              ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"]),
              ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
-              ["--untied-head"])]
+              ["--untied-head"]),
+             ("10-rope", "10 +RoPE", "rotary position embeddings in place of pos_emb",
+              ["--pos", "rope"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
         flags = flags + swap
@@ -185,7 +189,7 @@ def main():
     parser.add_argument("--runs", default="runs/ladder",
                         help="each rung trains into DIR/<n>-<name> (default %(default)s)")
     parser.add_argument("--out", default="bench/ladder.md",
-                        help="the table (default %(default)s); ladder.png goes beside it")
+                        help="the table (default %(default)s); ladder.png and ladder-recipe.png go beside it")
     args = parser.parse_args()
     if not os.path.exists(args.data):
         sys.exit(f"ladder: {args.data} does not exist; fetch it with `make {args.data}` or "
@@ -198,20 +202,29 @@ def main():
     results = [train_rung(args, rung) for rung in rungs(args.steps)]
     load_after = os.getloadavg()[0]
 
-    # Every rung that has a validation point gets a curve.
+    # Every rung that has a validation point gets a curve: rungs 1-6 (card
+    # to gpt) in ladder.png, rung 6 and the modern recipe's in
+    # ladder-recipe.png (`tinygpt plot` draws at most 8 curves).
     out_dir = os.path.dirname(args.out) or "."
     os.makedirs(out_dir, exist_ok=True)
-    picture = os.path.join(out_dir, "ladder.png")
-    drawn = [r for r in results if r["evals"]]
-    plot = [args.tinygpt, "plot"] + [os.path.join(args.runs, r["rung"].name, "log.csv")
-                                     for r in drawn]
-    plot += ["--labels", ",".join(r["rung"].label for r in drawn), "--out", picture,
-             "--title", f"validation loss, {args.steps} steps each, "
-                        f"{os.path.basename(args.data)}"]
-    print("ladder: + " + shlex.join(plot), flush=True)
-    plotted = subprocess.run(plot, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if plotted.returncode != 0:
-        print(f"ladder: plot failed (status {plotted.returncode}): {plotted.stdout.strip()}")
+    pictures = []  # (file name, caption) of each picture drawn
+    n_gpt = len(rungs(args.steps)) - len(recipe_rungs([]))
+    for name, caption, group in [("ladder.png", "validation loss of rungs 1-6", results[:n_gpt]),
+                                 ("ladder-recipe.png", "validation loss of the modern recipe's rungs",
+                                  results[n_gpt - 1:])]:
+        drawn = [r for r in group if r["evals"]]
+        picture = os.path.join(out_dir, name)
+        plot = [args.tinygpt, "plot"] + [os.path.join(args.runs, r["rung"].name, "log.csv")
+                                         for r in drawn]
+        plot += ["--labels", ",".join(r["rung"].label for r in drawn), "--out", picture,
+                 "--title", f"validation loss, {args.steps} steps each, "
+                            f"{os.path.basename(args.data)}"]
+        print("ladder: + " + shlex.join(plot), flush=True)
+        plotted = subprocess.run(plot, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if plotted.returncode != 0:
+            print(f"ladder: plot failed (status {plotted.returncode}): {plotted.stdout.strip()}")
+        else:
+            pictures.append((name, caption))
 
     lines = ["# The ladder: from the attention card to a GPT", "",
              f"- command: `{shlex.join([sys.executable] + sys.argv)}`",
@@ -224,13 +237,14 @@ def main():
              "- final val loss: the mean loss of 20 fixed validation batches at the last step",
              ""]
     lines += table(results, args)
-    lines += ["", "![validation loss of every rung](ladder.png)" if plotted.returncode == 0
-              else "(no picture: `tinygpt plot` failed)", ""]
+    lines += [""] + [f"![{caption}]({name})" for name, caption in pictures]
+    lines += ["" if pictures else "(no picture: `tinygpt plot` failed)", ""]
     report = "\n".join(lines)
     print(report, end="")
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(report)
-    print(f"ladder: wrote {args.out}" + (f" and {picture}" if plotted.returncode == 0 else ""))
+    print(f"ladder: wrote {args.out}" + "".join(f" and {os.path.join(out_dir, name)}"
+                                               for name, _ in pictures))
     return 0
 
 

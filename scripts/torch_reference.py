@@ -54,6 +54,9 @@ and read from there (model_swaps):
     --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
     --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
     --untied-head    logits = ln_f(x) @ head.weight^T, head.weight [V,C] its own tensor
+    --pos rope       no pos_emb; each head's q and k rotated by position t: pair i =
+                     channels (i, i + HS/2) (the GPT-NeoX/LLaMA half split) turns by
+                     t * 10000^(-2i/HS)
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
@@ -303,7 +306,7 @@ LAYER_NORM_EPS = 1e-5
 
 # The modern recipe's swaps a GPT may make: metadata key -> the value that
 # means "not swapped" (a checkpoint without the key made no swap).
-PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0"}
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0", "pos": "learned"}
 
 
 def model_swaps(meta):
@@ -330,6 +333,8 @@ def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
     """The GPT's tensors, name -> shape, in the checkpoint's order; with
     "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
     shapes = {"tok_emb.weight": [V, C], "pos_emb.weight": [block_size, C]}
+    if (swaps or {}).get("pos") == "rope":
+        del shapes["pos_emb.weight"]
     for i in range(n_layer):
         shapes.update({
             f"blocks.{i}.ln1.weight": [C],
@@ -369,6 +374,19 @@ def rms_norm(x, weight):
     return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + LAYER_NORM_EPS) * weight
 
 
+def rope(x, base=10000.0):
+    """Rotary position embedding (Su et al. 2021) of x [B,NH,T,HS], written
+    from the formula: position t turns the pair (x[..., i], x[..., i + HS/2])
+    (the GPT-NeoX/LLaMA half split) by the angle t * base^(-2i/HS)."""
+    T, HS = x.shape[-2], x.shape[-1]
+    half = HS // 2
+    inv_freq = base ** (-2.0 * torch.arange(half, dtype=x.dtype) / HS)       # [HS/2]
+    angle = torch.arange(T, dtype=x.dtype)[:, None] * inv_freq[None, :]       # [T,HS/2]
+    c, s = torch.cos(angle), torch.sin(angle)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1)
+
+
 def gelu(x):
     """The exact GELU: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))."""
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
@@ -395,7 +413,9 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
     # 1. Token plus position embedding.
-    x = params["tok_emb.weight"][idx] + params["pos_emb.weight"][:T]          # [B,T,C]
+    x = params["tok_emb.weight"][idx]                                         # [B,T,C]
+    if swaps["pos"] != "rope":
+        x = x + params["pos_emb.weight"][:T]
 
     for i in range(gpt_n_layer(params)):
         w = {name[len(f"blocks.{i}."):]: t for name, t in params.items()
@@ -405,6 +425,8 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
         h = norm(x, w["ln1.weight"])                                           # [B,T,C]
         q, k, v = ((h @ w[f"attn.{n}.weight"].T).view(B, T, n_head, HS).transpose(1, 2)
                    for n in "qkv")                                             # [B,NH,T,HS]
+        if swaps["pos"] == "rope":
+            q, k = rope(q), rope(k)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(HS)).masked_fill(future, float("-inf"))
         exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))           # [B,NH,T,T]
         att = exps / exps.sum(dim=-1, keepdim=True)
@@ -1194,6 +1216,7 @@ RECIPE_SWAPS = [
     ("rmsnorm", ["--norm", "rmsnorm"]),
     ("relu2", ["--mlp", "relu2"]),
     ("untied-head", ["--untied-head"]),
+    ("rope", ["--pos", "rope"]),
 ]
 
 

@@ -90,7 +90,8 @@ static ModelConfig model_of(const TrainSettings *s, int vocab_size) {
     return (ModelConfig){.vocab_size = vocab_size, .block_size = s->context, .n_embd = s->embd, .n_head = s->heads,
                          .dropout = (float)s->dropout, .arch = s->arch, .n_layer = s->layers,
                          .no_layernorm = s->no_layernorm, .no_mlp = s->no_mlp, .no_residual = s->no_residual,
-                         .norm = s->norm, .mlp = s->mlp, .untied_head = s->untied_head};
+                         .norm = s->norm, .mlp = s->mlp, .untied_head = s->untied_head,
+                         .pos = s->pos};
 }
 
 START_TEST(every_kept_setting_round_trips_through_a_checkpoint_and_run_json_bit_for_bit) {

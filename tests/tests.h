@@ -37,6 +37,7 @@ Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *relu2_suite(void);
 Suite *mlp_suite(void);
+Suite *rope_suite(void);
 Suite *optimizer_suite(void);
 Suite *tokenize_suite(void);
 Suite *faults_suite(void);

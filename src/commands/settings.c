@@ -73,6 +73,10 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
      "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", GPT_ONLY,
      .needs_why = "card's head is its own already", .kept = KEPT_IN_MODEL, .key = "untied_head", .if_absent = "0"},
+    {FIELD(pos), SETTING_CHOICE, "--pos", "NAME",
+     "gpt's positions: learned (a pos_emb table) or rope (q and k rotated by position, base 10000)",
+     .gpt_default = "learned", .choices = POS_NAMES, GPT_ONLY, .needs_why = "card keeps its learned positions",
+     .kept = KEPT_IN_MODEL, .key = "pos", .if_absent = "learned"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
      .derived = "gpt 2000, card 7000; with --time, no limit", .derive = derive_steps, .max = 1e12,
      .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "steps"},
@@ -159,7 +163,7 @@ _Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= NUM_TRAIN_SET
 _Static_assert(sizeof(Arch) == sizeof(int) && sizeof(TokenizerKind) == sizeof(int) &&
                    sizeof(OptimizerKind) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
                    sizeof(BatchOrder) == sizeof(int) && sizeof(NormKind) == sizeof(int) &&
-                   sizeof(MlpKind) == sizeof(int),
+                   sizeof(MlpKind) == sizeof(int) && sizeof(PosKind) == sizeof(int),
                "a choice is stored through an int *");
 
 const Setting *setting_named(const char *name) {

@@ -46,6 +46,7 @@ typedef struct {
     NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
     MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
     bool untied_head;        // ... a head.weight of its own, not tok_emb
+    PosKind pos;             // ... learned positions or rotary ones
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

@@ -238,6 +238,7 @@ static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
     if (cfg->norm != NORM_LAYERNORM) snprintf(out + strlen(out), cap - strlen(out), " norm=%s", NORM_NAMES[cfg->norm]);
     if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
     if (cfg->untied_head) snprintf(out + strlen(out), cap - strlen(out), " untied-head");
+    if (cfg->pos != POS_LEARNED) snprintf(out + strlen(out), cap - strlen(out), " pos=%s", POS_NAMES[cfg->pos]);
     return out;
 }
 

@@ -29,7 +29,8 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .no_residual = s->no_residual,
                          .norm = s->norm,
                          .mlp = s->mlp,
-                         .untied_head = s->untied_head};
+                         .untied_head = s->untied_head,
+                         .pos = s->pos};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine

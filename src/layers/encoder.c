@@ -10,6 +10,10 @@ void encoder_forward(float *encoded, const int *inputs, const float *tok_emb, co
         for (int t = 0; t < T; t++) {
             float *out_bt = encoded + ((size_t)b * T + t) * C;
             const float *tok_row = tok_emb + (size_t)inputs[b * T + t] * C;
+            if (!pos_emb) {  // --pos rope: the token alone
+                for (int c = 0; c < C; c++) out_bt[c] = tok_row[c];
+                continue;
+            }
             const float *pos_row = pos_emb + (size_t)t * C;
             for (int c = 0; c < C; c++) out_bt[c] = tok_row[c] + pos_row[c];
         }
@@ -38,11 +42,10 @@ void encoder_backward(float *dtok_emb, float *dpos_emb, const float *dencoded, c
         for (int t = 0; t < T; t++) {
             const float *dout_bt = dencoded + ((size_t)b * T + t) * C;
             float *dtok_row = dtok_emb + (size_t)inputs[b * T + t] * C;
+            for (int c = 0; c < C; c++) dtok_row[c] += dout_bt[c];  // (1)
+            if (!dpos_emb) continue;                                  // --pos rope: no table
             float *dpos_row = dpos_emb + (size_t)t * C;
-            for (int c = 0; c < C; c++) {
-                dtok_row[c] += dout_bt[c];  // (1)
-                dpos_row[c] += dout_bt[c];  // (2)
-            }
+            for (int c = 0; c < C; c++) dpos_row[c] += dout_bt[c];  // (2)
         }
     }
 }

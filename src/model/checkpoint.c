@@ -60,6 +60,7 @@ static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind,
         if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
     if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
     if (complete || cfg->mlp != MLP_GELU) metadata_set(md, "mlp", "%s", MLP_NAMES[cfg->mlp]);
+    if (complete || cfg->pos != POS_LEARNED) metadata_set(md, "pos", "%s", POS_NAMES[cfg->pos]);
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     metadata_set(md, "dropout", "%.9g", (double)cfg->dropout);
 }
@@ -213,9 +214,10 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
         return false;
     // The modern recipe's swaps: a file without the key was saved before
     // the swap existed, and made none.
-    int norm, mlp;
+    int norm, mlp, pos;
     if (!read_choice(st, "norm", "a norm", NORM_NAMES, NORM_LAYERNORM, &norm) ||
-        !read_choice(st, "mlp", "an MLP activation", MLP_NAMES, MLP_GELU, &mlp))
+        !read_choice(st, "mlp", "an MLP activation", MLP_NAMES, MLP_GELU, &mlp) ||
+        !read_choice(st, "pos", "a kind of position embedding", POS_NAMES, POS_LEARNED, &pos))
         return false;
 
     mm->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
@@ -230,7 +232,8 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
                             .no_residual = no_residual != 0,
                             .norm = (NormKind)norm,
                             .mlp = (MlpKind)mlp,
-                            .untied_head = untied_head != 0};
+                            .untied_head = untied_head != 0,
+                            .pos = (PosKind)pos};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",

@@ -26,6 +26,7 @@
 #include "relu2.h"
 #include "residual.h"
 #include "rmsnorm.h"
+#include "rope.h"
 
 // Upper bounds on any one size, so products of three sizes cannot overflow
 // size_t and absurd flags are refused before anything is allocated.
@@ -37,6 +38,7 @@
 const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
 const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
 const char *const MLP_NAMES[] = {"gelu", "relu2", NULL};
+const char *const POS_NAMES[] = {"learned", "rope", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
 
@@ -55,7 +57,8 @@ ModelParts model_parts(const ModelConfig *cfg) {
                         .residual = gpt && !cfg->no_residual,
                         .proj_bias = !gpt,
                         .tied_head = gpt && !cfg->untied_head,
-                        .head_bias = !gpt};
+                        .head_bias = !gpt,
+                        .rope = gpt && cfg->pos == POS_ROPE};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -92,6 +95,12 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
     if (cfg->arch == ARCH_CARD && cfg->untied_head)
         return error_set(err, "--untied-head: the card model's head is its own already; use --arch gpt");
+    if (cfg->pos != POS_LEARNED && cfg->pos != POS_ROPE) return error_set(err, "unknown positions %d", (int)cfg->pos);
+    if (cfg->arch == ARCH_CARD && cfg->pos != POS_LEARNED)
+        return error_set(err, "--pos %s: the card model keeps its learned positions; use --arch gpt", POS_NAMES[cfg->pos]);
+    if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
+        return error_set(err, "--pos rope turns pairs of channels, so the head size --embd / --heads (%d) must be even",
+                         cfg->n_embd / cfg->n_head);
     if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
@@ -116,6 +125,7 @@ typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim
 // model has that part (has_part).
 typedef enum {
     ALWAYS,
+    IF_POS_TABLE,           // pos_emb: learned positions (all but --pos rope)
     IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics (LayerNorm or RMSNorm)
     IF_LAYERNORM_MEAN,      // ln1's and ln_f's means: LayerNorm's, not RMSNorm's
     IF_MLP,                 // the MLP
@@ -161,7 +171,7 @@ typedef struct {
 // single matmul computes all three projections.
 static const TensorEntry PARAMS_FRONT[] = {
     {"tok_emb.weight", D_V, D_C, ALWAYS, offsetof(ParamTensors, tok_emb), INIT_EMBEDDING},
-    {"pos_emb.weight", D_T, D_C, ALWAYS, offsetof(ParamTensors, pos_emb), INIT_EMBEDDING},
+    {"pos_emb.weight", D_T, D_C, IF_POS_TABLE, offsetof(ParamTensors, pos_emb), INIT_EMBEDDING},
 };
 static const TensorEntry PARAMS_BLOCK[] = {
     {"ln1.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(BlockParams, ln1_weight), INIT_ONES},
@@ -232,6 +242,7 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     const ModelParts p = model_parts(cfg);
     switch (part) {
     case ALWAYS: return true;
+    case IF_POS_TABLE: return !p.rope;
     case IF_LAYERNORM: return p.layernorm;
     case IF_LAYERNORM_MEAN: return p.layernorm && !p.rmsnorm;
     case IF_MLP: return p.mlp;
@@ -641,11 +652,13 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
-// (`--norm rmsnorm`, `--mlp relu2`), for `make ladder`, whose steps ask which parts are
-// there and which kind each is. block_forward picks one; block_backward,
-// further down, is written the same three ways. Each runs over the span's rows: the
-// whole window, or, when sampling, one position (attention_span then reads
-// the earlier positions' keys and values from the cache).
+// (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`), for `make ladder`,
+// whose steps ask which parts are there and which kind each is
+// (`--untied-head` changes no block, only the tables and the head's
+// weight: model_init). block_forward picks one; block_backward, further
+// down, is written the same three ways. Each runs over the span's rows:
+// the whole window, or, when sampling, one position (attention_span then
+// reads the earlier positions' keys and values from the cache).
 
 // gpt_block_forward: block l of a gpt, in four steps, on the stream x (the
 // block's input). Both branches write their output in the shared
@@ -693,7 +706,8 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 // ladder_block_forward: gpt_block_forward's four steps with each removed
 // part skipped and each swapped part swapped: without LayerNorm a branch
 // reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
-// with --mlp relu2 the MLP bends with ReLU^2 (parts->activation);
+// with --mlp relu2 the MLP bends with ReLU^2 (parts->activation); with
+// --pos rope q and k are rotated by their positions before attention;
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
 // step 3. With every part present and none swapped it computes what
@@ -713,6 +727,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
         attn_in = rows_of(a->ln1_out, s, C);
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
+    if (parts->rope) rope_forward(rows_of(a->qkv, s, 3 * C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {
@@ -744,7 +759,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
 // none swapped (no switch of the modern recipe).
 static bool plain_gpt(const Model *m) {
     return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
-           m->parts.activation == MLP_GELU;
+           m->parts.activation == MLP_GELU && !m->parts.rope;
 }
 
 // block_forward: block l over the span's rows, by its architecture.
@@ -771,11 +786,13 @@ static float *head_forward(Model *m, const float *head_t, Span s) {
     return logits;
 }
 
-// embed: encoded = tok_emb[tokens] + pos_emb for the span's rows, then
-// (gpt, training) dropout on it.
+// embed: encoded = tok_emb[tokens] + pos_emb for the span's rows (with
+// --pos rope no pos_emb: positions enter in the blocks), then (gpt,
+// training) dropout on it.
 static void embed(Model *m, const int *tokens, Span s, float dropout_p, uint64_t key) {
     const int C = m->config.n_embd;
-    const float *pos_emb = m->params.pos_emb + (s.position < 0 ? 0 : (size_t)s.position * C);
+    const float *pos_emb = m->params.pos_emb;  // NULL with --pos rope
+    if (pos_emb && s.position >= 0) pos_emb += (size_t)s.position * C;
     float *encoded = rows_of(m->acts.encoded, s, C);
     encoder_forward(encoded, tokens, m->params.tok_emb, pos_emb, s.position < 0 ? s.B : 1, s.position < 0 ? s.T : 1, C);
     if (m->parts.residual && dropout_p > 0.0f)
@@ -951,8 +968,9 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
 
 // ladder_block_backward: ladder_block_forward read backwards, with the
 // gradients routed by branch_grad, input_grad and join_stream, and each
-// swapped part's own backward (norm_grad; mlp_grad's activation). With every part present and none
-// swapped it computes what gpt_block_backward does.
+// swapped part's own backward (norm_grad; mlp_grad's activation;
+// rope_backward). With every part present and none swapped it computes
+// what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int B = m->last_B, T = m->last_T, BT = B * T, C = cfg->n_embd, NH = cfg->n_head;
@@ -974,6 +992,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
     attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    if (m->parts.rope) rope_backward(d->dqkv, BT, T, 0, C, NH);  // d(rotated q, k) -> d(q, k)
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
     linear_grad(input_grad(m), g->qkv_weight, NULL, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);
     join_stream(m, g->ln1_weight, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, (size_t)BT);  // 1. backwards

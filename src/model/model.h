@@ -3,7 +3,7 @@
 //
 // Reading order: file 12, after the layers it calls (files 3-10: encoder,
 // linear, attention, crossentropy, then layernorm, rmsnorm, residual, gelu,
-// relu2, mlp).
+// relu2, mlp, rope).
 //
 // Shape alphabet, used in every comment in src/:
 //   B  batch size            T  context length (positions, "time")
@@ -38,6 +38,7 @@
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
 //   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
 //   --untied-head    logits = ln_f(x) @ Whead^T, Whead [V,C] a weight of its own   "head"
+//   --pos rope       no pos_emb: q and k rotated by their position in every block (rope.h)
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -63,6 +64,11 @@ extern const char *const NORM_NAMES[];
 // The MLP's activation, MlpKind (mlp.h): GELU or ReLU^2; names "gelu",
 // "relu2" (--mlp and the checkpoint's "mlp").
 extern const char *const MLP_NAMES[];
+// How a gpt knows positions: a learned table added to the embedding
+// (pos_emb), or rotary embeddings (rope.h); names "learned", "rope" (--pos
+// and the checkpoint's "pos").
+typedef enum { POS_LEARNED = 0, POS_ROPE = 1 } PosKind;
+extern const char *const POS_NAMES[];
 
 // The most blocks a gpt may have: a bound that keeps every table small and
 // lets a checkpoint's n_layer be refused before anything is allocated.
@@ -83,6 +89,7 @@ typedef struct {
     NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
     MlpKind mlp;     // the MLP's activation (when the model has one)
     bool untied_head;  // a head.weight of its own instead of tok_emb
+    PosKind pos;     // learned positions (pos_emb) or rotary ones
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -104,6 +111,7 @@ typedef struct {
     bool proj_bias;  // attn.proj has a bias
     bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight
     bool head_bias;  // the head has a bias, head.bias (card)
+    bool rope;       // q and k rotated by position (--pos rope), and no pos_emb
 } ModelParts;
 ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
@@ -135,7 +143,7 @@ typedef struct {
 
 typedef struct {
     float *tok_emb;       // [V,C]
-    float *pos_emb;       // [T,C]
+    float *pos_emb;       // [T,C]   NULL with --pos rope
     BlockParams *blocks;  // [L]
     float *lnf_weight;    // [C]   gpt
     float *head_weight;   // [V,C] card and --untied-head; in gpt, the same memory as tok_emb (tied)

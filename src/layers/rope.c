@@ -1,0 +1,49 @@
+// rope.c: rotary position embeddings, forward and backward derived (see
+// rope.h).
+#include "rope.h"
+
+#include <math.h>
+#include <stddef.h>
+
+// rotate: the pairs (i, i + HS/2) of every head of the q and k parts of
+// rows[N,3C], each by its angle theta(t, i), times "direction" (+1 the
+// forward rotation, -1 its inverse).
+static void rotate(float *rows, int N, int T, int first_pos, int C, int NH, float direction) {
+    const int HS = C / NH, half = HS / 2;
+    for (int r = 0; r < N; r++) {
+        const int t = first_pos + r % T;
+        float *row = rows + (size_t)r * 3 * C;
+        for (int i = 0; i < half; i++) {
+            const float inv_freq = powf(ROPE_BASE, -2.0f * (float)i / (float)HS);  // base^(-2i/HS)
+            const float angle = (float)t * inv_freq;
+            const float c = cosf(angle), s = direction * sinf(angle);
+            for (int part = 0; part < 2; part++) {  // q, then k
+                for (int h = 0; h < NH; h++) {
+                    float *x = row + (size_t)part * C + (size_t)h * HS;
+                    const float x1 = x[i], x2 = x[i + half];  // 1.
+                    x[i] = x1 * c - x2 * s;                    // 2.
+                    x[i + half] = x1 * s + x2 * c;
+                }
+            }
+        }
+    }
+}
+
+void rope_forward(float *qkv, int N, int T, int first_pos, int C, int NH) {
+    rotate(qkv, N, T, first_pos, C, NH, 1.0f);
+}
+
+// Backward, derived. Each pair is a 2x2 rotation of its own two inputs:
+//   [y1]   [c  -s] [x1]
+//   [y2] = [s   c] [x2]  = R [x1, x2]^T
+// so d loss / d x = R^T d loss / d y (the chain rule for a linear map is
+// its transpose), and the transpose of a rotation is the rotation by the
+// opposite angle (cos(-a) = c, sin(-a) = -s):
+//   dx1 =  c dy1 + s dy2
+//   dx2 = -s dy1 + c dy2
+// which is the forward's loop with s negated. The gradient is written over
+// dqkv's q and k parts, in place: each pair reads its two gradients before
+// it writes them.
+void rope_backward(float *dqkv, int N, int T, int first_pos, int C, int NH) {
+    rotate(dqkv, N, T, first_pos, C, NH, -1.0f);
+}
