@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -31,35 +32,43 @@ import time
 Candidate = collections.namedtuple("Candidate", "name changes flags")
 
 # Each candidate spells out what it changes from tinygpt's defaults at the
-# time of the sweep; "defaults" is those defaults as they are.
+# time of the sweep ("defaults" is those defaults as they are); from
+# "bpe1024" on, each row keeps the changes of the row before and makes one
+# more, then the last kept recipe is varied one knob at a time.
+BPE = ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]
+RECIPE = BPE + ["--pos", "rope", "--mlp", "relu2", "--norm", "rmsnorm", "--untied-head"]
 CANDIDATES = [
     Candidate("defaults", "tinygpt's defaults as they are", []),
-    Candidate("char-1e-3", "nanoGPT's CPU recipe: char tokens, 4 blocks of C 128, T 64, B 12, lr 1e-3",
+    Candidate("char", "nanoGPT's CPU recipe: char tokens, 4 blocks of C 128, T 64, B 12, lr 1e-3, learned "
+              "positions, GELU, LayerNorm, tied head",
               ["--tokenizer", "char", "--lr", "1e-3", "--layers", "4", "--embd", "128", "--heads", "4",
-               "--context", "64", "--batch", "12"]),
-    Candidate("bpe1024-2e-3", "bpe tokens (1024), lr 2e-3",
-              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]),
-    Candidate("bpe1024-3e-3", "bpe tokens (1024), lr 3e-3",
-              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "3e-3"]),
-    Candidate("bpe2048-2e-3", "bpe tokens (2048), lr 2e-3",
-              ["--tokenizer", "bpe", "--vocab-size", "2048", "--lr", "2e-3"]),
-    Candidate("bpe1024-2e-3-L3", "bpe 1024, lr 2e-3, 3 blocks",
-              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--layers", "3"]),
-    Candidate("bpe1024-2e-3-C192", "bpe 1024, lr 2e-3, C 192 with 6 heads",
-              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--embd", "192", "--heads", "6"]),
-    Candidate("bpe1024-2e-3-B24", "bpe 1024, lr 2e-3, batch 24",
-              ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3", "--batch", "24"]),
+               "--context", "64", "--batch", "12", "--pos", "learned", "--mlp", "gelu", "--norm", "layernorm"]),
+    Candidate("bpe1024", "bpe tokens (1024), lr 2e-3", BPE),
+    Candidate("+rope", "rotary positions", BPE + ["--pos", "rope"]),
+    Candidate("+relu2", "ReLU^2 MLP", BPE + ["--pos", "rope", "--mlp", "relu2"]),
+    Candidate("+rmsnorm", "RMSNorm", BPE + ["--pos", "rope", "--mlp", "relu2", "--norm", "rmsnorm"]),
+    Candidate("+untied", "an untied head: the recipe", RECIPE),
+    Candidate("recipe-lr3e-3", "the recipe at lr 3e-3", RECIPE + ["--lr", "3e-3"]),
+    Candidate("recipe-v2048", "the recipe with 2048 bpe tokens", RECIPE + ["--vocab-size", "2048"]),
+    Candidate("recipe-L3", "the recipe with 3 blocks", RECIPE + ["--layers", "3"]),
+    Candidate("recipe-B24", "the recipe with batch 24", RECIPE + ["--batch", "24"]),
 ]
 
 
 def run(cmd, log):
-    """Run "cmd", its output appended to "log"; (exit status, seconds)."""
+    """Run "cmd", its output appended to "log"; (exit status, seconds, the
+    share of the machine's cores it had: its CPU time over the wall time
+    times the cores, under 1 when other work took some)."""
     start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(log, "a") as f:
         f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
         f.flush()
         status = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
-    return status, time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = time.monotonic() - start
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return status, seconds, cpu / (seconds * (os.cpu_count() or 1))
 
 
 def train_and_score(args, candidate, data, out_dir):
@@ -68,8 +77,8 @@ def train_and_score(args, candidate, data, out_dir):
     log = os.path.join(out_dir + ".txt")
     cmd = [args.tinygpt, "train", data, "--out", out_dir, "--force", "--time", str(args.time),
            "--save-every", "0", "--sample-every", "0"] + candidate.flags
-    status, seconds = run(cmd, log)
-    result = {"bpb": None, "steps": None, "seconds": seconds}
+    status, seconds, share = run(cmd, log)
+    result = {"bpb": None, "steps": None, "seconds": seconds, "share": share}
     if status != 0:
         return result
     with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
@@ -107,7 +116,8 @@ def main():
             r = train_and_score(args, c, data, os.path.join(args.runs, text, c.name))
             results[(c.name, text)] = r
             bpb = "failed" if r["bpb"] is None else f"{r['bpb']:.3f} bits/byte"
-            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, {100 * r['share']:.0f}% of the cores",
+                  file=sys.stderr, flush=True)
 
     def mean(name):
         values = [results[(name, t)]["bpb"] for t in texts]
@@ -115,14 +125,17 @@ def main():
 
     ranked = sorted(candidates, key=lambda c: (mean(c.name) is None, mean(c.name) or 0.0))
     lines = [f"Each recipe trained for `--time {args.time:g}` on each text, scored by `tinygpt eval --split val` "
-             f"(bits per byte of the text's last 10%, lower is better); best first.", "",
-             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, process s)" for t in texts)
+             f"(bits per byte of the text's last 10%, lower is better); best first. After each score: the steps "
+             f"the run reached, the whole process's seconds (tokenizer and final save included), and the share of "
+             f"the machine's cores it had (its CPU time over the wall time: under 100% when other work ran).", "",
+             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, s, % of cores)" for t in texts)
              + " | mean |", "|---|---|" + "---|" * len(texts) + "---|"]
     for c in ranked:
         cells = []
         for t in texts:
             r = results[(c.name, t)]
-            cells.append("failed" if r["bpb"] is None else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f})")
+            cells.append("failed" if r["bpb"] is None
+                         else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f}, {100 * r['share']:.0f}%)")
         m = mean(c.name)
         lines.append(f"| {c.name} | {c.changes} | " + " | ".join(cells) + f" | {'-' if m is None else f'{m:.3f}'} |")
     report = "\n".join(lines) + "\n"
