@@ -16,6 +16,7 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
     9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
    10. + RoPE            rotary positions in place of pos_emb (--pos rope)
+   11. + QK-norm         each head's q and k divided by its RMS (--qk-norm)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -86,7 +87,9 @@ def recipe_rungs(adamw):
              ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
               ["--untied-head"]),
              ("10-rope", "10 +RoPE", "rotary position embeddings in place of pos_emb",
-              ["--pos", "rope"])]
+              ["--pos", "rope"]),
+             ("11-qk-norm", "11 +QK-norm", "each head's q and k divided by its RMS before the scores",
+              ["--qk-norm"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
         flags = flags + swap

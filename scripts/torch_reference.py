@@ -57,6 +57,9 @@ and read from there (model_swaps):
     --pos rope       no pos_emb; each head's q and k rotated by position t: pair i =
                      channels (i, i + HS/2) (the GPT-NeoX/LLaMA half split) turns by
                      t * 10000^(-2i/HS)
+    --qk-norm        each head's q and k divided by its RMS over HS (eps 1e-5, no weight),
+                     before RoPE as in the modded-nanoGPT speedrun (tinygpt normalises
+                     after it: a rotation keeps lengths, so the two orders agree)
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
@@ -306,7 +309,7 @@ LAYER_NORM_EPS = 1e-5
 
 # The modern recipe's swaps a GPT may make: metadata key -> the value that
 # means "not swapped" (a checkpoint without the key made no swap).
-PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0", "pos": "learned"}
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0", "pos": "learned", "qk_norm": "0"}
 
 
 def model_swaps(meta):
@@ -425,6 +428,10 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
         h = norm(x, w["ln1.weight"])                                           # [B,T,C]
         q, k, v = ((h @ w[f"attn.{n}.weight"].T).view(B, T, n_head, HS).transpose(1, 2)
                    for n in "qkv")                                             # [B,NH,T,HS]
+        if swaps["qk_norm"] == "1":
+            # The speedrun's order: F.rms_norm(q, (HS,)) (no weight; torch 1.13
+            # has no rms_norm), then RoPE.
+            q, k = rms_norm(q, 1.0), rms_norm(k, 1.0)
         if swaps["pos"] == "rope":
             q, k = rope(q), rope(k)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(HS)).masked_fill(future, float("-inf"))
@@ -1217,6 +1224,7 @@ RECIPE_SWAPS = [
     ("relu2", ["--mlp", "relu2"]),
     ("untied-head", ["--untied-head"]),
     ("rope", ["--pos", "rope"]),
+    ("qk-norm", ["--qk-norm"]),
 ]
 
 

@@ -47,6 +47,7 @@ typedef struct {
     MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
     bool untied_head;        // ... a head.weight of its own, not tok_emb
     PosKind pos;             // ... learned positions or rotary ones
+    bool qk_norm;            // ... each head's q and k RMS-normalised
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;

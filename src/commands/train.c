@@ -239,6 +239,7 @@ static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
     if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
     if (cfg->untied_head) snprintf(out + strlen(out), cap - strlen(out), " untied-head");
     if (cfg->pos != POS_LEARNED) snprintf(out + strlen(out), cap - strlen(out), " pos=%s", POS_NAMES[cfg->pos]);
+    if (cfg->qk_norm) snprintf(out + strlen(out), cap - strlen(out), " qk-norm");
     return out;
 }
 

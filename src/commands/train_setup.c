@@ -30,7 +30,8 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .norm = s->norm,
                          .mlp = s->mlp,
                          .untied_head = s->untied_head,
-                         .pos = s->pos};
+                         .pos = s->pos,
+                         .qk_norm = s->qk_norm};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine

@@ -55,7 +55,7 @@ static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind,
         const char *key;
         bool removed;
     } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual},
-                 {"untied_head", cfg->untied_head}};
+                 {"untied_head", cfg->untied_head}, {"qk_norm", cfg->qk_norm}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
     if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
@@ -205,12 +205,13 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     mm->vocab = safetensors_meta_string(st, mm->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
     if (!mm->vocab) return false;
     Arch arch;
-    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0;
+    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0, qk_norm = 0;
     if (!read_architecture(st, &arch, &n_layer)) return false;
     if ((safetensors_meta_has(st, "no_layernorm") && !safetensors_meta_long(st, "no_layernorm", 1, &no_layernorm)) ||
         (safetensors_meta_has(st, "no_mlp") && !safetensors_meta_long(st, "no_mlp", 1, &no_mlp)) ||
         (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)) ||
-        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)))
+        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)) ||
+        (safetensors_meta_has(st, "qk_norm") && !safetensors_meta_long(st, "qk_norm", 1, &qk_norm)))
         return false;
     // The modern recipe's swaps: a file without the key was saved before
     // the swap existed, and made none.
@@ -233,7 +234,8 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
                             .norm = (NormKind)norm,
                             .mlp = (MlpKind)mlp,
                             .untied_head = untied_head != 0,
-                            .pos = (PosKind)pos};
+                            .pos = (PosKind)pos,
+                            .qk_norm = qk_norm != 0};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",

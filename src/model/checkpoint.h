@@ -13,7 +13,8 @@
 // that part removed), norm ("rmsnorm", only for a gpt that swapped its
 // LayerNorms for it), mlp ("relu2", only for a gpt whose MLP uses it),
 // untied_head ("1", only for a gpt with a head.weight of its own), pos
-// ("rope", only for a gpt with rotary positions and no pos_emb), dropout, step, and "format": "tinygpt-1". From
+// ("rope", only for a gpt with rotary positions and no pos_emb), qk_norm
+// ("1", only for a gpt that normalises its heads' q and k), dropout, step, and "format": "tinygpt-1". From
 // `train`, also the run's settings and state (settings.h), which only
 // --resume reads. A file without "arch" (saved before gpt existed) is a
 // card model with one block; one without "tokenizer" is a char model.

@@ -58,7 +58,8 @@ ModelParts model_parts(const ModelConfig *cfg) {
                         .proj_bias = !gpt,
                         .tied_head = gpt && !cfg->untied_head,
                         .head_bias = !gpt,
-                        .rope = gpt && cfg->pos == POS_ROPE};
+                        .rope = gpt && cfg->pos == POS_ROPE,
+                        .qk_norm = gpt && cfg->qk_norm};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -98,6 +99,8 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->pos != POS_LEARNED && cfg->pos != POS_ROPE) return error_set(err, "unknown positions %d", (int)cfg->pos);
     if (cfg->arch == ARCH_CARD && cfg->pos != POS_LEARNED)
         return error_set(err, "--pos %s: the card model keeps its learned positions; use --arch gpt", POS_NAMES[cfg->pos]);
+    if (cfg->arch == ARCH_CARD && cfg->qk_norm)
+        return error_set(err, "--qk-norm: the card model is the attention of the card, unnormalised; use --arch gpt");
     if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
         return error_set(err, "--pos rope turns pairs of channels, so the head size --embd / --heads (%d) must be even",
                          cfg->n_embd / cfg->n_head);
@@ -119,7 +122,7 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
 // its back entries.
 
 // A dimension of a tensor, in the shape alphabet of model.h.
-typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim;
+typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_2NH, D_BT, D_BNH, D_TT, D_HST } Dim;
 
 // The part of the model a tensor belongs to: it is in the table when the
 // model has that part (has_part).
@@ -136,6 +139,7 @@ typedef enum {
     IF_PROJ_BIAS,           // card's projection bias
     IF_OWN_HEAD,            // an untied head (card, and gpt --untied-head)
     IF_HEAD_BIAS,           // its bias (card)
+    IF_QK_NORM,             // the statistics of --qk-norm
     IF_RESIDUAL,            // the residual stream's branch buffers
     IF_DROPOUT,             // dropout's saved scales
     IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
@@ -200,6 +204,7 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(BlockActs, ln1_mean), 0},
     {"ln1_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_rstd), 0},
     {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
+    {"qk_rstd", D_BT, D_2NH, IF_QK_NORM, offsetof(BlockActs, qk_rstd), 0},
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
     {"dropout_scales", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropout_scales), 0},
     {"keys_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, keys_t), 0},
@@ -253,6 +258,7 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     case IF_PROJ_BIAS: return p.proj_bias;
     case IF_OWN_HEAD: return !p.tied_head;
     case IF_HEAD_BIAS: return p.head_bias;
+    case IF_QK_NORM: return p.qk_norm;
     case IF_RESIDUAL: return p.residual;
     case IF_DROPOUT: return cfg->dropout > 0.0f;
     case IF_LAYERNORM_OR_RESIDUAL: return p.layernorm || p.residual;
@@ -271,6 +277,7 @@ static size_t dim(Dim d, const ModelConfig *cfg, size_t B) {
     case D_C: return C;
     case D_3C: return 3 * C;
     case D_4C: return 4 * C;
+    case D_2NH: return 2 * NH;
     case D_BT: return sat_mul(B, T);
     case D_BNH: return sat_mul(B, NH);
     case D_TT: return sat_mul(T, T);
@@ -652,7 +659,7 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
-// (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`), for `make ladder`,
+// (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`, `--qk-norm`), for `make ladder`,
 // whose steps ask which parts are there and which kind each is
 // (`--untied-head` changes no block, only the tables and the head's
 // weight: model_init). block_forward picks one; block_backward, further
@@ -708,6 +715,10 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 // reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
 // with --mlp relu2 the MLP bends with ReLU^2 (parts->activation); with
 // --pos rope q and k are rotated by their positions before attention;
+// with --qk-norm each head's q and k is then divided by its RMS (after the
+// rotation, which keeps lengths, so before or after is the same function;
+// after, the norm's output is what attention reads and what its backward
+// needs);
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
 // step 3. With every part present and none swapped it computes what
@@ -728,6 +739,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
     if (parts->rope) rope_forward(rows_of(a->qkv, s, 3 * C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
+    if (parts->qk_norm) qk_norm_forward(rows_of(a->qkv, s, 3 * C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {
@@ -759,7 +771,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
 // none swapped (no switch of the modern recipe).
 static bool plain_gpt(const Model *m) {
     return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
-           m->parts.activation == MLP_GELU && !m->parts.rope;
+           m->parts.activation == MLP_GELU && !m->parts.rope && !m->parts.qk_norm;
 }
 
 // block_forward: block l over the span's rows, by its architecture.
@@ -969,7 +981,7 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
 // ladder_block_backward: ladder_block_forward read backwards, with the
 // gradients routed by branch_grad, input_grad and join_stream, and each
 // swapped part's own backward (norm_grad; mlp_grad's activation;
-// rope_backward). With every part present and none swapped it computes
+// qk_norm_backward; rope_backward). With every part present and none swapped it computes
 // what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
@@ -992,6 +1004,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
     attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    if (m->parts.qk_norm) qk_norm_backward(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
     if (m->parts.rope) rope_backward(d->dqkv, BT, T, 0, C, NH);  // d(rotated q, k) -> d(q, k)
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
     linear_grad(input_grad(m), g->qkv_weight, NULL, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);
