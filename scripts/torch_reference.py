@@ -53,6 +53,8 @@ docs/model.md), each kept in the checkpoint's metadata ("norm": "rmsnorm")
 and read from there (model_swaps):
     --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
     --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
+    --mlp swiglu     the MLP is LLaMA's: (silu(h @ gate_proj^T) * (h @ up_proj^T)) @ down_proj^T,
+                     gate/up [H,C], down [C,H], H = 8C/3 rounded down, then up to a multiple of 16
     --untied-head    logits = ln_f(x) @ head.weight^T, head.weight [V,C] its own tensor
     --pos rope       no pos_emb; each head's q and k rotated by position t: pair i =
                      channels (i, i + HS/2) (the GPT-NeoX/LLaMA half split) turns by
@@ -332,6 +334,14 @@ def swap_flags_meta(flags):
     return asked
 
 
+def swiglu_hidden(C, multiple=16):
+    """SwiGLU's hidden width, LLaMA's rule: 2/3 of 4C (so its three
+    matrices hold about as many numbers as GELU's two), rounded down, then
+    up to a multiple of "multiple"."""
+    hidden = 8 * C // 3
+    return multiple * ((hidden + multiple - 1) // multiple)
+
+
 def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
     """The GPT's tensors, name -> shape, in the checkpoint's order; with
     "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
@@ -346,9 +356,15 @@ def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
             f"blocks.{i}.attn.v.weight": [C, C],
             f"blocks.{i}.attn.proj.weight": [C, C],
             f"blocks.{i}.ln2.weight": [C],
-            f"blocks.{i}.mlp.fc.weight": [4 * C, C],
-            f"blocks.{i}.mlp.proj.weight": [C, 4 * C],
         })
+        if (swaps or {}).get("mlp") == "swiglu":
+            H = swiglu_hidden(C)
+            shapes.update({f"blocks.{i}.mlp.gate_proj.weight": [H, C],
+                           f"blocks.{i}.mlp.up_proj.weight": [H, C],
+                           f"blocks.{i}.mlp.down_proj.weight": [C, H]})
+        else:
+            shapes.update({f"blocks.{i}.mlp.fc.weight": [4 * C, C],
+                           f"blocks.{i}.mlp.proj.weight": [C, 4 * C]})
     shapes["ln_f.weight"] = [C]
     if (swaps or {}).get("untied_head") == "1":
         shapes["head.weight"] = [V, C]
@@ -442,7 +458,12 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
 
         # 3. The MLP on the normalised stream, added back to it.
         h = norm(x, w["ln2.weight"])
-        x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T          # [B,T,4C] inside
+        if swaps["mlp"] == "swiglu":
+            gate = h @ w["mlp.gate_proj.weight"].T                             # [B,T,H]
+            silu = gate / (1.0 + torch.exp(-gate))                             # gate * sigmoid(gate)
+            x = x + (silu * (h @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
+        else:
+            x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T      # [B,T,4C] inside
 
     # 4. Final norm; the head is the token embedding, transposed (tied), or
     # with untied_head a weight of its own.
@@ -1030,7 +1051,8 @@ def print_gradient_rows(label, init_path, rows):
     n_layer = gpt_n_layer(dict.fromkeys(names))
     backward_order = ["head.weight", "ln_f.weight"] + [
         f"blocks.{i}.{n}" for i in reversed(range(n_layer))
-        for n in ("mlp.proj.weight", "mlp.fc.weight", "ln2.weight", "attn.proj.weight",
+        for n in ("mlp.proj.weight", "mlp.down_proj.weight", "mlp.fc.weight", "mlp.up_proj.weight",
+                  "mlp.gate_proj.weight", "ln2.weight", "attn.proj.weight",
                   "attn.v.weight", "attn.k.weight", "attn.q.weight", "ln1.weight")
     ] + ["pos_emb.weight", "tok_emb.weight"]
     backward_order = [name for name in backward_order if name in names]
@@ -1225,14 +1247,20 @@ RECIPE_SWAPS = [
     ("untied-head", ["--untied-head"]),
     ("rope", ["--pos", "rope"]),
     ("qk-norm", ["--qk-norm"]),
+    ("swiglu", ["--mlp", "swiglu"]),
 ]
 
 
 def parity_recipe(args, workdir, data):
     """The GPT's checks (parity_gpt) on a GPT with each of the modern
-    recipe's swaps, then with all of them; returns the list of failures."""
+    recipe's swaps, then with all of them; returns the list of failures.
+    A GPT has one MLP: "all" takes the last of RECIPE_SWAPS' --mlp values
+    (tinygpt refuses a flag given twice)."""
     failures = []
-    cases = RECIPE_SWAPS + [("all", [f for _, flags in RECIPE_SWAPS for f in flags])]
+    chosen = {}
+    for _, flags in RECIPE_SWAPS:
+        chosen.update({flags[0]: flags})  # one entry per flag; a later --mlp replaces an earlier
+    cases = RECIPE_SWAPS + [("all", [f for flags in chosen.values() for f in flags])]
     for name, flags in cases:
         failures += parity_gpt(args, workdir, data, label=f"gpt {name}", swap_flags=flags)
     return failures

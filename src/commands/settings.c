@@ -67,7 +67,7 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
      .gpt_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
-    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP activation: gelu, or relu2 (max(x, 0)^2)",
+    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), or swiglu (silu(x Wgate) * x Wup, hidden 8C/3)",
      .gpt_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
      .key = "mlp", .if_absent = "gelu"},
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,

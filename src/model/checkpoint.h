@@ -11,7 +11,7 @@
 // block_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
 // card), no_layernorm, no_mlp and no_residual ("1", only for a gpt with
 // that part removed), norm ("rmsnorm", only for a gpt that swapped its
-// LayerNorms for it), mlp ("relu2", only for a gpt whose MLP uses it),
+// LayerNorms for it), mlp ("relu2" or "swiglu", only for a gpt whose MLP is one),
 // untied_head ("1", only for a gpt with a head.weight of its own), pos
 // ("rope", only for a gpt with rotary positions and no pos_emb), qk_norm
 // ("1", only for a gpt that normalises its heads' q and k), dropout, step, and "format": "tinygpt-1". From

@@ -37,6 +37,7 @@
 // The modern recipe, one switch each (docs/model.md, "The modern recipe"):
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
 //   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
+//   --mlp swiglu     the MLP is LLaMA's (swiglu.h): (silu(x Wgate^T) * x Wup^T) Wdown^T, hidden 8C/3
 //   --untied-head    logits = ln_f(x) @ Whead^T, Whead [V,C] a weight of its own   "head"
 //   --pos rope       no pos_emb: q and k rotated by their position in every block (rope.h)
 //   --qk-norm        each head's q and k divided by its RMS before the scores (rmsnorm.h)
@@ -107,7 +108,7 @@ bool arch_from_name(const char *name, Arch *arch);
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
     bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
-    MlpKind activation;  // the MLP's: MLP_GELU, or MLP_RELU2 (--mlp relu2)
+    MlpKind activation;  // the MLP's: MLP_GELU, MLP_RELU2 (--mlp relu2) or MLP_SWIGLU (--mlp swiglu)
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
@@ -140,8 +141,8 @@ typedef struct {
     float *proj_weight;      // [C,C]    "blocks.{i}.attn.proj.weight"
     float *proj_bias;        // [C]      card only
     float *ln2_weight;       // [C]
-    float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"
-    float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"
+    float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"; SwiGLU: [2H,C] gate_proj then up_proj
+    float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"; SwiGLU: [C,H] down_proj
 } BlockParams;
 
 typedef struct {
