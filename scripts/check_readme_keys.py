@@ -78,7 +78,8 @@ def main():
     # The bpe run has a budget of time too (its one step ends it first), for
     # the keys only a run of --time writes.
     runs = {"char": ["--no-layernorm", "--no-mlp", "--no-residual"], "bpe": ["--tokenizer", "bpe", "--vocab-size", "260", "--time", "600"],
-            "recipe": ["--norm", "rmsnorm", "--mlp", "relu2", "--untied-head", "--pos", "rope"]}
+            "recipe": ["--norm", "rmsnorm", "--mlp", "relu2", "--untied-head", "--pos", "rope", "--qk-norm"],
+            "muon": ["--optimizer", "muon", "--mlp", "swiglu"]}
     model, optimizer, run_info = set(), set(), set()
     for name, extra in runs.items():
         out = os.path.join(tmp, name)

@@ -16,6 +16,9 @@ dropout (0) and seed; each rung adds one thing to the rung before:
     8. + ReLU^2          ReLU^2 in place of the MLP's GELU (--mlp relu2)
     9. + untied head     a head.weight of its own instead of tok_emb (--untied-head)
    10. + RoPE            rotary positions in place of pos_emb (--pos rope)
+   11. + QK-norm         each head's q and k divided by its RMS (--qk-norm)
+   12. SwiGLU            LLaMA's gated MLP in place of ReLU^2 (--mlp swiglu)
+   13. + Muon            Muon for the blocks' matrices, AdamW for the rest (--optimizer muon)
 
 then prints a markdown table (parameters, final validation loss, training
 seconds, the start of a sample) and writes it to bench/ladder.md, and
@@ -86,10 +89,22 @@ def recipe_rungs(adamw):
              ("9-untied-head", "9 +untied head", "a head weight of its own instead of tok_emb",
               ["--untied-head"]),
              ("10-rope", "10 +RoPE", "rotary position embeddings in place of pos_emb",
-              ["--pos", "rope"])]
+              ["--pos", "rope"]),
+             ("11-qk-norm", "11 +QK-norm", "each head's q and k divided by its RMS before the scores",
+              ["--qk-norm"]),
+             ("12-swiglu", "12 SwiGLU", "LLaMA's gated MLP, SwiGLU, in place of ReLU^2",
+              ["--mlp", "swiglu"]),
+             ("13-muon", "13 +Muon", "Muon for the blocks' matrices (AdamW for the rest)",
+              ["--optimizer", "muon"])]
     recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
     for name, label, adds, swap in swaps:
+        if len(swap) == 2 and swap[0] in flags:  # a choice given again (--mlp): the new value replaces the old
+            at = flags.index(swap[0])
+            flags = flags[:at] + flags[at + 2:]
         flags = flags + swap
+        if "--optimizer" in swap and "--optimizer" in adamw:  # Muon in AdamW's place; its flags are for the rest
+            at = adamw.index("--optimizer")
+            adamw = adamw[:at] + adamw[at + 2:]
         recipe.append(Rung(name, label, adds, flags + adamw))
     return recipe
 

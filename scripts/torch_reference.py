@@ -53,14 +53,21 @@ docs/model.md), each kept in the checkpoint's metadata ("norm": "rmsnorm")
 and read from there (model_swaps):
     --norm rmsnorm   ln1, ln2, ln_f: x / sqrt(mean(x^2) + eps) * weight (eps 1e-5, no bias)
     --mlp relu2      the MLP's activation: relu(x)^2 in place of gelu
+    --mlp swiglu     the MLP is LLaMA's: (silu(h @ gate_proj^T) * (h @ up_proj^T)) @ down_proj^T,
+                     gate/up [H,C], down [C,H], H = 8C/3 rounded down, then up to a multiple of 16
     --untied-head    logits = ln_f(x) @ head.weight^T, head.weight [V,C] its own tensor
     --pos rope       no pos_emb; each head's q and k rotated by position t: pair i =
                      channels (i, i + HS/2) (the GPT-NeoX/LLaMA half split) turns by
                      t * 10000^(-2i/HS)
+    --qk-norm        each head's q and k divided by its RMS over HS (eps 1e-5, no weight),
+                     before RoPE as in the modded-nanoGPT speedrun (tinygpt normalises
+                     after it: a rotation keeps lengths, so the two orders agree)
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
-optimizer" below); bench times plain SGD; learn trains with AdamW.
+optimizer" below) and with Muon (muon_update, written from Keller Jordan's
+muon.py: the blocks' matrices by Muon, the rest by torch's AdamW); bench
+times plain SGD; learn trains with AdamW.
 """
 
 import argparse
@@ -306,7 +313,7 @@ LAYER_NORM_EPS = 1e-5
 
 # The modern recipe's swaps a GPT may make: metadata key -> the value that
 # means "not swapped" (a checkpoint without the key made no swap).
-PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0", "pos": "learned"}
+PLAIN_GPT = {"norm": "layernorm", "mlp": "gelu", "untied_head": "0", "pos": "learned", "qk_norm": "0"}
 
 
 def model_swaps(meta):
@@ -329,6 +336,14 @@ def swap_flags_meta(flags):
     return asked
 
 
+def swiglu_hidden(C, multiple=16):
+    """SwiGLU's hidden width, LLaMA's rule: 2/3 of 4C (so its three
+    matrices hold about as many numbers as GELU's two), rounded down, then
+    up to a multiple of "multiple"."""
+    hidden = 8 * C // 3
+    return multiple * ((hidden + multiple - 1) // multiple)
+
+
 def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
     """The GPT's tensors, name -> shape, in the checkpoint's order; with
     "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
@@ -343,9 +358,15 @@ def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
             f"blocks.{i}.attn.v.weight": [C, C],
             f"blocks.{i}.attn.proj.weight": [C, C],
             f"blocks.{i}.ln2.weight": [C],
-            f"blocks.{i}.mlp.fc.weight": [4 * C, C],
-            f"blocks.{i}.mlp.proj.weight": [C, 4 * C],
         })
+        if (swaps or {}).get("mlp") == "swiglu":
+            H = swiglu_hidden(C)
+            shapes.update({f"blocks.{i}.mlp.gate_proj.weight": [H, C],
+                           f"blocks.{i}.mlp.up_proj.weight": [H, C],
+                           f"blocks.{i}.mlp.down_proj.weight": [C, H]})
+        else:
+            shapes.update({f"blocks.{i}.mlp.fc.weight": [4 * C, C],
+                           f"blocks.{i}.mlp.proj.weight": [C, 4 * C]})
     shapes["ln_f.weight"] = [C]
     if (swaps or {}).get("untied_head") == "1":
         shapes["head.weight"] = [V, C]
@@ -425,6 +446,10 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
         h = norm(x, w["ln1.weight"])                                           # [B,T,C]
         q, k, v = ((h @ w[f"attn.{n}.weight"].T).view(B, T, n_head, HS).transpose(1, 2)
                    for n in "qkv")                                             # [B,NH,T,HS]
+        if swaps["qk_norm"] == "1":
+            # The speedrun's order: F.rms_norm(q, (HS,)) (no weight; torch 1.13
+            # has no rms_norm), then RoPE.
+            q, k = rms_norm(q, 1.0), rms_norm(k, 1.0)
         if swaps["pos"] == "rope":
             q, k = rope(q), rope(k)
         scores = (q @ k.transpose(-2, -1) / math.sqrt(HS)).masked_fill(future, float("-inf"))
@@ -435,7 +460,12 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
 
         # 3. The MLP on the normalised stream, added back to it.
         h = norm(x, w["ln2.weight"])
-        x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T          # [B,T,4C] inside
+        if swaps["mlp"] == "swiglu":
+            gate = h @ w["mlp.gate_proj.weight"].T                             # [B,T,H]
+            silu = gate / (1.0 + torch.exp(-gate))                             # gate * sigmoid(gate)
+            x = x + (silu * (h @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
+        else:
+            x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T      # [B,T,4C] inside
 
     # 4. Final norm; the head is the token embedding, transposed (tied), or
     # with untied_head a weight of its own.
@@ -1023,7 +1053,8 @@ def print_gradient_rows(label, init_path, rows):
     n_layer = gpt_n_layer(dict.fromkeys(names))
     backward_order = ["head.weight", "ln_f.weight"] + [
         f"blocks.{i}.{n}" for i in reversed(range(n_layer))
-        for n in ("mlp.proj.weight", "mlp.fc.weight", "ln2.weight", "attn.proj.weight",
+        for n in ("mlp.proj.weight", "mlp.down_proj.weight", "mlp.fc.weight", "mlp.up_proj.weight",
+                  "mlp.gate_proj.weight", "ln2.weight", "attn.proj.weight",
                   "attn.v.weight", "attn.k.weight", "attn.q.weight", "ln1.weight")
     ] + ["pos_emb.weight", "tok_emb.weight"]
     backward_order = [name for name in backward_order if name in names]
@@ -1217,14 +1248,21 @@ RECIPE_SWAPS = [
     ("relu2", ["--mlp", "relu2"]),
     ("untied-head", ["--untied-head"]),
     ("rope", ["--pos", "rope"]),
+    ("qk-norm", ["--qk-norm"]),
+    ("swiglu", ["--mlp", "swiglu"]),
 ]
 
 
 def parity_recipe(args, workdir, data):
     """The GPT's checks (parity_gpt) on a GPT with each of the modern
-    recipe's swaps, then with all of them; returns the list of failures."""
+    recipe's swaps, then with all of them; returns the list of failures.
+    A GPT has one MLP: "all" takes the last of RECIPE_SWAPS' --mlp values
+    (tinygpt refuses a flag given twice)."""
     failures = []
-    cases = RECIPE_SWAPS + [("all", [f for _, flags in RECIPE_SWAPS for f in flags])]
+    chosen = {}
+    for _, flags in RECIPE_SWAPS:
+        chosen.update({flags[0]: flags})  # one entry per flag; a later --mlp replaces an earlier
+    cases = RECIPE_SWAPS + [("all", [f for flags in chosen.values() for f in flags])]
     for name, flags in cases:
         failures += parity_gpt(args, workdir, data, label=f"gpt {name}", swap_flags=flags)
     return failures
@@ -1254,6 +1292,161 @@ def replay_adamw(params, recipe, steps, loss_fn, train_tokens, T, groups=None):
         optimizer.step()
         rows.append({"loss": loss.item(), "lr": lr, "grad_norm": norm.item()})
     return rows
+
+
+# parity's Muon run: PARITY_ADAMW's schedule and clipping, with Muon for the
+# blocks' matrices at --muon-lr (its default, 0.02) and AdamW for the rest.
+PARITY_MUON = PARITY_ADAMW._replace(optimizer="muon")
+PARITY_MUON_LR = 0.02
+# Muon's constants (muon.py's): momentum, Newton-Schulz steps, the quintic's
+# coefficients and the epsilon of the first scaling.
+MUON_MOMENTUM = 0.95
+MUON_NS_STEPS = 5
+MUON_NS_COEFFS = (3.4445, -4.7750, 2.0315)
+MUON_NS_EPS = 1e-7
+
+
+def uses_muon(name, param):
+    """Whether Muon moves a tensor: a 2-D tensor of a block."""
+    return name.startswith("blocks.") and param.dim() == 2
+
+
+def newton_schulz(g, steps=MUON_NS_STEPS):
+    """Keller Jordan's zeropower_via_newtonschulz5, written from its formula:
+    X = G / (|G|_F + eps), wide (X^T when G is tall), then "steps" times
+    A = X X^T, X = a X + (b A + c A A) X, turned back. In "g"'s dtype (muon.py
+    uses bfloat16 on a GPU; here float64)."""
+    a, b, c = MUON_NS_COEFFS
+    X = g / (g.norm() + MUON_NS_EPS)
+    tall = g.shape[0] > g.shape[1]
+    if tall:
+        X = X.T
+    for _ in range(steps):
+        A = X @ X.T
+        X = a * X + (b * A + c * A @ A) @ X
+    return X.T if tall else X
+
+
+@torch.no_grad()
+def muon_update(param, grad, buf, lr, shape_scale=True):
+    """One Muon step of "param" (a matrix) from "grad", with its momentum
+    buffer "buf" (muon.py's muon_update, nesterov, then p.add_(update,
+    alpha=-lr)): buf = beta buf + (1 - beta) grad; u = (1 - beta) grad + beta buf;
+    param -= lr * sqrt(max(1, rows/cols)) * newton_schulz(u). "shape_scale"
+    False leaves the sqrt out (a wrong Muon, for the check that can tell)."""
+    buf.mul_(MUON_MOMENTUM).add_(grad, alpha=1 - MUON_MOMENTUM)
+    u = (1 - MUON_MOMENTUM) * grad + MUON_MOMENTUM * buf
+    scale = max(1.0, param.shape[0] / param.shape[1]) ** 0.5 if shape_scale else 1.0
+    param.add_(newton_schulz(u), alpha=-lr * scale)
+
+
+def replay_muon(params, recipe, muon_lr, steps, loss_fn, train_tokens, T, shape_scale=True):
+    """replay_adamw with Muon: torch's AdamW (nanoGPT's split) on the tensors
+    Muon does not move, at each step's nanogpt_lr; Muon (muon_update) on the
+    blocks' matrices at muon_lr times the same step's lr / recipe.lr, as
+    tinygpt scales it. Clipping is over every gradient, before both."""
+    adam_named = [(n, p) for n, p in params.items() if not uses_muon(n, p)]
+    optimizer = make_adamw(adamw_param_groups(adam_named, recipe.weight_decay), recipe)
+    muon_named = [(n, p) for n, p in params.items() if uses_muon(n, p)]
+    buffers = {n: torch.zeros_like(p) for n, p in muon_named}
+    rows = []
+    for step in range(steps):
+        lr = nanogpt_lr(step, recipe, steps)
+        set_lr(optimizer, lr)
+        inputs, targets = sequential_batch(train_tokens, step, PARITY_BATCH, T)
+        loss = loss_fn(params, inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        for _, p in muon_named:
+            p.grad = None
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), recipe.grad_clip)
+        optimizer.step()
+        step_muon_lr = muon_lr * (lr / recipe.lr)
+        for n, p in muon_named:
+            muon_update(p, p.grad, buffers[n], step_muon_lr, shape_scale)
+        rows.append({"loss": loss.item(), "lr": lr, "grad_norm": norm.item()})
+    return rows
+
+
+def parity_gpt_muon(args, workdir, data):
+    """The GPT trained by Muon (its blocks' matrices) and AdamW (the rest):
+    tinygpt against replay_muon (float64) from the same init on the same
+    sequential batches, with PARITY_MUON's schedule and clipping. Compares
+    every step's loss, lr and gradient norm and the final weights, and that
+    the final weights are clearly not those of a Muon without its
+    sqrt(rows/cols) scale. Returns the failures."""
+    recipe = PARITY_MUON
+    init_dir = os.path.join(workdir, "gpt-init")
+    common = ["--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
+              "--val-fraction", str(PARITY_VAL_FRACTION)]
+    init_path = os.path.join(init_dir, "model.safetensors")
+    if not os.path.exists(init_path):
+        run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
+            + PARITY_GPT_ARCH_FLAGS + PARITY_MODEL_FLAGS + common)
+    init_tensors, meta = read_safetensors(init_path)
+    vocab, n_head = check_metadata(init_tensors, meta, init_path)
+
+    trained_dir = os.path.join(workdir, "gpt-muon-trained")
+    run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
+         "--dropout", "0", "--steps", str(args.steps), "--out", trained_dir,
+         "--muon-lr", repr(PARITY_MUON_LR)]
+        + recipe_flags(recipe) + PARITY_GPT_ARCH_FLAGS + common)
+    log = read_log_columns(os.path.join(trained_dir, "log.csv"),
+                           ["step", "train_loss", "lr", "grad_norm"])
+    final_tensors, _ = read_safetensors(os.path.join(trained_dir, "model.safetensors"))
+    if [int(r["step"]) for r in log] != list(range(args.steps)):
+        raise ParityFailure(f"{trained_dir}/log.csv does not hold steps 0..{args.steps - 1}")
+
+    tokens = read_tokens(data, vocab)
+    n_train = len(tokens) - math.floor(len(tokens) * PARITY_VAL_FRACTION)
+    T = int(meta["block_size"])
+    def loss_fn(p, i, t):
+        return gpt_forward(p, i, t, n_head)[0]
+    replays = {}
+    for name, shape_scale in (("muon", True), ("muon without its shape scale", False)):
+        params = {n: t.to(torch.float64).requires_grad_() for n, t in init_tensors.items()}
+        rows = replay_muon(params, recipe, PARITY_MUON_LR, args.steps, loss_fn, tokens[:n_train], T,
+                           shape_scale)
+        replays[name] = (params, rows)
+    params, rows = replays["muon"]
+    print(f"parity gpt muon: Muon moves {', '.join(n for n, p in params.items() if uses_muon(n, p))}; "
+          f"AdamW the rest")
+    if args.verbose:
+        for c, r in zip(log, rows):
+            print(f"  gpt muon step {int(c['step']):3d}  loss tinygpt {c['train_loss']:.6f} "
+                  f"torch {r['loss']:.6f}  grad_norm {c['grad_norm']:.6f}/{r['grad_norm']:.6f}")
+
+    failures = []
+    worst_loss = max((abs(c["train_loss"] - r["loss"]), s) for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt muon", f"losses over {len(rows)} steps", worst_loss[0], LOSS_TOLERANCE,
+                   f"; worst at step {worst_loss[1]}; loss {rows[0]['loss']:.4f} -> "
+                   f"{rows[-1]['loss']:.4f}"):
+        failures.append("gpt muon losses differ beyond tolerance")
+    worst_lr = max((abs(c["lr"] - r["lr"]), s) for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt muon", "logged lr (warmup, then cosine)", worst_lr[0], LR_TOLERANCE,
+                   f"; worst at step {worst_lr[1]}"):
+        failures.append("gpt muon learning rates differ beyond tolerance")
+    worst_norm = max((abs(c["grad_norm"] / r["grad_norm"] - 1), s)
+                     for s, (c, r) in enumerate(zip(log, rows)))
+    if not verdict("gpt muon", "logged grad_norm, relative", worst_norm[0], GRAD_NORM_TOLERANCE,
+                   f"; worst at step {worst_norm[1]}"):
+        failures.append("gpt muon gradient norms differ beyond tolerance")
+    worst_weight = largest_weight_difference(final_tensors, params)
+    if not verdict("gpt muon", "final weights", worst_weight[0], WEIGHT_TOLERANCE,
+                   f"; worst in {worst_weight[1]}"):
+        failures.append("gpt muon final weights differ beyond tolerance")
+    # The tall matrices (mlp.fc, 4C x C) are where the shape scale acts.
+    names = [n for n, p in params.items() if uses_muon(n, p) and p.shape[0] > p.shape[1]]
+    right = max(largest_weight_difference(final_tensors, {n: params[n]})[0] for n in names)
+    wrong_params = replays["muon without its shape scale"][0]
+    off = max(largest_weight_difference(final_tensors, {n: wrong_params[n]})[0] for n in names)
+    passed = right <= WEIGHT_TOLERANCE and off > DECAY_SEPARATION * right
+    print(f"parity gpt muon: {'PASS' if passed else 'FAIL'} tall matrices scaled by sqrt(rows/cols): "
+          f"tinygpt's {len(names)} within {right:.2e} of the reference, {off:.2e} from a Muon "
+          f"without the scale (must be over {DECAY_SEPARATION}x)", flush=True)
+    if not passed:
+        failures.append("gpt muon: the shape scale does not hold")
+    return failures
 
 
 def parity_gpt_adamw(args, workdir, data):
@@ -1384,7 +1577,7 @@ def cmd_parity(args):
         os.makedirs(workdir, exist_ok=True)
         data = write_parity_data(args, workdir)
         checks = [("card", parity_card), ("gpt", parity_gpt), ("adamw", parity_gpt_adamw),
-                  ("recipe", parity_recipe)]
+                  ("muon", parity_gpt_muon), ("recipe", parity_recipe)]
         failures = []
         for label, check in checks:
             if args.only not in (None, label):
@@ -2784,9 +2977,10 @@ def main():
     parity.add_argument("--workdir",
                         help="keep the checkpoints and logs here (default: a temporary directory)")
     parity.add_argument("--verbose", action="store_true", help="print both losses at every step")
-    parity.add_argument("--only", choices=["card", "gpt", "adamw", "recipe"],
+    parity.add_argument("--only", choices=["card", "gpt", "adamw", "muon", "recipe"],
                         help="check only this (default: the card model, the GPT, the GPT "
-                             "trained by AdamW, then the GPT with each of the modern recipe's swaps)")
+                             "trained by AdamW, by Muon, then the GPT with each of the modern "
+                             "recipe's swaps)")
     parity.set_defaults(func=cmd_parity)
 
     selftest = sub.add_parser("selftest", help="check the reader, the model and its gradients")

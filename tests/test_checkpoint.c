@@ -1834,7 +1834,7 @@ END_TEST
 START_TEST(optimizer_state_load_rejects_an_extra_tensor) {
     // amsgrad's third moment, which tinygpt's AdamW does not keep.
     add_tensor("max_exp_avg_sq.head.bias", "[1]", "exp_avg_sq.tok_emb.weight");
-    expect_opt_rejected(opt_path, "it has a tensor 'max_exp_avg_sq.head.bias', which is not AdamW's state");
+    expect_opt_rejected(opt_path, "it has a tensor 'max_exp_avg_sq.head.bias', which is not the optimizer's state");
     save_optimizer();
     add_tensor("exp_avg.blocks.1.attn.q.weight", "[8,8]", "exp_avg.pos_emb.weight");
     expect_opt_rejected(opt_path, "'exp_avg.blocks.1.attn.q.weight'");
@@ -1871,7 +1871,7 @@ START_TEST(optimizer_state_of_another_model_is_rejected) {
     cfg.n_layer = 1;
     Model gpt;
     model_init(&gpt, &cfg, 1, false);
-    expect_opt_rejected_for(&gpt, opt_path, "which is not AdamW's state of this gpt model");
+    expect_opt_rejected_for(&gpt, opt_path, "which is not the optimizer's state of this gpt model");
     model_free(&gpt);
 }
 END_TEST
@@ -1881,7 +1881,7 @@ START_TEST(optimizer_state_load_rejects_a_model_checkpoint) {
     // The model file with the optimizer's metadata: its names give it away.
     edit_target = path;
     edit_header("\"format\":\"tinygpt-2\"", "\"format\":\"tinygpt-optimizer-2\",\"optimizer\":\"adamw\",\"updates\":\"5\"");
-    expect_opt_rejected(path, "it has a tensor 'tok_emb.weight', which is not AdamW's state");
+    expect_opt_rejected(path, "it has a tensor 'tok_emb.weight', which is not the optimizer's state");
 }
 END_TEST
 

@@ -50,14 +50,17 @@ START_TEST(model_gradcheck_passes_every_tensor_for_several_seeds) {
 END_TEST
 
 // The modern recipe's swaps on the gpt the command checks (2 blocks,
-// GRADCHECK_GPT's weights and tolerances): each alone, then all together.
+// GRADCHECK_GPT's weights and tolerances): each alone, then all together
+// (a model has one MLP: all together takes SwiGLU, the later of the two).
 static ModelConfig recipe_gradcheck_config(int i) {
     ModelConfig cfg = gradcheck_config(ARCH_GPT, 2);
-    const int n_alone = 4;  // --norm rmsnorm, --mlp relu2, --untied-head, --pos rope
+    const int n_alone = 6;  // --norm rmsnorm, --mlp relu2, --untied-head, --pos rope, --qk-norm, --mlp swiglu
     if (i == 0 || i == n_alone) cfg.norm = NORM_RMSNORM;
-    if (i == 1 || i == n_alone) cfg.mlp = MLP_RELU2;
+    if (i == 1) cfg.mlp = MLP_RELU2;
     if (i == 2 || i == n_alone) cfg.untied_head = true;
     if (i == 3 || i == n_alone) cfg.pos = POS_ROPE;
+    if (i == 4 || i == n_alone) cfg.qk_norm = true;
+    if (i == 5 || i == n_alone) cfg.mlp = MLP_SWIGLU;
     return cfg;
 }
 
@@ -197,7 +200,7 @@ Suite *gradcheck_model_suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);  // runs the binary on a shared machine
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 2);
-    tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps, 0, 5);
+    tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps, 0, 7);
     tcase_add_test(tc, gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor);
     tcase_add_loop_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward, 0, 2);

@@ -997,22 +997,26 @@ END_TEST
 
 // The modern recipe's swaps (docs/model.md, "The modern recipe"): each one
 // alone, then all together, then all on a gpt without its residual stream
-// (the ladder's routing and the swaps at once).
+// (the ladder's routing and the swaps at once). A model has one MLP: all
+// together takes ReLU^2, and all without the residual stream SwiGLU.
 static ModelConfig recipe_case(int i) {
     ModelConfig cfg = SMALL_GPT;
-    const int n_alone = 4;  // the swaps so far: --norm rmsnorm, --mlp relu2, --untied-head, --pos rope
+    const int n_alone = 6;  // the swaps so far: --norm rmsnorm, --mlp relu2, --untied-head, --pos rope, --qk-norm,
+                            // --mlp swiglu
     const bool all = i >= n_alone;
     if (i == 0 || all) cfg.norm = NORM_RMSNORM;
-    if (i == 1 || all) cfg.mlp = MLP_RELU2;
+    if (i == 1 || i == n_alone) cfg.mlp = MLP_RELU2;
     if (i == 2 || all) cfg.untied_head = true;
     if (i == 3 || all) cfg.pos = POS_ROPE;
+    if (i == 4 || all) cfg.qk_norm = true;
+    if (i == 5 || i == n_alone + 1) cfg.mlp = MLP_SWIGLU;
     if (i == n_alone + 1) {
         cfg.no_residual = true;
         cfg.n_layer = 1;  // see a_gpt_without_some_of_its_parts_has_the_right_gradient
     }
     return cfg;
 }
-enum { RECIPE_CASES = 6 };
+enum { RECIPE_CASES = 8 };
 
 // Loop test over recipe_case, with dropout on: each swap's backward, in the
 // whole model, is the gradient of its forward.

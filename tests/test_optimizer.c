@@ -8,7 +8,11 @@
 // of nanoGPT's get_lr, to the bit where rounding could differ, and the
 // constant schedule's warmup; the gradient norm against a plain sum, and
 // clipping below, above and off; one and two threads give the same bits;
-// and SGD through optimizer_step is model_sgd_step, bit for bit.
+// and SGD through optimizer_step is model_sgd_step, bit for bit. Muon: a
+// rank-one gradient gives the update Newton-Schulz's quintic predicts for
+// one singular value, in its direction, scaled for a tall matrix; what
+// Muon does not move moves as AdamW moves it, to the bit; one and two
+// threads give the same bits.
 //
 // The models are the smallest of each architecture (both have 2-D and 1-D
 // tensors: gpt its LayerNorm weights, card its biases), with weights and
@@ -547,6 +551,155 @@ START_TEST(sgd_through_optimizer_step_is_bit_identical_to_model_sgd_step) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Muon
+
+// Muon's lr and the rest's: a constant schedule without warmup, so step 0
+// runs at exactly these.
+static const OptimizerConfig MUON = {.kind = OPT_MUON, .lr = 1e-2, .muon_lr = 0.02, .beta1 = 0.9, .beta2 = 0.99,
+                                     .weight_decay = 0.1, .schedule = LR_CONSTANT};
+
+// The rank-one update, relative to its largest entry. The gradient in
+// float32 is rank one only up to rounding: its other singular values are
+// ~1e-8 of the first, and so is what each Newton-Schulz product rounds
+// off. Small singular values are what the quintic grows fastest (its slope
+// at 0 is a = 3.4, 3.4^5 = 480 over five steps), so the update carries
+// ~1e-5 of them, spread over the matrix's entries: up to a few 1e-4 of the
+// largest entry (2e-4 measured). The singular value itself is stable (the
+// five slopes of p along its orbit from 1 multiply to about 1). A wrong
+// scale (no sqrt(rows/cols), one step too few or many, the transpose
+// skipped) is off by 10% or more.
+#define MUON_RANK_ONE_RTOL 1e-3
+
+// A gradient g = u v^T of rank one has one singular value, |u| |v|, and
+// U V^T = (u/|u|)(v/|v|)^T. Muon's first step: buf = (1 - beta) g, the
+// Nesterov direction (1 - beta) g + beta buf = (1 - beta^2) g, scaled to
+// singular value s0 = n / (n + 1e-7), n its norm; Newton-Schulz maps s to
+// p(s) = a s + b s^3 + c s^5 five times; and mlp.fc.weight [4C, C] is tall,
+// so the step is muon_lr sqrt(4) p^5(s0) (u/|u|)(v/|v|)^T. The other block
+// matrices have zero gradients and must not move.
+START_TEST(muon_turns_a_rank_one_gradient_into_its_direction_at_the_quintic_s_singular_value) {
+    Model m;
+    random_model(&m, &TINY_GPT, 21);
+    memset(m.grads_memory, 0, m.param_table.total * sizeof(float));
+    const TensorSpec *fc = table_find(&m.param_table, "blocks.0.mlp.fc.weight");
+    ck_assert_ptr_nonnull(fc);
+    const int rows = (int)fc->shape[0], cols = (int)fc->shape[1];
+    ck_assert_int_gt(rows, cols);
+    double u[64], v[64], uu = 0, vv = 0;
+    Rng rng;
+    rng_init(&rng, 22);
+    for (int r = 0; r < rows; r++) {
+        u[r] = 2.0 * rng_uniform(&rng) - 1.0;
+        uu += u[r] * u[r];
+    }
+    for (int c = 0; c < cols; c++) {
+        v[c] = 2.0 * rng_uniform(&rng) - 1.0;
+        vv += v[c] * v[c];
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) m.grads_memory[fc->offset + (size_t)r * cols + c] = (float)(u[r] * v[c]);
+    float *w0 = copy_floats(m.params_memory, m.param_table.total);
+    Optimizer opt;
+    optimizer_init(&opt, &MUON, &m);
+    optimizer_step(&opt, &m, MUON.lr);
+
+    const double norm = (1.0 - MUON_MOMENTUM * MUON_MOMENTUM) * sqrt(uu) * sqrt(vv);
+    double s = norm / (norm + MUON_NS_EPS);
+    for (int k = 0; k < MUON_NS_STEPS; k++) s = MUON_NS_A * s + MUON_NS_B * pow(s, 3) + MUON_NS_C * pow(s, 5);
+    const double scale = -MUON.muon_lr * sqrt((double)rows / cols) * s / (sqrt(uu) * sqrt(vv));
+    double largest = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) largest = fmax(largest, fabs(scale * u[r] * v[c]));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = fc->offset + (size_t)r * cols + c;
+            assert_close(m.params_memory[i] - w0[i], scale * u[r] * v[c], MUON_RANK_ONE_RTOL * largest,
+                         "the step", fc->name, i - fc->offset);
+        }
+    for (int k = 0; k < m.param_table.count; k++) {
+        const TensorSpec *spec = &m.param_table.specs[k];
+        if (spec == fc || !optimizer_uses_muon(spec)) continue;
+        ck_assert_msg(memcmp(m.params_memory + spec->offset, w0 + spec->offset, spec->size * sizeof(float)) == 0,
+                      "%s moved without a gradient", spec->name);
+    }
+    free(w0);
+    optimizer_free(&opt);
+    model_free(&m);
+}
+END_TEST
+
+// Muon moves the blocks' matrices; everything else (the embeddings, the
+// LayerNorm weights, card's biases and head) is AdamW's, at lr, and must
+// get AdamW's bits, moments included, over two steps.
+START_TEST(muon_leaves_everything_but_the_block_matrices_to_adamw_bit_for_bit) {
+    Model a, b;
+    random_model(&a, tiny_config(_i), 23);
+    random_model(&b, tiny_config(_i), 23);
+    OptimizerConfig adamw = MUON;
+    adamw.kind = OPT_ADAMW;
+    Optimizer muon, plain;
+    optimizer_init(&muon, &MUON, &a);
+    optimizer_init(&plain, &adamw, &b);
+    for (int step = 0; step < 2; step++) {
+        optimizer_step(&muon, &a, MUON.lr);
+        optimizer_step(&plain, &b, MUON.lr);
+    }
+    int n_muon = 0, n_adamw = 0;
+    for (int k = 0; k < a.param_table.count; k++) {
+        const TensorSpec *spec = &a.param_table.specs[k];
+        const size_t bytes = spec->size * sizeof(float);
+        const bool same = memcmp(a.params_memory + spec->offset, b.params_memory + spec->offset, bytes) == 0;
+        if (optimizer_uses_muon(spec)) {
+            n_muon++;
+            ck_assert_msg(!same, "%s moved as AdamW moves it", spec->name);
+            ck_assert_msg(strncmp(spec->name, "blocks.", 7) == 0 && spec->ndim == 2, "%s is not a block matrix",
+                          spec->name);
+        } else {
+            n_adamw++;
+            ck_assert_msg(same, "%s did not get AdamW's step", spec->name);
+            ck_assert(memcmp(muon.m + spec->offset, plain.m + spec->offset, bytes) == 0);
+            ck_assert(memcmp(muon.v + spec->offset, plain.v + spec->offset, bytes) == 0);
+        }
+    }
+    ck_assert_int_gt(n_muon, 0);
+    ck_assert_int_gt(n_adamw, 0);
+    optimizer_free(&plain);
+    optimizer_free(&muon);
+    model_free(&b);
+    model_free(&a);
+}
+END_TEST
+
+// muon_steps: THREADED_GPT's weights after three Muon steps on "threads"
+// threads, into "m" and "opt".
+static void muon_steps(Model *m, Optimizer *opt, int threads) {
+    set_threads(threads);
+    random_model(m, &THREADED_GPT, 24);
+    optimizer_init(opt, &MUON, m);
+    Rng rng;
+    rng_init(&rng, 25);
+    for (long step = 0; step < 3; step++) {
+        if (step > 0) fill_uniform(m->grads_memory, m->param_table.total, &rng);
+        optimizer_step(opt, m, MUON.lr);
+    }
+}
+
+START_TEST(muon_gives_the_same_bits_on_one_and_two_threads) {
+    Model m1, m2;
+    Optimizer opt1, opt2;
+    muon_steps(&m1, &opt1, 1);
+    muon_steps(&m2, &opt2, 2);
+    const size_t bytes = m1.param_table.total * sizeof(float);
+    ck_assert(memcmp(m1.params_memory, m2.params_memory, bytes) == 0);
+    ck_assert(memcmp(opt1.momentum, opt2.momentum, bytes) == 0);
+    optimizer_free(&opt2);
+    optimizer_free(&opt1);
+    model_free(&m2);
+    model_free(&m1);
+}
+END_TEST
+
 Suite *optimizer_suite(void) {
     Suite *s = suite_create("optimizer");
     // Loop tests run once per architecture: _i is ARCH_CARD (0), then ARCH_GPT (1).
@@ -584,5 +737,12 @@ Suite *optimizer_suite(void) {
     tcase_add_test(threads, one_and_two_threads_give_bitwise_identical_norms_weights_and_moments);
     tcase_add_loop_test(threads, sgd_through_optimizer_step_is_bit_identical_to_model_sgd_step, 0, 2);
     suite_add_tcase(s, threads);
+
+    TCase *muon = tcase_create("muon");
+    tcase_set_timeout(muon, 30);  // two threads, as above
+    tcase_add_test(muon, muon_turns_a_rank_one_gradient_into_its_direction_at_the_quintic_s_singular_value);
+    tcase_add_loop_test(muon, muon_leaves_everything_but_the_block_matrices_to_adamw_bit_for_bit, 0, 2);
+    tcase_add_test(muon, muon_gives_the_same_bits_on_one_and_two_threads);
+    suite_add_tcase(s, muon);
     return s;
 }

@@ -4,7 +4,10 @@
 // 2. backward against central finite differences of L = sum(out * R) for
 //    both inp and weight, and that it adds to both gradients;
 // 3. a row alone gives the same bits as inside a batch (sampling
-//    normalises one position at a time, training all).
+//    normalises one position at a time, training all);
+// 4. QK-norm (qk_norm_forward/backward): every head of q and k at length
+//    sqrt(HS) and v untouched, no weight the same bits as a weight of ones,
+//    and the backward, in place on dqkv, against finite differences.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +159,78 @@ START_TEST(a_row_alone_gives_the_same_bits_as_inside_a_batch) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// 4. QK-norm: N = 3 rows of qkv, C = 8, NH = 2 (HS = 4).
+
+enum { QN = 3, QC = 8, QNH = 2, QHS = QC / QNH };
+
+// A head's squared length after the norm is HS * ms / (ms + eps): HS to
+// within eps / ms (rows of O(1): 1e-5) and float rounding.
+static const double HEAD_LENGTH_RTOL = 1e-4;
+
+START_TEST(qk_norm_puts_every_head_of_q_and_k_at_length_sqrt_hs_and_leaves_v_alone) {
+    float qkv[QN * 3 * QC], before[QN * 3 * QC], rstd[QN * 2 * QNH];
+    Rng rng;
+    rng_init(&rng, 191);
+    for (int i = 0; i < QN * 3 * QC; i++) qkv[i] = 3.0f * (2.0f * rng_uniform(&rng) - 1.0f);
+    memcpy(before, qkv, sizeof qkv);
+    qk_norm_forward(qkv, rstd, QN, QC, QNH);
+    for (int n = 0; n < QN; n++) {
+        for (int h = 0; h < 2 * QNH; h++) {
+            double sq = 0;
+            for (int c = 0; c < QHS; c++) sq += (double)qkv[n * 3 * QC + h * QHS + c] * qkv[n * 3 * QC + h * QHS + c];
+            ck_assert_msg(fabs(sq - QHS) <= HEAD_LENGTH_RTOL * QHS, "row %d head %d: squared length %g, want %d", n,
+                          h, sq, QHS);
+        }
+        ck_assert_msg(memcmp(qkv + n * 3 * QC + 2 * QC, before + n * 3 * QC + 2 * QC, QC * sizeof(float)) == 0,
+                      "v of row %d changed", n);
+    }
+}
+END_TEST
+
+START_TEST(no_weight_gives_the_bits_of_a_weight_of_ones) {
+    float inp[GN * GC], ones[GC], with[GN * GC], without[GN * GC], rstd[GN];
+    Rng rng;
+    rng_init(&rng, 192);
+    fill_uniform(inp, GN * GC, &rng);
+    for (int c = 0; c < GC; c++) ones[c] = 1.0f;
+    rmsnorm_forward(with, rstd, inp, ones, GN, GC);
+    rmsnorm_forward(without, rstd, inp, NULL, GN, GC);
+    ck_assert(memcmp(with, without, sizeof with) == 0);
+}
+END_TEST
+
+typedef struct {
+    float qkv[QN * 3 * QC];  // before the norm
+    float out[QN * 3 * QC], rstd[QN * 2 * QNH];
+    double R[QN * 3 * QC];
+} QkNormCase;
+
+// L = sum(qk_norm(qkv) * R), in double
+static double qk_norm_loss(void *ctx) {
+    QkNormCase *qc = ctx;
+    memcpy(qc->out, qc->qkv, sizeof qc->out);
+    qk_norm_forward(qc->out, qc->rstd, QN, QC, QNH);
+    double loss = 0;
+    for (int i = 0; i < QN * 3 * QC; i++) loss += qc->out[i] * qc->R[i];
+    return loss;
+}
+
+START_TEST(qk_norm_backward_matches_finite_differences_and_passes_v_through) {
+    QkNormCase qc;
+    Rng rng;
+    rng_init(&rng, 193);
+    for (int i = 0; i < QN * 3 * QC; i++) qc.qkv[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+    for (int i = 0; i < QN * 3 * QC; i++) qc.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+    float d[QN * 3 * QC];
+    for (int i = 0; i < QN * 3 * QC; i++) d[i] = (float)qc.R[i];  // dL/d out = R, then in place
+    qk_norm_loss(&qc);                                           // out and rstd
+    qk_norm_backward(d, qc.out, qc.rstd, QN, QC, QNH);
+    assert_gradcheck_passes("qkv", gradcheck(qk_norm_loss, &qc, qc.qkv, d, QN * 3 * QC, GRADCHECK_FLOAT32),
+                            QN * 3 * QC);
+}
+END_TEST
+
 Suite *rmsnorm_suite(void) {
     Suite *s = suite_create("rmsnorm");
     TCase *tc = tcase_create("core");
@@ -163,6 +238,9 @@ Suite *rmsnorm_suite(void) {
     tcase_add_test(tc, backward_matches_finite_differences_for_inp_and_weight);
     tcase_add_test(tc, backward_adds_to_dinp_and_dweight);
     tcase_add_test(tc, a_row_alone_gives_the_same_bits_as_inside_a_batch);
+    tcase_add_test(tc, qk_norm_puts_every_head_of_q_and_k_at_length_sqrt_hs_and_leaves_v_alone);
+    tcase_add_test(tc, no_weight_gives_the_bits_of_a_weight_of_ones);
+    tcase_add_test(tc, qk_norm_backward_matches_finite_differences_and_passes_v_through);
     suite_add_tcase(s, tc);
     return s;
 }

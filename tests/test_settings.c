@@ -91,7 +91,7 @@ static ModelConfig model_of(const TrainSettings *s, int vocab_size) {
                          .dropout = (float)s->dropout, .arch = s->arch, .n_layer = s->layers,
                          .no_layernorm = s->no_layernorm, .no_mlp = s->no_mlp, .no_residual = s->no_residual,
                          .norm = s->norm, .mlp = s->mlp, .untied_head = s->untied_head,
-                         .pos = s->pos};
+                         .pos = s->pos, .qk_norm = s->qk_norm};
 }
 
 START_TEST(every_kept_setting_round_trips_through_a_checkpoint_and_run_json_bit_for_bit) {

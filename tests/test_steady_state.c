@@ -42,13 +42,17 @@ void *realloc(void *p, size_t size) {
 #endif
 
 // Sizes at which every layer splits its work between two threads (as in
-// test_model.c's thread tests), with dropout on: card with SGD, and a gpt
-// of 2 blocks with AdamW, its schedule and clipping (the train loop's step).
+// test_model.c's thread tests), with dropout on: card with SGD, a gpt
+// of 2 blocks with AdamW, its schedule and clipping (the train loop's step),
+// and that gpt with every swap of the modern recipe, trained by Muon.
 enum { SB = 4, ST = 32, STEPS = 5 };
-static const ModelConfig STEADY_CFG[2] = {
+static const ModelConfig STEADY_CFG[3] = {
     {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_CARD, .n_layer = 1},
     {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_GPT, .n_layer = 2},
+    {.vocab_size = 11, .block_size = ST, .n_embd = 32, .n_head = 4, .dropout = 0.2f, .arch = ARCH_GPT, .n_layer = 2,
+     .norm = NORM_RMSNORM, .mlp = MLP_SWIGLU, .untied_head = true, .pos = POS_ROPE, .qk_norm = true},
 };
+enum { MUON_CASE = 2 };
 
 static void train_steps(Model *m, Optimizer *opt, Rng *rng, const int *inputs, const int *targets, int steps) {
     for (int step = 0; step < steps; step++) {
@@ -81,8 +85,11 @@ START_TEST(a_training_step_allocates_nothing_after_the_first) {
     const OptimizerConfig adamw = {.kind = OPT_ADAMW, .lr = 1e-3, .min_lr = 1e-4, .beta1 = 0.9, .beta2 = 0.99,
                                    .weight_decay = 0.1, .grad_clip = 1.0, .schedule = LR_COSINE, .warmup_steps = 2,
                                    .decay_steps = 10};
+    OptimizerConfig muon = adamw;
+    muon.kind = OPT_MUON;
+    muon.muon_lr = 0.02;
     Optimizer opt;
-    optimizer_init(&opt, cfg->arch == ARCH_GPT ? &adamw : &sgd, &m);
+    optimizer_init(&opt, _i == MUON_CASE ? &muon : cfg->arch == ARCH_GPT ? &adamw : &sgd, &m);
     int inputs[SB * ST], targets[SB * ST];
     for (int i = 0; i < SB * ST; i++) {
         inputs[i] = (int)rng_below(&rng, cfg->vocab_size);
@@ -107,7 +114,7 @@ END_TEST
 Suite *steady_state_suite(void) {
     Suite *s = suite_create("steady_state");
     TCase *tc = tcase_create("core");
-    tcase_add_loop_test(tc, a_training_step_allocates_nothing_after_the_first, 0, 2);
+    tcase_add_loop_test(tc, a_training_step_allocates_nothing_after_the_first, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

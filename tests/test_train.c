@@ -286,6 +286,41 @@ START_TEST(a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_
 }
 END_TEST
 
+// holds: whether bytes[0..len) contain "text".
+static bool holds(const char *bytes, size_t len, const char *text) {
+    const size_t n = strlen(text);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(bytes + i, text, n) == 0) return true;
+    return false;
+}
+
+// Muon keeps a momentum buffer for each block matrix besides AdamW's
+// moments for the rest; --resume must continue both exactly. With SwiGLU,
+// so the matrices include gate_proj, up_proj and down_proj.
+START_TEST(a_muon_run_stopped_and_resumed_matches_an_uninterrupted_run_bit_for_bit) {
+    char whole[300], parts[300];  // in_work's buffer is reused by every call
+    snprintf(whole, sizeof whole, "%s", in_work("muon_whole"));
+    snprintf(parts, sizeof parts, "%s", in_work("muon_parts"));
+    ck_assert_int_eq(RUN("train", corpus, "--out", whole, "--steps", "30", "--optimizer", "muon", "--mlp", "swiglu",
+                         "--warmup", "3", TINY), 0);
+    expect_status(RUN("train", corpus, "--out", parts, "--steps", "30", "--optimizer", "muon", "--mlp", "swiglu",
+                      "--warmup", "3", TINY, "--stop-after", "7"),
+                  0, "stopped after 7 of 30 steps");
+    expect_status(RUN("train", "--resume", parts), 0, "saved");
+    expect_same_run(whole, parts);
+    // The state holds Muon's buffer for a block matrix, AdamW's moments for the embedding, and nothing else for either.
+    char newest[4200], state[4400];
+    snprintf(state, sizeof state, "%s/optimizer.safetensors", newest_checkpoint(whole, newest, sizeof newest));
+    size_t len = 0;
+    char *bytes = slurp_or_empty(state, &len);
+    ck_assert(holds(bytes, len, "\"momentum_buffer.blocks.0.mlp.up_proj.weight\""));
+    ck_assert(holds(bytes, len, "\"exp_avg.tok_emb.weight\""));
+    ck_assert(!holds(bytes, len, "\"exp_avg.blocks.0.attn.q.weight\""));
+    ck_assert(!holds(bytes, len, "\"momentum_buffer.tok_emb.weight\""));
+    free(bytes);
+}
+END_TEST
+
 START_TEST(resuming_drops_log_rows_written_after_the_checkpoint) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", "30", TINY), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("parts"), "--steps", "30", TINY, "--stop-after", "12"), 0);
@@ -362,7 +397,7 @@ START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
     ck_assert_uint_gt(len, 0);
     write_text("r/checkpoint-10/optimizer.safetensors", older, len);
     free(older);
-    expect_status(RUN("train", "--resume", in_work("r")), 1, "holds AdamW's state after step 5 but");
+    expect_status(RUN("train", "--resume", in_work("r")), 1, "holds the optimizer's state after step 5 but");
     ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
     // Without the file at all, it says what to do.
     ck_assert_int_eq(unlink(in_work("r/checkpoint-10/optimizer.safetensors")), 0);
@@ -1068,6 +1103,7 @@ Suite *train_suite(void) {
     tcase_add_checked_fixture(resume, setup, teardown);
     tcase_set_timeout(resume, TEST_TIMEOUT_SECONDS);
     tcase_add_test(resume, a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_bit);
+    tcase_add_test(resume, a_muon_run_stopped_and_resumed_matches_an_uninterrupted_run_bit_for_bit);
     tcase_add_test(resume, resuming_drops_log_rows_written_after_the_checkpoint);
     tcase_add_test(resume, resuming_with_a_larger_steps_trains_further_to_the_same_weights);
     tcase_add_test(resume, resume_refuses_flags_that_would_change_the_run);

@@ -36,6 +36,7 @@ Suite *rmsnorm_suite(void);
 Suite *residual_suite(void);
 Suite *gelu_suite(void);
 Suite *relu2_suite(void);
+Suite *swiglu_suite(void);
 Suite *mlp_suite(void);
 Suite *rope_suite(void);
 Suite *optimizer_suite(void);

@@ -20,6 +20,8 @@
 #define FIELD(field) #field, offsetof(TrainSettings, field)
 #define SAME(text) .gpt_default = (text), .card_default = (text)
 #define GPT_ONLY .needs = "arch", .needs_value = "gpt"
+// AdamW's settings: also Muon's, whose AdamW moves what Muon does not.
+#define ADAMW_PART .needs = "optimizer", .needs_value = "adamw", .needs_value_or = "muon"
 
 // The derived defaults: nanoGPT's min_lr = learning_rate / 10, and a
 // progress line at every evaluation.
@@ -67,7 +69,7 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
      .gpt_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
-    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP activation: gelu, or relu2 (max(x, 0)^2)",
+    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), or swiglu (silu(x Wgate) * x Wup, hidden 8C/3)",
      .gpt_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
      .key = "mlp", .if_absent = "gelu"},
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
@@ -77,6 +79,10 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt's positions: learned (a pos_emb table) or rope (q and k rotated by position, base 10000)",
      .gpt_default = "learned", .choices = POS_NAMES, GPT_ONLY, .needs_why = "card keeps its learned positions",
      .kept = KEPT_IN_MODEL, .key = "pos", .if_absent = "learned"},
+    {FIELD(qk_norm), SETTING_SWITCH, "--qk-norm", NULL,
+     "gpt whose heads' q and k are divided by their RMS (no weight) before the scores", GPT_ONLY,
+     .needs_why = "card's attention is the card's, unnormalised", .kept = KEPT_IN_MODEL, .key = "qk_norm",
+     .if_absent = "0"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
      .derived = "gpt 2000, card 7000; with --time, no limit", .derive = derive_steps, .max = 1e12,
      .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "steps"},
@@ -95,20 +101,25 @@ const Setting TRAIN_SETTINGS[] = {
      "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", .gpt_default = "0",
      .card_default = "0.1", .max = 0.999, .init_may_change = true, .kept = KEPT_IN_MODEL, .key = "dropout"},
     // ---- The optimizer and its schedule ----
-    {FIELD(optimizer), SETTING_CHOICE, "--optimizer", "NAME", "sgd (w -= lr * grad) or adamw (torch.optim.AdamW)",
+    {FIELD(optimizer), SETTING_CHOICE, "--optimizer", "NAME",
+     "sgd (w -= lr * grad), adamw (torch.optim.AdamW), or muon (the blocks' matrices; AdamW the rest)",
      .gpt_default = "adamw", .card_default = "sgd", .choices = OPTIMIZER_NAMES, .kept = KEPT_IN_RUN,
      .key = "optimizer", .if_absent = "sgd"},
     {FIELD(lr), SETTING_DOUBLE, "--lr", "LR", "learning rate (the peak, after warmup)", .gpt_default = "1e-3",
      .card_default = "0.5", .max = 1e6, .kept = KEPT_IN_RUN, .key = "lr", .was_float = true},
     {FIELD(beta1), SETTING_DOUBLE, "--beta1", "B1", "AdamW's averaging rate of the gradient", SAME("0.9"),
-     .max = 0.999999, .needs = "optimizer", .needs_value = "adamw", .kept = KEPT_IN_RUN, .key = "beta1",
+     .max = 0.999999, ADAMW_PART, .kept = KEPT_IN_RUN, .key = "beta1",
      .if_absent = "0.9"},
     {FIELD(beta2), SETTING_DOUBLE, "--beta2", "B2", "AdamW's averaging rate of the squared gradient", SAME("0.99"),
-     .max = 0.999999, .needs = "optimizer", .needs_value = "adamw", .kept = KEPT_IN_RUN, .key = "beta2",
+     .max = 0.999999, ADAMW_PART, .kept = KEPT_IN_RUN, .key = "beta2",
      .if_absent = "0.99"},
     {FIELD(weight_decay), SETTING_DOUBLE, "--weight-decay", "WD",
      "AdamW's decoupled weight decay, on matrices and embeddings only", SAME("0.1"), .max = 1e6,
-     .needs = "optimizer", .needs_value = "adamw", .kept = KEPT_IN_RUN, .key = "weight_decay", .if_absent = "0"},
+     ADAMW_PART, .kept = KEPT_IN_RUN, .key = "weight_decay", .if_absent = "0"},
+    {FIELD(muon_lr), SETTING_DOUBLE, "--muon-lr", "LR",
+     "Muon's learning rate for the blocks' matrices (the peak; the schedule scales it as --lr)", SAME("0.02"),
+     .max = 1e6, .needs = "optimizer", .needs_value = "muon", .kept = KEPT_IN_RUN, .key = "muon_lr",
+     .if_absent = "0.02"},
     {FIELD(warmup), SETTING_LONG, "--warmup", "N", "steps of linear warmup to --lr", .gpt_default = "100",
      .card_default = "0", .max = 1e12, .kept = KEPT_IN_RUN, .key = "warmup", .if_absent = "0"},
     {FIELD(lr_schedule), SETTING_CHOICE, "--lr-schedule", "NAME",
@@ -259,7 +270,8 @@ void settings_value_text(const Setting *st, const TrainSettings *s, char *out, s
 static bool needs_met(const Setting *st, const TrainSettings *s) {
     if (!st->needs) return true;
     const Setting *other = setting_named(st->needs);
-    return strcmp(other->choices[*(const int *)field(other, s)], st->needs_value) == 0;
+    const char *has = other->choices[*(const int *)field(other, s)];
+    return strcmp(has, st->needs_value) == 0 || (st->needs_value_or && strcmp(has, st->needs_value_or) == 0);
 }
 
 // ===========================================================================
@@ -426,12 +438,14 @@ void settings_finish(const Command *cmd, TrainSettings *s, const Given *given, c
         const Setting *other = setting_named(st->needs);
         const int other_index = (int)(other - TRAIN_SETTINGS);
         const char *has = other->choices[*(const int *)field(other, s)];
-        char why[96] = "";
+        char why[96] = "", wanted[64];
         if (st->needs_why) snprintf(why, sizeof why, " (%s)", st->needs_why);
+        snprintf(wanted, sizeof wanted, "%s%s%s", st->needs_value, st->needs_value_or ? " or " : "",
+                 st->needs_value_or ? st->needs_value_or : "");
         if (from_file && from_file->given[other_index])
             usage_error(cmd, "%s is for %s %s%s, and the checkpoint it starts from has %s %s; drop %s", st->flag,
-                        other->flag, st->needs_value, why, other->flag, has, st->flag);
-        usage_error(cmd, "%s is for %s %s%s; drop it, or add %s %s", st->flag, other->flag, st->needs_value, why,
+                        other->flag, wanted, why, other->flag, has, st->flag);
+        usage_error(cmd, "%s is for %s %s%s; drop it, or add %s %s", st->flag, other->flag, wanted, why,
                     other->flag, st->needs_value);
     }
 }

@@ -47,10 +47,12 @@ typedef struct {
     MlpKind mlp;             // ... the MLP's activation: GELU or ReLU^2
     bool untied_head;        // ... a head.weight of its own, not tok_emb
     PosKind pos;             // ... learned positions or rotary ones
+    bool qk_norm;            // ... each head's q and k RMS-normalised
     double dropout;
     // The optimizer and its schedule.
     OptimizerKind optimizer;
     double lr, beta1, beta2, weight_decay;
+    double muon_lr;          // --optimizer muon: the blocks' matrices' peak learning rate
     long warmup;
     LrSchedule lr_schedule;
     double min_lr, grad_clip;
@@ -110,9 +112,10 @@ typedef struct {
     double min, max;                 // inclusive range of a number (both 0: any)
     const char *const *choices;      // a choice's names, NULL-terminated, in enum order
     // The setting means something only when another setting (named here)
-    // has the value "needs_value": --layers needs arch gpt. Giving it
-    // otherwise is an error.
-    const char *needs, *needs_value;
+    // has the value "needs_value" (or "needs_value_or", when set): --layers
+    // needs arch gpt; --beta1 optimizer adamw or muon. Giving it otherwise is
+    // an error.
+    const char *needs, *needs_value, *needs_value_or;
     const char *needs_why;           // said in that error: "card has exactly one block"
     ResumeRule resume;
     bool init_may_change;            // KEPT_IN_MODEL, yet --init may change it: dropout is not a size

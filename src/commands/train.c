@@ -144,7 +144,7 @@ static void save_checkpoint(TrainRun *run, long done) {
     bool ok = run_dir_begin_checkpoint(s->out_dir, done, dir, sizeof dir, &err) == 0;
     snprintf(model, sizeof model, "%s/model.safetensors", dir);
     snprintf(optimizer, sizeof optimizer, "%s/optimizer.safetensors", dir);
-    ok = ok && (run->optimizer.cfg.kind != OPT_ADAMW ||
+    ok = ok && (run->optimizer.cfg.kind == OPT_SGD ||
                 optimizer_state_save(&run->optimizer, &run->model, done, optimizer, &err));
     ok = ok && checkpoint_save_run(&run->model, &run->tok, done, &md, model, &err);
     ok = ok && run_dir_commit_checkpoint(s->out_dir, done, s->keep, &err) == 0;
@@ -239,6 +239,7 @@ static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
     if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
     if (cfg->untied_head) snprintf(out + strlen(out), cap - strlen(out), " untied-head");
     if (cfg->pos != POS_LEARNED) snprintf(out + strlen(out), cap - strlen(out), " pos=%s", POS_NAMES[cfg->pos]);
+    if (cfg->qk_norm) snprintf(out + strlen(out), cap - strlen(out), " qk-norm");
     return out;
 }
 
@@ -272,7 +273,9 @@ static void print_run(TrainRun *run) {
         fprintf(stderr, ", cosine to %g at step %ld or the end of --time %g s, whichever comes first", o->min_lr,
                 o->decay_steps, s->time);
     else if (o->schedule == LR_COSINE) fprintf(stderr, ", cosine to %g at step %ld", o->min_lr, o->decay_steps);
-    if (o->kind == OPT_ADAMW)
+    if (o->kind == OPT_MUON)
+        fprintf(stderr, " (muon lr %g for the blocks' matrices, momentum %g nesterov)", o->muon_lr, MUON_MOMENTUM);
+    if (o->kind == OPT_ADAMW || o->kind == OPT_MUON)
         fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
     // The ceiling the progress lines' GFLOP/s are a share of: measured

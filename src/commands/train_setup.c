@@ -30,7 +30,8 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .norm = s->norm,
                          .mlp = s->mlp,
                          .untied_head = s->untied_head,
-                         .pos = s->pos};
+                         .pos = s->pos,
+                         .qk_norm = s->qk_norm};
 }
 
 // optimizer_config: the settings as the optimizer takes them. The cosine
@@ -43,6 +44,7 @@ static OptimizerConfig optimizer_config(const TrainSettings *s) {
                              .beta1 = s->beta1,
                              .beta2 = s->beta2,
                              .weight_decay = s->weight_decay,
+                             .muon_lr = s->muon_lr,
                              .grad_clip = s->grad_clip,
                              .schedule = s->lr_schedule,
                              .warmup_steps = s->warmup,
@@ -95,11 +97,11 @@ static void continue_from_state(TrainRun *run) {
     }
     Error err;
     long saved_step;
-    if (run->optimizer.cfg.kind == OPT_ADAMW) {
+    if (run->optimizer.cfg.kind != OPT_SGD) {
         if (!optimizer_state_load(&run->optimizer, &run->model, run->start_optimizer, &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         if (saved_step != run->start_step)
-            die(EXIT_RUNTIME, "'%s' holds AdamW's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
+            die(EXIT_RUNTIME, "'%s' holds the optimizer's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
                 run->start_optimizer, saved_step, run->start_path, run->start_step);
     }
 }

@@ -1,5 +1,5 @@
-// mlp.c: Linear(C, 4C) -> GELU (or ReLU^2) -> Linear(4C, C), forward and
-// backward (see mlp.h).
+// mlp.c: Linear(C, 4C) -> GELU (or ReLU^2) -> Linear(4C, C), or
+// Linear(C, 2H) -> SwiGLU -> Linear(H, C), forward and backward (see mlp.h).
 #include "mlp.h"
 
 #include <stddef.h>
@@ -7,14 +7,31 @@
 #include "gelu.h"
 #include "linear.h"
 #include "relu2.h"
+#include "swiglu.h"
+
+int mlp_hidden(int C, MlpKind act) {
+    if (act != MLP_SWIGLU) return 4 * C;
+    const int third = 8 * C / 3;  // 8C/3 rounded down, then up to the multiple
+    return (third + MLP_SWIGLU_MULTIPLE - 1) / MLP_SWIGLU_MULTIPLE * MLP_SWIGLU_MULTIPLE;
+}
+int mlp_fc_width(int C, MlpKind act) { return act == MLP_SWIGLU ? 2 * mlp_hidden(C, act) : mlp_hidden(C, act); }
+int mlp_dhidden_width(int C, MlpKind act) {
+    return act == MLP_SWIGLU ? 3 * mlp_hidden(C, act) : mlp_hidden(C, act);
+}
+
+// activation: step 2, act_out[N,H] from fc_out.
+static void activation(float *act_out, const float *fc_out, int N, int H, MlpKind act) {
+    const size_t n = (size_t)N * H;
+    if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, N, H);
+    else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+    else gelu_forward(act_out, fc_out, n);
+}
 
 void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight_t,
                  const float *proj_weight_t, int N, int C, MlpKind act) {
-    const int H = 4 * C;  // hidden width
-    const size_t n = (size_t)N * H;
-    linear_forward_transposed(fc_out, inp, fc_weight_t, NULL, N, C, H);  // 1. widen
-    if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);              // 2. bend
-    else gelu_forward(act_out, fc_out, n);
+    const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);  // hidden width; fc_out's
+    linear_forward_transposed(fc_out, inp, fc_weight_t, NULL, N, C, FC);  // 1. widen
+    activation(act_out, fc_out, N, H, act);                              // 2. bend (or gate)
     linear_forward_transposed(out, act_out, proj_weight_t, NULL, N, H, C);  // 3. project back
 }
 
@@ -26,7 +43,8 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 //        dact_out = dout @ proj_weight;    dproj_weight += dout^T @ act_out
 //   2. act_out = gelu(fc_out)            (gelu.c; relu2.c for ReLU^2)
 //        dfc_out = dact_out * (Phi(x) + x phi(x)),  x = fc_out
-//        (ReLU^2: dfc_out = dact_out * 2 max(x, 0))
+//        (ReLU^2: dfc_out = dact_out * 2 max(x, 0); SwiGLU, swiglu.c, from
+//        dact_out [N,H] to dfc_out [N,2H], so not in place)
 //   1. fc_out = inp @ fc_weight^T        (linear.c)
 //        dinp = dfc_out @ fc_weight;       dfc_weight += dfc_out^T @ inp
 // Step 3's weight gradient needs act_out, its input, which the model does
@@ -34,16 +52,19 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 void mlp_backward(float *dinp, float *dfc_weight, float *dproj_weight, float *dhidden, float *act_out,
                   const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {
-    const int H = 4 * C;
+    const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);
     const size_t n = (size_t)N * H;
+    // dact_out: dhidden itself, made dfc_out in place; with SwiGLU the N*H
+    // floats after dfc_out's N*2H
+    float *dact = act == MLP_SWIGLU ? dhidden + (size_t)N * FC : dhidden;
     // step 2 again: its output is step 3's input
-    if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
-    else gelu_forward(act_out, fc_out, n);
-    // 3. out = act_out @ proj_weight^T:  dhidden = dact_out (written), dproj_weight +=
-    linear_backward(dhidden, dproj_weight, NULL, dout, act_out, proj_weight, N, H, C);
-    // 2. act_out = act(fc_out):  dhidden becomes dfc_out, in place
-    if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+    activation(act_out, fc_out, N, H, act);
+    // 3. out = act_out @ proj_weight^T:  dact_out (written), dproj_weight +=
+    linear_backward(dact, dproj_weight, NULL, dout, act_out, proj_weight, N, H, C);
+    // 2. act_out = act(fc_out):  dhidden becomes dfc_out
+    if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
+    else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
     else gelu_backward(dhidden, fc_out, dhidden, n);
     // 1. fc_out = inp @ fc_weight^T:  dinp (written), dfc_weight +=
-    linear_backward(dinp, dfc_weight, NULL, dhidden, inp, fc_weight, N, C, H);
+    linear_backward(dinp, dfc_weight, NULL, dhidden, inp, fc_weight, N, C, FC);
 }

@@ -5,7 +5,8 @@
 #include <math.h>
 #include <stddef.h>
 
-// out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps)
+// out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps);
+// without a weight (NULL) out = inp * rstd, the same bits as a weight of ones.
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -13,7 +14,10 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
         float squares = 0.0f;
         for (int c = 0; c < C; c++) squares += x[c] * x[c];
         const float r = 1.0f / sqrtf(squares / (float)C + RMSNORM_EPS);  // 1-2.
-        for (int c = 0; c < C; c++) out_n[c] = x[c] * r * weight[c];    // 3-4.
+        if (weight)
+            for (int c = 0; c < C; c++) out_n[c] = x[c] * r * weight[c];  // 3-4.
+        else
+            for (int c = 0; c < C; c++) out_n[c] = x[c] * r;  // 3. (4. has no weight)
         rstd[n] = r;
     }
 }
@@ -55,6 +59,40 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
         for (int c = 0; c < C; c++) {
             const float xhat = x[c] * rstd[n];
             dx[c] += rstd[n] * (dy[c] * weight[c] - xhat * dxhat_xhat_mean);  // 3-1. the two terms
+        }
+    }
+}
+
+// qk_norm_forward: rmsnorm_forward without a weight over each row's 2NH
+// heads of q and k, in place (rmsnorm.h).
+void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
+    const int HS = C / NH;
+    for (int n = 0; n < N; n++) {
+        float *qk_n = qkv + (size_t)n * 3 * C;  // q[n,:] then k[n,:]: 2NH heads of HS
+        rmsnorm_forward(qk_n, rstd + (size_t)n * 2 * NH, qk_n, NULL, 2 * NH, HS);
+    }
+}
+
+// qk_norm_backward, derived: rmsnorm_backward's derivation with w = 1, for
+// one head's x[HS] with r = rstd, y = xhat = x r (the forward's output,
+// which is all the backward needs: no weight to multiply back out):
+//   4. no weight: dxhat = dy, no dw
+//   3-1. dx[j] = r (dxhat[j] - xhat[j] mean over c of dxhat[c] xhat[c])
+//              = r (dy[j] - y[j] mean(dy y))
+// The mean is taken before any dx is written, so dx can overwrite dy in
+// place. Written, not added: q and k go nowhere but through this norm.
+void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
+    const int HS = C / NH;
+    for (int n = 0; n < N; n++) {
+        for (int h = 0; h < 2 * NH; h++) {  // q's heads, then k's
+            const size_t at = (size_t)n * 3 * C + (size_t)h * HS;
+            const float *y = qkv + at;
+            float *d = dqkv + at;
+            const float r = rstd[(size_t)n * 2 * NH + h];
+            float dy_y_sum = 0.0f;
+            for (int c = 0; c < HS; c++) dy_y_sum += d[c] * y[c];
+            const float dy_y_mean = dy_y_sum / (float)HS;
+            for (int c = 0; c < HS; c++) d[c] = r * (d[c] - y[c] * dy_y_mean);  // 3-1.
         }
     }
 }

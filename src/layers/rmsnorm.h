@@ -25,6 +25,8 @@
 #define RMSNORM_EPS 1e-5f
 
 // out[N,C] = inp[N,C] * rstd[N] * weight[C],  rstd[N] = 1/sqrt(mean(inp^2) + eps), saved for backward.
+// "weight" NULL: no weight (times 1; qk_norm_forward below). "out" may be
+// "inp" (in place): each element is read before it is written.
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
 
 // Backward, given dout[N,C] (derived in rmsnorm.c):
@@ -34,5 +36,33 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
 // whose gradient collects from this norm and from the skip path.
 void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C);
+
+// ---- QK-norm (`--qk-norm`) ------------------------------------------------
+// The same normalisation, without a weight, on each attention head's query
+// and key: for every row n and head h, the HS = C/NH channels of q[n,h,:]
+// and of k[n,h,:] divided by their root mean square, as in the
+// modded-nanoGPT speedrun (F.rms_norm(q, (HS,)), no weight). Each head's q
+// and k then have length sqrt(HS), so a score q.k/sqrt(HS) lies in
+// [-sqrt(HS), sqrt(HS)] however large the weights grow: attention cannot
+// saturate into a one-hot softmax (Dehghani et al. 2023, who normalise q
+// and k to train ViT-22B stably). No weight, because a per-channel weight
+// on q and one on k only multiply to a per-channel scale of the score,
+// which Wq and Wk can already learn; the speedrun has none, and the table
+// of parameters stays as it is.
+
+// In place on the q and k parts of qkv[N,3C] (columns [0,C) q, [C,2C) k,
+// each NH heads of HS channels, one after another; v, [2C,3C), is left as
+// it is); rstd[N,2NH] saved for backward (q's heads, then k's). Row n's
+// 2NH heads of q and k are 2NH consecutive rows of HS, so this is
+// rmsnorm_forward over them, weight NULL.
+void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH);
+
+// Backward, in place on dqkv[N,3C] (derived in rmsnorm.c): the gradient of
+// the normalised q and k becomes that of q and k before the norm, from the
+// forward's output y (the normalised qkv) and rstd:
+//   dx = rstd (dy - y mean(dy y))      per head, over its HS channels
+// Written, not added: q and k feed nothing but the norm. v's part is left
+// as it is.
+void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH);
 
 #endif

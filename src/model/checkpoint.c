@@ -55,7 +55,7 @@ static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind,
         const char *key;
         bool removed;
     } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual},
-                 {"untied_head", cfg->untied_head}};
+                 {"untied_head", cfg->untied_head}, {"qk_norm", cfg->qk_norm}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
     if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
@@ -205,12 +205,13 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     mm->vocab = safetensors_meta_string(st, mm->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
     if (!mm->vocab) return false;
     Arch arch;
-    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0;
+    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0, qk_norm = 0;
     if (!read_architecture(st, &arch, &n_layer)) return false;
     if ((safetensors_meta_has(st, "no_layernorm") && !safetensors_meta_long(st, "no_layernorm", 1, &no_layernorm)) ||
         (safetensors_meta_has(st, "no_mlp") && !safetensors_meta_long(st, "no_mlp", 1, &no_mlp)) ||
         (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)) ||
-        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)))
+        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)) ||
+        (safetensors_meta_has(st, "qk_norm") && !safetensors_meta_long(st, "qk_norm", 1, &qk_norm)))
         return false;
     // The modern recipe's swaps: a file without the key was saved before
     // the swap existed, and made none.
@@ -233,7 +234,8 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
                             .norm = (NormKind)norm,
                             .mlp = (MlpKind)mlp,
                             .untied_head = untied_head != 0,
-                            .pos = (PosKind)pos};
+                            .pos = (PosKind)pos,
+                            .qk_norm = qk_norm != 0};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
@@ -385,43 +387,76 @@ bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err) {
 }
 
 // ===========================================================================
-// AdamW's state: DIR/optimizer.safetensors (see checkpoint.h): the same
-// container. What is its own: the metadata, the names (each parameter's,
-// behind "exp_avg." and "exp_avg_sq."), and one more check, that
-// exp_avg_sq is never negative.
+// The optimizer's state: DIR/optimizer.safetensors (see checkpoint.h): the
+// same container. What is its own: the metadata, the names (each
+// parameter's, behind "exp_avg." and "exp_avg_sq.", and with Muon
+// "momentum_buffer."), and one more check, that exp_avg_sq is never negative.
 
-// The names of AdamW's two moments, torch.optim.AdamW's, in the order its
-// file holds them: every "exp_avg.<parameter>" (m), then every
-// "exp_avg_sq.<parameter>" (v), each in parameter-table order.
-static const char *const MOMENT_PREFIX[2] = {"exp_avg.", "exp_avg_sq."};
+// The names of the state's buffers, torch's (AdamW's two moments, Muon's
+// momentum buffer), in the order its file holds them: every
+// "exp_avg.<parameter>" (m), then every "exp_avg_sq.<parameter>" (v), of
+// the parameters AdamW moves; then, with Muon, every
+// "momentum_buffer.<parameter>" of the matrices Muon moves; each in
+// parameter-table order.
+enum { N_STATE_PREFIXES = 3 };
+static const char *const MOMENT_PREFIX[N_STATE_PREFIXES] = {"exp_avg.", "exp_avg_sq.", "momentum_buffer."};
+
+// has_state: whether buffer k (MOMENT_PREFIX[k]) of an optimizer of "kind"
+// holds parameter "p": AdamW's moments every parameter AdamW moves (with
+// Muon, those Muon does not), Muon's buffer each of its matrices.
+static bool has_state(OptimizerKind kind, int k, const TensorSpec *p) {
+    const bool muon_moves = kind == OPT_MUON && optimizer_uses_muon(p);
+    return k < 2 ? !muon_moves : muon_moves;
+}
+
+// state_buffer: where buffer k of "opt" is, laid out as the parameters.
+static float *state_buffer(const Optimizer *opt, int k) { return k == 0 ? opt->m : k == 1 ? opt->v : opt->momentum; }
+
+// state_params: the parameters of "params" that buffer k holds, each at its
+// offset in the parameters' layout (a view for safetensors_save, not laid
+// out anew); the caller frees its specs.
+static void state_params(TensorTable *t, const TensorTable *params, OptimizerKind kind, int k) {
+    memset(t, 0, sizeof *t);
+    t->specs = xmalloc(((size_t)params->count + 1) * sizeof *t->specs);
+    for (int i = 0; i < params->count; i++)
+        if (has_state(kind, k, &params->specs[i])) t->specs[t->count++] = params->specs[i];
+    t->total = params->total;
+}
 
 bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err) {
-    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    assert(opt->cfg.kind != OPT_SGD && opt->m && opt->v && opt->size == m->param_table.total);
     assert(step >= 0 && opt->step >= 0);
     Metadata md = {0};
     metadata_set(&md, "format", OPTIMIZER_FORMAT);
-    metadata_set(&md, "optimizer", "adamw");
+    metadata_set(&md, "optimizer", "%s", OPTIMIZER_NAMES[opt->cfg.kind]);
     metadata_set(&md, "step", "%ld", step);
     metadata_set(&md, "updates", "%ld", opt->step);
-    const TensorGroup moments[2] = {{MOMENT_PREFIX[0], &m->param_table, opt->m},
-                                    {MOMENT_PREFIX[1], &m->param_table, opt->v}};
-    bool ok = safetensors_save(path, &md, moments, 2, err);
+    const int n_buffers = opt->cfg.kind == OPT_MUON ? 3 : 2;
+    TensorTable tables[N_STATE_PREFIXES];
+    TensorGroup groups[N_STATE_PREFIXES];
+    for (int k = 0; k < n_buffers; k++) {
+        state_params(&tables[k], &m->param_table, opt->cfg.kind, k);
+        groups[k] = (TensorGroup){MOMENT_PREFIX[k], &tables[k], state_buffer(opt, k)};
+    }
+    bool ok = safetensors_save(path, &md, groups, n_buffers, err);
+    for (int k = 0; k < n_buffers; k++) table_free(&tables[k]);
     metadata_free(&md);
     return ok;
 }
 
-// moment_table: the tensors of AdamW's state for parameters "params", as
-// optimizer_state_save writes them: "exp_avg.<name>" of every parameter, then
-// "exp_avg_sq.<name>" of every one, each with its parameter's shape, laid
-// out over one buffer of 2 * params->total floats: m, then v.
-static void moment_table(TensorTable *t, const TensorTable *params) {
+// moment_table: the tensors of the state of an optimizer of "kind" for
+// parameters "params", as optimizer_state_save writes them (MOMENT_PREFIX's
+// order, has_state's parameters), each with its parameter's shape, laid out
+// one after another: with AdamW, m then v, 2 * params->total floats.
+static void moment_table(TensorTable *t, const TensorTable *params, OptimizerKind kind) {
     memset(t, 0, sizeof *t);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < (kind == OPT_MUON ? 3 : 2); k++) {
         for (int i = 0; i < params->count; i++) {
             const TensorSpec *p = &params->specs[i];
+            if (!has_state(kind, k, p)) continue;
             char name[sizeof p->name];
             int len = snprintf(name, sizeof name, "%s%s", MOMENT_PREFIX[k], p->name);
-            assert(len > 0 && (size_t)len < sizeof name);  // the longest, "exp_avg_sq.blocks.1023.attn.proj.weight", fits
+            assert(len > 0 && (size_t)len < sizeof name);  // the longest, "momentum_buffer.blocks.1023.mlp.down_proj.weight", fits
             table_add(t, name, p->shape[0], p->ndim == 2 ? p->shape[1] : 0, 0);
         }
     }
@@ -434,32 +469,32 @@ static bool optimizer_name_problem(SafetensorsFile *st, const char *name, size_t
     if (missing)
         return safetensors_reject(st, "tensor '%s' is missing; give the optimizer.safetensors saved with this model",
                                   shown.text);
-    return safetensors_reject(st, "it has a tensor '%s', which is not AdamW's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each of its parameters); give the optimizer.safetensors saved with this model",
+    return safetensors_reject(st, "it has a tensor '%s', which is not the optimizer's state of this %s model (exp_avg.<parameter> and exp_avg_sq.<parameter> of each parameter AdamW moves, momentum_buffer.<parameter> of each Muon moves); give the optimizer.safetensors saved with this model",
                               shown.text, arch_name(cfg->arch));
 }
 
-// read_adamw_metadata: the format marker, "optimizer" (which must be
-// "adamw"), the training "step" the state belongs to and the number of
+// read_state_metadata: the format marker, "optimizer" (which must be
+// "kind"'s), the training "step" the state belongs to and the number of
 // "updates" that made it, both whole numbers >= 0.
-static bool read_adamw_metadata(SafetensorsFile *st, long *step, long *updates) {
+static bool read_state_metadata(SafetensorsFile *st, OptimizerKind kind, long *step, long *updates) {
     if (!st->meta)
         return safetensors_reject(st, "its header has no \"__metadata__\" object with the format and the step; was it written by tinygpt train?");
     if (!check_format(st, OPTIMIZER_FORMAT, OPTIMIZER_FORMAT_1)) return false;
     const JsonValue *name = safetensors_meta_string(st, "optimizer");
     if (!name) return false;
-    if (!json_string_is(name, "adamw"))
-        return safetensors_reject(st, "its __metadata__ \"optimizer\" is \"%s\" but only AdamW (\"adamw\") keeps a state; the file is damaged: start a new run from the weights with --init",
-                                  show(name->string, name->string_len).text);
+    if (!json_string_is(name, OPTIMIZER_NAMES[kind]))
+        return safetensors_reject(st, "its __metadata__ \"optimizer\" is \"%s\" but the run trains with \"%s\"; the file is damaged: start a new run from the weights with --init",
+                                  show(name->string, name->string_len).text, OPTIMIZER_NAMES[kind]);
     return safetensors_meta_long(st, "step", LONG_MAX, step) && safetensors_meta_long(st, "updates", LONG_MAX, updates);
 }
 
-// check_second_moments: every exp_avg_sq value (the second half of
-// "moments", read into "memory") is a running mean of squares, so it is >= 0
-// (-0 included); the square root of a negative one would make the next
-// update NaN.
+// check_second_moments: every exp_avg_sq value (of "moments", read into
+// "memory") is a running mean of squares, so it is >= 0 (-0 included); the
+// square root of a negative one would make the next update NaN.
 static bool check_second_moments(SafetensorsFile *st, const TensorTable *moments, const float *memory) {
-    for (int t = moments->count / 2; t < moments->count; t++) {
+    for (int t = 0; t < moments->count; t++) {
         const TensorSpec *spec = &moments->specs[t];
+        if (strncmp(spec->name, MOMENT_PREFIX[1], strlen(MOMENT_PREFIX[1])) != 0) continue;
         const float *v = memory + spec->offset;
         for (size_t i = 0; i < spec->size; i++)
             if (v[i] < 0.0f)
@@ -474,12 +509,12 @@ static bool check_second_moments(SafetensorsFile *st, const TensorTable *moments
 // only checked to be finite: a mean of squared gradients may be large and
 // still right); only when all of it has passed are they copied into "opt".
 bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err) {
-    assert(opt->cfg.kind == OPT_ADAMW && opt->m && opt->v && opt->size == m->param_table.total);
+    assert(opt->cfg.kind != OPT_SGD && opt->m && opt->v && opt->size == m->param_table.total);
     SafetensorsFile st;
     if (!safetensors_open(&st, path, OPTIMIZER_FILE, err)) {
         if (!st.f) {  // not there, or not readable
             Error open_err = *err;
-            error_set(err, "%s; an --optimizer adamw run saves AdamW's moments there with each checkpoint: resume a run that has them, or start a new run from the weights with --init",
+            error_set(err, "%s; an --optimizer adamw or muon run saves its state there with each checkpoint: resume a run that has them, or start a new run from the weights with --init",
                       open_err.msg);
         }
         safetensors_close(&st);
@@ -489,9 +524,9 @@ bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long
     long saved_step = 0, updates = 0;
     TensorTable moments = {0};
     float *read = NULL;  // [2 * opt->size] m, then v, as read from the file
-    bool ok = read_adamw_metadata(&st, &saved_step, &updates);
+    bool ok = read_state_metadata(&st, opt->cfg.kind, &saved_step, &updates);
     if (ok) {
-        moment_table(&moments, &m->param_table);
+        moment_table(&moments, &m->param_table, opt->cfg.kind);
         TensorExpectations expect = expectations(&m->config, "this model", "give the optimizer.safetensors saved with this model",
                                                  optimizer_name_problem);
         ok = safetensors_check_tensors(&st, &moments, &expect);
@@ -500,9 +535,15 @@ bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long
         read = xmalloc(moments.total * sizeof *read);
         ok = safetensors_read_tensors(&st, &moments, read, FLT_MAX) && check_second_moments(&st, &moments, read);
     }
-    if (ok) {
-        memcpy(opt->m, read, opt->size * sizeof *opt->m);
-        memcpy(opt->v, read + opt->size, opt->size * sizeof *opt->v);
+    if (ok) {  // each tensor from the file's order to its parameter's place
+        const float *from = read;
+        for (int k = 0; k < (opt->cfg.kind == OPT_MUON ? 3 : 2); k++)
+            for (int i = 0; i < m->param_table.count; i++) {
+                const TensorSpec *p = &m->param_table.specs[i];
+                if (!has_state(opt->cfg.kind, k, p)) continue;
+                memcpy(state_buffer(opt, k) + p->offset, from, p->size * sizeof *from);
+                from += p->size;
+            }
         opt->step = updates;
         if (step) *step = saved_step;
     }

@@ -11,9 +11,10 @@
 // block_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
 // card), no_layernorm, no_mlp and no_residual ("1", only for a gpt with
 // that part removed), norm ("rmsnorm", only for a gpt that swapped its
-// LayerNorms for it), mlp ("relu2", only for a gpt whose MLP uses it),
+// LayerNorms for it), mlp ("relu2" or "swiglu", only for a gpt whose MLP is one),
 // untied_head ("1", only for a gpt with a head.weight of its own), pos
-// ("rope", only for a gpt with rotary positions and no pos_emb), dropout, step, and "format": "tinygpt-1". From
+// ("rope", only for a gpt with rotary positions and no pos_emb), qk_norm
+// ("1", only for a gpt that normalises its heads' q and k), dropout, step, and "format": "tinygpt-1". From
 // `train`, also the run's settings and state (settings.h), which only
 // --resume reads. A file without "arch" (saved before gpt existed) is a
 // card model with one block; one without "tokenizer" is a char model.
@@ -69,7 +70,7 @@ bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err);
 // settings that shape the model take (settings.h, KEPT_IN_MODEL).
 void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKind kind);
 
-// ---- AdamW's state: DIR/optimizer.safetensors, next to DIR/model.safetensors ----
+// ---- The optimizer's state: DIR/optimizer.safetensors, next to DIR/model.safetensors ----
 //
 // The model file stays a model that sample, eval and PyTorch read alone;
 // AdamW's moments (as large as the weights, twice) go in a file of their own,
@@ -81,19 +82,23 @@ void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKi
 // "tinygpt-optimizer-1", "optimizer": "adamw", "step": the training step the
 // state belongs to (the "step" of the model checkpoint saved with it), and
 // "updates": how many AdamW updates made it (Optimizer.step, AdamW's t; equal
-// to "step" for a run that used AdamW from its first step).
+// to "step" for a run that used AdamW from its first step). With Muon
+// ("optimizer": "muon") the AdamW tensors are those of the parameters AdamW
+// moves (not the blocks' matrices), followed by "momentum_buffer.<name>" for
+// each matrix Muon moves; a tensor's data then sits in file order, not at its
+// parameter's offset.
 
 // optimizer_state_save: opt's moments and update count, belonging to the
 // weights of training step "step", to "path". Written as checkpoints are
 // (path.tmp, fsync, rename, directory sync), so a crash leaves the old file
-// or the new one. "opt" must be AdamW, built for "m" (optimizer_init).
+// or the new one. "opt" must be AdamW or Muon, built for "m" (optimizer_init).
 bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const char *path, Error *err);
 
 // optimizer_state_load: validate "path" completely against m's parameter
 // table (header size, JSON, format, names: none missing, none extra; shapes;
 // dtypes; offsets inside the file and not overlapping; finite values,
 // exp_avg_sq >= 0; updates >= 0) and only then fill opt->m, opt->v and
-// opt->step ("opt" must be AdamW, optimizer_init'ed for "m"). "*step" gets
+// opt->step, and Muon's opt->momentum ("opt" must be AdamW or Muon, optimizer_init'ed for "m"). "*step" gets
 // the saved training step (may be NULL). On failure "opt" and "*step" are
 // unchanged, nothing stays allocated, and "err" is one line naming the file,
 // what is wrong and what to do.

@@ -5,9 +5,10 @@ double model_forward_flops_per_token(const ModelConfig *cfg) {
     const double C = cfg->n_embd, T = cfg->block_size, V = cfg->vocab_size;
     const ModelParts parts = model_parts(cfg);
     // 1. Each block's products: q, k, v (3C^2 multiply-adds) and attn.proj
-    //    (C^2), then the MLP's two (4C^2 each) when it has one.
+    //    (C^2), then the MLP's two (4C^2 each) when it has one (SwiGLU's
+    //    three, HC each: mlp.h).
     double block = 2 * (3 * C * C + C * C);
-    if (parts.mlp) block += 2 * (4 * C * C + 4 * C * C);
+    if (parts.mlp) block += 2 * C * (mlp_fc_width(cfg->n_embd, parts.activation) + mlp_hidden(cfg->n_embd, parts.activation));
     // 2. Attention's two products over the (T + 1) / 2 positions a token
     //    sees on average: C multiply-adds each, for the score and for the
     //    weighted sum.

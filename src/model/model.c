@@ -24,6 +24,7 @@
 #include "linear.h"
 #include "mlp.h"
 #include "relu2.h"
+#include "swiglu.h"
 #include "residual.h"
 #include "rmsnorm.h"
 #include "rope.h"
@@ -37,7 +38,7 @@
 
 const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
 const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
-const char *const MLP_NAMES[] = {"gelu", "relu2", NULL};
+const char *const MLP_NAMES[] = {"gelu", "relu2", "swiglu", NULL};
 const char *const POS_NAMES[] = {"learned", "rope", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
@@ -58,7 +59,8 @@ ModelParts model_parts(const ModelConfig *cfg) {
                         .proj_bias = !gpt,
                         .tied_head = gpt && !cfg->untied_head,
                         .head_bias = !gpt,
-                        .rope = gpt && cfg->pos == POS_ROPE};
+                        .rope = gpt && cfg->pos == POS_ROPE,
+                        .qk_norm = gpt && cfg->qk_norm};
 }
 
 int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
@@ -90,7 +92,7 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "unknown norm %d", (int)cfg->norm);
     if (cfg->arch == ARCH_CARD && cfg->norm != NORM_LAYERNORM)
         return error_set(err, "--norm %s: the card model has no norm to swap; use --arch gpt", NORM_NAMES[cfg->norm]);
-    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
+    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2 && cfg->mlp != MLP_SWIGLU) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
     if (cfg->arch == ARCH_CARD && cfg->mlp != MLP_GELU)
         return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
     if (cfg->arch == ARCH_CARD && cfg->untied_head)
@@ -98,6 +100,8 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->pos != POS_LEARNED && cfg->pos != POS_ROPE) return error_set(err, "unknown positions %d", (int)cfg->pos);
     if (cfg->arch == ARCH_CARD && cfg->pos != POS_LEARNED)
         return error_set(err, "--pos %s: the card model keeps its learned positions; use --arch gpt", POS_NAMES[cfg->pos]);
+    if (cfg->arch == ARCH_CARD && cfg->qk_norm)
+        return error_set(err, "--qk-norm: the card model is the attention of the card, unnormalised; use --arch gpt");
     if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
         return error_set(err, "--pos rope turns pairs of channels, so the head size --embd / --heads (%d) must be even",
                          cfg->n_embd / cfg->n_head);
@@ -119,7 +123,9 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
 // its back entries.
 
 // A dimension of a tensor, in the shape alphabet of model.h.
-typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_4C, D_BT, D_BNH, D_TT, D_HST } Dim;
+// D_H is the MLP's hidden width (4C, or SwiGLU's 8C/3 rounded: mlp.h), D_FC
+// its first product's (H, or SwiGLU's 2H), D_DH its backward's scratch.
+typedef enum { D_NONE, D_V, D_T, D_C, D_3C, D_H, D_FC, D_DH, D_2NH, D_BT, D_BNH, D_TT, D_HST } Dim;
 
 // The part of the model a tensor belongs to: it is in the table when the
 // model has that part (has_part).
@@ -129,13 +135,16 @@ typedef enum {
     IF_LAYERNORM,           // ln1, ln2, ln_f and their statistics (LayerNorm or RMSNorm)
     IF_LAYERNORM_MEAN,      // ln1's and ln_f's means: LayerNorm's, not RMSNorm's
     IF_MLP,                 // the MLP
+    IF_MLP_FC_PROJ,         // its two matrices, fc and proj (GELU or ReLU^2)
     IF_MLP_GELU,            // the MLP's activation, when it is GELU
     IF_MLP_RELU2,           // ... when it is ReLU^2
+    IF_MLP_SWIGLU,          // ... when it is SwiGLU, with its three matrices
     IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
     IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
     IF_PROJ_BIAS,           // card's projection bias
     IF_OWN_HEAD,            // an untied head (card, and gpt --untied-head)
     IF_HEAD_BIAS,           // its bias (card)
+    IF_QK_NORM,             // the statistics of --qk-norm
     IF_RESIDUAL,            // the residual stream's branch buffers
     IF_DROPOUT,             // dropout's saved scales
     IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
@@ -181,8 +190,12 @@ static const TensorEntry PARAMS_BLOCK[] = {
     {"attn.proj.weight", D_C, D_C, ALWAYS, offsetof(BlockParams, proj_weight), INIT_BRANCH_END},
     {"attn.proj.bias", D_C, D_NONE, IF_PROJ_BIAS, offsetof(BlockParams, proj_bias), INIT_LINEAR},
     {"ln2.weight", D_C, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockParams, ln2_weight), INIT_ONES},
-    {"mlp.fc.weight", D_4C, D_C, IF_MLP, offsetof(BlockParams, fc_weight), INIT_LINEAR},
-    {"mlp.proj.weight", D_C, D_4C, IF_MLP, offsetof(BlockParams, mlp_proj_weight), INIT_BRANCH_END},
+    {"mlp.fc.weight", D_H, D_C, IF_MLP_FC_PROJ, offsetof(BlockParams, fc_weight), INIT_LINEAR},
+    {"mlp.proj.weight", D_C, D_H, IF_MLP_FC_PROJ, offsetof(BlockParams, mlp_proj_weight), INIT_BRANCH_END},
+    // SwiGLU's (LLaMA's names): gate and up adjacent, one [2H,C] fc_weight
+    {"mlp.gate_proj.weight", D_H, D_C, IF_MLP_SWIGLU, offsetof(BlockParams, fc_weight), INIT_LINEAR},
+    {"mlp.up_proj.weight", D_H, D_C, IF_MLP_SWIGLU, NO_VIEW, INIT_LINEAR},
+    {"mlp.down_proj.weight", D_C, D_H, IF_MLP_SWIGLU, offsetof(BlockParams, mlp_proj_weight), INIT_BRANCH_END},
 };
 static const TensorEntry PARAMS_BACK[] = {
     {"ln_f.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(ParamTensors, lnf_weight), INIT_ONES},
@@ -200,6 +213,7 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"ln1_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(BlockActs, ln1_mean), 0},
     {"ln1_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(BlockActs, ln1_rstd), 0},
     {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
+    {"qk_rstd", D_BT, D_2NH, IF_QK_NORM, offsetof(BlockActs, qk_rstd), 0},
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
     {"dropout_scales", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropout_scales), 0},
     {"keys_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, keys_t), 0},
@@ -209,13 +223,14 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"ln2_out", D_BT, D_C, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_out), 0},
     {"ln2_mean", D_BT, D_NONE, IF_LAYERNORM_AND_MLP_MEAN, offsetof(BlockActs, ln2_mean), 0},
     {"ln2_rstd", D_BT, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_rstd), 0},
-    {"fc_out", D_BT, D_4C, IF_MLP, offsetof(BlockActs, fc_out), 0},
+    {"fc_out", D_BT, D_FC, IF_MLP, offsetof(BlockActs, fc_out), 0},
     {"res_mlp", D_BT, D_C, IF_MLP, offsetof(BlockActs, res_mlp), 0},
 };
 static const TensorEntry ACTS_BACK[] = {
     {"branch_out", D_BT, D_C, IF_RESIDUAL, offsetof(ActTensors, branch_out), 0},
-    {"gelu_out", D_BT, D_4C, IF_MLP_GELU, offsetof(ActTensors, act_out), 0},  // one of these two
-    {"relu2_out", D_BT, D_4C, IF_MLP_RELU2, offsetof(ActTensors, act_out), 0},
+    {"gelu_out", D_BT, D_H, IF_MLP_GELU, offsetof(ActTensors, act_out), 0},  // one of these three
+    {"relu2_out", D_BT, D_H, IF_MLP_RELU2, offsetof(ActTensors, act_out), 0},
+    {"swiglu_out", D_BT, D_H, IF_MLP_SWIGLU, offsetof(ActTensors, act_out), 0},
     {"lnf_out", D_BT, D_C, IF_LAYERNORM, offsetof(ActTensors, lnf_out), 0},
     {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(ActTensors, lnf_mean), 0},
     {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
@@ -234,7 +249,7 @@ static const TensorEntry GRAD_ACTS_FRONT[] = {
     {"dattn_out", D_BT, D_C, ALWAYS, offsetof(GradActs, dattn_out), 0},
     {"dqkv", D_BT, D_3C, ALWAYS, offsetof(GradActs, dqkv), 0},
     {"dattn_weights", D_BNH, D_TT, ALWAYS, offsetof(GradActs, dattn_weights), 0},
-    {"dhidden", D_BT, D_4C, IF_MLP, offsetof(GradActs, dhidden), 0},
+    {"dhidden", D_BT, D_DH, IF_MLP, offsetof(GradActs, dhidden), 0},
 };
 static const Layout GRAD_ACTS = {ENTRIES(GRAD_ACTS_FRONT), NULL, 0, NULL, 0};
 
@@ -248,11 +263,14 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     case IF_MLP: return p.mlp;
     case IF_MLP_GELU: return p.mlp && p.activation == MLP_GELU;
     case IF_MLP_RELU2: return p.mlp && p.activation == MLP_RELU2;
+    case IF_MLP_SWIGLU: return p.mlp && p.activation == MLP_SWIGLU;
+    case IF_MLP_FC_PROJ: return p.mlp && p.activation != MLP_SWIGLU;
     case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
     case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
     case IF_OWN_HEAD: return !p.tied_head;
     case IF_HEAD_BIAS: return p.head_bias;
+    case IF_QK_NORM: return p.qk_norm;
     case IF_RESIDUAL: return p.residual;
     case IF_DROPOUT: return cfg->dropout > 0.0f;
     case IF_LAYERNORM_OR_RESIDUAL: return p.layernorm || p.residual;
@@ -270,7 +288,10 @@ static size_t dim(Dim d, const ModelConfig *cfg, size_t B) {
     case D_T: return T;
     case D_C: return C;
     case D_3C: return 3 * C;
-    case D_4C: return 4 * C;
+    case D_H: return (size_t)mlp_hidden((int)C, cfg->mlp);
+    case D_FC: return (size_t)mlp_fc_width((int)C, cfg->mlp);
+    case D_DH: return (size_t)mlp_dhidden_width((int)C, cfg->mlp);
+    case D_2NH: return 2 * NH;
     case D_BT: return sat_mul(B, T);
     case D_BNH: return sat_mul(B, NH);
     case D_TT: return sat_mul(T, T);
@@ -331,11 +352,20 @@ static void set_views(void *views, void *blocks, size_t block_size, const Layout
     point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg);
 }
 
-// The widest weight that is transposed at once: a block's four matrices
-// ((3C + C + 4C + 4C) x C in gpt, (3C + C) x C in card), or the head, V x C.
+// block_weight_floats: a block's matrices, transposed at once: (3C + C +
+// 4C + 4C) x C in gpt ((3C + C + 2H + H) x C with SwiGLU), (3C + C) x C in card.
+static size_t block_weight_floats(const ModelConfig *cfg) {
+    const ModelParts p = model_parts(cfg);
+    const size_t C = (size_t)cfg->n_embd;
+    size_t floats = 4 * C * C;
+    if (p.mlp) floats += (size_t)(mlp_fc_width((int)C, p.activation) + mlp_hidden((int)C, p.activation)) * C;
+    return floats;
+}
+
+// The widest weight that is transposed at once: a block's, or the head, V x C.
 static size_t weight_scratch_floats(const ModelConfig *cfg) {
     const size_t C = (size_t)cfg->n_embd, V = (size_t)cfg->vocab_size;
-    const size_t block = (model_parts(cfg).mlp ? 12 : 4) * C * C;
+    const size_t block = block_weight_floats(cfg);
     return block > V * C ? block : V * C;
 }
 
@@ -499,10 +529,12 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
 static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p,
                 const BlockWeightsT *wt, int n, int C, MlpKind act) {
     if (USE_REFERENCE) {
-        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, 4 * C);
-        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * 4 * C);
-        else gelu_forward_reference(act_out, fc_out, (size_t)n * 4 * C);
-        linear_forward_reference(out, act_out, p->mlp_proj_weight, NULL, n, 4 * C, C);
+        const int H = mlp_hidden(C, act);
+        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, mlp_fc_width(C, act));
+        if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, n, H);
+        else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * H);
+        else gelu_forward_reference(act_out, fc_out, (size_t)n * H);
+        linear_forward_reference(out, act_out, p->mlp_proj_weight, NULL, n, H, C);
     } else {
         mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C, act);
     }
@@ -546,19 +578,23 @@ static void attention_grad(float *dqkv, float *dweights, const float *dattn_out,
 }
 
 // The MLP's backward over N rows, given dout: dinp written, the two weights'
-// gradients (in "g") added to; dhidden [N,4C] is scratch, and act_out is
+// gradients (in "g") added to; dhidden [N,DH] is scratch, and act_out is
 // recomputed from fc_out (mlp.h). The reference build runs the three steps
 // in reverse one by one.
 static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *act_out, const float *dout,
                      const float *inp, const float *fc_out, const BlockParams *p, int N, int C, MlpKind act) {
     if (USE_REFERENCE) {
-        const size_t n = (size_t)N * 4 * C;
-        if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+        const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);
+        const size_t n = (size_t)N * H;
+        float *dact = act == MLP_SWIGLU ? dhidden + (size_t)N * FC : dhidden;  // as mlp_backward
+        if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, N, H);
+        else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
         else gelu_forward_reference(act_out, fc_out, n);
-        linear_backward_reference(dhidden, g->mlp_proj_weight, NULL, dout, act_out, p->mlp_proj_weight, N, 4 * C, C);
-        if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+        linear_backward_reference(dact, g->mlp_proj_weight, NULL, dout, act_out, p->mlp_proj_weight, N, H, C);
+        if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
+        else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
         else gelu_backward_reference(dhidden, fc_out, dhidden, n);
-        linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, 4 * C);
+        linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, FC);
     } else {
         mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, act_out, dout, inp, fc_out, p->fc_weight,
                      p->mlp_proj_weight, N, C, act);
@@ -595,13 +631,14 @@ static uint64_t site_key(uint64_t step_key, int layer, int site) {
 // the fast matmul.
 static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
     const int C = m->config.n_embd;
+    const int H = mlp_hidden(C, m->parts.activation), FC = mlp_fc_width(C, m->parts.activation);
     const BlockParams *p = &m->params.blocks[l];
     BlockWeightsT wt = {0};
     wt.qkv_weight = memory;
     wt.proj_weight = wt.qkv_weight + (size_t)3 * C * C;
     if (m->parts.mlp) {
         wt.fc_weight = wt.proj_weight + (size_t)C * C;
-        wt.mlp_proj_weight = wt.fc_weight + (size_t)4 * C * C;
+        wt.mlp_proj_weight = wt.fc_weight + (size_t)FC * C;
     }
     // One parallel region for all four: each transpose shares its blocks
     // among the threads without waiting, and the region's end waits once.
@@ -610,8 +647,8 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
         linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
         linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
         if (m->parts.mlp) {
-            linear_transpose_weight(wt.fc_weight, p->fc_weight, C, 4 * C);
-            linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, 4 * C, C);
+            linear_transpose_weight(wt.fc_weight, p->fc_weight, C, FC);
+            linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, H, C);
         }
     }
     return wt;
@@ -652,7 +689,7 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // first step to its last (read it first); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
-// (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`), for `make ladder`,
+// (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`, `--qk-norm`), for `make ladder`,
 // whose steps ask which parts are there and which kind each is
 // (`--untied-head` changes no block, only the tables and the head's
 // weight: model_init). block_forward picks one; block_backward, further
@@ -708,6 +745,10 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 // reads the stream itself, and with --norm rmsnorm through RMSNorm (norm);
 // with --mlp relu2 the MLP bends with ReLU^2 (parts->activation); with
 // --pos rope q and k are rotated by their positions before attention;
+// with --qk-norm each head's q and k is then divided by its RMS (after the
+// rotation, which keeps lengths, so before or after is the same function;
+// after, the norm's output is what attention reads and what its backward
+// needs);
 // without the residual stream a branch's output replaces the stream (as in
 // card) instead of being added to it; without the MLP the block ends after
 // step 3. With every part present and none swapped it computes what
@@ -728,6 +769,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
     if (parts->rope) rope_forward(rows_of(a->qkv, s, 3 * C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
+    if (parts->qk_norm) qk_norm_forward(rows_of(a->qkv, s, 3 * C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {
@@ -745,7 +787,8 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
-    float *fc_out = rows_of(a->fc_out, s, 4 * C), *act_out = rows_of(m->acts.act_out, s, 4 * C);
+    float *fc_out = rows_of(a->fc_out, s, (size_t)mlp_fc_width(C, parts->activation));
+    float *act_out = rows_of(m->acts.act_out, s, (size_t)mlp_hidden(C, parts->activation));
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
         mlp(branch, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
@@ -759,7 +802,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
 // none swapped (no switch of the modern recipe).
 static bool plain_gpt(const Model *m) {
     return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
-           m->parts.activation == MLP_GELU && !m->parts.rope;
+           m->parts.activation == MLP_GELU && !m->parts.rope && !m->parts.qk_norm;
 }
 
 // block_forward: block l over the span's rows, by its architecture.
@@ -826,7 +869,7 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
 
 void transposed_weights_init(TransposedWeights *w, const Model *m) {
     const size_t C = (size_t)m->config.n_embd, V = (size_t)m->config.vocab_size;
-    const size_t per_block = (m->parts.mlp ? 12 : 4) * C * C;
+    const size_t per_block = block_weight_floats(&m->config);
     w->memory = xmalloc((per_block * (size_t)m->n_layer + C * V) * sizeof(float));
     w->blocks = xmalloc((size_t)m->n_layer * sizeof(BlockWeightsT));
     for (int l = 0; l < m->n_layer; l++) w->blocks[l] = transpose_block(m, l, w->memory + (size_t)l * per_block);
@@ -969,7 +1012,7 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
 // ladder_block_backward: ladder_block_forward read backwards, with the
 // gradients routed by branch_grad, input_grad and join_stream, and each
 // swapped part's own backward (norm_grad; mlp_grad's activation;
-// rope_backward). With every part present and none swapped it computes
+// qk_norm_backward; rope_backward). With every part present and none swapped it computes
 // what gpt_block_backward does.
 static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
@@ -992,6 +1035,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
     attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    if (m->parts.qk_norm) qk_norm_backward(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
     if (m->parts.rope) rope_backward(d->dqkv, BT, T, 0, C, NH);  // d(rotated q, k) -> d(q, k)
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
     linear_grad(input_grad(m), g->qkv_weight, NULL, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);

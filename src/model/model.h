@@ -37,8 +37,10 @@
 // The modern recipe, one switch each (docs/model.md, "The modern recipe"):
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
 //   --mlp relu2      the MLP's activation is ReLU^2 (relu2.h): max(x, 0)^2
+//   --mlp swiglu     the MLP is LLaMA's (swiglu.h): (silu(x Wgate^T) * x Wup^T) Wdown^T, hidden 8C/3
 //   --untied-head    logits = ln_f(x) @ Whead^T, Whead [V,C] a weight of its own   "head"
 //   --pos rope       no pos_emb: q and k rotated by their position in every block (rope.h)
+//   --qk-norm        each head's q and k divided by its RMS before the scores (rmsnorm.h)
 #ifndef TINYGPT_MODEL_H
 #define TINYGPT_MODEL_H
 
@@ -90,6 +92,7 @@ typedef struct {
     MlpKind mlp;     // the MLP's activation (when the model has one)
     bool untied_head;  // a head.weight of its own instead of tok_emb
     PosKind pos;     // learned positions (pos_emb) or rotary ones
+    bool qk_norm;    // each head's q and k RMS-normalised, no weight
 } ModelConfig;
 
 // arch_name / arch_from_name: ARCH_NAMES both ways; arch_from_name returns
@@ -105,13 +108,14 @@ bool arch_from_name(const char *name, Arch *arch);
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
     bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
-    MlpKind activation;  // the MLP's: MLP_GELU, or MLP_RELU2 (--mlp relu2)
+    MlpKind activation;  // the MLP's: MLP_GELU, MLP_RELU2 (--mlp relu2) or MLP_SWIGLU (--mlp swiglu)
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
     bool proj_bias;  // attn.proj has a bias
     bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight
     bool head_bias;  // the head has a bias, head.bias (card)
     bool rope;       // q and k rotated by position (--pos rope), and no pos_emb
+    bool qk_norm;    // q and k normalised per head (--qk-norm), after any rotation
 } ModelParts;
 ModelParts model_parts(const ModelConfig *cfg);
 // model_layers: how many blocks "cfg" has (card: 1).
@@ -137,8 +141,8 @@ typedef struct {
     float *proj_weight;      // [C,C]    "blocks.{i}.attn.proj.weight"
     float *proj_bias;        // [C]      card only
     float *ln2_weight;       // [C]
-    float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"
-    float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"
+    float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"; SwiGLU: [2H,C] gate_proj then up_proj
+    float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"; SwiGLU: [C,H] down_proj
 } BlockParams;
 
 typedef struct {
@@ -152,7 +156,8 @@ typedef struct {
 
 typedef struct {
     float *ln1_out, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]   ln1(x); no mean with RMSNorm
-    float *qkv;             // [B,T,3C]    queries, keys, values
+    float *qkv;             // [B,T,3C]    queries, keys, values (with --qk-norm, q and k normalised)
+    float *qk_rstd;         // [B,T,2NH]   --qk-norm: 1/rms of each head's q, then of each head's k
     float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
     float *dropout_scales;  // [B,NH,T,T]  0 or 1/(1-p) per weight; only when dropout > 0
     float *keys_t;          // [B,NH,HS,T] each head's keys, transposed (see attention.h)

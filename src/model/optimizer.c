@@ -1,6 +1,6 @@
-// optimizer.c: gradient clipping, the learning-rate schedule, and the SGD
-// and AdamW updates (see optimizer.h for why each exists and the math of
-// each).
+// optimizer.c: gradient clipping, the learning-rate schedule, and the SGD,
+// AdamW and Muon updates (see optimizer.h for why each exists and the math
+// of each).
 //
 // Reading order: file 13, after model.h's model_sgd_step. The file in
 // three parts, in the order a training step uses them: the norm and the
@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "linear.h"
+
 // Below this many elements, waking the other threads costs more than the
 // work (as in residual.c).
 #define MIN_PARALLEL_ELEMENTS (1 << 16)
@@ -30,23 +32,37 @@
 // torch.nn.utils.clip_grad_norm_ adds this to the norm before dividing.
 #define CLIP_NORM_EPS 1e-6
 
-const char *const OPTIMIZER_NAMES[] = {"sgd", "adamw", NULL};
+const char *const OPTIMIZER_NAMES[] = {"sgd", "adamw", "muon", NULL};
 const char *const LR_SCHEDULE_NAMES[] = {"constant", "cosine", NULL};
 
 void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *model) {
     memset(opt, 0, sizeof *opt);
     opt->cfg = *cfg;
     opt->size = model->param_table.total;
-    if (cfg->kind == OPT_ADAMW) {
+    if (cfg->kind == OPT_ADAMW || cfg->kind == OPT_MUON) {
         opt->m = xcalloc(opt->size, sizeof *opt->m);
         opt->v = xcalloc(opt->size, sizeof *opt->v);
+    }
+    if (cfg->kind == OPT_MUON) {
+        opt->momentum = xcalloc(opt->size, sizeof *opt->momentum);
+        size_t scratch = 0;  // Newton-Schulz's X, X^T and X's next value [m,n], A and its square [m,m]
+        for (int k = 0; k < model->param_table.count; k++) {
+            const TensorSpec *spec = &model->param_table.specs[k];
+            if (!optimizer_uses_muon(spec)) continue;
+            const size_t m = spec->shape[0] < spec->shape[1] ? spec->shape[0] : spec->shape[1];
+            const size_t n = spec->size / m;
+            if (3 * m * n + 2 * m * m > scratch) scratch = 3 * m * n + 2 * m * m;
+        }
+        opt->ns_scratch = xmalloc((scratch ? scratch : 1) * sizeof *opt->ns_scratch);
     }
 }
 
 void optimizer_free(Optimizer *opt) {
+    free(opt->ns_scratch);
+    free(opt->momentum);
     free(opt->v);
     free(opt->m);
-    opt->m = opt->v = NULL;
+    opt->m = opt->v = opt->momentum = opt->ns_scratch = NULL;
 }
 
 // ===========================================================================
@@ -174,6 +190,10 @@ double optimizer_lr_timed(const OptimizerConfig *cfg, long it, double time_fract
 
 bool optimizer_decays(const TensorSpec *spec) { return spec->ndim == 2; }
 
+bool optimizer_uses_muon(const TensorSpec *spec) {
+    return spec->ndim == 2 && strncmp(spec->name, "blocks.", strlen("blocks.")) == 0;
+}
+
 // SGD: w -= lr * g, model_sgd_step's loop (torch.optim.SGD without momentum:
 // param.add_(grad, alpha=-lr), one fused multiply-add per weight, as gcc
 // compiles this line).
@@ -247,7 +267,9 @@ static void adamw_update(float *restrict w, const float *restrict g, float *rest
     }
 }
 
-static void adamw_step(Optimizer *opt, Model *model, double lr) {
+// adamw_step: AdamW on every tensor, or with "skip_muon" on every tensor
+// Muon does not move.
+static void adamw_step(Optimizer *opt, Model *model, double lr, bool skip_muon) {
     const OptimizerConfig *cfg = &opt->cfg;
     const double t = (double)opt->step + 1.0;  // torch's state['step'], after its += 1
     const double bias_correction1 = 1.0 - pow(cfg->beta1, t);
@@ -273,20 +295,110 @@ static void adamw_step(Optimizer *opt, Model *model, double lr) {
     {
         for (int k = 0; k < table->count; k++) {
             const TensorSpec *spec = &table->specs[k];
+            if (skip_muon && optimizer_uses_muon(spec)) continue;
             if (optimizer_decays(spec)) adamw_decay(model->params_memory + spec->offset, spec->size, decay);
         }
 #pragma omp barrier
         for (int k = 0; k < table->count; k++) {
             const TensorSpec *spec = &table->specs[k];
+            if (skip_muon && optimizer_uses_muon(spec)) continue;
             adamw_update(model->params_memory + spec->offset, model->grads_memory + spec->offset,
                          opt->m + spec->offset, opt->v + spec->offset, spec->size, &s);
         }
     }
 }
 
+// ---- Muon ------------------------------------------------------------------
+// optimizer.h says why; here is how, for one matrix W [rows, cols] at a time.
+// Each product is a matrix times a matrix, which is what the linear layer
+// computes (linear.h: out[N,OC] = inp[N,C] @ weight_t[C,OC]), so Muon runs
+// on the same fast, thread-count-independent engine as the model.
+
+// matmul_into: out[N,M] = a[N,K] @ b[K,M].
+static void matmul_into(float *out, const float *a, const float *b, int N, int K, int M) {
+    linear_forward_transposed(out, a, b, NULL, N, K, M);
+}
+
+// newton_schulz: X [m,n] (m <= n, scaled to |X|_F <= 1) pushed towards the
+// orthogonal U V^T of its SVD, in place, by MUON_NS_STEPS steps of
+//   A = X X^T;  B = b A + c A A;  X = a X + B X
+// which is X -> a X + b (X X^T) X + c (X X^T)^2 X: each singular value s of
+// X goes to a s + b s^3 + c s^5 and U, V stay (X X^T = U S^2 U^T).
+// "scratch" holds X^T and the next X [n,m], [m,n], then A and A A [m,m].
+static void newton_schulz(float *X, int m, int n, float *scratch) {
+    const size_t mn = (size_t)m * n, mm = (size_t)m * m;
+    float *Xt = scratch, *BX = Xt + mn, *A = BX + mn, *B = A + mm;
+    const float a = (float)MUON_NS_A, b = (float)MUON_NS_B, c = (float)MUON_NS_C;
+    for (int step = 0; step < MUON_NS_STEPS; step++) {
+        linear_transpose_weight(Xt, X, n, m);  // Xt[n,m] = X^T
+        matmul_into(A, X, Xt, m, n, m);        // A = X X^T, [m,m], symmetric
+        matmul_into(B, A, A, m, m, m);         // A A (A^T = A, so A itself is its own "weight_t")
+        for (size_t i = 0; i < mm; i++) B[i] = b * A[i] + c * B[i];  // B = b A + c A A
+        matmul_into(BX, B, X, m, m, n);        // B X, [m,n]
+        for (size_t i = 0; i < mn; i++) X[i] = a * X[i] + BX[i];     // X = a X + B X
+    }
+}
+
+// muon_matrix: one Muon update of W [rows, cols] from its gradient g, with
+// its momentum buffer "buf", at learning rate "lr" (optimizer.h's rule):
+//   1. buf = beta buf + (1 - beta) g       momentum: the gradients' running mean (torch: buf.lerp_(g, 1 - beta))
+//   2. u = (1 - beta) g + beta buf         Nesterov: look ahead along the new mean (g.lerp_(buf, beta))
+//   3. X = u / (|u|_F + eps)               every singular value now <= 1
+//   4. X wide: X^T when rows > cols        so that X X^T is the small square
+//   5. Newton-Schulz: X ~ U V^T            every singular value ~1
+//   6. W -= lr sqrt(max(1, rows/cols)) X   (X turned back first)
+static void muon_matrix(float *w, const float *g, float *buf, int rows, int cols, double lr, float *scratch) {
+    const size_t n_all = (size_t)rows * cols;
+    const float beta = (float)MUON_MOMENTUM, one_minus_beta = (float)(1.0 - MUON_MOMENTUM);
+    const bool tall = rows > cols;
+    const int m = tall ? cols : rows, n = tall ? rows : cols;  // X is [m,n], m <= n
+    float *X = scratch, *ns = scratch + n_all;
+    // 1-2. The update direction u, in X (in W's layout for now), and its norm.
+    double sum_sq = 0.0;
+    for (size_t i = 0; i < n_all; i++) {
+        buf[i] = buf[i] + one_minus_beta * (g[i] - buf[i]);  // 1.
+        X[i] = g[i] + beta * (buf[i] - g[i]);                 // 2.
+        sum_sq += (double)X[i] * X[i];
+    }
+    // 3. Scale to Frobenius norm 1 (the largest singular value is at most
+    // the Frobenius norm, so now at most 1: inside p's range).
+    const float inv_norm = (float)(1.0 / (sqrt(sum_sq) + MUON_NS_EPS));
+    for (size_t i = 0; i < n_all; i++) X[i] *= inv_norm;
+    // 4. Tall: work on X^T, [cols, rows]; ns (Newton-Schulz's scratch, free
+    // until step 5) holds the copy while it is turned.
+    if (tall) {
+        memcpy(ns, X, n_all * sizeof *X);
+        linear_transpose_weight(X, ns, cols, rows);  // X[cols,rows] = (u [rows,cols])^T
+    }
+    newton_schulz(X, m, n, ns);  // 5.
+    // 6. The step, scaled for the matrix's shape, from X turned back.
+    const float step = (float)(-lr * sqrt(rows > cols ? (double)rows / cols : 1.0));
+    if (tall) {
+        linear_transpose_weight(ns, X, rows, cols);  // ns[rows,cols] = X^T
+        X = ns;
+    }
+    for (size_t i = 0; i < n_all; i++) w[i] += step * X[i];
+}
+
+// muon_step: AdamW (at lr) on what Muon does not move, then Muon on each
+// block matrix at this step's share of muon_lr (the schedule's lr / peak lr).
+static void muon_step(Optimizer *opt, Model *model, double lr) {
+    adamw_step(opt, model, lr, true);
+    const double muon_lr = opt->cfg.lr > 0.0 ? opt->cfg.muon_lr * (lr / opt->cfg.lr) : 0.0;
+    const TensorTable *table = &model->param_table;
+    for (int k = 0; k < table->count; k++) {
+        const TensorSpec *spec = &table->specs[k];
+        if (!optimizer_uses_muon(spec)) continue;
+        muon_matrix(model->params_memory + spec->offset, model->grads_memory + spec->offset,
+                    opt->momentum + spec->offset, (int)spec->shape[0], (int)spec->shape[1], muon_lr,
+                    opt->ns_scratch);
+    }
+}
+
 void optimizer_step(Optimizer *opt, Model *model, double lr) {
     assert(opt->size == model->param_table.total);
-    if (opt->cfg.kind == OPT_ADAMW) adamw_step(opt, model, lr);
+    if (opt->cfg.kind == OPT_ADAMW) adamw_step(opt, model, lr, false);
+    else if (opt->cfg.kind == OPT_MUON) muon_step(opt, model, lr);
     else sgd_step(model, (float)lr);
     opt->step++;
 }

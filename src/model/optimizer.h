@@ -1,6 +1,7 @@
 // optimizer.h: what training does with the gradients: clip their global
 // norm, pick this step's learning rate from a schedule, and move the
-// weights, by plain SGD or by AdamW.
+// weights, by plain SGD, by AdamW, or by Muon (the blocks' matrices) with
+// AdamW (the rest).
 //
 // Reading order: file 13, right after model.h's model_sgd_step, whose
 // `w -= lr * g` is the simplest of the rules here; train.c (file 35) is
@@ -59,6 +60,43 @@
 //   the weights settle, where a large one keeps them jumping about with the
 //   batches' noise.
 //
+//   Muon (`--optimizer muon`; Keller Jordan 2024, the modded-nanoGPT
+//   speedrun's optimizer). AdamW treats a matrix as a bag of numbers, each
+//   scaled on its own. But a weight matrix W is a map, and what its update
+//   dW does to the layer's output is dW x: the update's size that matters
+//   is how much it can stretch an input, its spectral norm. The gradient of
+//   a matrix is typically dominated by a few directions (its singular
+//   values fall off fast: a few large, many tiny), so a step along it moves
+//   the layer a lot along those few input directions and hardly at all
+//   along the rest. Muon replaces the (momentum-averaged) gradient
+//   G = U S V^T by its orthogonalisation U V^T: the same directions, every
+//   singular value set to 1. Every direction the gradient names then moves
+//   by the same amount, lr, and no single one can blow up.
+//   Computing U V^T by an SVD is slow; Newton-Schulz iteration gets near it
+//   with matrix products only. Scale X = G / |G|_F (so every singular
+//   value is at most 1), then repeat
+//     X <- a X + b (X X^T) X + c (X X^T)^2 X
+//   which maps each singular value s of X to p(s) = a s + b s^3 + c s^5,
+//   leaving U and V alone. For s -> 1 one wants p(p(...p(s))) -> 1 for
+//   every s in (0, 1]; Keller Jordan's coefficients (3.4445, -4.7750,
+//   2.0315) make p's slope at 0 large (a = 3.4, so small singular values
+//   grow fast) at the price of not converging exactly: after 5 steps every
+//   s lands somewhere in about [0.7, 1.2], which trains as well as exactly
+//   1. The products are of the smaller side: X is turned to be wide ([m,n],
+//   m <= n) so X X^T is [m,m].
+//   Muon keeps plain momentum, with Nesterov's look-ahead (the update reads
+//   the gradient plus beta times the new running mean, not the mean alone),
+//   and scales each matrix's update by sqrt(max(1, rows/cols)): a tall
+//   matrix's orthogonal update has entries 1/sqrt(rows) in size against a
+//   square one's, and this gives them a comparable effect. It is for the 2-D
+//   matrices inside the blocks only: the embedding and the head are
+//   look-up tables and a classifier, whose rows are tokens, not directions
+//   of a space (and the norms' weights and biases are vectors); those stay
+//   with AdamW, at --lr, while the matrices take --muon-lr (0.02: an
+//   orthogonal update has entries of ~1/sqrt(cols), much larger than
+//   AdamW's per-weight steps of ~lr). Both follow the same schedule: the
+//   Muon learning rate of a step is muon_lr times lr(step)/lr.
+//
 // How: each piece is PyTorch's (1.13) or nanoGPT's, step for step, so a run
 // can be held against theirs (scripts/torch_reference.py):
 //
@@ -87,6 +125,16 @@
 //     v  = beta2 * v + (1 - beta2) * g^2                 (its running mean square)
 //     w -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
 //
+//   Muon      Keller Jordan's muon.py (muon_update, zeropower_via_newtonschulz5),
+//             momentum 0.95, nesterov, 5 steps, no weight decay; for each
+//             matrix W [rows, cols] of a block, with gradient G and buffer B:
+//     B  = B.lerp(G, 1 - beta)           B + (1 - beta)(G - B) = beta B + (1 - beta) G
+//     U  = G.lerp(B, beta)               Nesterov: (1 - beta) G + beta B
+//     X  = U / (|U|_F + 1e-7), turned wide (X^T) when rows > cols
+//     5 times: A = X X^T;  X = a X + (b A + c A A) X        (a, b, c) = (3.4445, -4.7750, 2.0315)
+//     W -= muon_lr(step) * sqrt(max(1, rows / cols)) * X (turned back)
+//   muon.py runs the iteration in bfloat16 on a GPU; here it is float32.
+//
 // Hyperparameters are doubles, as they are in Python: rounding beta1 = 0.9
 // to a float first would change 1 - beta1 in its eighth digit.
 #ifndef TINYGPT_OPTIMIZER_H
@@ -100,7 +148,16 @@
 // AdamW's eps, torch's default: keeps the step finite where v is 0.
 #define OPTIMIZER_EPS 1e-8
 
-typedef enum { OPT_SGD = 0, OPT_ADAMW = 1 } OptimizerKind;
+typedef enum { OPT_SGD = 0, OPT_ADAMW = 1, OPT_MUON = 2 } OptimizerKind;
+
+// Muon's constants, muon.py's: momentum, Newton-Schulz steps and their
+// quintic's coefficients, and the epsilon of the first scaling.
+#define MUON_MOMENTUM 0.95
+#define MUON_NS_STEPS 5
+#define MUON_NS_A 3.4445
+#define MUON_NS_B (-4.7750)
+#define MUON_NS_C 2.0315
+#define MUON_NS_EPS 1e-7
 typedef enum { LR_CONSTANT = 0, LR_COSINE = 1 } LrSchedule;
 // Their names, indexed by the enums, NULL-terminated: the --optimizer and
 // --lr-schedule values and the checkpoint's "optimizer" and "lr_schedule".
@@ -113,6 +170,7 @@ typedef struct {
     double min_lr;        // cosine: where it ends; unused by constant
     double beta1, beta2;  // AdamW: averaging rates of m and v, in [0, 1)
     double weight_decay;  // AdamW: fraction of lr taken off matrices and embeddings each step
+    double muon_lr;       // Muon: the blocks' matrices' peak learning rate (the rest take lr)
     double grad_clip;     // the largest gradient norm let through; 0: no clipping
     LrSchedule schedule;
     long warmup_steps;    // steps 0 .. warmup_steps-1 ramp up to lr (both schedules)
@@ -125,12 +183,19 @@ typedef struct {
     size_t size;  // floats in m and v: the param_table.total of the model it was built for
     float *m;     // [size] AdamW's first moment (torch's exp_avg); NULL for SGD
     float *v;     // [size] AdamW's second moment (torch's exp_avg_sq); NULL for SGD
+    // Muon: the momentum buffer of its matrices (torch's momentum_buffer),
+    // laid out as the parameters (other tensors' places stay 0), and the
+    // Newton-Schulz scratch, sized for the largest matrix; NULL otherwise.
+    // AdamW's m and v are kept for the rest.
+    float *momentum;     // [size]
+    float *ns_scratch;   // [3 m n + 2 m^2] for the largest matrix, m <= n its sides
 } Optimizer;
 
 // optimizer_init: an optimizer for "model"'s parameters, at step 0, with
-// AdamW's moments allocated and zeroed (SGD keeps no state). optimizer_free
-// releases them. A checkpoint that is to resume AdamW exactly must save
-// "step", "m" and "v" with the weights.
+// AdamW's moments allocated and zeroed (SGD keeps no state), and Muon's
+// buffer and scratch. optimizer_free releases them. A checkpoint that is to
+// resume AdamW exactly must save "step", "m" and "v" with the weights (and
+// Muon's, "momentum").
 void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *model);
 void optimizer_free(Optimizer *opt);
 
@@ -149,6 +214,10 @@ double optimizer_lr_timed(const OptimizerConfig *cfg, long it, double time_fract
 // 2-D tensors (the matrices and the embeddings), never to the 1-D ones
 // (LayerNorm weights, biases), as nanoGPT's configure_optimizers splits them.
 bool optimizer_decays(const TensorSpec *spec);
+// optimizer_uses_muon: whether Muon (when it is the optimizer) moves
+// "spec": the 2-D tensors of the blocks ("blocks.{i}.*"), not the
+// embeddings, the head or any 1-D tensor, which AdamW moves.
+bool optimizer_uses_muon(const TensorSpec *spec);
 
 // optimizer_grad_norm: the L2 norm of all of "model"'s gradients together,
 // summed in double in an order that does not depend on the thread count.
@@ -160,8 +229,9 @@ double optimizer_clip_grads(Model *model, double max_norm);
 
 // optimizer_step: one update of "model"'s weights from its gradients with
 // learning rate "lr" (SGD: exactly model_sgd_step's arithmetic at (float)lr;
-// AdamW: the rule above), and opt->step += 1. Allocates nothing; elementwise,
-// so the result does not depend on the thread count.
+// AdamW: the rule above; Muon: the rule above on the blocks' matrices at
+// muon_lr * lr / cfg.lr, AdamW on the rest at lr), and opt->step += 1.
+// Allocates nothing; the result does not depend on the thread count.
 void optimizer_step(Optimizer *opt, Model *model, double lr);
 
 #endif
