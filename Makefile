@@ -208,13 +208,14 @@ tokenizers: tinygpt $(BENCH_DATA_DEP)
 # From the attention card to a GPT, one ingredient per rung (SGD, AdamW, the
 # MLP, the residual stream, LayerNorm, 4 blocks), then the modern recipe, one
 # swap per rung (RMSNorm, ReLU^2, an untied head, RoPE), each trained for the
-# same STEPS (default 2000) on DATA (default the corpus): a table in
-# bench/ladder.md, the validation curves in bench/ladder.png (rungs 1-6) and
-# bench/ladder-recipe.png (rungs 6-10). About 8 minutes: the 5 measured
-# for rungs 1-6, and four more rungs of about rung 6's 40 s (estimated). Python's standard library only.
+# same TIME in seconds (default 60; or the same STEPS) on DATA (default the
+# corpus): a table in bench/ladder.md, the validation curves against the
+# training time in bench/ladder.png (rungs 1-6) and bench/ladder-recipe.png
+# (rungs 6-10). About 11 minutes (a minute and a few seconds per rung).
+# Python's standard library only.
 ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
-	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(STEPS),--steps $(STEPS))
+	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(TIME),--time $(TIME)) $(if $(STEPS),--steps $(STEPS))
 
 # Which recipe learns most in a fixed time: every candidate of
 # scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:

@@ -2,9 +2,12 @@
 """ladder.py: from the attention card to a GPT, one ingredient at a time,
 and on to the modern recipe, one swap at a time.
 
-Trains a model per rung with tinygpt on the same text, for the same number
-of steps, with the same batch (12), context (64), channels (128), heads (4),
-dropout (0) and seed; each rung adds one thing to the rung before:
+Trains a model per rung with tinygpt on the same text, for the same
+training time (`train --time`, 60 s by default; or the same number of
+steps with --steps), with the same batch (12), context (64), channels
+(128), heads (4), dropout (0) and seed; each rung adds one thing to the
+rung before (equal time is the fair measure: a rung that adds work per
+step must earn it in fewer steps):
 
     1. card, SGD         the one-block attention model, plain SGD at lr 0.5
     2. + AdamW           nanoGPT's recipe: AdamW, warmup, cosine, clipping
@@ -26,7 +29,7 @@ draws every rung's validation curve: rungs 1-6 in bench/ladder.png, rung 6
 and the modern recipe's in bench/ladder-recipe.png. A rung that
 diverges (tinygpt stops on a NaN) is reported in the table; the others go on.
 
-    /usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt [--data FILE] [--steps N]
+    /usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt [--data FILE] [--time S | --steps N]
                                        [--runs DIR] [--out FILE]
 
 Python's standard library only (`make ladder` runs it).
@@ -52,9 +55,10 @@ def adamw_flags(steps):
     """nanoGPT's recipe (tinygpt's gpt defaults, spelled out so that card
     gets them too): AdamW lr 1e-3, betas 0.9 and 0.99, weight decay 0.1,
     warmup, a cosine down to 1e-4, gradients clipped at norm 1. The warmup
-    is 100 steps, or a tenth of a shorter run."""
+    is 100 steps, or a tenth of a shorter run (steps None: a run of time)."""
+    warmup = 100 if steps is None else min(100, steps // 10)
     return ["--optimizer", "adamw", "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.99",
-            "--weight-decay", "0.1", "--warmup", str(min(100, steps // 10)),
+            "--weight-decay", "0.1", "--warmup", str(warmup),
             "--lr-schedule", "cosine", "--min-lr", "1e-4", "--grad-clip", "1.0"]
 
 
@@ -111,10 +115,11 @@ def recipe_rungs(adamw):
 
 def common_flags(args):
     """The flags every rung shares: the budget, the sizes, the seed, evaluation."""
-    return ["--steps", str(args.steps), "--batch", "12", "--context", "64", "--embd", "128",
-            "--heads", "4", "--dropout", "0", "--seed", "1337", "--val-fraction", "0.1",
-            "--eval-interval", str(max(1, args.steps // 8)), "--eval-batches", "20",
-            "--save-every", "0"]
+    budget = (["--steps", str(args.steps), "--eval-interval", str(max(1, args.steps // 8))]
+              if args.steps is not None else ["--time", f"{args.time:g}", "--eval-interval", "100"])
+    return budget + ["--batch", "12", "--context", "64", "--embd", "128",
+                     "--heads", "4", "--dropout", "0", "--seed", "1337", "--val-fraction", "0.1",
+                     "--eval-batches", "20", "--save-every", "0", "--sample-every", "0"]
 
 
 def read_log(path):
@@ -185,7 +190,7 @@ def table(results, args):
         else:
             last = (f"; last val {r['evals'][-1][1]:.4f} at step {r['evals'][-1][0]}"
                     if r["evals"] else "")
-            loss = (f"**diverged** after {r['steps_done']} of {args.steps} steps{last}: "
+            loss = (f"**diverged** after {r['steps_done']} steps{last}: "
                     f"{one_line(r['error'], 120)}")
         sample = f"`{one_line(r['sample'], 60)}`" if r["sample"] else ""
         lines.append(f"| {rung.label} | {rung.adds} | {params} | {loss} | {r['seconds']:.1f} "
@@ -199,8 +204,10 @@ def main():
     parser.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
     parser.add_argument("--data", default="data/moby-dick.txt",
                         help="training text (default %(default)s)")
-    parser.add_argument("--steps", type=int, default=2000,
-                        help="training steps of every rung (default %(default)s)")
+    parser.add_argument("--time", type=float, default=60.0,
+                        help="training seconds of every rung (default %(default)s)")
+    parser.add_argument("--steps", type=int,
+                        help="instead of --time: training steps of every rung")
     parser.add_argument("--runs", default="runs/ladder",
                         help="each rung trains into DIR/<n>-<name> (default %(default)s)")
     parser.add_argument("--out", default="bench/ladder.md",
@@ -209,8 +216,10 @@ def main():
     if not os.path.exists(args.data):
         sys.exit(f"ladder: {args.data} does not exist; fetch it with `make {args.data}` or "
                  "pass --data FILE")
-    if args.steps < 1:
+    if args.steps is not None and args.steps < 1:
         sys.exit("ladder: --steps must be at least 1")
+    if args.time <= 0:
+        sys.exit("ladder: --time must be positive")
 
     began = time.time()
     load_before = os.getloadavg()[0]
@@ -231,9 +240,11 @@ def main():
         picture = os.path.join(out_dir, name)
         plot = [args.tinygpt, "plot"] + [os.path.join(args.runs, r["rung"].name, "log.csv")
                                          for r in drawn]
+        each = f"{args.steps} steps" if args.steps is not None else f"{args.time:g} s"
         plot += ["--labels", ",".join(r["rung"].label for r in drawn), "--out", picture,
-                 "--title", f"validation loss, {args.steps} steps each, "
-                            f"{os.path.basename(args.data)}"]
+                 "--title", f"validation loss, {each} each, {os.path.basename(args.data)}"]
+        if args.steps is None:
+            plot += ["--x", "time"]  # equal time: side by side in seconds
         print("ladder: + " + shlex.join(plot), flush=True)
         plotted = subprocess.run(plot, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if plotted.returncode != 0:
@@ -249,7 +260,8 @@ def main():
              f"- seconds: training time, the sum of log.csv's `ms` column (evaluation left "
              f"out); load average (1 min) {load_before:.2f} at the start, {load_after:.2f} at "
              f"the end, on {os.cpu_count()} logical CPUs (the machine is shared)",
-             "- final val loss: the mean loss of 20 fixed validation batches at the last step",
+             "- final val loss: at the last step, the mean loss of up to 240 windows (20 batches of 12) "
+             "spread evenly over the validation split, the same at every evaluation",
              ""]
     lines += table(results, args)
     lines += [""] + [f"![{caption}]({name})" for name, caption in pictures]

@@ -7,8 +7,8 @@ each text, then scores each final model in bits per byte on the text's
 last 10% (`tinygpt eval --split val`: the validation split, which training
 never saw), the number that compares runs of any tokenizer. Prints a
 markdown table (one row per candidate, one column per text, their mean,
-the steps each reached and the whole process's wall time) and writes it to
-bench/sweep.md. The defaults of `tinygpt train` are the winner of this
+the steps each reached, the whole process's wall time and how many of a
+sample's words are the text's) and writes it to bench/sweep.md. The defaults of `tinygpt train` are the winner of this
 sweep on two texts (docs/speed-and-memory.md says which, and by how much).
 
     /usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt --data FILE [--data FILE ...]
@@ -28,6 +28,8 @@ import shlex
 import subprocess
 import sys
 import time
+
+import known_words
 
 Candidate = collections.namedtuple("Candidate", "name changes flags")
 
@@ -52,6 +54,17 @@ CANDIDATES = [
     Candidate("recipe-v2048", "the recipe with 2048 bpe tokens", RECIPE + ["--vocab-size", "2048"]),
     Candidate("recipe-L3", "the recipe with 3 blocks", RECIPE + ["--layers", "3"]),
     Candidate("recipe-B24", "the recipe with batch 24", RECIPE + ["--batch", "24"]),
+    # The second round: the first round's three gains together, and around them.
+    Candidate("r2", "the recipe with 2048 bpe tokens and 3 blocks", RECIPE + ["--vocab-size", "2048", "--layers", "3"]),
+    Candidate("r2-B24", "r2 with batch 24", RECIPE + ["--vocab-size", "2048", "--layers", "3", "--batch", "24"]),
+    Candidate("r2-v4096", "r2 with 4096 bpe tokens", RECIPE + ["--vocab-size", "4096", "--layers", "3"]),
+    Candidate("r2-C192", "r2 with C 192 (6 heads) and 2 blocks",
+              RECIPE + ["--vocab-size", "2048", "--layers", "2", "--embd", "192", "--heads", "6"]),
+    Candidate("r2-lr1.5e-3", "r2 at lr 1.5e-3", RECIPE + ["--vocab-size", "2048", "--layers", "3", "--lr", "1.5e-3"]),
+    Candidate("r2-qknorm", "r2 with QK-norm", RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm"]),
+    Candidate("r2-qknorm-lr3e-3", "r2 with QK-norm at lr 3e-3",
+              RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm", "--lr", "3e-3"]),
+    Candidate("r2-swiglu", "r2 with a SwiGLU MLP", RECIPE + ["--vocab-size", "2048", "--layers", "3", "--mlp", "swiglu"]),
 ]
 
 
@@ -78,7 +91,7 @@ def train_and_score(args, candidate, data, out_dir):
     cmd = [args.tinygpt, "train", data, "--out", out_dir, "--force", "--time", str(args.time),
            "--save-every", "0", "--sample-every", "0"] + candidate.flags
     status, seconds, share = run(cmd, log)
-    result = {"bpb": None, "steps": None, "seconds": seconds, "share": share}
+    result = {"bpb": None, "steps": None, "seconds": seconds, "share": share, "known": None}
     if status != 0:
         return result
     with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
@@ -87,6 +100,15 @@ def train_and_score(args, candidate, data, out_dir):
                         "--json", data], capture_output=True, text=True)
     if r.returncode == 0:
         result["bpb"] = json.loads(r.stdout)["bits_per_byte"]
+    # And how much of what it writes is the text's words (known_words.py):
+    # 400 tokens, as `make run` samples them.
+    r = subprocess.run([args.tinygpt, "sample", "--model", os.path.join(out_dir, "model.safetensors"), "--tokens",
+                        "400"], capture_output=True, text=True)
+    if r.returncode == 0:
+        with open(data, encoding="utf-8", errors="replace") as f:
+            vocabulary = set(known_words.words(f.read()))
+        written = known_words.words(r.stdout)
+        result["known"] = 100.0 * sum(w in vocabulary for w in written) / len(written) if written else 0.0
     return result
 
 
@@ -116,8 +138,9 @@ def main():
             r = train_and_score(args, c, data, os.path.join(args.runs, text, c.name))
             results[(c.name, text)] = r
             bpb = "failed" if r["bpb"] is None else f"{r['bpb']:.3f} bits/byte"
-            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, {100 * r['share']:.0f}% of the cores",
-                  file=sys.stderr, flush=True)
+            known = "-" if r["known"] is None else f"{r['known']:.0f}%"
+            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, {100 * r['share']:.0f}% of the cores, "
+                  f"{known} known words", file=sys.stderr, flush=True)
 
     def mean(name):
         values = [results[(name, t)]["bpb"] for t in texts]
@@ -127,15 +150,18 @@ def main():
     lines = [f"Each recipe trained for `--time {args.time:g}` on each text, scored by `tinygpt eval --split val` "
              f"(bits per byte of the text's last 10%, lower is better); best first. After each score: the steps "
              f"the run reached, the whole process's seconds (tokenizer and final save included), and the share of "
-             f"the machine's cores it had (its CPU time over the wall time: under 100% when other work ran).", "",
-             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, s, % of cores)" for t in texts)
+             f"the machine's cores it had (its CPU time over the wall time: under 100% when other work ran), and "
+             f"the share of the words of a 400-token sample that occur in the text (scripts/known_words.py).", "",
+             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, s, % of cores, % known words)"
+                                                       for t in texts)
              + " | mean |", "|---|---|" + "---|" * len(texts) + "---|"]
     for c in ranked:
         cells = []
         for t in texts:
             r = results[(c.name, t)]
+            known = "-" if r["known"] is None else f"{r['known']:.0f}%"
             cells.append("failed" if r["bpb"] is None
-                         else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f}, {100 * r['share']:.0f}%)")
+                         else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f}, {100 * r['share']:.0f}%, {known})")
         m = mean(c.name)
         lines.append(f"| {c.name} | {c.changes} | " + " | ".join(cells) + f" | {'-' if m is None else f'{m:.3f}'} |")
     report = "\n".join(lines) + "\n"

@@ -69,7 +69,7 @@ START_TEST(version_is_printed_by_tinygpt_and_by_every_command_with_status_zero) 
     ck_assert_msg(strlen(r->out) < sizeof version, "%s", r->out);
     memcpy(version, r->out, strlen(r->out) + 1);
     ck_assert_msg(strchr(version, '\n') == version + strlen(version) - 1, "not one line: %s", version);
-    const char *commands[] = {"train", "sample", "eval", "walkthrough", "attention", "gradcheck", "plot", "peak"};
+    const char *commands[] = {"train", "sample", "eval", "tokenize", "walkthrough", "attention", "gradcheck", "plot", "peak"};
     for (int i = 0; i < COUNT(commands); i++) {
         char args[64];
         snprintf(args, sizeof args, "%s --version", commands[i]);

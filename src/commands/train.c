@@ -114,7 +114,11 @@ static void save_checkpoint(TrainRun *run, long done) {
     const TrainSettings *s = &run->s;
     Metadata md = {0};
     Error err;
-    const double seconds = run_seconds(run);
+    // A run the clock has ended counts its whole budget as spent, though
+    // its last step may have ended a little before: resuming it is then
+    // asking for more time, as resuming a finished run of steps is asking
+    // for more steps.
+    const double seconds = run->time_up ? fmax(run_seconds(run), s->time) : run_seconds(run);
     // run.json first: what the run is, and how far it has come (with
     // --time, in seconds too).
     TrainSettings where = *s;
@@ -398,6 +402,7 @@ static long train_loop(TrainRun *run) {
     for (long step = run->start_step; step < s->steps; step++) {
         const double spent = run_seconds(run);
         if (timed && spent >= s->time) {
+            run->time_up = true;
             result = step;
             break;
         }
@@ -470,6 +475,7 @@ static long train_loop(TrainRun *run) {
         }
 
         if (last) {  // with --time, the clock's last step (with --steps alone, the loop's)
+            run->time_up = step != s->steps - 1;
             result = done;
             break;
         }

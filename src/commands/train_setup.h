@@ -62,6 +62,7 @@ typedef struct {
     float best_val;         // the lowest validation loss so far (INFINITY before the first); kept in checkpoints
     long best_step;         // the step it was measured at (-1 before): DIR/best.safetensors holds those weights
     bool finished;          // the loop ran every step, or the --time budget out (not stopped early)
+    bool time_up;           // the clock of --time ended the loop (its checkpoint counts the whole budget spent)
     bool warned_overfit;    // the warning that validation stopped improving was given (once a run)
     bool plot_failed;       // loss.png could not be written: the run goes on, and exits 1
     bool write_failed;      // standard output could not be written: stop, save, exit 1 (a failed log.csv: CsvLog.failed)
