@@ -207,11 +207,12 @@ tokenizers: tinygpt $(BENCH_DATA_DEP)
 
 # From the attention card to a GPT, one ingredient per rung (SGD, AdamW, the
 # MLP, the residual stream, LayerNorm, 4 blocks), then the modern recipe, one
-# swap per rung (RMSNorm, ReLU^2, an untied head, RoPE), each trained for the
-# same TIME in seconds (default 60; or the same STEPS) on DATA (default the
-# corpus): a table in bench/ladder.md, the validation curves against the
-# training time in bench/ladder.png (rungs 1-6) and bench/ladder-recipe.png
-# (rungs 6-10). About 11 minutes (a minute and a few seconds per rung).
+# swap per rung (RMSNorm, ReLU^2, an untied head, RoPE, QK-norm, SwiGLU,
+# Muon), each trained for the same TIME in seconds (default 60; or the same
+# STEPS) on DATA (default the corpus): a table in bench/ladder.md, the
+# validation curves against the training time in bench/ladder.png (rungs
+# 1-6) and bench/ladder-recipe.png (rungs 6-13). About 15 minutes (a minute
+# and a few seconds per rung).
 # Python's standard library only.
 ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
