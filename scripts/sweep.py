@@ -39,6 +39,7 @@ Candidate = collections.namedtuple("Candidate", "name changes flags")
 # more, then the last kept recipe is varied one knob at a time.
 BPE = ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]
 RECIPE = BPE + ["--pos", "rope", "--mlp", "relu2", "--norm", "rmsnorm", "--untied-head"]
+R3 = RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm", "--batch", "24"]
 CANDIDATES = [
     Candidate("defaults", "tinygpt's defaults as they are", []),
     Candidate("char", "nanoGPT's CPU recipe: char tokens, 4 blocks of C 128, T 64, B 12, lr 1e-3, learned "
@@ -65,6 +66,12 @@ CANDIDATES = [
     Candidate("r2-qknorm-lr3e-3", "r2 with QK-norm at lr 3e-3",
               RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm", "--lr", "3e-3"]),
     Candidate("r2-swiglu", "r2 with a SwiGLU MLP", RECIPE + ["--vocab-size", "2048", "--layers", "3", "--mlp", "swiglu"]),
+    # The third round: the second round's two gains together, and Muon.
+    Candidate("r3", "r2 with QK-norm and batch 24", R3),
+    Candidate("r3-muon", "r3 with Muon for the blocks' matrices (lr 0.02)", R3 + ["--optimizer", "muon"]),
+    Candidate("r3-muon-lr0.04", "r3 with Muon at lr 0.04", R3 + ["--optimizer", "muon", "--muon-lr", "0.04"]),
+    Candidate("r2-qknorm-muon", "r2 with QK-norm and Muon", RECIPE + ["--vocab-size", "2048", "--layers", "3",
+                                                                    "--qk-norm", "--optimizer", "muon"]),
 ]
 
 
