@@ -56,12 +56,16 @@ MAIN_OBJ = $(BUILD)/commands/main.o
 TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
-# Default corpus and the default run: 2000 steps of the default gpt, whose
-# training took 39 s on 2 idle cores (make ladder's rung 6, on this corpus)
-# and about twice that when the machine is busy; evaluations, loading and
-# the sample add a few seconds.
+# Default corpus and the default run: a minute of training with the recipe
+# that learned most in a minute in `make sweep` (docs/speed-and-memory.md,
+# "Learning per second": r3, bpe tokens and the modern recipe), not yet
+# train's own defaults; learning its 2048 bpe tokens, the evaluations and
+# the sample add a few seconds. RUN_FLAGS adds to it (or overrides: the
+# last of a flag given twice wins).
 CORPUS = data/moby-dick.txt
 RUN_DIR = runs/default
+RUN_RECIPE = --time 60 --tokenizer bpe --vocab-size 2048 --lr 2e-3 --layers 3 --batch 24 \
+             --pos rope --mlp relu2 --norm rmsnorm --untied-head --qk-norm
 RUN_FLAGS ?=
 
 # The text bench, learn, tokenizers and ladder train on: DATA=FILE, or else
@@ -163,7 +167,7 @@ test: export TINYGPT_REFERENCE_BIN = $(REFERENCE_BIN)
 # again, drawn with the same seed, into scripts/known_words.py; skipped
 # without Python).
 run: tinygpt $(CORPUS)
-	./tinygpt train $(CORPUS) --out $(RUN_DIR) --force $(RUN_FLAGS)
+	./tinygpt train $(CORPUS) --out $(RUN_DIR) --force $(RUN_RECIPE) $(RUN_FLAGS)
 	./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" --tokens 400
 	@if test -x /usr/bin/python3; then ./tinygpt sample --model $(RUN_DIR)/model.safetensors --prompt "The whale" \
 	    --tokens 400 2>/dev/null | /usr/bin/python3 scripts/known_words.py - $(CORPUS) --prompt "The whale"; fi
