@@ -191,6 +191,14 @@ bench: tinygpt $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(BENCH_DATA)
 	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(BENCH_DATA)
+	@if command -v perf >/dev/null; then $(MAKE) --no-print-directory kernels; \
+	else echo "bench: no perf (apt-get install linux-perf), so no split of the step by kernel"; fi
+
+# Where the default gpt's training step spends its time, kernel by kernel
+# (perf record over 300 steps): bench/kernels.md. Needs perf. About 15 s.
+.PHONY: kernels
+kernels: tinygpt $(BENCH_DATA_DEP)
+	/usr/bin/python3 scripts/kernel_split.py --tinygpt ./tinygpt --data $(BENCH_DATA)
 
 # Train the default gpt with nanoGPT's recipe (AdamW, warmup, cosine,
 # clipping; 2000 steps) with tinygpt and with PyTorch on DATA (default: the

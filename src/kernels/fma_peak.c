@@ -35,7 +35,9 @@ typedef float PeakVec __attribute__((vector_size(PEAK_VECTOR_FLOATS * sizeof(flo
 //   gcc 12 -O3 -march=native compiles the round to 12 vfmadd132ps on zmm
 //   registers, an increment and a branch (`objdump -d build/kernels/fma_peak.o`);
 // - it is fused because the Makefile's -ffp-contract=fast makes a*b+c one
-//   FMA instruction (tests/test_fma_peak.c proves it: its bits are fmaf's);
+//   FMA instruction (tests/test_fma_peak.c proves it: its bits are fmaf's;
+//   clang -O1, the sanitizer build's, leaves it unfused, which is why the
+//   peak is measured with the build `make` makes);
 // - the result is returned and its caller uses it (peak_measure refuses a
 //   result that is not finite), and every FMA rounds, so the compiler may
 //   neither drop a round nor fold two into one (it may not reassociate
