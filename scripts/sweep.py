@@ -7,9 +7,11 @@ each text, then scores each final model in bits per byte on the text's
 last 10% (`tinygpt eval --split val`: the validation split, which training
 never saw), the number that compares runs of any tokenizer. Prints a
 markdown table (one row per candidate, one column per text, their mean,
-the steps each reached, the whole process's wall time and how many of a
-sample's words are the text's) and writes it to bench/sweep.md. The defaults of `tinygpt train` are the winner of this
-sweep on two texts (docs/speed-and-memory.md says which, and by how much).
+the steps each reached, the whole process's wall time, its share of the
+cores and how many of a sample's words are the text's) and writes it to
+bench/sweep.md. `make run` trains with the winner of this sweep on two
+texts, checked on a third (docs/speed-and-memory.md, "Learning per
+second", says which, and by how much).
 
     /usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt --data FILE [--data FILE ...]
                                       [--time SECONDS] [--only NAME,...] [--runs DIR] [--out FILE]
