@@ -168,6 +168,19 @@ START_TEST(a_timed_run_resumes_with_the_rest_of_its_budget) {
 }
 END_TEST
 
+// However the clock ends a run, its last checkpoint is the final one and
+// counts the whole budget spent, also when a periodic save fell on the
+// last step (--save-every 1: every step): resuming asks for more time.
+START_TEST(a_run_the_clock_ended_asks_for_more_time_even_after_a_save_every_step) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 1 --save-every 1", corpus, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    snprintf(args, sizeof args, "train --resume %s/run", dir);
+    expect_run_fails(dir, args, 2, "give a larger --time");
+}
+END_TEST
+
 // The speed as a share of the peak: the run's start names its FLOPs per
 // token (the count docs/speed-and-memory.md gives: a gpt's forward pass
 // L (24C^2 + 2C(T+1)) + 2CV, a training step 3x that) and this CPU's
@@ -362,6 +375,7 @@ Suite *timed_suite(void) {
     tcase_add_test(time, a_timed_run_ends_with_its_time_and_records_the_steps_reached);
     tcase_add_test(time, a_time_that_does_not_bind_leaves_the_run_to_its_steps);
     tcase_add_test(time, a_timed_run_resumes_with_the_rest_of_its_budget);
+    tcase_add_test(time, a_run_the_clock_ended_asks_for_more_time_even_after_a_save_every_step);
     tcase_add_test(time, progress_lines_give_gflops_as_a_share_of_the_measured_peak);
     suite_add_tcase(s, time);
 

@@ -401,11 +401,6 @@ static long train_loop(TrainRun *run) {
     run->clock_start = now_seconds();
     for (long step = run->start_step; step < s->steps; step++) {
         const double spent = run_seconds(run);
-        if (timed && spent >= s->time) {
-            run->time_up = true;
-            result = step;
-            break;
-        }
         const bool last = is_last_step(run, step, spent);
         bool evaluate = has_val && (step % s->eval_interval == 0 || last);
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
@@ -474,8 +469,12 @@ static long train_loop(TrainRun *run) {
             interval_steps = 0;
         }
 
-        if (last) {  // with --time, the clock's last step (with --steps alone, the loop's)
-            run->time_up = step != s->steps - 1;
+        // The loop's last step, or the clock's: the one it said would be, or
+        // one that ran past the budget. Checked before a periodic save, so
+        // the checkpoint of a run the clock ended is always the final one
+        // (and counts the whole budget spent).
+        if (last || (timed && run_seconds(run) >= s->time)) {
+            run->time_up = timed && step != s->steps - 1;
             result = done;
             break;
         }
