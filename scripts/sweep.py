@@ -23,6 +23,7 @@ seconds, so a busy neighbour costs it steps. Python's standard library only
 
 import argparse
 import collections
+import functools
 import json
 import os
 import resource
@@ -93,6 +94,14 @@ def run(cmd, log):
     return status, seconds, cpu / (seconds * (os.cpu_count() or 1))
 
 
+@functools.lru_cache(maxsize=None)
+def text_words(data):
+    """The set of the words of the text at "data", read once per text,
+    not once per candidate."""
+    with open(data, encoding="utf-8", errors="replace") as f:
+        return frozenset(known_words.words(f.read()))
+
+
 def train_and_score(args, candidate, data, out_dir):
     """One candidate on one text: a dict of bpb (None if it failed), steps
     and the process's seconds."""
@@ -114,8 +123,7 @@ def train_and_score(args, candidate, data, out_dir):
     r = subprocess.run([args.tinygpt, "sample", "--model", os.path.join(out_dir, "model.safetensors"), "--tokens",
                         "400"], capture_output=True, text=True)
     if r.returncode == 0:
-        with open(data, encoding="utf-8", errors="replace") as f:
-            vocabulary = set(known_words.words(f.read()))
+        vocabulary = text_words(data)
         written = known_words.words(r.stdout)
         result["known"] = 100.0 * sum(w in vocabulary for w in written) / len(written) if written else 0.0
     return result
