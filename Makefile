@@ -56,16 +56,15 @@ MAIN_OBJ = $(BUILD)/commands/main.o
 TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
-# Default corpus and the default run: a minute of training with the recipe
-# that learned most in a minute in `make sweep` (docs/speed-and-memory.md,
-# "Learning per second": r3, bpe tokens and the modern recipe), not yet
-# train's own defaults; learning its 2048 bpe tokens, the evaluations and
-# the sample add a few seconds. RUN_FLAGS adds to it (or overrides: the
-# last of a flag given twice wins).
+# Default corpus and the default run: a minute of training with train's
+# defaults, the recipe that learned most in a minute in `make sweep`
+# (docs/speed-and-memory.md, "Learning per second": bpe tokens and the
+# modern recipe); learning its 2048 bpe tokens, the evaluations and the
+# sample add a few seconds. RUN_FLAGS adds to it (or overrides: the last of
+# a flag given twice wins).
 CORPUS = data/moby-dick.txt
 RUN_DIR = runs/default
-RUN_RECIPE = --time 60 --tokenizer bpe --vocab-size 2048 --lr 2e-3 --layers 3 --batch 24 \
-             --pos rope --mlp relu2 --norm rmsnorm --untied-head --qk-norm
+RUN_RECIPE = --time 60
 RUN_FLAGS ?=
 
 # The text bench, learn, tokenizers and ladder train on: DATA=FILE, or else

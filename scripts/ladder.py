@@ -51,9 +51,17 @@ import time
 Rung = collections.namedtuple("Rung", "name label adds flags")
 
 
+# The gpt of rungs 3-6, nanoGPT's (tinygpt's defaults until make sweep's
+# recipe took their place): char tokens, LayerNorm, GELU, learned
+# positions, a tied head. Rung 7 on swaps them one at a time (a flag given
+# again, or a switch's opposite, holds over the one before).
+NANOGPT_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
+                 "--tied-head", "--no-qk-norm"]
+
+
 def adamw_flags(steps):
-    """nanoGPT's recipe (tinygpt's gpt defaults, spelled out so that card
-    gets them too): AdamW lr 1e-3, betas 0.9 and 0.99, weight decay 0.1,
+    """nanoGPT's recipe (tinygpt's gpt defaults before make sweep's, spelled
+    out so that card gets them too): AdamW lr 1e-3, betas 0.9 and 0.99, weight decay 0.1,
     warmup, a cosine down to 1e-4, gradients clipped at norm 1. The warmup
     is 100 steps, or a tenth of a shorter run (steps None: a run of time)."""
     warmup = 100 if steps is None else min(100, steps // 10)
@@ -75,18 +83,18 @@ def rungs(steps):
              ["--arch", "card"] + adamw),
         Rung("3-mlp", "3 +MLP", "a gpt block: attention then an MLP (no residual, no "
              "LayerNorm; tied head)", ["--arch", "gpt", "--layers", "1", "--no-residual",
-                                       "--no-layernorm"] + adamw),
+                                       "--no-layernorm"] + NANOGPT_PARTS + adamw),
         Rung("4-residual", "4 +residual", "the residual stream",
-             ["--arch", "gpt", "--layers", "1", "--no-layernorm"] + adamw),
+             ["--arch", "gpt", "--layers", "1", "--no-layernorm"] + NANOGPT_PARTS + adamw),
         Rung("5-layernorm", "5 +LayerNorm", "LayerNorm before each branch and the head",
-             ["--arch", "gpt", "--layers", "1"] + adamw),
-        Rung("6-four-blocks", "6 4 blocks", "three more blocks (the default gpt)",
-             ["--arch", "gpt", "--layers", "4"] + adamw),
+             ["--arch", "gpt", "--layers", "1"] + NANOGPT_PARTS + adamw),
+        Rung("6-four-blocks", "6 4 blocks", "three more blocks (nanoGPT's baby gpt)",
+             ["--arch", "gpt", "--layers", "4"] + NANOGPT_PARTS + adamw),
     ] + recipe_rungs(adamw)
 
 
 def recipe_rungs(adamw):
-    """The modern recipe's rungs: the default gpt with one more swap each."""
+    """The modern recipe's rungs: nanoGPT's baby gpt with one more swap each."""
     swaps = [("7-rmsnorm", "7 +RMSNorm", "RMSNorm in place of each LayerNorm",
               ["--norm", "rmsnorm"]),
              ("8-relu2", "8 +ReLU^2", "ReLU^2 in place of the MLP's GELU", ["--mlp", "relu2"]),
@@ -100,7 +108,7 @@ def recipe_rungs(adamw):
               ["--mlp", "swiglu"]),
              ("13-muon", "13 +Muon", "Muon for the blocks' matrices (AdamW for the rest)",
               ["--optimizer", "muon"])]
-    recipe, flags = [], ["--arch", "gpt", "--layers", "4"]
+    recipe, flags = [], ["--arch", "gpt", "--layers", "4"] + NANOGPT_PARTS
     for name, label, adds, swap in swaps:
         if len(swap) == 2 and swap[0] in flags:  # a choice given again (--mlp): the new value replaces the old
             at = flags.index(swap[0])

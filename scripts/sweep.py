@@ -36,19 +36,23 @@ import known_words
 
 Candidate = collections.namedtuple("Candidate", "name changes flags")
 
-# Each candidate spells out what it changes from tinygpt's defaults at the
-# time of the sweep ("defaults" is those defaults as they are); from
+# Each candidate spells out what it changes from nanoGPT's CPU recipe on
+# characters, tinygpt's defaults at the time of the sweep ("defaults" is
+# tinygpt's defaults as they are: since the sweep, r3's recipe); from
 # "bpe1024" on, each row keeps the changes of the row before and makes one
-# more, then the last kept recipe is varied one knob at a time.
-BPE = ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]
+# more, then the last kept recipe is varied one knob at a time. A flag
+# given again, or a switch's opposite, holds over the one before.
+NANOGPT = ["--tokenizer", "char", "--lr", "1e-3", "--layers", "4", "--embd", "128", "--heads", "4",
+           "--context", "64", "--batch", "12", "--pos", "learned", "--mlp", "gelu", "--norm", "layernorm",
+           "--tied-head", "--no-qk-norm"]
+BPE = NANOGPT + ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]
 RECIPE = BPE + ["--pos", "rope", "--mlp", "relu2", "--norm", "rmsnorm", "--untied-head"]
 R3 = RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm", "--batch", "24"]
 CANDIDATES = [
     Candidate("defaults", "tinygpt's defaults as they are", []),
     Candidate("char", "nanoGPT's CPU recipe: char tokens, 4 blocks of C 128, T 64, B 12, lr 1e-3, learned "
               "positions, GELU, LayerNorm, tied head",
-              ["--tokenizer", "char", "--lr", "1e-3", "--layers", "4", "--embd", "128", "--heads", "4",
-               "--context", "64", "--batch", "12", "--pos", "learned", "--mlp", "gelu", "--norm", "layernorm"]),
+              NANOGPT),
     Candidate("bpe1024", "bpe tokens (1024), lr 2e-3", BPE),
     Candidate("+rope", "rotary positions", BPE + ["--pos", "rope"]),
     Candidate("+relu2", "ReLU^2 MLP", BPE + ["--pos", "rope", "--mlp", "relu2"]),

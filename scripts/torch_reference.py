@@ -106,7 +106,12 @@ PARAM_NAMES = [
 
 # The parity run: model sizes and training settings, and what counts as a pass.
 PARITY_MODEL_FLAGS = ["--context", "16", "--embd", "32", "--heads", "4"]
-PARITY_GPT_ARCH_FLAGS = ["--arch", "gpt", "--layers", "2"]
+# nanoGPT's gpt (tinygpt's defaults before make sweep's recipe took their
+# place): char tokens, LayerNorm, GELU, learned positions, a tied head; a
+# swap given after one of these holds over it.
+NANOGPT_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
+                 "--tied-head", "--no-qk-norm"]
+PARITY_GPT_ARCH_FLAGS = ["--arch", "gpt", "--layers", "2"] + NANOGPT_PARTS
 PARITY_BATCH = 4
 PARITY_LR = 0.1
 PARITY_SEED = 1
@@ -2149,7 +2154,7 @@ def bench_fail(command, status, stderr):
 def bench_arch_flags(args, config):
     """The `tinygpt train` flags that choose "config"'s model."""
     if config.arch == "gpt":
-        return ["--arch", "gpt", "--layers", str(config.layers)]
+        return ["--arch", "gpt", "--layers", str(config.layers)] + NANOGPT_PARTS
     return card_arch_flags(args.tinygpt)
 
 
@@ -2633,7 +2638,7 @@ def learn_model_flags(config):
     """The `tinygpt train` flags for the model and batch of "config"."""
     return ["--arch", config.arch, "--layers", str(config.layers), "--batch", str(config.B),
             "--context", str(config.T), "--embd", str(config.C), "--heads", str(config.NH),
-            "--dropout", str(config.dropout)]
+            "--dropout", str(config.dropout)] + (NANOGPT_PARTS if config.arch == "gpt" else [])
 
 
 def cmd_learn_torch_worker(args):

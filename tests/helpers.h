@@ -17,6 +17,11 @@
 // COUNT: the number of elements of an array (not a pointer).
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+// The gpt's tokens and parts before make sweep's recipe became train's
+// defaults (2026-11-26): nanoGPT's, on characters. Tests that count
+// characters, or replay runs recorded before, ask for them by name.
+#define NANOGPT_PARTS "--tokenizer char --norm layernorm --mlp gelu --pos learned --tied-head --no-qk-norm"
+
 // scratch_dir_create: a new empty directory under /tmp, its path in "dir";
 // scratch_dir_remove deletes it and everything in it (made writable first:
 // some tests take the permissions away).

@@ -66,7 +66,7 @@ static const Golden GOLDEN[] = {
     // would have rounded differently.
     {"gpt as it was before the settings table",
      "--steps 30 --batch 4 --context 16 --embd 32 --heads 4 --layers 2 --dropout 0.1 --seed 7 --threads 1 "
-     "--eval-interval 10 --save-every 0 --lr 0.0009765625 --min-lr 0.0001220703125 --warmup 5",
+     "--eval-interval 10 --save-every 0 --lr 0.0009765625 --min-lr 0.0001220703125 --warmup 5 " NANOGPT_PARTS,
      {"3.053640", "3.033793", "3.033685", "3.021549", "3.031114", "2.968349", "2.955918", "2.919261",
       "2.934176", "2.930150", "2.894733", "2.868959", "2.877969", "2.852997", "2.862495", "2.836808",
       "2.841539", "2.817738", "2.789659", "2.824179", "2.880795", "2.837811", "2.798642", "2.805548",

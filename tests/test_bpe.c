@@ -219,6 +219,38 @@ START_TEST(learn_stops_tokens_at_the_longest_allowed) {
 }
 END_TEST
 
+// bpe_learn_up_to, train's default: the vocabulary a text can fill. It
+// stops before the first pair seen only once, and up to there its merges
+// are bpe_learn's.
+START_TEST(learn_up_to_stops_at_the_first_pair_seen_once) {
+    // "ab", " ab", " ab", " cd": (a,b) 3 times, then (' ',ab) twice, then
+    // only pairs seen once (' ',c), (c,d).
+    const char text[] = "ab ab ab cd";
+    Bpe up_to, exact;
+    Error err = {0};
+    ck_assert_msg(bpe_learn_up_to(&up_to, text, sizeof text - 1, 2048, "small.txt", &err), "%s", err.msg);
+    ck_assert_int_eq(up_to.vocab_size, 258);
+    ck_assert_int_eq(up_to.n_merges, 2);
+    learn_ok(&exact, text, sizeof text - 1, 258);
+    char *a = bpe_merges_text(&up_to), *b = bpe_merges_text(&exact);
+    ck_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    bpe_free(&exact);
+    bpe_free(&up_to);
+    // A ceiling the text can fill is learned exactly, as bpe_learn would.
+    ck_assert(bpe_learn_up_to(&up_to, text, sizeof text - 1, 257, "small.txt", &err));
+    ck_assert_int_eq(up_to.vocab_size, 257);
+    bpe_free(&up_to);
+    // No pair seen twice: not one merge to learn is an error naming the
+    // file and the way out.
+    ck_assert(!bpe_learn_up_to(&up_to, "ab cd", 5, 300, "tiny.txt", &err));
+    ck_assert_msg(strstr(err.msg, "'tiny.txt'") && strstr(err.msg, "--tokenizer char") && !strchr(err.msg, '\n'),
+                  "message was: %s", err.msg);
+    ck_assert_ptr_null(up_to.merges);
+}
+END_TEST
+
 START_TEST(learn_on_too_little_text_names_the_source_and_the_fix) {
     // "ab", " ab": (a,b) then (' ',X), then nothing is left.
     Bpe bpe;
@@ -569,6 +601,7 @@ Suite *bpe_suite(void) {
     tcase_add_test(learn, learn_counts_overlapping_pairs_and_merges_left_to_right);
     tcase_add_test(learn, learn_never_merges_across_chunks);
     tcase_add_test(learn, learn_stops_tokens_at_the_longest_allowed);
+    tcase_add_test(learn, learn_up_to_stops_at_the_first_pair_seen_once);
     tcase_add_test(learn, learn_on_too_little_text_names_the_source_and_the_fix);
     tcase_add_test(learn, learn_rejects_a_vocab_size_out_of_range);
     tcase_add_test(learn, learn_matches_a_learner_that_recounts_every_pair);

@@ -62,7 +62,7 @@ static void setup_arch(Arch arch) {
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
 
     Error err = {{0}};
-    TokenizerSpec spec = {fixture_tokenizer, BPE_BYTES + 3};
+    TokenizerSpec spec = {fixture_tokenizer, BPE_BYTES + 3, false};
     ck_assert_msg(tokenizer_learn(&tok, &spec, TEXT, sizeof TEXT - 1, "TEXT", &err), "%s", err.msg);
     ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.1f};
     if (arch == ARCH_GPT) {

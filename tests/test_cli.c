@@ -56,7 +56,7 @@ START_TEST(help_lists_the_commands_and_exits_zero) {
     // The defaults that depend on the architecture show both.
     ck_assert_msg(strstr(r->out, "--arch ARCH") && strstr(r->out, "(default gpt)"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "--layers L") != NULL, "%s", r->out);
-    ck_assert_msg(strstr(r->out, "(default gpt 12, card 32)") != NULL, "no per-architecture --batch default: %s", r->out);
+    ck_assert_msg(strstr(r->out, "(default gpt 24, card 32)") != NULL, "no per-architecture --batch default: %s", r->out);
     ck_assert_msg(strstr(r->out, "(default gpt 2000, card 7000; with --time, no limit)") != NULL,
                   "no per-architecture --steps default: %.2000s", r->out);
 }
@@ -206,7 +206,7 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     snprintf(corpus, sizeof corpus, "%s", in_work("corpus.txt"));
     snprintf(args, sizeof args,
              "train %s --arch gpt --layers 2 --embd 16 --heads 2 --context 8 --batch 4 --steps 60 --eval-interval 20 "
-             "--warmup 5 --out %s --threads 2",  // the default warmup, 100 steps, is longer than this run
+             "--warmup 5 --out %s --threads 2 --tokenizer char --lr 1e-3",  // the default warmup, 100 steps, is longer than this run
              corpus, in_work("gpt"));
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "train --arch gpt failed: %s", r->err);
@@ -250,6 +250,37 @@ START_TEST(a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates) {
     double loss = NAN;
     ck_assert_int_eq(sscanf(r->out, "{\"loss\": %lf", &loss), 1);
     ck_assert_msg(fabs(loss - last) < 0.2, "eval loss %.3f, far from the last validation loss %.3f", loss, last);
+}
+END_TEST
+
+// train's gpt defaults are make sweep's recipe, its bpe vocabulary a
+// ceiling a small text lowers; nanoGPT's recipe, the defaults before, is
+// NANOGPT_PARTS away; of a switch and its off flag the later one holds.
+START_TEST(the_defaults_are_the_sweeps_recipe_and_the_old_ones_are_flags_away) {
+    char args[4096];
+    const char *tiny = "--steps 1 --embd 16 --heads 2 --context 8 --batch 4 --threads 1";
+    snprintf(args, sizeof args, "train %s --out %s %s", in_work("corpus.txt"), in_work("new"), tiny);
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "arch=gpt layers=3 norm=rmsnorm mlp=relu2 untied-head pos=rope qk-norm V=") &&
+                      strstr(r->err, "(bpe tokenizer)"),
+                  "%s", r->err);
+    int vocab = 0;
+    ck_assert_int_eq(sscanf(strstr(r->err, " V=") + 3, "%d", &vocab), 1);
+    ck_assert_msg(vocab > 256 && vocab < 2048, "a small text's vocabulary of %d", vocab);
+    snprintf(args, sizeof args, "train %s --out %s %s --layers 4 " NANOGPT_PARTS, in_work("corpus.txt"),
+             in_work("old"), tiny);
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "arch=gpt layers=4 V=") && strstr(r->err, "(char tokenizer)"), "%s", r->err);
+    snprintf(args, sizeof args, "train %s --out %s %s --untied-head --tied-head --qk-norm", in_work("corpus.txt"),
+             in_work("both"), tiny);
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "pos=rope qk-norm V=") && !strstr(r->err, "untied-head"), "%s", r->err);
+    snprintf(args, sizeof args, "train %s --out %s %s --arch card --no-qk-norm", in_work("corpus.txt"),
+             in_work("card"), tiny);
+    expect_run_fails(work_dir, args, 2, "--no-qk-norm is for --arch gpt");
 }
 END_TEST
 
@@ -780,7 +811,7 @@ static void train_eval_model(const char *name, const char *flags) {
     char args[4096];
     snprintf(args, sizeof args,
              "train %s --out %s --steps 20 --layers 1 --embd 8 --heads 2 --context 8 --batch 4 --warmup 2 "
-             "--eval-interval 10 --threads 1 %s",
+             "--eval-interval 10 --threads 1 --tokenizer char %s",
              in_work("corpus.txt"), in_work(name), flags);
     RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "'%s' failed: %s", args, r->err);
@@ -963,6 +994,7 @@ Suite *cli_suite(void) {
     tcase_add_test(tc, bad_files_are_runtime_errors_that_name_the_file);
     tcase_add_test(tc, training_a_tiny_model_lowers_the_loss_and_the_model_samples_and_evaluates);
     tcase_add_test(tc, a_tiny_gpt_trains_from_the_command_line_and_samples_and_evaluates);
+    tcase_add_test(tc, the_defaults_are_the_sweeps_recipe_and_the_old_ones_are_flags_away);
     tcase_add_test(tc, train_creates_missing_parent_directories_of_out);
     tcase_add_test(tc, init_takes_sizes_from_the_checkpoint_and_refuses_conflicting_ones);
     tcase_add_test(tc, init_takes_the_architecture_from_the_checkpoint_and_refuses_a_conflicting_one);

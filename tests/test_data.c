@@ -458,7 +458,7 @@ START_TEST(bpe_learns_from_the_training_split_only_and_encodes_each_split_apart)
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    TokenizerSpec spec = {TOKENIZER_BPE, 258};  // "ab", then " ab": all the training text has to merge
+    TokenizerSpec spec = {TOKENIZER_BPE, 258, false};  // "ab", then " ab": all the training text has to merge
     ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.4, 4, &err), "%s", err.msg);
     ck_assert_int_eq(tok.kind, TOKENIZER_BPE);
     for (int m = 0; m < tok.bpe.n_merges; m++) {
@@ -501,7 +501,7 @@ START_TEST(the_split_is_the_same_text_for_char_and_bpe_and_counts_its_bytes) {
     ck_assert_uint_eq(ds.val_bytes, 14);
     dataset_free(&ds);
     tokenizer_free(&tok);
-    TokenizerSpec spec = {TOKENIZER_BPE, 257};
+    TokenizerSpec spec = {TOKENIZER_BPE, 257, false};
     ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.34, 2, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.val_bytes, 14);
     char back[64];

@@ -18,7 +18,7 @@
 // Tiny runs, but a loaded 2-core machine (or a sanitizer) slows them down.
 #define TIMEOUT_SECONDS 120
 // A tiny gpt that trains in well under a second.
-#define TINY_GPT "--layers 1 --embd 16 --heads 2 --context 8 --batch 4 --warmup 2 --eval-interval 10 --seed 5"
+#define TINY_GPT "--layers 1 --embd 16 --heads 2 --context 8 --batch 4 --warmup 2 --eval-interval 10 --seed 5 --tokenizer char"
 
 static char work_dir[256];
 
@@ -51,7 +51,7 @@ static bool file_has(const char *path, const char *needle) {
 // train_bpe: a tiny bpe gpt of 300 tokens (44 merges) into work_dir/"name".
 static void train_bpe(const char *name, const char *extra) {
     char args[2048];
-    snprintf(args, sizeof args, "train %s --tokenizer bpe --vocab-size 300 " TINY_GPT " --steps 30 --out %s %s",
+    snprintf(args, sizeof args, "train %s " TINY_GPT " --tokenizer bpe --vocab-size 300 --steps 30 --out %s %s",
              in_work("corpus.txt"), in_work(name), extra);
     RunResult *r = run_tinygpt(work_dir, args);
     expect_ok(r, "train --tokenizer bpe");
@@ -236,7 +236,7 @@ END_TEST
 START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
     const char *corpus = in_work("corpus.txt");
     char args[2048];
-    snprintf(args, sizeof args, "train %s --vocab-size 300 --out %s", corpus, in_work("x"));
+    snprintf(args, sizeof args, "train %s --tokenizer char --vocab-size 300 --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 2, "--vocab-size is for --tokenizer bpe");
     snprintf(args, sizeof args, "train %s --tokenizer words --out %s", corpus, in_work("x"));
     expect_run_fails(work_dir, args, 2, "--tokenizer 'words' is not one of: char, bpe");

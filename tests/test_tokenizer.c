@@ -341,7 +341,7 @@ START_TEST(a_bpe_tokenizer_encodes_and_its_pieces_join_back_to_the_text) {
     const char *text = "the whale, the white whale" EM_DASH "the whale!\n";
     Tokenizer tok;
     Error err;
-    TokenizerSpec spec = {TOKENIZER_BPE, 262};
+    TokenizerSpec spec = {TOKENIZER_BPE, 262, false};
     ck_assert_msg(tokenizer_learn(&tok, &spec, text, strlen(text), "t", &err), "%s", err.msg);
     ck_assert_int_eq(tok.kind, TOKENIZER_BPE);
     ck_assert_int_eq(tok.vocab_size, 262);

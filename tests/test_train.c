@@ -587,10 +587,12 @@ START_TEST(train_rejects_an_empty_file_and_a_text_shorter_than_one_window) {
     expect_status(RUN("train", write_text("empty.txt", "", 0), "--out", in_work("o")), 1, "is empty");
     // 40 characters: enough for --context 16 without validation, not for --context 64.
     const char *short_text = write_text("short.txt", "0123456789012345678901234567890123456789", 40);
-    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "64", "--val-fraction", "0"), 1,
-                  "smaller --context");
-    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "16", "--embd", "8", "--heads", "2"), 1,
-                  "--val-fraction");
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "64", "--val-fraction", "0",
+                      "--tokenizer", "char"),
+                  1, "smaller --context");
+    expect_status(RUN("train", short_text, "--out", in_work("o"), "--context", "16", "--embd", "8", "--heads", "2",
+                      "--tokenizer", "char"),
+                  1, "--val-fraction");
 }
 END_TEST
 
@@ -614,7 +616,7 @@ START_TEST(train_refuses_a_model_too_large_for_memory_before_allocating_it) {
     // milliseconds; allocating (or the OOM killer) would take much longer.
     double start = now_seconds();
     int status = RUN("train", corpus, "--out", in_work("o"), "--batch", "1048576", "--context", "16", "--embd", "65536",
-                     "--heads", "1");
+                     "--heads", "1", "--tokenizer", "char");
     expect_status(status, 2, "use a smaller --batch, --context, --embd or --layers");
     ck_assert_msg(now_seconds() - start < 10, "the refusal took %.1f s", now_seconds() - start);
     expect_status(status, 2, "C=65536 channels, NH=1 heads, T=16 positions and V=19 tokens, for 1048576 windows");

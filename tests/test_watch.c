@@ -37,7 +37,7 @@ static void teardown(void) { scratch_dir_remove(dir); }
 // The training run of these tests: 30 steps of a tiny model, an evaluation
 // every 10 steps, on one thread (a model this small gains nothing from two,
 // and on a busy machine every parallel region can wait a scheduler tick).
-#define TRAIN_ARGS "train %s/corpus.txt --out %s/run --steps 30 --batch 4 --context 8 --embd 8 --heads 2 --eval-interval 10 --threads 1"
+#define TRAIN_ARGS "train %s/corpus.txt --out %s/run --steps 30 --batch 4 --context 8 --embd 8 --heads 2 --eval-interval 10 --threads 1 --tokenizer char"
 
 // status: the status line of a run of steps, as draw_status makes it:
 // after step "step" (0-based) of "total", this process having started at

@@ -37,7 +37,8 @@ static void print_default(const Flag *f, FILE *out) {
         if (s) fprintf(out, " (default %s)", s);
         break;
     }
-    case FLAG_SWITCH: break;
+    case FLAG_SWITCH:
+    case FLAG_SWITCH_OFF: break;
     }
 }
 
@@ -48,8 +49,8 @@ void print_command_help(const Command *cmd, FILE *out) {
         const Flag *f = &cmd->flags[i];
         if (!f->help) continue;  // a flag for tests, not for users
         char left[64];
-        snprintf(left, sizeof left, "%s%s%s", f->name, f->type == FLAG_SWITCH ? "" : " ",
-                 f->type == FLAG_SWITCH ? "" : f->metavar);
+        const bool is_switch = f->type == FLAG_SWITCH || f->type == FLAG_SWITCH_OFF;
+        snprintf(left, sizeof left, "%s%s%s", f->name, is_switch ? "" : " ", is_switch ? "" : f->metavar);
         fprintf(out, "  %-24s %s", left, f->help);
         print_default(f, out);
         fputc('\n', out);
@@ -128,6 +129,7 @@ static bool set_value(Flag *f, const char *text, Error *err) {
     }
     case FLAG_STRING: *(const char **)f->value = text; break;
     case FLAG_SWITCH: *(bool *)f->value = true; break;
+    case FLAG_SWITCH_OFF: *(bool *)f->value = false; break;
     }
     f->seen = true;
     return true;
@@ -182,7 +184,7 @@ ParseResult parse_flags_list_report(Command *cmd, int argc, char **argv, const c
         Flag *f = find_flag(cmd, arg, name_len);
         if (!f) return parse_error(err, "unknown flag '%s'", show(arg, name_len).text);
         bool ok;
-        if (f->type == FLAG_SWITCH) {
+        if (f->type == FLAG_SWITCH || f->type == FLAG_SWITCH_OFF) {
             if (eq) return parse_error(err, "%s takes no value", f->name);
             ok = set_value(f, "", err);
         } else if (eq) {

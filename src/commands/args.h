@@ -18,14 +18,16 @@
 // A number with a fraction is a double, as it is in Python (AdamW's betas:
 // 0.9 rounded to a float would change 1 - beta1 in its eighth digit); code
 // that computes in float rounds it there. FLAG_CHOICE: one of the names in
-// "choices", stored as its index (the enum it names).
-typedef enum { FLAG_INT, FLAG_LONG, FLAG_DOUBLE, FLAG_CHOICE, FLAG_STRING, FLAG_SWITCH } FlagType;
+// "choices", stored as its index (the enum it names). FLAG_SWITCH sets its
+// bool; FLAG_SWITCH_OFF clears it: the way back from a switch that is on by
+// default (--tied-head undoes the default --untied-head).
+typedef enum { FLAG_INT, FLAG_LONG, FLAG_DOUBLE, FLAG_CHOICE, FLAG_STRING, FLAG_SWITCH, FLAG_SWITCH_OFF } FlagType;
 
 typedef struct {
     const char *name;     // "--steps"
     FlagType type;
-    void *value;          // int*, long*, double*, int* (FLAG_CHOICE), const char**, or bool* (FLAG_SWITCH)
-    const char *metavar;  // "N", "DIR", ...; unused for FLAG_SWITCH
+    void *value;          // int*, long*, double*, int* (FLAG_CHOICE), const char**, or bool* (FLAG_SWITCH, FLAG_SWITCH_OFF)
+    const char *metavar;  // "N", "DIR", ...; unused for the switches
     const char *help;     // one line; NULL keeps the flag out of --help (a hook for tests)
     double min, max;      // inclusive range for numbers (ignored when min == max == 0)
     bool seen;            // set when the flag appears on the command line

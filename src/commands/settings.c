@@ -33,6 +33,13 @@ static void derive_steps(TrainSettings *s) {
     s->steps = s->time > 0 ? STEPS_NO_LIMIT : s->arch == ARCH_CARD ? 7000 : 2000;
 }
 static void derive_sample_every(TrainSettings *s) { s->sample_every = s->eval_interval; }
+// bpe's vocabulary: gpt's 2048 (make sweep's choice) is a ceiling, which a
+// small text, whose pairs run out sooner, lowers to what it holds; card's
+// 512 stays what it was.
+static void derive_vocab_size(TrainSettings *s) {
+    s->vocab_size = s->arch == ARCH_CARD ? 512 : 2048;
+    s->vocab_size_at_most = s->arch != ARCH_CARD;
+}
 // A resumed run writes where it was: into its own directory.
 static void derive_out_dir(TrainSettings *s) { s->out_dir = s->resume_dir ? s->resume_dir : "out"; }
 
@@ -49,14 +56,16 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(arch), SETTING_CHOICE, "--arch", "ARCH",
      "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)",
      SAME("gpt"), .choices = ARCH_NAMES, .kept = KEPT_IN_MODEL, .key = "arch"},
-    {FIELD(layers), SETTING_INT, "--layers", "L", "transformer blocks (gpt only: card has one)", .gpt_default = "4",
+    {FIELD(layers), SETTING_INT, "--layers", "L", "transformer blocks (gpt only: card has one)", .gpt_default = "3",
      .min = 1, .max = MODEL_MAX_LAYERS, GPT_ONLY, .needs_why = "card has exactly one block", .kept = KEPT_IN_MODEL,
      .key = "n_layer"},
     {FIELD(tokenizer), SETTING_CHOICE, "--tokenizer", "NAME",
      "char (one token per character) or bpe (byte pairs merged into pieces, learned from the training split)",
-     SAME("char"), .choices = TOKENIZER_NAMES, .kept = KEPT_IN_MODEL, .key = "tokenizer"},
-    {FIELD(vocab_size), SETTING_INT, "--vocab-size", "N", "tokens of the bpe tokenizer: the 256 bytes + N - 256 merges",
-     SAME("512"), .min = BPE_BYTES + 1, .max = BPE_MAX_VOCAB, .needs = "tokenizer", .needs_value = "bpe",
+     .gpt_default = "bpe", .card_default = "char", .choices = TOKENIZER_NAMES, .kept = KEPT_IN_MODEL,
+     .key = "tokenizer", .if_absent = "char"},
+    {FIELD(vocab_size), SETTING_INT, "--vocab-size", "N", "tokens of the bpe tokenizer: the 256 bytes + N - 256 merges (gpt's default a ceiling: merging stops at pairs seen once)",
+     .derived = "gpt up to 2048, card 512", .derive = derive_vocab_size,
+     .min = BPE_BYTES + 1, .max = BPE_MAX_VOCAB, .needs = "tokenizer", .needs_value = "bpe",
      .needs_why = "char takes one token per character of the text", .kept = KEPT_IN_MODEL, .key = "vocab_size"},
     {FIELD(no_layernorm), SETTING_SWITCH, "--no-layernorm", NULL, "gpt without its LayerNorms (ln1, ln2, ln_f)",
      GPT_ONLY, .needs_why = "card has no LayerNorm to remove", .kept = KEPT_IN_MODEL, .key = "no_layernorm"},
@@ -67,20 +76,24 @@ const Setting TRAIN_SETTINGS[] = {
      .needs_why = "card has no residual stream to remove", .kept = KEPT_IN_MODEL, .key = "no_residual"},
     {FIELD(norm), SETTING_CHOICE, "--norm", "NAME",
      "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
-     .gpt_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
+     .gpt_default = "rmsnorm", .card_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
     {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), or swiglu (silu(x Wgate) * x Wup, hidden 8C/3)",
-     .gpt_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
+     .gpt_default = "relu2", .card_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
      .key = "mlp", .if_absent = "gelu"},
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
-     "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", GPT_ONLY,
+     "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", .off_flag = "--tied-head",
+     .off_help = "gpt whose head reuses tok_emb (nanoGPT's, and tinygpt's before the recipe of make sweep)",
+     .gpt_default = "1", .card_default = "0", GPT_ONLY,
      .needs_why = "card's head is its own already", .kept = KEPT_IN_MODEL, .key = "untied_head", .if_absent = "0"},
     {FIELD(pos), SETTING_CHOICE, "--pos", "NAME",
      "gpt's positions: learned (a pos_emb table) or rope (q and k rotated by position, base 10000)",
-     .gpt_default = "learned", .choices = POS_NAMES, GPT_ONLY, .needs_why = "card keeps its learned positions",
+     .gpt_default = "rope", .card_default = "learned", .choices = POS_NAMES, GPT_ONLY, .needs_why = "card keeps its learned positions",
      .kept = KEPT_IN_MODEL, .key = "pos", .if_absent = "learned"},
     {FIELD(qk_norm), SETTING_SWITCH, "--qk-norm", NULL,
-     "gpt whose heads' q and k are divided by their RMS (no weight) before the scores", GPT_ONLY,
+     "gpt whose heads' q and k are divided by their RMS (no weight) before the scores", .off_flag = "--no-qk-norm",
+     .off_help = "gpt whose q and k go into the scores as they are (nanoGPT's)", .gpt_default = "1",
+     .card_default = "0", GPT_ONLY,
      .needs_why = "card's attention is the card's, unnormalised", .kept = KEPT_IN_MODEL, .key = "qk_norm",
      .if_absent = "0"},
     {FIELD(steps), SETTING_LONG, "--steps", "N", "number of training steps (0 saves the initial model)",
@@ -89,7 +102,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(time), SETTING_DOUBLE, "--time", "SECONDS",
      "train for this long (evaluations and saves included), the schedule ending with it; with --steps, whichever ends first; 0 = no limit",
      SAME("0"), .max = 1e9, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "time", .if_absent = "0"},
-    {FIELD(batch), SETTING_INT, "--batch", "B", "windows per step", .gpt_default = "12", .card_default = "32",
+    {FIELD(batch), SETTING_INT, "--batch", "B", "windows per step", .gpt_default = "24", .card_default = "32",
      .min = 1, .max = 1 << 20, .kept = KEPT_IN_RUN, .key = "batch"},
     {FIELD(context), SETTING_INT, "--context", "T", "tokens per window (the model's block size)", SAME("64"),
      .min = 1, .max = 1 << 16, .kept = KEPT_IN_MODEL, .key = "block_size"},
@@ -105,7 +118,7 @@ const Setting TRAIN_SETTINGS[] = {
      "sgd (w -= lr * grad), adamw (torch.optim.AdamW), or muon (the blocks' matrices; AdamW the rest)",
      .gpt_default = "adamw", .card_default = "sgd", .choices = OPTIMIZER_NAMES, .kept = KEPT_IN_RUN,
      .key = "optimizer", .if_absent = "sgd"},
-    {FIELD(lr), SETTING_DOUBLE, "--lr", "LR", "learning rate (the peak, after warmup)", .gpt_default = "1e-3",
+    {FIELD(lr), SETTING_DOUBLE, "--lr", "LR", "learning rate (the peak, after warmup)", .gpt_default = "2e-3",
      .card_default = "0.5", .max = 1e6, .kept = KEPT_IN_RUN, .key = "lr", .was_float = true},
     {FIELD(beta1), SETTING_DOUBLE, "--beta1", "B1", "AdamW's averaging rate of the gradient", SAME("0.9"),
      .max = 0.999999, ADAMW_PART, .kept = KEPT_IN_RUN, .key = "beta1",
@@ -189,6 +202,12 @@ static void *field(const Setting *st, const TrainSettings *s) { return (char *)s
 
 // is_flag: "st" is given as a flag, not as the positional FILE.
 static bool is_flag(const Setting *st) { return strncmp(st->flag, "--", 2) == 0; }
+
+// typed_flag: the flag of "st" that the command line gave, for messages:
+// the switch's off flag when that was one of them (--tied-head).
+static const char *typed_flag(const Command *cmd, const Setting *st) {
+    return st->off_flag && command_flag(cmd, st->off_flag)->seen ? st->off_flag : st->flag;
+}
 
 // ===========================================================================
 // A setting's value, as text and back. The defaults in the table and the
@@ -293,9 +312,18 @@ static FlagType flag_type(SettingType type) {
 // default_text: what --help shows as the default of "st": "64", "gpt 12,
 // card 32", "lr/10"; "" for none. "out" holds the text.
 static const char *default_text(const Setting *st, char *out, size_t cap) {
+    if (st->type == SETTING_SWITCH) {
+        // A switch on by default says so; off is what a switch means unsaid.
+        const bool on = st->gpt_default && strcmp(st->gpt_default, "1") == 0;
+        snprintf(out, cap, "%s", on ? "on" : "");
+        return out;
+    }
+    // A gpt-only setting's card default only keeps the card's fields as
+    // they were; card never reads it, and --help does not show it.
+    const bool gpt_only = st->needs && strcmp(st->needs, "arch") == 0;
     if (st->derived) snprintf(out, cap, "%s", st->derived);
     else if (!st->gpt_default) snprintf(out, cap, "%s", "");
-    else if (!st->card_default || strcmp(st->gpt_default, st->card_default) == 0)
+    else if (!st->card_default || gpt_only || strcmp(st->gpt_default, st->card_default) == 0)
         snprintf(out, cap, "%s", st->gpt_default);
     else snprintf(out, cap, "gpt %s, card %s", st->gpt_default, st->card_default);
     return out;
@@ -304,14 +332,18 @@ static const char *default_text(const Setting *st, char *out, size_t cap) {
 // Each flag's --help default, one buffer per setting.
 static char default_texts[NUM_TRAIN_SETTINGS_MAX][64];
 
-// The flags: every row but the positional FILE, in table order. "flags"
-// must have room for NUM_TRAIN_SETTINGS.
+// The flags: every row but the positional FILE, in table order, a switch's
+// off flag after it. "flags" has room for NUM_TRAIN_SETTINGS_MAX.
 void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
     int n = 0;
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
         if (!is_flag(st)) continue;
         const char *dflt = default_text(st, default_texts[i], sizeof default_texts[i]);
+        assert(n + 2 <= NUM_TRAIN_SETTINGS_MAX && "room for the flags: raise NUM_TRAIN_SETTINGS_MAX");
+        if (st->off_flag)
+            flags[n + 1] = (Flag){.name = st->off_flag, .type = FLAG_SWITCH_OFF, .value = field(st, s),
+                                  .help = st->off_help};
         flags[n++] = (Flag){.name = st->flag,
                             .type = flag_type(st->type),
                             .value = field(st, s),
@@ -321,6 +353,7 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
                             .max = st->max,
                             .default_text = dflt[0] ? dflt : NULL,
                             .choices = st->choices};
+        if (st->off_flag) n++;
     }
     cmd->flags = flags;
     cmd->n_flags = n;
@@ -345,7 +378,10 @@ void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given
     s->data_path = parse_flags(cmd, argc, argv);
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        given->given[i] = is_flag(st) ? command_flag(cmd, st->flag)->seen : s->data_path != NULL;
+        // A switch and its off flag both given: the later one holds, as for
+        // any flag given twice (the parser set the value in their order).
+        const bool off = st->off_flag && command_flag(cmd, st->off_flag)->seen;
+        given->given[i] = is_flag(st) ? command_flag(cmd, st->flag)->seen || off : s->data_path != NULL;
     }
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
         if (TRAIN_SETTINGS[i].derive && !given->given[i]) TRAIN_SETTINGS[i].derive(s);
@@ -373,7 +409,7 @@ void settings_refuse_on_resume(const Command *cmd, const Given *given) {
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
         if (given->given[i] && TRAIN_SETTINGS[i].resume == RESUME_KEEPS)
             usage_error(cmd, "%s cannot be changed when resuming: the run's flags come from its checkpoint; drop it (only %s may be given)",
-                        TRAIN_SETTINGS[i].flag, may);
+                        typed_flag(cmd, &TRAIN_SETTINGS[i]), may);
 }
 
 // ===========================================================================
@@ -443,9 +479,9 @@ void settings_finish(const Command *cmd, TrainSettings *s, const Given *given, c
         snprintf(wanted, sizeof wanted, "%s%s%s", st->needs_value, st->needs_value_or ? " or " : "",
                  st->needs_value_or ? st->needs_value_or : "");
         if (from_file && from_file->given[other_index])
-            usage_error(cmd, "%s is for %s %s%s, and the checkpoint it starts from has %s %s; drop %s", st->flag,
-                        other->flag, wanted, why, other->flag, has, st->flag);
-        usage_error(cmd, "%s is for %s %s%s; drop it, or add %s %s", st->flag, other->flag, wanted, why,
+            usage_error(cmd, "%s is for %s %s%s, and the checkpoint it starts from has %s %s; drop %s",
+                        typed_flag(cmd, st), other->flag, wanted, why, other->flag, has, typed_flag(cmd, st));
+        usage_error(cmd, "%s is for %s %s%s; drop it, or add %s %s", typed_flag(cmd, st), other->flag, wanted, why,
                     other->flag, st->needs_value);
     }
 }

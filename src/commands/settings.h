@@ -41,6 +41,7 @@ typedef struct {
     Arch arch;
     TokenizerKind tokenizer;
     int vocab_size;          // bpe: tokens to learn
+    bool vocab_size_at_most; // ... or fewer, if the text runs out of pairs seen twice (gpt's default)
     int layers, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)
     NormKind norm;           // the modern recipe: LayerNorm or RMSNorm
@@ -102,6 +103,9 @@ typedef struct {
     const char *flag;        // "--lr"; "FILE" for the positional argument
     const char *metavar;     // "LR"
     const char *help;        // one line for --help; NULL hides the flag (a hook for tests)
+    // A switch on by default has a second flag that turns it off
+    // (--tied-head for --untied-head), with its own help line.
+    const char *off_flag, *off_help;
     // The default, as it would be typed, for each architecture. NULL: no
     // default (a path not given), or, for card, not a card setting (see
     // needs). derived: computed from other settings when not given

@@ -61,7 +61,7 @@ static void learn_and_report(Tokenizer *tok, const char *path, int vocab_size, b
     size_t len;
     Error err;
     if (!read_file(path, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    TokenizerSpec spec = {TOKENIZER_BPE, vocab_size};
+    TokenizerSpec spec = {TOKENIZER_BPE, vocab_size, false};
     double start = now_seconds();
     if (!tokenizer_learn(tok, &spec, text, len, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     double learn_seconds = now_seconds() - start;

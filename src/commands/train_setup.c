@@ -112,7 +112,7 @@ static void continue_from_state(TrainRun *run) {
 static void setup_run(TrainRun *run, const Command *cmd) {
     TrainSettings *s = &run->s;
     Error err;
-    TokenizerSpec learn = {s->tokenizer, s->vocab_size};
+    TokenizerSpec learn = {s->tokenizer, s->vocab_size, s->vocab_size_at_most};
     if (!dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path, s->val_fraction, s->context,
                       &err))
         die(EXIT_RUNTIME, "%s", err.msg);

@@ -455,10 +455,13 @@ static bool build_tables(Bpe *bpe, Error *err) {
 
 // ---- Learning ---------------------------------------------------------------
 
-// bpe_learn: collect the words, count their pairs, then per merge: take
-// the best pair, record it, merge it in the words that hold it. The tables
-// are built from the merges at the end, as bpe_from_merges_text does.
-bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const char *source, Error *err) {
+// learn: collect the words, count their pairs, then per merge: take the
+// best pair, record it, merge it in the words that hold it. The tables are
+// built from the merges at the end, as bpe_from_merges_text does. "up_to":
+// stop early, without an error, at the first pair seen fewer than twice
+// (bpe_learn_up_to).
+static bool learn(Bpe *bpe, const char *text, size_t len, int vocab_size, bool up_to, const char *source,
+                  Error *err) {
     memset(bpe, 0, sizeof *bpe);
     if (vocab_size <= BPE_BYTES || vocab_size > BPE_MAX_VOCAB)
         return error_set(err, "a BPE vocabulary size must be in [%d, %d], not %d", BPE_BYTES + 1, (int)BPE_MAX_VOCAB,
@@ -473,6 +476,17 @@ bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const cha
     BpeMerge *merges = xmalloc((size_t)n_merges * sizeof *merges);
     for (int i = 0; i < n_merges; i++) {
         ptrdiff_t p = best_pair(learner);
+        if (up_to && (p < 0 || learner->pairs[p].count < 2)) {
+            if (i == 0) {
+                learner_free(learner);
+                free(merges);
+                return error_set(err, "'%s' has too little text for bpe: no pair of tokens occurs twice; use --tokenizer char",
+                                 source);
+            }
+            n_merges = i;
+            vocab_size = BPE_BYTES + i;
+            break;
+        }
         if (p < 0) {
             learner_free(learner);
             free(merges);
@@ -493,6 +507,14 @@ bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const cha
     assert(built);  // learned merges are valid by construction
     (void)built;
     return true;
+}
+
+bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const char *source, Error *err) {
+    return learn(bpe, text, len, vocab_size, false, source, err);
+}
+
+bool bpe_learn_up_to(Bpe *bpe, const char *text, size_t len, int max_vocab_size, const char *source, Error *err) {
+    return learn(bpe, text, len, max_vocab_size, true, source, err);
 }
 
 // ---- Merges as text ---------------------------------------------------------

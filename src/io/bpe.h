@@ -65,6 +65,13 @@ size_t bpe_chunk_len(const char *text, size_t len);
 // memory of the token table, learned or read from merges text.
 enum { BPE_MAX_VOCAB = 65536, BPE_MAX_TOKEN_BYTES = 256 };
 bool bpe_learn(Bpe *bpe, const char *text, size_t len, int vocab_size, const char *source, Error *err);
+// bpe_learn_up_to: as bpe_learn, but "max_vocab_size" is a ceiling: it
+// stops early, with a smaller vocabulary, where the next pair would be one
+// seen only once (a merge that would learn one spot of the text, not a
+// piece of its language) or none is left. train's default (--vocab-size
+// not given), so a small text gets the vocabulary it can fill; a text
+// without one pair seen twice is an error naming "source".
+bool bpe_learn_up_to(Bpe *bpe, const char *text, size_t len, int max_vocab_size, const char *source, Error *err);
 
 // bpe_merges_text: the merges as text for a checkpoint's metadata:
 // "left right" pairs in merge order, numbers separated by single spaces

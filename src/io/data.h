@@ -44,7 +44,7 @@ typedef struct {
 } Dataset;
 
 // Build a char tokenizer from the file (dataset_load's "learn").
-static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0};
+static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0, false};
 
 // dataset_load: read and encode "path". If "learn" is not NULL, the
 // tokenizer is built from the file as it says; otherwise "tok" already holds

@@ -49,7 +49,10 @@ bool tokenizer_learn(Tokenizer *tok, const TokenizerSpec *spec, const char *text
     if (spec->kind == TOKENIZER_CHAR) return tokenizer_build(tok, text, len, source, err);
     if (len == 0) return error_set(err, "'%s' is empty; give a text file with some text in it", source);
     if (!tokenizer_check_text(text, len, source, err)) return false;
-    if (!bpe_learn(&tok->bpe, text, len, spec->vocab_size, source, err)) return false;
+    const bool learned = spec->vocab_size_at_most
+                             ? bpe_learn_up_to(&tok->bpe, text, len, spec->vocab_size, source, err)
+                             : bpe_learn(&tok->bpe, text, len, spec->vocab_size, source, err);
+    if (!learned) return false;
     tok->kind = TOKENIZER_BPE;
     tok->vocab_size = tok->bpe.vocab_size;
     return true;

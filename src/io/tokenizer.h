@@ -29,10 +29,12 @@ typedef struct {
 } Tokenizer;
 
 // What to build from a training text: the kind, and for bpe the vocabulary
-// size to learn (at least BPE_BYTES + 1).
+// size to learn (at least BPE_BYTES + 1): exactly, or at most
+// (bpe_learn_up_to).
 typedef struct {
     TokenizerKind kind;
     int vocab_size;
+    bool vocab_size_at_most;
 } TokenizerSpec;
 
 // TOKENIZER_NAMES: "char" and "bpe", indexed by TokenizerKind,

@@ -3,11 +3,19 @@
 #include "rmsnorm.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+// Below this many numbers (a row or a few, when sampling), waking the other
+// threads costs more than the work. The rows are shared among the threads;
+// each row's sums run in the same order on any number of them.
+#define MIN_PARALLEL_WORK (1 << 15)
+#define CHANNEL_RUN 64
 
 // out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps);
 // without a weight (NULL) out = inp * rstd, the same bits as a weight of ones.
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *out_n = out + (size_t)n * C;
@@ -43,22 +51,39 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
 //      change the loss. LayerNorm's backward also takes out the part that
 //      would shift the row; RMSNorm's output does change with a shift.
 // dx is added to dinp, not written: the input is the residual stream
-// (rmsnorm.h).
+// (rmsnorm.h). Two passes, each shared among the threads: dx row by row,
+// then dw channel by channel (each channel's sum over the rows in row
+// order, so the threads never add to the same dw[c]).
 void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C) {
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float dxhat_xhat_sum = 0.0f;
-        for (int c = 0; c < C; c++) {
-            const float xhat = x[c] * rstd[n];
-            dxhat_xhat_sum += dy[c] * weight[c] * xhat;  // sum of dxhat xhat (4. dxhat = dy w)
-            dweight[c] += dy[c] * xhat;                  // 4. dw
+    const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
+#pragma omp parallel if (parallel)
+    {
+#pragma omp for schedule(static) nowait
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
+            float dxhat_xhat_sum = 0.0f;
+            for (int c = 0; c < C; c++)
+                dxhat_xhat_sum += dy[c] * weight[c] * (x[c] * rstd[n]);  // sum of dxhat xhat (4. dxhat = dy w)
+            const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
+            for (int c = 0; c < C; c++) {
+                const float xhat = x[c] * rstd[n];
+                dx[c] += rstd[n] * (dy[c] * weight[c] - xhat * dxhat_xhat_mean);  // 3-1. the two terms
+            }
         }
-        const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
-        for (int c = 0; c < C; c++) {
-            const float xhat = x[c] * rstd[n];
-            dx[c] += rstd[n] * (dy[c] * weight[c] - xhat * dxhat_xhat_mean);  // 3-1. the two terms
+        // In runs of CHANNEL_RUN channels, read row by row (a column at a
+        // time would touch a new cache line for every number).
+#pragma omp for schedule(static)
+        for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
+            const int width = C - c0 < CHANNEL_RUN ? C - c0 : CHANNEL_RUN;
+            float dw[CHANNEL_RUN];
+            for (int c = 0; c < width; c++) dw[c] = dweight[c0 + c];
+            for (int n = 0; n < N; n++) {
+                const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
+                for (int c = 0; c < width; c++) dw[c] += dy[c] * (x[c] * rstd[n]);  // 4. dw
+            }
+            for (int c = 0; c < width; c++) dweight[c0 + c] = dw[c];
         }
     }
 }
@@ -67,6 +92,7 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
 // heads of q and k, in place (rmsnorm.h).
 void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
     const int HS = C / NH;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
         float *qk_n = qkv + (size_t)n * 3 * C;  // q[n,:] then k[n,:]: 2NH heads of HS
         rmsnorm_forward(qk_n, rstd + (size_t)n * 2 * NH, qk_n, NULL, 2 * NH, HS);
@@ -83,6 +109,7 @@ void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
 // place. Written, not added: q and k go nowhere but through this norm.
 void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
     const int HS = C / NH;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
         for (int h = 0; h < 2 * NH; h++) {  // q's heads, then k's
             const size_t at = (size_t)n * 3 * C + (size_t)h * HS;
