@@ -75,8 +75,7 @@ static void attn_free(Attn *a) {
 
 static void attn_forward(Attn *a, float *out, float *weights, const float *qkv) {
     if (a->fast)
-        attention_forward(out, weights, a->dropout_scales, a->keys_t, a->values_t, qkv, a->B, a->T, a->C, a->NH,
-                          a->p, a->key);
+        attention_forward(out, weights, a->dropout_scales, a->keys_t, qkv, a->B, a->T, a->C, a->NH, a->p, a->key);
     else
         attention_forward_reference(out, weights, qkv, a->B, a->T, a->C, a->NH, a->p, a->key);
 }

@@ -193,7 +193,6 @@ static void expected_acts(ExpectedTable *x, const ModelConfig *cfg, size_t B) {
         expect(x, 0, B * NH, T * T, "blocks.%d.attn_weights", l);
         if (cfg->dropout > 0.0f) expect(x, 0, B * NH, T * T, "blocks.%d.dropout_scales", l);
         expect(x, 0, B * NH, HS * T, "blocks.%d.keys_t", l);
-        expect(x, 0, B * NH, HS * T, "blocks.%d.values_t", l);
         expect(x, 0, BT, C, "blocks.%d.attn_out", l);
         expect(x, 0, BT, C, "blocks.%d.res_attn", l);
         if (gpt) {
@@ -250,6 +249,7 @@ START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
     expect(&card, 0, BT, C, "dattn_out");
     expect(&card, 0, BT, 3 * C, "dqkv");
     expect(&card, 0, B * NH, T * T, "dattn_weights");
+    expect(&card, 0, B * NH, C / NH * T, "values_t");
     TensorTable t;
     grad_act_table(&t, &SMALL, B);
     assert_table_is("card", &t, &card);
@@ -263,6 +263,7 @@ START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
     expect(&gpt, 0, BT, C, "dattn_out");
     expect(&gpt, 0, BT, 3 * C, "dqkv");
     expect(&gpt, 0, B * NH, T * T, "dattn_weights");
+    expect(&gpt, 0, B * NH, C / NH * T, "values_t");
     expect(&gpt, 0, BT, 4 * C, "dhidden");
     for (int L = 1; L <= 5; L += 2) {
         ModelConfig cfg = SMALL_GPT;
@@ -389,7 +390,6 @@ static void assert_model_views(const Model *m) {
         assert_view(b->attn_weights, base, at, "blocks.%d.attn_weights", l);
         assert_view(b->dropout_scales, base, at, "blocks.%d.dropout_scales", l);
         assert_view(b->keys_t, base, at, "blocks.%d.keys_t", l);
-        assert_view(b->values_t, base, at, "blocks.%d.values_t", l);
         assert_view(b->attn_out, base, at, "blocks.%d.attn_out", l);
         assert_view(b->res_attn, base, at, "blocks.%d.res_attn", l);
         assert_view(b->ln2_out, base, at, "blocks.%d.ln2_out", l);
@@ -417,6 +417,7 @@ static void assert_model_views(const Model *m) {
     assert_view(d->dattn_out, base, gt, "dattn_out");
     assert_view(d->dqkv, base, gt, "dqkv");
     assert_view(d->dattn_weights, base, gt, "dattn_weights");
+    assert_view(d->values_t, base, gt, "values_t");
     assert_view(d->dhidden, base, gt, "dhidden");
 }
 

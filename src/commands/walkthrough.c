@@ -57,7 +57,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     const float *X = &WALK_X[0][0];  // [T, D_IN]
     float scratch[3 * C * C > 3 * C * D_IN ? 3 * C * C : 3 * C * D_IN];  // linear_forward's transposed weight
     float transposed[T * T];                   // X^T or values^T: a right-hand factor as a linear weight
-    float keys_t[HEADS * D_OUT * T], values_t[HEADS * D_OUT * T];  // attention_forward's saved tensors
+    float keys_t[HEADS * D_OUT * T];  // attention_forward's saved keys, transposed
     float scales[HEADS * T * T] = {0};
 
     // Step 1. A linear layer computes inp @ weight^T, so X X^T is a linear
@@ -106,12 +106,12 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     softmax_forward(w->masked_weights3, w->masked_scores3, T, T);
     // And what training runs: attention_forward on the packed q, k, v
     // (batch 1, one head of D_OUT channels, dropout off).
-    attention_forward(w->context3, w->attn_weights3, scales, keys_t, values_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0);
+    attention_forward(w->context3, w->attn_weights3, scales, keys_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0);
 
     // Step 4. The same call with dropout on; attn_weights come out before
     // dropout, and dropout_scales say what dropout did to each of them.
     float weights4[T * T];
-    attention_forward(w->context4, weights4, w->dropout_scales4, keys_t, values_t, w->qkv, 1, T, D_OUT, 1,
+    attention_forward(w->context4, weights4, w->dropout_scales4, keys_t, w->qkv, 1, T, D_OUT, 1,
                       WALK_DROPOUT, dropout_key);
     for (int t = 0; t < T; t++)
         for (int j = 0; j <= t; j++) w->dropped4[t * T + j] = weights4[t * T + j] * w->dropout_scales4[t * T + j];
@@ -126,7 +126,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     set_weight_rows(qkv_weight5, 2 * C, WALK_W_VALUE);
     set_weight_rows(qkv_weight5, 2 * C + D_OUT, WALK_W2_VALUE);
     linear_forward(w->qkv5, X, qkv_weight5, NULL, scratch, T, D_IN, 3 * C);
-    attention_forward(w->concat5, w->attn_weights5, scales, keys_t, values_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0);
+    attention_forward(w->concat5, w->attn_weights5, scales, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0);
     float proj_weight[C * C];  // W_out^T: our layer's [out, in] layout
     transpose(proj_weight, &WALK_W_OUT[0][0], C, C);
     linear_forward(w->out5, w->concat5, proj_weight, WALK_B_OUT, scratch, T, C, C);

@@ -49,17 +49,18 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
                                   uint64_t dropout_key);
 
 // The fast forward also fills:
-//   dropout_scales[B,NH,T,T]  0 (dropped) or 1/(1-p) (kept); unused when dropout_p = 0
-//   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys, transposed
-//   values_t[B,NH,HS,T]       the same for the values
-// which the fast backward reads (all but keys_t; sampling's cache uses keys_t).
+//   dropout_scales[B,NH,T,T]  0 (dropped) or 1/(1-p) (kept), which the fast
+//                             backward reads; unused when dropout_p = 0
+//   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys,
+//                             transposed (the scores' tiles read them; sampling's
+//                             cache keeps them)
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
-                       float *values_t, const float *qkv, int B, int T, int C, int NH, float dropout_p,
-                       uint64_t dropout_key);
+                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key);
 // The two pieces attention_forward is made of, for a forward pass one
 // position at a time (sampling with a key/value cache, model.h):
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
-//   [T,3C] slice), positions [first, last); each is a [HS,T] slice.
+//   [T,3C] slice), positions [first, last); each is a [HS,T] slice, and
+//   either may be NULL (not wanted).
 // attention_forward_row: steps 1-5 for position t of sequence b, head h,
 //   reading keys_t for positions 0..t (already transposed) and the values
 //   from qkv itself (values_t is not needed).
@@ -69,8 +70,12 @@ void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_
                            const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
                            uint64_t dropout_key);
 
+// The fast backward: "dweights" as the reference's, one T x T slot per
+// thread; "values_t" [B,NH,HS,T] likewise, one [HS,T] slot per thread for
+// the head at hand's values transposed, which it fills itself (a copy per
+// block kept from the forward pass would cost L times the memory).
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
-                        int T, int C, int NH, float dropout_p);
+                        const float *attn_weights, const float *dropout_scales, float *values_t, int B, int T,
+                        int C, int NH, float dropout_p);
 
 #endif

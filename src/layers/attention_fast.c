@@ -96,7 +96,8 @@ static void head_product(float *out, size_t ldo, StridedMatrix A, const float *s
 }
 
 // keys_t[i,j] = k_j[i] and values_t[i,j] = v_j[i] for one (batch, head),
-// positions j in [first, last); T is the row length of keys_t and values_t.
+// positions j in [first, last); T is the row length of keys_t and values_t;
+// a NULL one is skipped.
 void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
                     int h) {
     const size_t C3 = 3 * (size_t)C;
@@ -111,6 +112,7 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
             for (int which = 0; which < 2; which++) {  // keys, then values: 16 vectors each fill the registers
                 const float *from = which == 0 ? keys : values;
                 float *to = which == 0 ? keys_t : values_t;
+                if (!to) continue;
                 for (int i0 = 0; i0 < HS; i0 += 16) {
                     vec16 block[16];
                     for (int r = 0; r < 16; r++) block[r] = load16(from + (size_t)(j0 + r) * C3 + i0);
@@ -122,8 +124,8 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
         }
         for (int i = 0; i < HS; i++) {
             for (int j = j0; j < j1; j++) {
-                keys_t[(size_t)i * T + j] = keys[(size_t)j * C3 + i];
-                values_t[(size_t)i * T + j] = values[(size_t)j * C3 + i];
+                if (keys_t) keys_t[(size_t)i * T + j] = keys[(size_t)j * C3 + i];
+                if (values_t) values_t[(size_t)i * T + j] = values[(size_t)j * C3 + i];
             }
         }
     }
@@ -194,15 +196,14 @@ void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_
 }
 
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
-                       float *values_t, const float *qkv, int B, int T, int C, int NH, float dropout_p,
-                       uint64_t dropout_key) {
+                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key) {
     const int HS = C / NH;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const size_t head = (size_t)b * NH + h;
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
-            transpose_head(keys_t + head * HS * T, values_t + head * HS * T, qkv_b, 0, T, T, C, HS, h);
+            transpose_head(keys_t + head * HS * T, NULL, qkv_b, 0, T, T, C, HS, h);
             for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
                 attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
                                        T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key);
@@ -217,8 +218,8 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
 //   dS       = softmax backward of dweights, times scale     (row by row, in place)
 //   dV       = P^T dOut;  dQ = dS K;  dK = dS^T Q             (head_product)
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropout_scales, const float *values_t, int B,
-                        int T, int C, int NH, float dropout_p) {
+                        const float *attn_weights, const float *dropout_scales, float *values_t, int B, int T,
+                        int C, int NH, float dropout_p) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)HS);
@@ -237,12 +238,15 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             // only if its number is below the B*NH heads, so its slot is in
             // the buffer.)
             float *dscores_bh = dweights + (size_t)omp_get_thread_num() * T * T;
+            // The same for this head's values, transposed: [HS,T].
+            float *values_t_bh = values_t + (size_t)omp_get_thread_num() * HS * T;
+            transpose_head(NULL, values_t_bh, qkv_b, 0, T, T, C, HS, h);
 
             // dweights[t,j] = dout_t . v_j, the tiles at or left of the diagonal
             for (int t0 = 0; t0 < T; t0 += 4) {
                 const int rows = T - t0 < 4 ? T - t0 : 4, last = t0 + rows - 1;
                 for (int j0 = 0; j0 <= last; j0 += 64)
-                    matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t + head * HS * T, T, HS, t0, rows,
+                    matmul_tile_rows(dscores_bh, dout_bh, (size_t)C, values_t_bh, T, HS, t0, rows,
                                      j0, causal_tile_cols(j0, last, T));
             }
             // row by row: through dropout (x m_j), then the softmax:

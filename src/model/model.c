@@ -217,7 +217,6 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
     {"dropout_scales", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropout_scales), 0},
     {"keys_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, keys_t), 0},
-    {"values_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, values_t), 0},
     {"attn_out", D_BT, D_C, ALWAYS, offsetof(BlockActs, attn_out), 0},
     {"res_attn", D_BT, D_C, ALWAYS, offsetof(BlockActs, res_attn), 0},
     {"ln2_out", D_BT, D_C, IF_LAYERNORM_AND_MLP, offsetof(BlockActs, ln2_out), 0},
@@ -249,6 +248,7 @@ static const TensorEntry GRAD_ACTS_FRONT[] = {
     {"dattn_out", D_BT, D_C, ALWAYS, offsetof(GradActs, dattn_out), 0},
     {"dqkv", D_BT, D_3C, ALWAYS, offsetof(GradActs, dqkv), 0},
     {"dattn_weights", D_BNH, D_TT, ALWAYS, offsetof(GradActs, dattn_weights), 0},
+    {"values_t", D_BNH, D_HST, ALWAYS, offsetof(GradActs, values_t), 0},
     {"dhidden", D_BT, D_DH, IF_MLP, offsetof(GradActs, dhidden), 0},
 };
 static const Layout GRAD_ACTS = {ENTRIES(GRAD_ACTS_FRONT), NULL, 0, NULL, 0};
@@ -519,8 +519,8 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
     if (USE_REFERENCE)
         attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, B, T, C, NH, dropout_p, key);
     else
-        attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->values_t, a->qkv, B, T, C,
-                          NH, dropout_p, key);
+        attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->qkv, B, T, C, NH, dropout_p,
+                          key);
 }
 
 // The MLP over n rows: out = act(inp @ Wfc^T) @ Wproj^T (mlp.h), act GELU
@@ -564,17 +564,18 @@ static void norm_grad(const Model *m, float *dinp, float *dweight, const float *
     else layernorm_grad(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
 }
 
-// attention's backward: dqkv from dattn_out, with dweights as scratch.
+// attention's backward: dqkv from dattn_out, with dweights and values_t as scratch.
 // The reference recomputes the dropout mask from the key; the fast one
-// reads the factors and transposed values its forward kept in "a".
-static void attention_grad(float *dqkv, float *dweights, const float *dattn_out, const BlockActs *a, int B, int T,
-                           int C, int NH, float dropout_p, uint64_t key) {
+// reads the factors its forward kept in "a", and transposes each head's
+// values into "values_t" (scratch) as it goes.
+static void attention_grad(float *dqkv, float *dweights, float *values_t, const float *dattn_out, const BlockActs *a,
+                           int B, int T, int C, int NH, float dropout_p, uint64_t key) {
     if (USE_REFERENCE)
         attention_backward_reference(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, B, T, C, NH, dropout_p,
                                      key);
     else
-        attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropout_scales, a->values_t, B, T,
-                           C, NH, dropout_p);
+        attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropout_scales, values_t, B, T, C,
+                           NH, dropout_p);
 }
 
 // The MLP's backward over N rows, given dout: dinp written, the two weights'
@@ -668,8 +669,7 @@ static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float d
         return;
     }
     for (int h = 0; h < NH; h++) {
-        transpose_head(a->keys_t + (size_t)h * HS * s.T, a->values_t + (size_t)h * HS * s.T, a->qkv, s.position,
-                       s.position + 1, s.T, C, HS, h);
+        transpose_head(a->keys_t + (size_t)h * HS * s.T, NULL, a->qkv, s.position, s.position + 1, s.T, C, HS, h);
         attention_forward_row(a->attn_out, a->attn_weights, NULL, a->keys_t, a->qkv, 0, h, s.position, s.T, C, NH,
                               0.0f, 0);
     }
@@ -952,7 +952,8 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     const float *dproj_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
     linear_grad(d->dattn_out, g->proj_weight, NULL, dproj_out, a->attn_out, p->proj_weight, BT, C, C);
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
+                   site_key(key, l, SITE_ATTN));
     linear_grad(d->dln_out, g->qkv_weight, NULL, d->dqkv, a->ln1_out, p->qkv_weight, BT, C, 3 * C);
     // 1. ln1_out = ln1(x)
     layernorm_grad(d->dresidual, g->ln1_weight, d->dln_out, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, BT, C);
@@ -972,7 +973,8 @@ static void card_block_backward(Model *m, int l, float dropout_p, uint64_t key) 
     // 2. res_attn = attn_out @ Wproj^T + bproj
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, d->dresidual, a->attn_out, p->proj_weight, BT, C, C);
     // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
+                   site_key(key, l, SITE_ATTN));
     linear_grad(d->dresidual, g->qkv_weight, NULL, d->dqkv, x, p->qkv_weight, BT, C, 3 * C);
 }
 
@@ -1034,7 +1036,8 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     const float *dproj = branch_grad(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
-    attention_grad(d->dqkv, d->dattn_weights, d->dattn_out, a, B, T, C, NH, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
+                   site_key(key, l, SITE_ATTN));
     if (m->parts.qk_norm) qk_norm_backward(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
     if (m->parts.rope) rope_backward(d->dqkv, BT, T, 0, C, NH);  // d(rotated q, k) -> d(q, k)
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;

@@ -161,7 +161,6 @@ typedef struct {
     float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
     float *dropout_scales;  // [B,NH,T,T]  0 or 1/(1-p) per weight; only when dropout > 0
     float *keys_t;          // [B,NH,HS,T] each head's keys, transposed (see attention.h)
-    float *values_t;        // [B,NH,HS,T] each head's values, transposed
     float *attn_out;        // [B,T,C]     attention output, heads concatenated
     float *res_attn;        // [B,T,C]     the stream after attention: x + dropout(proj) (card: proj)
     float *ln2_out, *ln2_mean, *ln2_rstd;  // ln2(res_attn)
@@ -194,6 +193,7 @@ typedef struct {
     float *dattn_out;      // [B,T,C]
     float *dqkv;           // [B,T,3C]
     float *dattn_weights;  // [B,NH,T,T] scratch of attention_backward
+    float *values_t;       // [B,NH,HS,T] scratch of attention_backward: each head's values, transposed
     float *dhidden;        // [B,T,4C]   scratch of mlp_backward (gpt)
 } GradActs;
 
