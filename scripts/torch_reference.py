@@ -111,7 +111,9 @@ PARITY_MODEL_FLAGS = ["--context", "16", "--embd", "32", "--heads", "4"]
 # swap given after one of these holds over it.
 NANOGPT_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
                  "--tied-head", "--no-qk-norm"]
-PARITY_GPT_ARCH_FLAGS = ["--arch", "gpt", "--layers", "2"] + NANOGPT_PARTS
+# The gpt of parity's runs: a fresh model takes NANOGPT_PARTS too (and any
+# swap after them); a run from --init takes its parts from the file.
+PARITY_GPT_ARCH_FLAGS = ["--arch", "gpt", "--layers", "2"]
 PARITY_BATCH = 4
 PARITY_LR = 0.1
 PARITY_SEED = 1
@@ -1164,7 +1166,7 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     common = ["--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
               "--val-fraction", str(PARITY_VAL_FRACTION)]
     run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
-        + PARITY_GPT_ARCH_FLAGS + list(swap_flags) + PARITY_MODEL_FLAGS + common)
+        + PARITY_GPT_ARCH_FLAGS + NANOGPT_PARTS + list(swap_flags) + PARITY_MODEL_FLAGS + common)
     init_path = os.path.join(init_dir, "model.safetensors")
     init_tensors, meta = read_safetensors(init_path)
     if meta.get("arch") != "gpt":
@@ -1387,7 +1389,7 @@ def parity_gpt_muon(args, workdir, data):
     init_path = os.path.join(init_dir, "model.safetensors")
     if not os.path.exists(init_path):
         run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
-            + PARITY_GPT_ARCH_FLAGS + PARITY_MODEL_FLAGS + common)
+            + PARITY_GPT_ARCH_FLAGS + NANOGPT_PARTS + PARITY_MODEL_FLAGS + common)
     init_tensors, meta = read_safetensors(init_path)
     vocab, n_head = check_metadata(init_tensors, meta, init_path)
 
@@ -1473,7 +1475,7 @@ def parity_gpt_adamw(args, workdir, data):
     init_path = os.path.join(init_dir, "model.safetensors")
     if not os.path.exists(init_path):
         run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
-            + PARITY_GPT_ARCH_FLAGS + PARITY_MODEL_FLAGS + common)
+            + PARITY_GPT_ARCH_FLAGS + NANOGPT_PARTS + PARITY_MODEL_FLAGS + common)
     init_tensors, meta = read_safetensors(init_path)
     vocab, n_head = check_metadata(init_tensors, meta, init_path)
 
