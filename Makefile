@@ -276,6 +276,13 @@ mpi-bin:
 mpi-check: tinygpt mpi-bin
 	scripts/mpi_check.sh $(MPI_BIN) ./tinygpt
 
+# 1 process x 2 threads against 2 processes x 1 thread on DATA (default:
+# the corpus), the default gpt and a model of GPT-2 124M's shape
+# (scripts/bench_mpi.py): the step time, the allreduce's time and share, in
+# bench/mpi.md (docs/scaling.md quotes it). About 5 minutes on 2 cores.
+bench-mpi: mpi-bin $(BENCH_DATA_DEP)
+	/usr/bin/python3 scripts/bench_mpi.py --tinygpt $(MPI_BIN) --data $(BENCH_DATA)
+
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
 

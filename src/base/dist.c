@@ -12,8 +12,6 @@
 #include <limits.h>
 #include <mpi.h>
 
-bool dist_built_with_mpi(void) { return true; }
-
 // dist_init: mpirun (or another launcher) puts the job's size in the
 // environment; without it, a run is the plain program's, and MPI is never
 // started (its singleton start-up is slow and prints on some systems).
@@ -75,7 +73,6 @@ void dist_broadcast(const Dist *d, void *buf, size_t bytes) {
 
 #else  // the plain build: one process, rank 0 of 1
 
-bool dist_built_with_mpi(void) { return false; }
 void dist_init(Dist *d) { *d = (Dist){.rank = 0, .size = 1}; }
 void dist_finish(Dist *d) { (void)d; }
 void dist_abort(const Dist *d, int status) {

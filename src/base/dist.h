@@ -25,8 +25,6 @@ typedef struct {
     double reduce_seconds;  // time spent in dist_sum_floats so far (the bench's allreduce share)
 } Dist;
 
-// dist_built_with_mpi: whether this tinygpt was built with MPI=1.
-bool dist_built_with_mpi(void);
 // dist_init: join mpirun's job when there is one (its environment says
 // so), else be rank 0 of 1 without starting MPI at all.
 void dist_init(Dist *d);

@@ -481,6 +481,7 @@ static long train_loop(TrainRun *run) {
             break;
         }
         double seconds = now_seconds() - start;
+        run->steps_seconds += seconds;
 
         long done = step + 1;
         double val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
@@ -610,10 +611,13 @@ int cmd_train(int argc, char **argv) {
     } else if (s->time > 0) {
         fprintf(stderr, "trained %ld steps in %.1f s of --time %g; saved %s\n", done, run_seconds(&run), s->time, saved);
     } else fprintf(stderr, "saved %s\n", saved);
-    if (run.dist.size > 1)
-        fprintf(stderr, "%d processes: the gradients' allreduce took %.2f s of %.2f s of training (%.1f%%)\n",
-                run.dist.size, run.dist.reduce_seconds, now_seconds() - run.clock_start,
-                100.0 * run.dist.reduce_seconds / (now_seconds() - run.clock_start));
+    // What the processes cost each other: the allreduce's time (which
+    // includes waiting for the slowest rank) as a share of the steps'.
+    if (run.dist.size > 1 && done > run.start_step)
+        fprintf(stderr, "%d processes: the gradients' allreduce took %.2f ms a step, %.1f%% of the steps' %.2f ms\n",
+                run.dist.size, 1e3 * run.dist.reduce_seconds / (double)(done - run.start_step),
+                100.0 * run.dist.reduce_seconds / run.steps_seconds,
+                1e3 * run.steps_seconds / (double)(done - run.start_step));
     train_free(&run);
     // The picture is the one output it trained on without: a failure to
     // write it is still one (the warning above says why).
