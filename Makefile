@@ -271,8 +271,9 @@ mpi-bin:
 	$(MAKE) --no-print-directory MPI=1 $(MPI_BIN)
 
 # 2 processes on this machine against one (scripts/mpi_check.sh): the same
-# losses, one log and one checkpoint, resume with another process count,
-# SIGINT, and a --batch that 2 does not divide. About a minute.
+# losses (also with bpe, sequential batches and --grad-accum), one log and
+# one checkpoint, resume with another process count, SIGINT, a killed rank,
+# and a --batch that 2 does not divide. About a minute.
 mpi-check: tinygpt mpi-bin
 	scripts/mpi_check.sh $(MPI_BIN) ./tinygpt
 

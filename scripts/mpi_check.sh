@@ -15,7 +15,11 @@
 #  3. a run stopped under mpirun -np 2, resumed by one process, and resumed
 #     again under mpirun -np 2, ends with the uninterrupted run's losses;
 #  4. SIGINT to mpirun saves one checkpoint, from which --resume continues;
-#  5. a --batch that 2 does not divide is refused in one line, naming it.
+#  5. a rank killed outright ends the job, and --resume from the last
+#     periodic checkpoint ends with the uninterrupted run's losses;
+#  6. a --batch that 2 does not divide is refused in one line, naming it;
+#  7. with a bpe tokenizer rank 0 learns and sends, sequential batches and
+#     --grad-accum 2, 2 processes still give one process's losses.
 # Open MPI refuses root unless told, and 2 processes on 2 cores need
 # --oversubscribe when the cores are counted as one slot each.
 set -euo pipefail
@@ -101,7 +105,23 @@ steps=$(sed -n 's/^stopped after \([0-9]*\) .*/\1/p' "$dir/stopped.err")
     fail "the stopped run does not resume"
 [[ -d "$dir/stopped/checkpoint-$((steps + 5))" ]] || fail "the resumed run saved no checkpoint-$((steps + 5))"
 
-echo "== 5. a --batch that 2 does not divide"
+echo "== 5. a rank killed: the job ends, the last checkpoint resumes"
+"${mpirun[@]}" "$mpi_bin" train "$dir/text.txt" --out "$dir/killed" "${flags[@]}" --save-every 20 \
+    >"$dir/killed.out" 2>/dev/null &
+pid=$!
+for _ in $(seq 600); do [[ -d "$dir/killed/checkpoint-40" ]] && break; sleep 0.05; done
+[[ -d "$dir/killed/checkpoint-40" ]] || fail "the run to kill saved no checkpoint-40"
+for child in $(pgrep -P "$pid"); do
+    if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then kill -9 "$child"; fi
+done
+status=0
+wait "$pid" || status=$?
+((status != 0)) || fail "mpirun exited 0 after a rank was killed (did it finish first?)"
+"${mpirun[@]}" "$mpi_bin" train --resume "$dir/killed" >/dev/null 2>"$dir/killed.err" ||
+    { cat "$dir/killed.err"; fail "the killed run does not resume"; }
+same_losses "$dir/one" "$dir/killed" 1e-4 || fail "the killed and resumed run does not end as the uninterrupted one"
+
+echo "== 6. a --batch that 2 does not divide"
 status=0
 "${mpirun[@]}" "$mpi_bin" train "$dir/text.txt" --out "$dir/odd" --batch 5 --steps 1 >/dev/null 2>"$dir/odd.err" ||
     status=$?
@@ -109,5 +129,14 @@ status=0
 [[ $(grep -c '^tinygpt' "$dir/odd.err") == 1 ]] && grep -q -- '--batch 5 does not split evenly over 2 processes' "$dir/odd.err" ||
     fail "not one line naming --batch: $(cat "$dir/odd.err")"
 [[ ! -e "$dir/odd/log.csv" ]] || fail "a refused run wrote a log"
+
+echo "== 7. bpe, sequential batches and --grad-accum 2, on 1 process and on 2"
+head -c 60000 "$dir/text.txt" >"$dir/short.txt"
+more=(--steps 30 --tokenizer bpe --vocab-size 300 --order sequential --grad-accum 2 --batch 6 --dropout 0.1
+      --eval-interval 10 --seed 5 --threads 1 --sample-every 0)
+"$mpi_bin" train "$dir/short.txt" --out "$dir/bpe1" "${more[@]}" >/dev/null 2>&1 || fail "the one-process bpe run failed"
+"${mpirun[@]}" "$mpi_bin" train "$dir/short.txt" --out "$dir/bpe2" "${more[@]}" >/dev/null 2>&1 ||
+    fail "the 2-process bpe run failed"
+same_losses "$dir/bpe1" "$dir/bpe2" 1e-4 || fail "2 processes with bpe and --grad-accum do not give one process's losses"
 
 echo "mpi-check: all passed"
