@@ -450,7 +450,8 @@ static long train_loop(TrainRun *run) {
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
     watch_init(&watch, run->start_step, s->steps == STEPS_NO_LIMIT ? 0 : s->steps, step_tokens, s->out_dir);
     if (timed) watch_set_budget(&watch, s->time, run->seconds_before);
-    if (run->writer && run->log.rows > 0) watch_load_log(&watch, run->log.path);  // a resumed run's plot shows its whole history
+    // a resumed run's plot shows its whole history
+    if (run->writer && run->log.rows > 0) watch_load_log(&watch, run->log.path);
     bool plotted = false;   // loss.png shows every step done so far
     long result = s->steps;  // what the loop returns unless it stops early
     run->finished = true;    // unless it stops early
@@ -494,9 +495,9 @@ static long train_loop(TrainRun *run) {
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
         if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
         if (sample[0]) csv_quote(sample, quoted, sizeof quoted);
-        if (run->writer && !csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step, (double)loss,
-                         val, lr, 1e3 * seconds, step_tokens / seconds, grad_norm, bpb, best, run_seconds(run),
-                         quoted)) {
+        if (run->writer && !csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step,
+                                        (double)loss, val, lr, 1e3 * seconds, step_tokens / seconds, grad_norm, bpb,
+                                        best, run_seconds(run), quoted)) {
             run->finished = false;
             result = done;
             break;

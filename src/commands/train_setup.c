@@ -117,9 +117,10 @@ static void share_data(TrainRun *run, bool learned) {
     // The tokenizer as a checkpoint keeps it: char's vocabulary, bpe's merges.
     char *tok_text = NULL;
     size_t tok_len = 0;
+    const bool bpe = run->s.tokenizer == TOKENIZER_BPE;
     if (learned && run->writer) {
-        tok_text = run->tok.kind == TOKENIZER_BPE ? bpe_merges_text(&run->tok.bpe) : tokenizer_vocab_utf8(&run->tok, &tok_len);
-        if (run->tok.kind == TOKENIZER_BPE) tok_len = strlen(tok_text);
+        tok_text = bpe ? bpe_merges_text(&run->tok.bpe) : tokenizer_vocab_utf8(&run->tok, &tok_len);
+        if (bpe) tok_len = strlen(tok_text);
     }
     uint64_t sizes[5] = {(uint64_t)ds->width, ds->n_tokens, ds->n_train, ds->val_bytes, tok_len};
     dist_broadcast(d, sizes, sizeof sizes);
@@ -133,8 +134,8 @@ static void share_data(TrainRun *run, bool learned) {
     if (learned) {
         dist_broadcast(d, tok_text, tok_len);
         Error err;
-        bool ok = run->writer || (run->s.tokenizer == TOKENIZER_BPE ? tokenizer_from_bpe_merges(&run->tok, tok_text, tok_len, &err)
-                                                                   : tokenizer_from_vocab(&run->tok, tok_text, tok_len, &err));
+        bool ok = run->writer || (bpe ? tokenizer_from_bpe_merges(&run->tok, tok_text, tok_len, &err)
+                                      : tokenizer_from_vocab(&run->tok, tok_text, tok_len, &err));
         if (!ok) die(EXIT_RUNTIME, "rank %d could not rebuild rank 0's tokenizer: %s", d->rank, err.msg);
     }
     free(tok_text);

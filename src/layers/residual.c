@@ -19,7 +19,8 @@ void residual_forward(float *out, const float *inp, const float *branch, size_t 
     }
     const float keep = 1.0f / (1.0f - dropout_p);
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] + branch[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);
+    for (size_t i = 0; i < n; i++)
+        out[i] = inp[i] + branch[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);
 }
 
 // Backward, derived. out[i] = inp[i] + branch[i] * scale_i, with scale_i
@@ -35,7 +36,8 @@ void residual_forward(float *out, const float *inp, const float *branch, size_t 
 // gradient is added to, and every other activation's, which has one
 // consumer, is written.
 // (2) is the loop: written, since the branch's output feeds only this sum.
-void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
+void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first) {
     if (dropout_p == 0.0f) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
         for (size_t i = 0; i < n; i++) dbranch[i] = dout[i];  // (2), every scale_i = 1
@@ -43,7 +45,8 @@ void residual_backward(float *dbranch, const float *dout, size_t n, float dropou
     }
     const float keep = 1.0f / (1.0f - dropout_p);
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) dbranch[i] = dout[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);  // (2)
+    for (size_t i = 0; i < n; i++)
+        dbranch[i] = dout[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);  // (2)
 }
 
 // x = dropout(x) in place: the embedding's dropout (gpt), with the same rule.

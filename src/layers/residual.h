@@ -25,15 +25,16 @@
 #include <stdint.h>
 
 // out[i] = inp[i] + branch[i] * scale_i, for i < n, where scale_i = 0 (dropped, probability p) or 1/(1-p)
-// (kept), decided by dropout_uniform(dropout_key, i) >= p (rng.h); dropout_p = 0 means scale_i = 1 always (no
-// hashing at all then). out may be the same buffer as inp (the stream updated in place).
+// (kept), decided by dropout_uniform(dropout_key, dropout_first + i) >= p (rng.h); dropout_p = 0 means
+// scale_i = 1 always (no hashing at all then). out may be the same buffer as inp (the stream updated in place).
 void residual_forward(float *out, const float *inp, const float *branch, size_t n, float dropout_p,
                       uint64_t dropout_key, uint64_t dropout_first);
 
 // The skip path passes the stream's gradient through unchanged: the caller keeps dout as the gradient of inp
 // (same buffer, nothing to do), so backward only computes the branch's gradient:
 // dbranch[i] = dout[i] * scale_i   (written)
-void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key, uint64_t dropout_first);
+void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first);
 
 // x[i] *= scale_i in place, for i < n: dropout alone, for the embedding
 // (gpt). Its backward is residual_backward: dx[i] = dout[i] * scale_i.
