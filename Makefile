@@ -34,13 +34,25 @@ BUILD = build/reference
 CFLAGS += -DTINYGPT_REFERENCE
 endif
 
+# `make MPI=1`: the same ./tinygpt, compiled and linked by Open MPI's
+# mpicc (libopenmpi-dev, which `scripts/setup.sh --mpi` installs), for
+# `mpirun -np N ./tinygpt train ...` (docs/scaling.md). Only
+# src/base/dist.c reads TINYGPT_MPI; the objects are kept apart in
+# build/mpi, and `tinygpt --version` says "(mpi)". Run without mpirun, it
+# trains exactly as the plain build.
+ifeq ($(MPI),1)
+BUILD = build/mpi
+CC = mpicc
+CFLAGS += -DTINYGPT_MPI
+endif
+
 # The version `tinygpt --version` prints, defined here only. A build from a
 # git checkout adds its commit; a build from a tarball (no .git) does not.
 # The header is rewritten only when its text changes, so a new commit
 # recompiles args.c alone, and an unchanged one nothing.
 VERSION = 0.1.0
 GIT_COMMIT = $(shell test -e .git && git rev-parse --short HEAD 2>/dev/null)
-VERSION_TEXT = $(VERSION)$(if $(GIT_COMMIT), ($(GIT_COMMIT)))
+VERSION_TEXT = $(VERSION)$(if $(GIT_COMMIT), ($(GIT_COMMIT)))$(if $(filter 1,$(MPI)), (mpi))
 
 .PHONY: FORCE
 $(BUILD)/version.h: FORCE
@@ -76,7 +88,7 @@ BENCH_DATA_DEP = $(if $(DATA),,$(CORPUS))
 all: $(if $(filter 1,$(REFERENCE)),$(BUILD)/tinygpt,tinygpt)
 
 deps:
-	@scripts/setup.sh --quiet
+	@scripts/setup.sh --quiet$(if $(filter 1,$(MPI)), --mpi)
 
 $(BUILD)/%.o: src/%.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
@@ -86,8 +98,17 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -c $< -o $@
 
-tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+# Which build ./tinygpt is, plain or mpi: rewritten only when it changes,
+# so that switching between `make` and `make MPI=1` relinks ./tinygpt
+# (each from its own objects, which are up to date).
+TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,plain)
+build/tinygpt-kind: FORCE
+	@mkdir -p build
+	@echo $(TINYGPT_KIND) > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+
+tinygpt: $(MAIN_OBJ) $(LIB_OBJ) build/tinygpt-kind
+	$(CC) $(CFLAGS) $(MAIN_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
@@ -238,6 +259,29 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 sweep: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt $(foreach d,$(BENCH_DATA),--data $(d)) $(if $(TIME),--time $(TIME)) $(if $(ONLY),--only $(ONLY))
+
+# ---- Open MPI: data-parallel training (issue 22) -----------------------------
+# The MPI build for the checks below, beside ./tinygpt (which they leave as
+# it is): build/mpi/tinygpt, what `make MPI=1` links as ./tinygpt.
+MPI_BIN = build/mpi/tinygpt
+.PHONY: mpi-bin mpi-check bench-mpi
+mpi-bin:
+	@scripts/setup.sh --quiet --mpi
+	$(MAKE) --no-print-directory MPI=1 $(MPI_BIN)
+
+# 2 processes on this machine against one (scripts/mpi_check.sh): the same
+# losses (also with bpe, sequential batches and --grad-accum), one log and
+# one checkpoint, resume with another process count, SIGINT, a killed rank,
+# and a --batch that 2 does not divide. About a minute.
+mpi-check: tinygpt mpi-bin
+	scripts/mpi_check.sh $(MPI_BIN) ./tinygpt
+
+# 1 process x 2 threads against 2 processes x 1 thread on DATA (default:
+# the corpus), the default gpt and a model of GPT-2 124M's shape
+# (scripts/bench_mpi.py): the step time, the allreduce's time and share, in
+# bench/mpi.md (docs/scaling.md quotes it). About 5 minutes on 2 cores.
+bench-mpi: mpi-bin $(BENCH_DATA_DEP)
+	/usr/bin/python3 scripts/bench_mpi.py --tinygpt $(MPI_BIN) --data $(BENCH_DATA)
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check

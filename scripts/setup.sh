@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize] [--mpi]
 #
 # Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, check (the build
 #           and the tests),
@@ -14,6 +14,8 @@
 # --sanitize also clang, its OpenMP (libomp-dev) and sanitizer/libFuzzer
 #           runtimes (libclang-rt-14-dev), and valgrind (make sanitize,
 #           make fuzz, make valgrind).
+# --mpi     also Open MPI (openmpi-bin: mpirun; libopenmpi-dev: mpicc and
+#           its headers): `make MPI=1`, `make mpi-check`, `make bench-mpi`.
 # --quiet   print nothing when everything is already there.
 #
 # It checks first and runs apt-get (as root, or through sudo) only when
@@ -21,14 +23,15 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 sanitize=0
+quiet=0 python=0 npm=0 sanitize=0 mpi=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
         --python) python=1 ;;
         --npm) npm=1 ;;
         --sanitize) sanitize=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--sanitize]" >&2; exit 2 ;;
+        --mpi) mpi=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--sanitize] [--mpi]" >&2; exit 2 ;;
     esac
 done
 
@@ -59,6 +62,11 @@ if ((python)) && [[ ! -x /usr/bin/time ]]; then
 fi
 if ((npm)) && ! command -v npm >/dev/null; then
     missing+=(npm)
+fi
+
+if ((mpi)); then
+    command -v mpirun >/dev/null || missing+=(openmpi-bin)
+    command -v mpicc >/dev/null || missing+=(libopenmpi-dev)
 fi
 
 if ((sanitize)); then

@@ -75,9 +75,9 @@ static void attn_free(Attn *a) {
 
 static void attn_forward(Attn *a, float *out, float *weights, const float *qkv) {
     if (a->fast)
-        attention_forward(out, weights, a->dropout_scales, a->keys_t, qkv, a->B, a->T, a->C, a->NH, a->p, a->key);
+        attention_forward(out, weights, a->dropout_scales, a->keys_t, qkv, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
     else
-        attention_forward_reference(out, weights, qkv, a->B, a->T, a->C, a->NH, a->p, a->key);
+        attention_forward_reference(out, weights, qkv, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
 }
 
 // Must follow attn_forward on the same "qkv" (the fast version reads what
@@ -88,7 +88,7 @@ static void attn_backward(Attn *a, float *dqkv, float *dweights, const float *do
         attention_backward(dqkv, dweights, dout, qkv, weights, a->dropout_scales, a->values_t, a->B, a->T, a->C,
                            a->NH, a->p);
     else
-        attention_backward_reference(dqkv, dweights, dout, qkv, weights, a->B, a->T, a->C, a->NH, a->p, a->key);
+        attention_backward_reference(dqkv, dweights, dout, qkv, weights, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -409,7 +409,7 @@ START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
                     transpose_head(rows.keys_t + head * HS * T, rows.values_t + head * HS * T, qkv_b, t, t + 1, T,
                                    C, HS, h);
                     attention_forward_row(row_out, row_weights, rows.dropout_scales, rows.keys_t, qkv, b, h, t, T,
-                                          C, NH, p, 77);
+                                          C, NH, p, 77, 0);
                 }
             }
         }

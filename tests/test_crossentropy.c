@@ -70,7 +70,7 @@ START_TEST(backward_matches_a_hand_worked_case) {
     float logits[HN * HV], probs[HN * HV], losses[HN], dlogits[HN * HV] = {0};
     hand_logits(logits);
     crossentropy_forward(losses, probs, logits, HAND_TARGETS, HN, HV);
-    crossentropy_backward(dlogits, probs, HAND_TARGETS, HN, HV);
+    crossentropy_backward(dlogits, probs, HAND_TARGETS, HN, HV, HN);
     const double expected[HN * HV] = {1.0 / 12, 1.0 / 6, -1.0 / 4, 1.0 / 4, 1.0 / 6, -5.0 / 12};
     for (int i = 0; i < HN * HV; i++) ck_assert_double_eq_tol(dlogits[i], expected[i], HAND_TOL);
 }
@@ -82,7 +82,7 @@ START_TEST(backward_overwrites_the_gradient_already_there) {
     hand_logits(logits);
     crossentropy_forward(losses, probs, logits, HAND_TARGETS, HN, HV);
     for (int i = 0; i < HN * HV; i++) dlogits[i] = NAN;
-    crossentropy_backward(dlogits, probs, HAND_TARGETS, HN, HV);
+    crossentropy_backward(dlogits, probs, HAND_TARGETS, HN, HV, HN);
     const double expected[HN * HV] = {1.0 / 12, 1.0 / 6, -1.0 / 4, 1.0 / 4, 1.0 / 6, -5.0 / 12};
     for (int i = 0; i < HN * HV; i++) ck_assert_double_eq_tol(dlogits[i], expected[i], HAND_TOL);
 }
@@ -114,7 +114,7 @@ START_TEST(logits_of_plus_minus_ten_thousand_give_finite_losses) {
     const int targets[N] = {0, 1};
     float probs[N * V], losses[N], dlogits[N * V] = {0};
     float loss = FORWARDS[_i].forward(losses, probs, logits, targets, N, V);
-    crossentropy_backward(dlogits, probs, targets, N, V);
+    crossentropy_backward(dlogits, probs, targets, N, V, (size_t)N);
     for (int i = 0; i < N * V; i++) {
         ck_assert_msg(isfinite(probs[i]), "probs[%d] = %g", i, (double)probs[i]);
         ck_assert_msg(isfinite(dlogits[i]), "dlogits[%d] = %g", i, (double)dlogits[i]);
@@ -204,7 +204,7 @@ START_TEST(backward_matches_finite_differences) {
     for (int n = 0; n < GN; n++) cc.targets[n] = (int)rng_below(&rng, GV);
     float dlogits[GN * GV] = {0};
     crossentropy_loss(&cc);
-    crossentropy_backward(dlogits, cc.probs, cc.targets, GN, GV);
+    crossentropy_backward(dlogits, cc.probs, cc.targets, GN, GV, GN);
     // One thread for the finite differences: for N=4 rows a parallel region
     // costs more than its arithmetic, and on a loaded machine one
     // descheduled thread stalls every barrier.

@@ -578,6 +578,33 @@ START_TEST(sequential_batch_starts_follow_the_formula_exactly) {
 }
 END_TEST
 
+// A batch cut into parts (a --grad-accum micro-batch, one process's rows
+// under mpirun): each part is exactly its rows of the whole batch, and the
+// random stream ends where the whole batch leaves it, whichever part drew.
+START_TEST(a_batch_cut_into_parts_is_the_whole_batch_row_for_row) {
+    enum { B = 6, T = 5 };
+    int whole_in[B * T], whole_tgt[B * T], part_in[B * T], part_tgt[B * T];
+    const int parts[][2] = {{0, 6}, {0, 3}, {3, 3}, {2, 1}, {5, 1}, {0, 0}};  // first row, rows
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const int first = parts[i][0], rows = parts[i][1];
+        Rng whole_rng, part_rng;
+        rng_init(&whole_rng, 7);
+        rng_init(&part_rng, 7);
+        for (int step = 0; step < 3; step++) {
+            batch_random(counting_span(N_COUNTING), B, T, &whole_rng, whole_in, whole_tgt);
+            batch_random_rows(counting_span(N_COUNTING), B, first, rows, T, &part_rng, part_in, part_tgt);
+            ck_assert_mem_eq(part_in, whole_in + first * T, (size_t)rows * T * sizeof(int));
+            ck_assert_mem_eq(part_tgt, whole_tgt + first * T, (size_t)rows * T * sizeof(int));
+            ck_assert_uint_eq(part_rng.state, whole_rng.state);
+        }
+        batch_sequential(counting_span(N_COUNTING), 11, B, T, whole_in, whole_tgt);
+        batch_sequential_rows(counting_span(N_COUNTING), 11 * B + (uint64_t)first, rows, T, part_in, part_tgt);
+        ck_assert_mem_eq(part_in, whole_in + first * T, (size_t)rows * T * sizeof(int));
+        ck_assert_mem_eq(part_tgt, whole_tgt + first * T, (size_t)rows * T * sizeof(int));
+    }
+}
+END_TEST
+
 START_TEST(random_batches_are_deterministic_for_a_seed) {
     enum { B = 4, T = 8 };
     int in_a[B * T], tgt_a[B * T], in_b[B * T], tgt_b[B * T];
@@ -684,6 +711,7 @@ Suite *data_suite(void) {
     tcase_add_test(batch, batch_targets_are_the_inputs_shifted_by_one);
     tcase_add_test(batch, sequential_batch_starts_follow_the_formula_exactly);
     tcase_add_test(batch, random_batches_are_deterministic_for_a_seed);
+    tcase_add_test(batch, a_batch_cut_into_parts_is_the_whole_batch_row_for_row);
     tcase_add_test(batch, random_batch_starts_stay_in_range_and_reach_both_ends);
     tcase_add_test(batch, batches_are_the_same_at_every_id_width);
     tcase_add_test(batch, a_stream_of_exactly_one_window_gives_that_window);

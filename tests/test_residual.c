@@ -27,7 +27,7 @@ START_TEST(without_dropout_forward_adds_the_branch_to_the_stream) {
     float out[HN];
     // p = 0 ignores the key: two keys, one answer.
     for (uint64_t key = 1; key <= 2; key++) {
-        residual_forward(out, HAND_INP, HAND_BRANCH, HN, 0.0f, key);
+        residual_forward(out, HAND_INP, HAND_BRANCH, HN, 0.0f, key, 0);
         for (int i = 0; i < HN; i++) ck_assert_float_eq(out[i], HAND_OUT[i]);
     }
 }
@@ -36,7 +36,7 @@ END_TEST
 START_TEST(without_dropout_backward_passes_dout_to_the_branch) {
     const float dout[HN] = {3, -1, 0.125f, 7};
     float dbranch[HN] = {NAN, NAN, NAN, NAN};  // written, whatever it held
-    residual_backward(dbranch, dout, HN, 0.0f, 9);
+    residual_backward(dbranch, dout, HN, 0.0f, 9, 0);
     for (int i = 0; i < HN; i++) ck_assert_float_eq(dbranch[i], dout[i]);
 }
 END_TEST
@@ -45,7 +45,7 @@ END_TEST
 START_TEST(forward_may_update_the_stream_in_place) {
     float stream[HN];
     memcpy(stream, HAND_INP, sizeof stream);
-    residual_forward(stream, stream, HAND_BRANCH, HN, 0.0f, 0);
+    residual_forward(stream, stream, HAND_BRANCH, HN, 0.0f, 0, 0);
     for (int i = 0; i < HN; i++) ck_assert_float_eq(stream[i], HAND_OUT[i]);
 }
 END_TEST
@@ -66,7 +66,7 @@ static void mask_of(float *out, uint64_t key) {
         zeros[i] = 0.0f;
         ones[i] = 1.0f;
     }
-    residual_forward(out, zeros, ones, MASK_N, P, key);
+    residual_forward(out, zeros, ones, MASK_N, P, key, 0);
     free(ones);
     free(zeros);
 }
@@ -114,7 +114,7 @@ START_TEST(the_mask_is_the_same_on_any_thread_count_and_in_backward) {
         forward[t] = xmalloc(MASK_N * sizeof(float));
         backward[t] = xmalloc(MASK_N * sizeof(float));
         mask_of(forward[t], KEY);
-        residual_backward(backward[t], ones, MASK_N, P, KEY);
+        residual_backward(backward[t], ones, MASK_N, P, KEY, 0);
     }
     set_threads(saved_threads);
     ck_assert_msg(memcmp(forward[0], forward[1], MASK_N * sizeof(float)) == 0, "forward mask depends on threads");
@@ -141,7 +141,7 @@ typedef struct {
 
 static double residual_loss(void *ctx) {
     ResidualCase *rc = ctx;
-    residual_forward(rc->out, rc->inp, rc->branch, GN, rc->p, KEY);
+    residual_forward(rc->out, rc->inp, rc->branch, GN, rc->p, KEY, 0);
     double loss = 0;
     for (int i = 0; i < GN; i++) loss += rc->out[i] * rc->R[i];
     return loss;
@@ -165,11 +165,39 @@ START_TEST(backward_matches_finite_differences_for_the_stream_and_the_branch) {
         rc.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
         dout[i] = (float)rc.R[i];  // dL/dout = R
     }
-    residual_backward(dbranch, dout, GN, rc.p, KEY);
+    residual_backward(dbranch, dout, GN, rc.p, KEY, 0);
     // The stream's gradient is dout itself (residual.h): check that claim.
     assert_gradcheck_passes_at("inp", gradcheck(residual_loss, &rc, rc.inp, dout, GN, GRADCHECK_FLOAT32), rc.p);
     assert_gradcheck_passes_at("branch", gradcheck(residual_loss, &rc, rc.branch, dbranch, GN, GRADCHECK_FLOAT32),
                             rc.p);
+}
+END_TEST
+
+// A part of a batch (one process's rows, a micro-batch) that starts at
+// element "first" of the whole tensor gets the whole tensor's mask there,
+// forward, in dropout_forward and in backward.
+START_TEST(a_part_of_a_tensor_gets_the_whole_tensors_mask_of_its_elements) {
+    enum { FIRST = 1000, N = 4096 };
+    float *whole = xmalloc(MASK_N * sizeof(float)), *part = xmalloc(N * sizeof(float));
+    float *ones = xmalloc(N * sizeof(float)), *zeros = xmalloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) {
+        ones[i] = 1.0f;
+        zeros[i] = 0.0f;
+    }
+    mask_of(whole, KEY);
+    residual_forward(part, zeros, ones, N, P, KEY, FIRST);
+    ck_assert_mem_eq(part, whole + FIRST, N * sizeof(float));
+    residual_backward(part, ones, N, P, KEY, FIRST);
+    ck_assert_mem_eq(part, whole + FIRST, N * sizeof(float));
+    for (int i = 0; i < N; i++) part[i] = 1.0f;
+    dropout_forward(part, N, P, KEY, FIRST);
+    ck_assert_mem_eq(part, whole + FIRST, N * sizeof(float));
+    // and not the mask of the tensor's start
+    ck_assert_int_ne(memcmp(part, whole, N * sizeof(float)), 0);
+    free(zeros);
+    free(ones);
+    free(part);
+    free(whole);
 }
 END_TEST
 
@@ -182,6 +210,7 @@ Suite *residual_suite(void) {
     tcase_add_test(tc, dropout_keeps_about_1_minus_p_and_scales_kept_values_by_1_over_1_minus_p);
     tcase_add_test(tc, a_new_key_draws_a_new_mask);
     tcase_add_test(tc, the_mask_is_the_same_on_any_thread_count_and_in_backward);
+    tcase_add_test(tc, a_part_of_a_tensor_gets_the_whole_tensors_mask_of_its_elements);
     tcase_add_loop_test(tc, backward_matches_finite_differences_for_the_stream_and_the_branch, 0, 2);
     suite_add_tcase(s, tc);
     return s;

@@ -361,7 +361,8 @@ END_TEST
 START_TEST(resume_refuses_flags_that_would_change_the_run) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
     const char *flags[][2] = {{"--lr", "0.1"},           {"--seed", "3"},     {"--batch", "8"}, {"--out", "elsewhere"},
-                              {"--order", "sequential"}, {"--context", "8"}, {"--arch", "card"}, {"--layers", "2"}};
+                              {"--order", "sequential"}, {"--context", "8"}, {"--arch", "card"}, {"--layers", "2"},
+                              {"--grad-accum", "2"}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9", flags[i][0], flags[i][1]), 2, flags[i][0]);
 }
@@ -1099,6 +1100,83 @@ START_TEST(after_a_resume_loss_png_shows_the_whole_run) {
 }
 END_TEST
 
+// ---- Gradient accumulation -----------------------------------------------------------
+
+// max_weight_difference: the largest |a - b| over the weights of the
+// models of two run directories.
+static double max_weight_difference(const char *dir_a, const char *dir_b) {
+    char path_a[600], path_b[600];
+    snprintf(path_a, sizeof path_a, "%s/model.safetensors", dir_a);
+    snprintf(path_b, sizeof path_b, "%s/model.safetensors", dir_b);
+    Model a, b;
+    Tokenizer ta, tb;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(path_a, &a, &ta, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(path_b, &b, &tb, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_uint_eq(a.param_table.total, b.param_table.total);
+    double most = 0.0;
+    for (size_t i = 0; i < a.param_table.total; i++)
+        most = fmax(most, fabs((double)a.params_memory[i] - b.params_memory[i]));
+    model_free(&a);
+    model_free(&b);
+    tokenizer_free(&ta);
+    tokenizer_free(&tb);
+    return most;
+}
+
+// How close a step of micro-batches stays to the one step on all their
+// rows: only the order of the sums differs (float32, 30 steps of AdamW).
+#define ACCUM_TOLERANCE 1e-4
+
+// The promise of --grad-accum: K micro-batches of B rows are one step on
+// B x K rows: the same windows, the same dropout masks, the same loss and
+// the same update, to rounding; with dropout on, in both batch orders and
+// both architectures. And the log counts a step's B x K x T tokens.
+START_TEST(a_step_of_k_micro_batches_is_one_step_on_k_times_the_rows) {
+    const char *cases[][4] = {{"--order", "random", "--arch", "gpt"},
+                              {"--order", "sequential", "--arch", "gpt"},
+                              {"--order", "random", "--arch", "card"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char whole[64], parts[64];
+        snprintf(whole, sizeof whole, "whole%zu", c);
+        snprintf(parts, sizeof parts, "parts%zu", c);
+        ck_assert_int_eq(RUN("train", corpus, "--out", in_work(whole), "--steps", "30", TINY, "--batch", "12",
+                             "--dropout", "0.1", cases[c][0], cases[c][1], cases[c][2], cases[c][3]),
+                         0);
+        ck_assert_int_eq(RUN("train", corpus, "--out", in_work(parts), "--steps", "30", TINY, "--batch", "4",
+                             "--grad-accum", "3", "--dropout", "0.1", cases[c][0], cases[c][1], cases[c][2],
+                             cases[c][3]),
+                         0);
+        char path_whole[600], path_parts[600];
+        snprintf(path_whole, sizeof path_whole, "%s/log.csv", in_work(whole));
+        snprintf(path_parts, sizeof path_parts, "%s/log.csv", in_work(parts));
+        char *log_whole = slurp(path_whole, NULL), *log_parts = slurp(path_parts, NULL);
+        for (int row = 0; row < 30; row++) {
+            double a = log_field(log_whole, row, 1), b = log_field(log_parts, row, 1);
+            ck_assert_msg(fabs(a - b) <= ACCUM_TOLERANCE, "%s: step %d's loss is %.6f with --batch 12, %.6f with --batch 4 --grad-accum 3",
+                          cases[c][3], row, a, b);
+            // tokens_per_s = B x K x T tokens per ms (both rounded in the log)
+            double ms = log_field(log_parts, row, 4), tokens_per_s = log_field(log_parts, row, 5);
+            ck_assert_msg(fabs(tokens_per_s - 12 * 16 * 1e3 / ms) <= 0.01 * tokens_per_s + 1,
+                          "step %d: %g tokens/s in %g ms, not 12 x 16 tokens a step", row, tokens_per_s, ms);
+        }
+        free(log_whole);
+        free(log_parts);
+        double diff = max_weight_difference(in_work(whole), in_work(parts));
+        ck_assert_msg(diff <= ACCUM_TOLERANCE, "%s: the weights differ by up to %g", cases[c][3], diff);
+    }
+}
+END_TEST
+
+// The check above could pass if --grad-accum did nothing at all; so a step
+// of 3 micro-batches of 4 rows must differ from a step on 4 rows.
+START_TEST(grad_accum_changes_what_a_step_sees) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("four"), "--steps", "10", TINY), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("twelve"), "--steps", "10", TINY, "--grad-accum", "3"), 0);
+    ck_assert_double_gt(max_weight_difference(in_work("four"), in_work("twelve")), 1e-4);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *resume = tcase_create("resume");
@@ -1116,6 +1194,13 @@ Suite *train_suite(void) {
     tcase_add_test(resume, resume_from_a_checkpoint_without_training_state_says_to_use_init);
     tcase_add_test(resume, train_without_file_or_resume_is_a_usage_error);
     suite_add_tcase(s, resume);
+
+    TCase *accum = tcase_create("gradient accumulation");
+    tcase_add_checked_fixture(accum, setup, teardown);
+    tcase_set_timeout(accum, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(accum, a_step_of_k_micro_batches_is_one_step_on_k_times_the_rows);
+    tcase_add_test(accum, grad_accum_changes_what_a_step_sees);
+    suite_add_tcase(s, accum);
 
     TCase *signals = tcase_create("signals");
     tcase_add_checked_fixture(signals, setup, teardown);

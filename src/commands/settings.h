@@ -60,7 +60,8 @@ typedef struct {
     // The data and the loop.
     long steps;              // STEPS_NO_LIMIT: as many as --time allows
     double time;             // --time: seconds of training, the schedule's length; 0 = none
-    int batch;
+    int batch;               // windows per micro-batch (split over the ranks under mpirun)
+    int grad_accum;          // --grad-accum: micro-batches per optimizer step
     double val_fraction;
     int eval_interval, eval_batches;
     BatchOrder order;

@@ -112,6 +112,10 @@ static void log_failed(const TrainRun *run, long done) {
 // from.
 static void save_checkpoint(TrainRun *run, long done) {
     const TrainSettings *s = &run->s;
+    if (!run->writer) {  // under mpirun, rank 0 saves for every rank: they hold the same weights
+        run->last_saved_step = done;
+        return;
+    }
     Metadata md = {0};
     Error err;
     // A run the clock has ended counts its whole budget as spent, though
@@ -221,17 +225,22 @@ static bool check_tensors(TrainRun *run, long step, const float *memory, const c
 // "n_batches" x B of them, so the number is eval's; else that many, spread
 // evenly over the whole split, so it estimates the whole split's loss
 // rather than its first pages'. The same windows at every evaluation, so
-// successive values are comparable.
+// successive values are comparable. Under mpirun the windows go in pieces
+// of this rank's rows to the ranks in turn, and their sums are added.
 static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
     TokenSpan val_tokens = dataset_val(&run->data);
     size_t windows = span_windows(val_tokens, T), most = (size_t)n_batches * (size_t)B;
     size_t chosen = windows < most ? windows : most;
+    const size_t R = (size_t)run->rows;  // B with one process
     double total = 0.0;  // the sum of every position's loss
-    for (size_t first = 0; first < chosen; first += (size_t)B) {
-        int rows = chosen - first < (size_t)B ? (int)(chosen - first) : B;
+    size_t piece = 0;
+    for (size_t first = 0; first < chosen; first += R, piece++) {
+        if (piece % (size_t)run->dist.size != (size_t)run->dist.rank) continue;  // another rank's
+        int rows = chosen - first < R ? (int)(chosen - first) : (int)R;
         batch_spread(val_tokens, first, rows, chosen, T, run->inputs, run->targets);
         total += (double)model_forward(&run->model, run->inputs, run->targets, rows, T, false, 0) * rows;
     }
+    dist_sum_doubles(&run->dist, &total, 1);
     return (float)(total / (double)chosen);
 }
 
@@ -286,8 +295,15 @@ static void print_run(TrainRun *run) {
     // briefly here (`tinygpt peak` measures it longer), on the run's threads.
     run->flops_per_token = model_train_flops_per_token(cfg);
     run->peak_gflops = peak_measure(0, PEAK_PROBE_SECONDS);
-    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s\n",
+    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s",
             run->flops_per_token / 1e6, omp_get_max_threads(), run->peak_gflops);
+    // Under mpirun the run's ceiling is every process's (rank 0's, times N:
+    // the machines are taken to be alike).
+    if (run->dist.size > 1) {
+        run->peak_gflops *= run->dist.size;
+        fprintf(stderr, ", x %d processes: %.0f GFLOP/s", run->dist.size, run->peak_gflops);
+    }
+    fputc('\n', stderr);
 }
 
 // note_evaluation: validation loss "val" measured at "step" (the weights
@@ -299,6 +315,7 @@ static bool note_evaluation(TrainRun *run, long step, float val) {
     if (val < run->best_val) {
         run->best_val = val;
         run->best_step = step;
+        if (!run->writer) return true;
         char path[4200];
         snprintf(path, sizeof path, "%s/best.safetensors", s->out_dir);
         return checkpoint_save(&run->model, &run->tok, step, path, &run->fault);
@@ -317,16 +334,54 @@ static void warn_of_overfitting(TrainRun *run, long step) {
     run->warned_overfit = true;
 }
 
-// train_step: one step: forward, backward, clip, update; false (with
-// run->fault) when a value became NaN or infinite. "*loss" and
-// "*grad_norm" get what the log records.
+// next_batch: this rank's rows of micro-batch "k" of step "step", into
+// run->inputs and run->targets. A step's batch is --batch x --grad-accum
+// windows; micro-batch k is the k-th --batch of them, and this rank's rows
+// are rows "first" .. first + run->rows - 1 of it: the very windows one
+// process drawing the whole step's batch at once has there, so neither
+// --grad-accum nor the number of ranks changes which windows a step sees.
+static void next_batch(TrainRun *run, long step, int k, int first) {
+    const TrainSettings *s = &run->s;
+    const int B = s->batch, T = run->model.config.block_size;
+    TokenSpan train = dataset_train(&run->data);
+    if (s->order == ORDER_SEQUENTIAL) {
+        uint64_t window = ((uint64_t)step * (uint64_t)s->grad_accum + (uint64_t)k) * (uint64_t)B + (uint64_t)first;
+        batch_sequential_rows(train, window, run->rows, T, run->inputs, run->targets);
+    } else {
+        batch_random_rows(train, B, first, run->rows, T, &run->batch_rng, run->inputs, run->targets);
+    }
+}
+
+// train_step: one optimizer step: for each of the K = --grad-accum
+// micro-batches, this rank's rows forward and backward, each backward
+// adding its rows' share of the step's mean loss to the gradients (the
+// loss is the mean over all batch x K windows: model.loss_rows); then the
+// gradients summed over the ranks (nothing to do with one process), clip,
+// update; false (with run->fault) when a value became NaN or infinite.
+// "*loss" and "*grad_norm" get what the log records. With K = 1 and one
+// process: forward, backward, clip, update, as it always was.
 static bool train_step(TrainRun *run, long step, double lr, float *loss, double *grad_norm) {
-    const int B = run->s.batch, T = run->model.config.block_size;
+    const int B = run->s.batch, K = run->s.grad_accum, R = run->rows, T = run->model.config.block_size;
+    const int first = run->dist.rank * R;  // this rank's first row of each micro-batch
     uint64_t dropout_key = mix64(mix64((uint64_t)run->s.seed) + (uint64_t)step);
-    *loss = model_forward(&run->model, run->inputs, run->targets, B, T, true, dropout_key);
-    if (!check_loss(run, step, *loss)) return false;
+    run->model.loss_rows = (size_t)B * (size_t)K;
     model_zero_grad(&run->model);
-    model_backward(&run->model);
+    double loss_sum = 0.0;  // this rank's rows' losses: each micro-batch's mean times its rows
+    for (int k = 0; k < K; k++) {
+        next_batch(run, step, k, first);
+        run->model.batch_first = (size_t)k * (size_t)B + (size_t)first;  // dropout masks: the whole batch's rows
+        float part = model_forward(&run->model, run->inputs, run->targets, R, T, true, dropout_key);
+        loss_sum += (double)part * R;
+        // A loss that is not finite stops here: check_loss then names the
+        // first activation that broke, as this forward left them. The sums
+        // below still run, on every rank, so that every rank sees it.
+        if (!isfinite(part)) break;
+        model_backward(&run->model);
+    }
+    dist_sum_floats(&run->dist, run->model.grads_memory, run->model.param_table.total);
+    dist_sum_doubles(&run->dist, &loss_sum, 1);
+    *loss = (float)(loss_sum / ((double)B * K));  // with K = 1 and one process, exactly the forward's
+    if (!check_loss(run, step, *loss)) return false;
     if (!check_tensors(run, step, run->model.grads_memory, "gradient")) return false;
     *grad_norm = optimizer_clip_grads(&run->model, run->optimizer.cfg.grad_clip);
     optimizer_step(&run->optimizer, &run->model, lr);
@@ -386,22 +441,24 @@ static bool is_last_step(const TrainRun *run, long step, double spent) {
 static long train_loop(TrainRun *run) {
     const TrainSettings *s = &run->s;
     const int B = s->batch, T = run->model.config.block_size;
+    const double step_tokens = (double)B * s->grad_accum * T;  // the tokens of one optimizer step
     const bool has_val = run->data.n_tokens > run->data.n_train;
     const bool timed = s->time > 0;
-    print_run(run);
+    if (run->writer) print_run(run);
     double interval_loss = 0.0, interval_seconds = 0.0;
     int interval_steps = 0;
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
-    watch_init(&watch, run->start_step, s->steps == STEPS_NO_LIMIT ? 0 : s->steps, (double)B * T, s->out_dir);
+    watch_init(&watch, run->start_step, s->steps == STEPS_NO_LIMIT ? 0 : s->steps, step_tokens, s->out_dir);
     if (timed) watch_set_budget(&watch, s->time, run->seconds_before);
-    if (run->log.rows > 0) watch_load_log(&watch, run->log.path);  // a resumed run's plot shows its whole history
+    // a resumed run's plot shows its whole history
+    if (run->writer && run->log.rows > 0) watch_load_log(&watch, run->log.path);
     bool plotted = false;   // loss.png shows every step done so far
     long result = s->steps;  // what the loop returns unless it stops early
     run->finished = true;    // unless it stops early
     run->clock_start = now_seconds();
     for (long step = run->start_step; step < s->steps; step++) {
         const double spent = run_seconds(run);
-        const bool last = is_last_step(run, step, spent);
+        const bool last = dist_rank0_says(&run->dist, is_last_step(run, step, spent));  // every rank's clock differs
         bool evaluate = has_val && (step % s->eval_interval == 0 || last);
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
         if (evaluate && !note_evaluation(run, step, val_loss)) {
@@ -412,12 +469,9 @@ static long train_loop(TrainRun *run) {
         }
         // The sample: the same draws every time, so only the model changes it.
         char sample[SAMPLE_LINE_BYTES] = "";
-        if (s->sample_every > 0 && (step % s->sample_every == 0 || last))
+        if (run->writer && s->sample_every > 0 && (step % s->sample_every == 0 || last))
             sample_line(&run->preview, &run->tok, s->seed, SAMPLE_LINE_TOKENS, run->preview_scratch, sample,
                         sizeof sample);
-
-        if (s->order == ORDER_SEQUENTIAL) batch_sequential(dataset_train(&run->data), step, B, T, run->inputs, run->targets);
-        else batch_random(dataset_train(&run->data), B, T, &run->batch_rng, run->inputs, run->targets);
 
         double start = now_seconds();
         const double lr = optimizer_lr_timed(&run->optimizer.cfg, step, timed ? fmin(spent / s->time, 1.0) : 0.0);
@@ -428,6 +482,7 @@ static long train_loop(TrainRun *run) {
             break;
         }
         double seconds = now_seconds() - start;
+        run->steps_seconds += seconds;
 
         long done = step + 1;
         double val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
@@ -440,9 +495,9 @@ static long train_loop(TrainRun *run) {
         if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
         if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
         if (sample[0]) csv_quote(sample, quoted, sizeof quoted);
-        if (!csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step, (double)loss,
-                         val, lr, 1e3 * seconds, (double)B * T / seconds, grad_norm, bpb, best, run_seconds(run),
-                         quoted)) {
+        if (run->writer && !csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step,
+                                        (double)loss, val, lr, 1e3 * seconds, step_tokens / seconds, grad_norm, bpb,
+                                        best, run_seconds(run), quoted)) {
             run->finished = false;
             result = done;
             break;
@@ -451,11 +506,11 @@ static long train_loop(TrainRun *run) {
         interval_loss += loss;
         interval_seconds += seconds;
         interval_steps++;
-        if (evaluate || sample[0] || step % s->log_interval == 0 || last) {
+        if (run->writer && (evaluate || sample[0] || step % s->log_interval == 0 || last)) {
             watch_clear_line(&watch);
             if (evaluate) warn_of_overfitting(run, step);
             if (!print_progress(run, step, interval_loss / interval_steps, val_loss, val_bpb, evaluate,
-                                1e3 * interval_seconds / interval_steps, (double)B * T * interval_steps / interval_seconds,
+                                1e3 * interval_seconds / interval_steps, step_tokens * interval_steps / interval_seconds,
                                 sample))
                 run->write_failed = true;
             if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) {
@@ -473,11 +528,14 @@ static long train_loop(TrainRun *run) {
         // one that ran past the budget. Checked before a periodic save, so
         // the checkpoint of a run the clock ended is always the final one
         // (and counts the whole budget spent).
-        if (last || (timed && run_seconds(run) >= s->time)) {
+        if (last || (timed && dist_rank0_says(&run->dist, run_seconds(run) >= s->time))) {
             run->time_up = timed && step != s->steps - 1;
             result = done;
             break;
         }
+        // A signal may reach the ranks at different steps: they stop
+        // together, at the first step any of them has seen one.
+        stop_signal = dist_max_int(&run->dist, stop_signal);
         if (stop_signal || done == s->stop_after) {
             run->finished = false;
             result = done;
@@ -495,10 +553,17 @@ static long train_loop(TrainRun *run) {
     // The picture of the whole run, also of --steps 0 (axes, no curve yet)
     // and of a run stopped between two progress lines. Not after the log
     // failed: the disk is likely full, and the checkpoint matters more.
-    if (!plotted && !run->write_failed && !run->log.failed) watch_plot(&watch);
+    if (run->writer && !plotted && !run->write_failed && !run->log.failed) watch_plot(&watch);
     run->plot_failed = watch.plot_failed;
     watch_free(&watch);
     return result;
+}
+
+// dist_abort_others: under mpirun, rank 0 ends the job after a failed
+// write it has reported (and saved, if it could): the other ranks, which
+// know nothing of it, would otherwise wait for its next step forever.
+static void dist_abort_others(TrainRun *run) {
+    if (run->dist.size > 1) dist_abort(&run->dist, EXIT_RUNTIME);
 }
 
 // The exit status says how the run ended: 0 when every step ran and was
@@ -519,6 +584,7 @@ int cmd_train(int argc, char **argv) {
 
     if (run.log.failed) {
         log_failed(&run, done);
+        dist_abort_others(&run);
         train_free(&run);
         return EXIT_RUNTIME;
     }
@@ -534,6 +600,7 @@ int cmd_train(int argc, char **argv) {
     if (run.write_failed) {
         fprintf(stderr, "tinygpt: %s; training stopped after %ld steps and saved %s; make room, then continue with: tinygpt train --resume %s\n",
                 run.fault.msg, done, saved, s->out_dir);
+        dist_abort_others(&run);
         train_free(&run);
         return EXIT_RUNTIME;
     }
@@ -545,6 +612,13 @@ int cmd_train(int argc, char **argv) {
     } else if (s->time > 0) {
         fprintf(stderr, "trained %ld steps in %.1f s of --time %g; saved %s\n", done, run_seconds(&run), s->time, saved);
     } else fprintf(stderr, "saved %s\n", saved);
+    // What the processes cost each other: the allreduce's time (which
+    // includes waiting for the slowest rank) as a share of the steps'.
+    if (run.dist.size > 1 && done > run.start_step)
+        fprintf(stderr, "%d processes: the gradients' allreduce took %.2f ms a step, %.1f%% of the steps' %.2f ms\n",
+                run.dist.size, 1e3 * run.dist.reduce_seconds / (double)(done - run.start_step),
+                100.0 * run.dist.reduce_seconds / run.steps_seconds,
+                1e3 * run.steps_seconds / (double)(done - run.start_step));
     train_free(&run);
     // The picture is the one output it trained on without: a failure to
     // write it is still one (the warning above says why).

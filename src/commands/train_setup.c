@@ -51,15 +51,16 @@ static OptimizerConfig optimizer_config(const TrainSettings *s) {
                              .decay_steps = s->steps};
 }
 
-// build_model: run->model for "cfg", with gradients, for batches of --batch
-// rows, and its first weights: the start checkpoint's, or drawn from --seed;
-// a usage error if the sizes are invalid or do not fit in memory.
+// build_model: run->model for "cfg", with gradients, for batches of this
+// rank's rows (--batch, or its share under mpirun), and its first weights:
+// the start checkpoint's, or drawn from --seed (the same on every rank); a
+// usage error if the sizes are invalid or do not fit in memory.
 static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cfg) {
     Error err;
     if (!model_check_config(cfg, &err)) usage_error(cmd, "%s", err.msg);
-    if (!model_check_memory(cfg, run->s.batch, true, &err))
+    if (!model_check_memory(cfg, run->rows, true, &err))
         usage_error(cmd, "%s; use a smaller --batch, --context, --embd or --layers", err.msg);
-    model_init(&run->model, cfg, run->s.batch, true);
+    model_init(&run->model, cfg, run->rows, true);
     if (run->s.init_path) {
         memcpy(run->model.params_memory, run->start.params_memory, run->start.param_table.total * sizeof(float));
         model_free(&run->start);
@@ -106,22 +107,58 @@ static void continue_from_state(TrainRun *run) {
     }
 }
 
+// share_data: under mpirun, the text as rank 0 read and encoded it, and
+// the tokenizer it learned from it ("learned"; else every rank has the
+// checkpoint's), sent to the other ranks, so only rank 0 needs the file.
+static void share_data(TrainRun *run, bool learned) {
+    const Dist *d = &run->dist;
+    Dataset *ds = &run->data;
+    if (d->size == 1) return;
+    // The tokenizer as a checkpoint keeps it: char's vocabulary, bpe's merges.
+    char *tok_text = NULL;
+    size_t tok_len = 0;
+    const bool bpe = run->s.tokenizer == TOKENIZER_BPE;
+    if (learned && run->writer) {
+        tok_text = bpe ? bpe_merges_text(&run->tok.bpe) : tokenizer_vocab_utf8(&run->tok, &tok_len);
+        if (bpe) tok_len = strlen(tok_text);
+    }
+    uint64_t sizes[5] = {(uint64_t)ds->width, ds->n_tokens, ds->n_train, ds->val_bytes, tok_len};
+    dist_broadcast(d, sizes, sizeof sizes);
+    if (!run->writer) {
+        *ds = (Dataset){.width = (int)sizes[0], .n_tokens = sizes[1], .n_train = sizes[2], .val_bytes = sizes[3]};
+        ds->ids = xmalloc(ds->n_tokens * (size_t)ds->width);
+        tok_len = sizes[4];
+        if (learned) tok_text = xmalloc(tok_len + 1);
+    }
+    dist_broadcast(d, ds->ids, ds->n_tokens * (size_t)ds->width);
+    if (learned) {
+        dist_broadcast(d, tok_text, tok_len);
+        Error err;
+        bool ok = run->writer || (bpe ? tokenizer_from_bpe_merges(&run->tok, tok_text, tok_len, &err)
+                                      : tokenizer_from_vocab(&run->tok, tok_text, tok_len, &err));
+        if (!ok) die(EXIT_RUNTIME, "rank %d could not rebuild rank 0's tokenizer: %s", d->rank, err.msg);
+    }
+    free(tok_text);
+}
+
 // setup_run: the tokenizer and the data (a checkpoint's tokenizer, or one
-// built from the text), the model, the optimizer and the batch buffers; then
-// the run directory is claimed and the log opened.
+// built from the text; under mpirun, rank 0's), the model, the optimizer
+// and the batch buffers; then the run directory is claimed and the log
+// opened (rank 0's alone).
 static void setup_run(TrainRun *run, const Command *cmd) {
     TrainSettings *s = &run->s;
     Error err;
     TokenizerSpec learn = {s->tokenizer, s->vocab_size, s->vocab_size_at_most};
-    if (!dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path, s->val_fraction, s->context,
-                      &err))
+    if (run->writer && !dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path,
+                                     s->val_fraction, s->context, &err))
         die(EXIT_RUNTIME, "%s", err.msg);
+    share_data(run, !s->init_path);
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
     cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
     build_model(run, cmd, &cfg);
     OptimizerConfig ocfg = optimizer_config(s);
     optimizer_init(&run->optimizer, &ocfg, &run->model);
-    size_t positions = (size_t)s->batch * s->context;
+    size_t positions = (size_t)run->rows * s->context;
     run->inputs = xmalloc(positions * sizeof(int));
     run->targets = xmalloc(positions * sizeof(int));
     run->data_hash = dataset_hash(&run->data);
@@ -135,7 +172,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
 
     // Everything has loaded: the first write into DIR (a resumed run has
     // claimed it already, before reading its checkpoint).
-    if (!s->resume_dir) {
+    if (!s->resume_dir && run->writer) {
         int status = run_dir_claim(&run->dir, s->out_dir, true, s->force, &err);
         if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
         if (status) die(status, "%s", err.msg);
@@ -144,6 +181,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
+    if (!run->writer) return;
     bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &err)
                                 : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
     if (!opened) die(EXIT_RUNTIME, "%s", err.msg);
@@ -161,6 +199,7 @@ void train_free(TrainRun *run) {
     tokenizer_free(&run->tok);
     metadata_free(&run->resumed.metadata);
     metadata_free(&run->run_info);
+    dist_finish(&run->dist);
 }
 
 // ===========================================================================
@@ -193,7 +232,7 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     if (stat(s->resume_dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
         die(EXIT_RUNTIME, "--resume '%s' is not a directory; give the --out directory of an earlier run", s->resume_dir);
     Error err;  // --out is DIR itself (settings.c, derive_out_dir)
-    int status = run_dir_claim(&run->dir, s->out_dir, false, false, &err);
+    int status = run->writer ? run_dir_claim(&run->dir, s->out_dir, false, false, &err) : 0;
     if (status) die(status, "%s", err.msg);
     // The newest checkpoint; a run saved before checkpoints were directories
     // has its model and AdamW's state in DIR itself.
@@ -230,6 +269,14 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
 
 void train_setup(TrainRun *run, int argc, char **argv) {
     memset(run, 0, sizeof *run);
+    // Under mpirun, rank 0 speaks for the run: the other ranks would print
+    // the same lines N times (an error in the flags, say), so their output
+    // goes nowhere. A rank that fails alone still ends the job: mpirun
+    // reports its exit status.
+    dist_init(&run->dist);
+    run->writer = run->dist.rank == 0;
+    if (!run->writer && (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)))
+        dist_abort(&run->dist, EXIT_RUNTIME);
     TrainSettings *s = &run->s;
     Command *cmd = &run->cmd;
     *cmd = (Command){"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv, DIR/loss.png and DIR/run.json (and DIR/optimizer.safetensors with AdamW).",
@@ -247,7 +294,7 @@ void train_setup(TrainRun *run, int argc, char **argv) {
     } else {
         if (!s->data_path) usage_error(cmd, "missing FILE");
         Error err;
-        int status = run_dir_check(&run->dir, s->out_dir, s->force, &err);
+        int status = run->writer ? run_dir_check(&run->dir, s->out_dir, s->force, &err) : 0;
         if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
         if (status) die(status, "%s", err.msg);
     }
@@ -259,6 +306,10 @@ void train_setup(TrainRun *run, int argc, char **argv) {
     if (s->resume_dir && s->time > 0 && run->seconds_before >= s->time)
         usage_error(cmd, "the run in '%s' has already trained for %.1f s of --time %g; give a larger --time to train further",
                     s->resume_dir, run->seconds_before, s->time);
+    if (s->batch % run->dist.size != 0)
+        usage_error(cmd, "--batch %d does not split evenly over %d processes (mpirun -np %d); give a --batch that %d divides, or another -np",
+                    s->batch, run->dist.size, run->dist.size, run->dist.size);
+    run->rows = s->batch / run->dist.size;
     if (s->threads > 0) omp_set_num_threads(s->threads);
     setup_run(run, cmd);
 }

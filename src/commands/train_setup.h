@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "csv_log.h"
 #include "data.h"
+#include "dist.h"
 #include "model.h"
 #include "optimizer.h"
 #include "run_dir.h"
@@ -35,12 +36,15 @@ typedef struct {
     Command cmd;            // train's flags (settings_command), for usage errors
     Flag flags[NUM_TRAIN_SETTINGS_MAX];
     TrainSettings s;
+    Dist dist;              // the run's processes: 1, or mpirun's N (rank 0 prints and writes)
+    bool writer;            // this process prints and writes: rank 0
+    int rows;               // this rank's rows of each micro-batch: --batch / N
     Dataset data;
     Tokenizer tok;
     Model model;
     Model start;            // --init or --resume: the checkpoint's model, for its weights
     Optimizer optimizer;    // the update rule, and AdamW's moments
-    int *inputs, *targets;  // [B,T] the current batch
+    int *inputs, *targets;  // [rows,T] this rank's part of the current micro-batch
     RunDir dir;             // --out, locked
     CsvLog log;             // <out>/log.csv
     char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
@@ -52,6 +56,7 @@ typedef struct {
     long start_step;        // 0, or the step a resumed run continues from
     double seconds_before;  // the run's training seconds before this process (--resume), for --time
     double clock_start;     // now_seconds() as this process's first step began
+    double steps_seconds;   // this process's time in train_step (no evaluations or saves), for the allreduce's share
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1

@@ -106,13 +106,13 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     softmax_forward(w->masked_weights3, w->masked_scores3, T, T);
     // And what training runs: attention_forward on the packed q, k, v
     // (batch 1, one head of D_OUT channels, dropout off).
-    attention_forward(w->context3, w->attn_weights3, scales, keys_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0);
+    attention_forward(w->context3, w->attn_weights3, scales, keys_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0, 0);
 
     // Step 4. The same call with dropout on; attn_weights come out before
     // dropout, and dropout_scales say what dropout did to each of them.
     float weights4[T * T];
     attention_forward(w->context4, weights4, w->dropout_scales4, keys_t, w->qkv, 1, T, D_OUT, 1,
-                      WALK_DROPOUT, dropout_key);
+                      WALK_DROPOUT, dropout_key, 0);
     for (int t = 0; t < T; t++)
         for (int j = 0; j <= t; j++) w->dropped4[t * T + j] = weights4[t * T + j] * w->dropout_scales4[t * T + j];
 
@@ -126,7 +126,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     set_weight_rows(qkv_weight5, 2 * C, WALK_W_VALUE);
     set_weight_rows(qkv_weight5, 2 * C + D_OUT, WALK_W2_VALUE);
     linear_forward(w->qkv5, X, qkv_weight5, NULL, scratch, T, D_IN, 3 * C);
-    attention_forward(w->concat5, w->attn_weights5, scales, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0);
+    attention_forward(w->concat5, w->attn_weights5, scales, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0, 0);
     float proj_weight[C * C];  // W_out^T: our layer's [out, in] layout
     transpose(proj_weight, &WALK_W_OUT[0][0], C, C);
     linear_forward(w->out5, w->concat5, proj_weight, WALK_B_OUT, scratch, T, C, C);
@@ -306,7 +306,7 @@ static void context_from_weights(Work *w) {
 static float forward_from(Work *w, Stage from) {
     if (from <= FROM_X) linear_forward_reference(w->qkv, w->X, w->qkv_weight, NULL, T, D_IN, 3 * C);
     if (from <= FROM_QKV) {
-        attention_forward_reference(w->context, w->weights, w->qkv, 1, T, C, HEADS, 0.0f, 0);
+        attention_forward_reference(w->context, w->weights, w->qkv, 1, T, C, HEADS, 0.0f, 0, 0);
     } else {
         if (from <= FROM_SCORES) softmax_forward(w->weights, w->scores, HEADS * T, T);
         if (from <= FROM_WEIGHTS) context_from_weights(w);
@@ -359,7 +359,7 @@ static void backward(Work *w) {
     memset(w->dproj_bias, 0, sizeof w->dproj_bias);
     memset(w->dhead_weight, 0, sizeof w->dhead_weight);
     memset(w->dhead_bias, 0, sizeof w->dhead_bias);
-    crossentropy_backward(w->dlogits, w->probs, WALK_TARGETS, T, V);
+    crossentropy_backward(w->dlogits, w->probs, WALK_TARGETS, T, V, (size_t)T);
     linear_backward_reference(w->doutput, w->dhead_weight, w->dhead_bias, w->dlogits, w->output, w->head_weight, T,
                               C, V);
     linear_backward_reference(w->dcontext, w->dproj_weight, w->dproj_bias, w->doutput, w->context, w->proj_weight,
@@ -368,7 +368,7 @@ static void backward(Work *w) {
     // leaves in its scratch; it keeps d loss / d scores to itself, so the
     // softmax's backward is written out here, as its derivation ends
     // (attention.c): ds_j = w_j (dw_j - <w, dw>), row by row.
-    attention_backward_reference(w->dqkv, w->dweights, w->dcontext, w->qkv, w->weights, 1, T, C, HEADS, 0.0f, 0);
+    attention_backward_reference(w->dqkv, w->dweights, w->dcontext, w->qkv, w->weights, 1, T, C, HEADS, 0.0f, 0, 0);
     for (int row = 0; row < HEADS * T; row++) {
         const int t = row % T;
         const float *w_t = w->weights + row * T, *dw_t = w->dweights + row * T;

@@ -259,10 +259,17 @@ const char *const ORDER_NAMES[] = {"random", "sequential", NULL};
 // [0, n - T); the largest start, n - T - 1, still leaves room for the last
 // target at index n - 1.
 void batch_random(TokenSpan tokens, int B, int T, Rng *rng, int *inputs, int *targets) {
-    assert(B >= 1 && T >= 1 && tokens.n >= (size_t)T + 1);
+    batch_random_rows(tokens, B, 0, B, T, rng, inputs, targets);
+}
+
+// batch_random_rows: one draw per row, kept or not, so that a part's rows
+// are the whole batch's, whichever part asks (a draw is a few
+// instructions; a copied window is T tokens).
+void batch_random_rows(TokenSpan tokens, int B, int first, int rows, int T, Rng *rng, int *inputs, int *targets) {
+    assert(B >= 1 && T >= 1 && tokens.n >= (size_t)T + 1 && first >= 0 && rows >= 0 && first + rows <= B);
     for (int b = 0; b < B; b++) {
         size_t start = (size_t)rng_below(rng, (uint64_t)(tokens.n - (size_t)T));
-        copy_window(tokens, start, b, T, inputs, targets);
+        if (b >= first && b < first + rows) copy_window(tokens, start, b - first, T, inputs, targets);
     }
 }
 
@@ -271,11 +278,15 @@ void batch_random(TokenSpan tokens, int B, int T, Rng *rng, int *inputs, int *ta
 // Unsigned 64-bit arithmetic, so the formula is the same on every platform
 // and a replaying program can compute it exactly.
 void batch_sequential(TokenSpan tokens, long step, int B, int T, int *inputs, int *targets) {
-    assert(B >= 1 && T >= 1 && step >= 0 && tokens.n >= (size_t)T + 1);
+    assert(B >= 1 && step >= 0);
+    batch_sequential_rows(tokens, (uint64_t)step * (uint64_t)B, B, T, inputs, targets);
+}
+
+void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, int *inputs, int *targets) {
+    assert(rows >= 0 && T >= 1 && tokens.n >= (size_t)T + 1);
     uint64_t n_starts = (uint64_t)tokens.n - (uint64_t)T;
-    for (int b = 0; b < B; b++) {
-        uint64_t window = (uint64_t)step * (uint64_t)B + (uint64_t)b;
-        size_t start = (size_t)((window * (uint64_t)T) % n_starts);
+    for (int b = 0; b < rows; b++) {
+        size_t start = (size_t)(((window + (uint64_t)b) * (uint64_t)T) % n_starts);
         copy_window(tokens, start, b, T, inputs, targets);
     }
 }

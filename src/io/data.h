@@ -91,6 +91,18 @@ void batch_random(TokenSpan tokens, int B, int T, Rng *rng, int *inputs, int *ta
 // ((step*B + b) * T) mod (n - T), so another program can replay the batches.
 void batch_sequential(TokenSpan tokens, long step, int B, int T, int *inputs, int *targets);
 
+// A part of a batch, for a step cut into micro-batches (--grad-accum) or
+// split over processes (mpirun): each part holds exactly the rows the whole
+// batch would have held there, so the parts together are the whole batch.
+//
+// batch_random_rows: rows "first" .. "first" + "rows" - 1 of batch_random's
+// B-row batch: all B starts are drawn (the stream ends where the whole
+// batch leaves it), the chosen rows are copied to inputs[0..rows).
+// batch_sequential_rows: windows "window" .. "window" + "rows" - 1 in
+// batch_sequential's numbering (row b of batch s is window s*B + b).
+void batch_random_rows(TokenSpan tokens, int B, int first, int rows, int T, Rng *rng, int *inputs, int *targets);
+void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, int *inputs, int *targets);
+
 // batch_spread: rows "first" .. "first" + B - 1 of "chosen" windows spread
 // evenly over the span's whole windows, laid end to end (window k starts
 // at k*T; there are (n - 1) / T of them, n >= T + 1): row r is window

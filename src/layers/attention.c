@@ -22,7 +22,7 @@ static inline float dropout_scale(uint64_t key, float p, size_t index) {
 // Reference versions.
 
 void attention_forward_reference(float *attn_out, float *attn_weights, const float *qkv, int B, int T, int C,
-                                 int NH, float dropout_p, uint64_t dropout_key) {
+                                 int NH, float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)HS);
@@ -59,7 +59,7 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
                 float *out_t = attn_out + ((size_t)b * T + t) * C + h * HS;
                 for (int i = 0; i < HS; i++) out_t[i] = 0.0f;
                 for (int j = 0; j <= t; j++) {
-                    float w = weights_t[j] * dropout_scale(dropout_key, dropout_p, row_index + j);
+                    float w = weights_t[j] * dropout_scale(dropout_key, dropout_p, dropout_first + row_index + j);
                     const float *v_j = qkv_b + (size_t)j * C3 + 2 * C + h * HS;
                     for (int i = 0; i < HS; i++) out_t[i] += w * v_j[i];
                 }
@@ -91,7 +91,7 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
 //      dscore below is scale * ds_j, the gradient of the plain dot product.
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
-                                  uint64_t dropout_key) {
+                                  uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)HS);
@@ -112,7 +112,7 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 
                 // steps 5 and 4 backward: into v, and into the weights through dropout
                 for (int j = 0; j <= t; j++) {
-                    float m = dropout_scale(dropout_key, dropout_p, row_index + j);
+                    float m = dropout_scale(dropout_key, dropout_p, dropout_first + row_index + j);
                     const float *v_j = qkv_b + (size_t)j * C3 + 2 * C + h * HS;
                     float *dv_j = dqkv_b + (size_t)j * C3 + 2 * C + h * HS;
                     float dot = 0.0f;

@@ -33,9 +33,12 @@
 
 // attn_out[B,T,C], attn_weights[B,NH,T,T] (softmax before dropout; zero above
 // the diagonal), qkv[B,T,3C] (channels [0,C) q, [C,2C) k, [2C,3C) v; head h
-// uses channels [h*HS, (h+1)*HS) of each). dropout_p = 0 turns dropout off.
+// uses channels [h*HS, (h+1)*HS) of each). dropout_p = 0 turns dropout off;
+// weight i's mask is dropout_factor(dropout_key, dropout_first + i) (rng.h),
+// "dropout_first" the flat index of weights[0,0,0,0] in the whole batch's
+// tensor: 0, or, for a part of a batch, its first row times NH*T*T.
 void attention_forward_reference(float *attn_out, float *attn_weights, const float *qkv, int B, int T, int C,
-                                 int NH, float dropout_p, uint64_t dropout_key);
+                                 int NH, float dropout_p, uint64_t dropout_key, uint64_t dropout_first);
 
 // Backward, the five steps in reverse (derived in attention.c):
 // dqkv[B,T,3C] = gradients of q, k, v (written, not added to: see
@@ -46,7 +49,7 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
 // dloss/dscores of the head at hand, and leaves the rest untouched.
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
-                                  uint64_t dropout_key);
+                                  uint64_t dropout_key, uint64_t dropout_first);
 
 // The fast forward also fills:
 //   dropout_scales[B,NH,T,T]  0 (dropped) or 1/(1-p) (kept), which the fast
@@ -55,7 +58,8 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 //                             transposed (the scores' tiles read them; sampling's
 //                             cache keeps them)
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
-                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key);
+                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first);
 // The two pieces attention_forward is made of, for a forward pass one
 // position at a time (sampling with a key/value cache, model.h):
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
@@ -68,7 +72,7 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
                     int h);
 void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
                            const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
-                           uint64_t dropout_key);
+                           uint64_t dropout_key, uint64_t dropout_first);
 
 // The fast backward: "dweights" as the reference's, one T x T slot per
 // thread; "values_t" [B,NH,HS,T] likewise, one [HS,T] slot per thread for

@@ -147,7 +147,7 @@ static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t
 // visible keys), the masked j > t set to zero, and the dropout factors.
 static void attention_weights_rows(float *attn_weights, float *dropout_scales, const float *keys_t,
                                    const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
-                                   float dropout_p, uint64_t dropout_key) {
+                                   float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const size_t head = (size_t)b * NH + h;
@@ -169,7 +169,7 @@ static void attention_weights_rows(float *attn_weights, float *dropout_scales, c
         const size_t row_index = (head * T + t) * T;
         for (int j = t + 1; j < T; j++) attn_weights[row_index + j] = 0.0f;
         if (dropout_p > 0.0f)  // step 4
-            dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, row_index, dropout_p);
+            dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, dropout_first + row_index, dropout_p);
     }
 }
 
@@ -190,13 +190,15 @@ static void attention_values_rows(float *attn_out, const float *attn_weights, co
 
 void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
                            const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
-                           uint64_t dropout_key) {
-    attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p, dropout_key);
+                           uint64_t dropout_key, uint64_t dropout_first) {
+    attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p, dropout_key,
+                           dropout_first);
     attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, t, 1, T, C, NH, dropout_p);
 }
 
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
-                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key) {
+                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first) {
     const int HS = C / NH;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
@@ -206,7 +208,8 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
             transpose_head(keys_t + head * HS * T, NULL, qkv_b, 0, T, T, C, HS, h);
             for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
                 attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
-                                       T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key);
+                                       T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key,
+                                       dropout_first);
             attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, 0, T, T, C, NH, dropout_p);
         }
     }

@@ -44,8 +44,8 @@ float crossentropy_forward_reference(float *losses, float *probs, const float *l
 // softmax's Jacobian diag(p) - p p^T (attention.c) turns that into
 // -onehot + p. Both steps collapse into one subtraction, which is why the
 // two layers are computed together.
-void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V) {
-    const float inv_n = 1.0f / (float)N;  // (5) d(mean)/d(losses[n])
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, size_t count) {
+    const float inv_n = 1.0f / (float)count;  // (5) d(mean)/d(losses[n]), the mean over "count" positions
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *probs_n = probs + (size_t)n * V;

@@ -11,6 +11,8 @@
 #ifndef TINYGPT_CROSSENTROPY_H
 #define TINYGPT_CROSSENTROPY_H
 
+#include <stddef.h>
+
 // probs[N,V], losses[N], logits[N,V], targets[N]; returns the mean loss.
 // The definition as plain loops (crossentropy.c), with libm's expf:
 float crossentropy_forward_reference(float *losses, float *probs, const float *logits, const int *targets, int N,
@@ -27,7 +29,12 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 // LayerNorm's, whose input, the residual stream, also feeds the skip path
 // (layernorm.h); gradients of parameters are added to (see
 // model_zero_grad).
-void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V);
+//
+// "count" is the number of positions the loss is the mean of: N when these
+// N rows are the whole batch; more when they are one part of it (a
+// micro-batch of --grad-accum, one process's rows under mpirun), so that
+// the parts' gradients add up to the whole batch's.
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, size_t count);
 
 // softmax_forward (crossentropy_fast.c): probs[N,V] = softmax(logits[N,V])
 // row by row, without a loss (`tinygpt walkthrough` uses it; sampling has

@@ -11,7 +11,7 @@
 #define MIN_PARALLEL_ELEMENTS (1 << 16)
 
 void residual_forward(float *out, const float *inp, const float *branch, size_t n, float dropout_p,
-                      uint64_t dropout_key) {
+                      uint64_t dropout_key, uint64_t dropout_first) {
     if (dropout_p == 0.0f) {  // evaluation and sampling: no mask to hash
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
         for (size_t i = 0; i < n; i++) out[i] = inp[i] + branch[i];
@@ -19,7 +19,8 @@ void residual_forward(float *out, const float *inp, const float *branch, size_t 
     }
     const float keep = 1.0f / (1.0f - dropout_p);
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] + branch[i] * dropout_factor(dropout_key, i, dropout_p, keep);
+    for (size_t i = 0; i < n; i++)
+        out[i] = inp[i] + branch[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);
 }
 
 // Backward, derived. out[i] = inp[i] + branch[i] * scale_i, with scale_i
@@ -35,7 +36,8 @@ void residual_forward(float *out, const float *inp, const float *branch, size_t 
 // gradient is added to, and every other activation's, which has one
 // consumer, is written.
 // (2) is the loop: written, since the branch's output feeds only this sum.
-void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key) {
+void residual_backward(float *dbranch, const float *dout, size_t n, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first) {
     if (dropout_p == 0.0f) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
         for (size_t i = 0; i < n; i++) dbranch[i] = dout[i];  // (2), every scale_i = 1
@@ -43,15 +45,16 @@ void residual_backward(float *dbranch, const float *dout, size_t n, float dropou
     }
     const float keep = 1.0f / (1.0f - dropout_p);
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) dbranch[i] = dout[i] * dropout_factor(dropout_key, i, dropout_p, keep);  // (2)
+    for (size_t i = 0; i < n; i++)
+        dbranch[i] = dout[i] * dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);  // (2)
 }
 
 // x = dropout(x) in place: the embedding's dropout (gpt), with the same rule.
 // Its backward is residual_backward's (2): x_out = x * factor, so
 // dx = dout * factor.
-void dropout_forward(float *x, size_t n, float dropout_p, uint64_t dropout_key) {
+void dropout_forward(float *x, size_t n, float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
     if (dropout_p == 0.0f) return;
     const float keep = 1.0f / (1.0f - dropout_p);
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) x[i] *= dropout_factor(dropout_key, i, dropout_p, keep);
+    for (size_t i = 0; i < n; i++) x[i] *= dropout_factor(dropout_key, dropout_first + i, dropout_p, keep);
 }

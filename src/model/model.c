@@ -515,12 +515,13 @@ static void norm(const Model *m, float *out, float *mean, float *rstd, const flo
 }
 
 // The attention layer over a whole window [B,T] of block "a" (attention.h).
-static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p, uint64_t key) {
+// "first": the dropout index of its weights[0,0,0,0] (weights_first).
+static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p, uint64_t key, uint64_t first) {
     if (USE_REFERENCE)
-        attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, B, T, C, NH, dropout_p, key);
+        attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, B, T, C, NH, dropout_p, key, first);
     else
         attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->qkv, B, T, C, NH, dropout_p,
-                          key);
+                          key, first);
 }
 
 // The MLP over n rows: out = act(inp @ Wfc^T) @ Wproj^T (mlp.h), act GELU
@@ -569,10 +570,10 @@ static void norm_grad(const Model *m, float *dinp, float *dweight, const float *
 // reads the factors its forward kept in "a", and transposes each head's
 // values into "values_t" (scratch) as it goes.
 static void attention_grad(float *dqkv, float *dweights, float *values_t, const float *dattn_out, const BlockActs *a,
-                           int B, int T, int C, int NH, float dropout_p, uint64_t key) {
+                           int B, int T, int C, int NH, float dropout_p, uint64_t key, uint64_t first) {
     if (USE_REFERENCE)
         attention_backward_reference(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, B, T, C, NH, dropout_p,
-                                     key);
+                                     key, first);
     else
         attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropout_scales, values_t, B, T, C,
                            NH, dropout_p);
@@ -628,6 +629,20 @@ static uint64_t site_key(uint64_t step_key, int layer, int site) {
     return mix64(step_key ^ (((uint64_t)layer << 8) | (uint64_t)site));
 }
 
+// The masks of a part of a batch. Train may give the model some of a
+// step's rows (a --grad-accum micro-batch, one process's rows under
+// mpirun); m->batch_first is the row of the whole batch its row 0 is. A
+// mask is a function of an element's index in the whole batch's tensor
+// (rng.h), so a part's indices start at batch_first times the elements of
+// one batch row: T*C on the stream, NH*T*T in attention's weights. 0 for
+// a whole batch.
+static uint64_t stream_first(const Model *m, int T) {
+    return (uint64_t)m->batch_first * (uint64_t)T * (uint64_t)m->config.n_embd;
+}
+static uint64_t weights_first(const Model *m, int T) {
+    return (uint64_t)m->batch_first * (uint64_t)m->config.n_head * (uint64_t)T * (uint64_t)T;
+}
+
 // transpose_block: block l's matrices into "wt" (in m's weight scratch), for
 // the fast matmul.
 static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
@@ -662,16 +677,17 @@ static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? ten
 // The attention layer over the span: the whole window at once, or, for one
 // position, each head's new key and value added to the cache and then that
 // row's five steps (see attention.h).
-static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key) {
+static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key,
+                           uint64_t first) {
     const int C = cfg->n_embd, NH = cfg->n_head, HS = C / NH;
     if (s.position < 0) {
-        attention(a, s.B, s.T, C, NH, dropout_p, key);
+        attention(a, s.B, s.T, C, NH, dropout_p, key, first);
         return;
     }
     for (int h = 0; h < NH; h++) {
         transpose_head(a->keys_t + (size_t)h * HS * s.T, NULL, a->qkv, s.position, s.position + 1, s.T, C, HS, h);
         attention_forward_row(a->attn_out, a->attn_weights, NULL, a->keys_t, a->qkv, 0, h, s.position, s.T, C, NH,
-                              0.0f, 0);
+                              0.0f, 0, 0);
     }
 }
 
@@ -714,14 +730,16 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, n, C);
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
     linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
-    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 3. res_attn = x + dropout(attn_out @ Wproj^T)
     linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, NULL, n, C, C);
-    residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+    residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH),
+                     stream_first(m, s.T));
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
     mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C, MLP_GELU);
-    residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+    residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH),
+                     stream_first(m, s.T));
 }
 
 // card_block_forward: card's one block, attention and nothing around it,
@@ -734,7 +752,7 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 
     // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
     linear(rows_of(a->qkv, s, 3 * C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
-    attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
     linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n,
            C, C);
@@ -770,12 +788,13 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
     if (parts->rope) rope_forward(rows_of(a->qkv, s, 3 * C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
     if (parts->qk_norm) qk_norm_forward(rows_of(a->qkv, s, 3 * C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
-    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN));
+    attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
         linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
-        residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
+        residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH),
+                     stream_first(m, s.T));
     } else {
         linear(res_attn, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
     }
@@ -792,7 +811,8 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
         mlp(branch, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
-        residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
+        residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH),
+                     stream_first(m, s.T));
     } else {
         mlp(res_mlp, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
     }
@@ -839,7 +859,7 @@ static void embed(Model *m, const int *tokens, Span s, float dropout_p, uint64_t
     float *encoded = rows_of(m->acts.encoded, s, C);
     encoder_forward(encoded, tokens, m->params.tok_emb, pos_emb, s.position < 0 ? s.B : 1, s.position < 0 ? s.T : 1, C);
     if (m->parts.residual && dropout_p > 0.0f)
-        dropout_forward(encoded, (size_t)s.rows * C, dropout_p, site_key(key, 0, SITE_EMBEDDING));
+        dropout_forward(encoded, (size_t)s.rows * C, dropout_p, site_key(key, 0, SITE_EMBEDDING), stream_first(m, s.T));
 }
 
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
@@ -925,7 +945,7 @@ static void add_floats(float *sum, const float *x, size_t n) {
 static const float *through_dropout(Model *m, size_t n, float dropout_p, uint64_t key) {
     GradActs *g = &m->grad_acts;
     if (dropout_p == 0.0f) return g->dresidual;
-    residual_backward(g->dbranch, g->dresidual, n, dropout_p, key);
+    residual_backward(g->dbranch, g->dresidual, n, dropout_p, key, stream_first(m, m->last_T));
     return g->dbranch;
 }
 
@@ -953,7 +973,7 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     linear_grad(d->dattn_out, g->proj_weight, NULL, dproj_out, a->attn_out, p->proj_weight, BT, C, C);
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
     attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
-                   site_key(key, l, SITE_ATTN));
+                   site_key(key, l, SITE_ATTN), weights_first(m, T));
     linear_grad(d->dln_out, g->qkv_weight, NULL, d->dqkv, a->ln1_out, p->qkv_weight, BT, C, 3 * C);
     // 1. ln1_out = ln1(x)
     layernorm_grad(d->dresidual, g->ln1_weight, d->dln_out, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, BT, C);
@@ -974,7 +994,7 @@ static void card_block_backward(Model *m, int l, float dropout_p, uint64_t key) 
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, d->dresidual, a->attn_out, p->proj_weight, BT, C, C);
     // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
     attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
-                   site_key(key, l, SITE_ATTN));
+                   site_key(key, l, SITE_ATTN), weights_first(m, T));
     linear_grad(d->dresidual, g->qkv_weight, NULL, d->dqkv, x, p->qkv_weight, BT, C, 3 * C);
 }
 
@@ -1037,7 +1057,7 @@ static void ladder_block_backward(Model *m, int l, float dropout_p, uint64_t key
     linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj, a->attn_out, p->proj_weight, BT, C, C);
     // 2. backwards: attention, then the q/k/v projection
     attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
-                   site_key(key, l, SITE_ATTN));
+                   site_key(key, l, SITE_ATTN), weights_first(m, T));
     if (m->parts.qk_norm) qk_norm_backward(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
     if (m->parts.rope) rope_backward(d->dqkv, BT, T, 0, C, NH);  // d(rotated q, k) -> d(q, k)
     const float *attn_in = m->parts.layernorm ? a->ln1_out : x;
@@ -1078,7 +1098,8 @@ void model_backward(Model *m) {
     ActTensors *a = &m->acts;
     GradActs *d = &m->grad_acts;
 
-    crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V);
+    const size_t loss_rows = m->loss_rows ? m->loss_rows : (size_t)B;
+    crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V, loss_rows * (size_t)T);
     // The head: its input's gradient starts the stream's (through ln_f,
     // whose backward adds, so dresidual starts from zero).
     const float *top = block_output(m, m->n_layer - 1);
@@ -1093,7 +1114,8 @@ void model_backward(Model *m) {
     // The embedding, through its dropout (gpt).
     const float *dencoded = d->dresidual;
     if (m->parts.residual && dropout_p > 0.0f) {
-        residual_backward(d->dbranch, d->dresidual, (size_t)BT * C, dropout_p, site_key(key, 0, SITE_EMBEDDING));
+        residual_backward(d->dbranch, d->dresidual, (size_t)BT * C, dropout_p, site_key(key, 0, SITE_EMBEDDING),
+                          stream_first(m, T));
         dencoded = d->dbranch;
     }
     encoder_backward(g->tok_emb, g->pos_emb, dencoded, m->inputs, B, T, C);

@@ -242,6 +242,16 @@ typedef struct {
     int last_B, last_T;
     bool last_training;
     uint64_t last_dropout_key;
+    // The rows the step's loss is the mean of, when the last forward's B
+    // rows are one part of a step's batch (a --grad-accum micro-batch, one
+    // process's rows under mpirun): model_backward then adds this part's
+    // share of the whole batch's gradient. 0 (model_init's): the last
+    // forward's B rows are the whole batch.
+    size_t loss_rows;
+    // The row of that whole batch the last forward's row 0 is (0 for a
+    // whole batch): dropout's masks are the whole batch's (model.c,
+    // stream_first), so cutting a batch into parts changes no mask.
+    size_t batch_first;
 } Model;
 
 // model_check_config: false (with a message naming the flag) when the sizes
