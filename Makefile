@@ -2,7 +2,8 @@
 # `make run` trains on the default corpus and prints a sample.
 #
 # Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
-# libxxhash-dev (the checkpoints' checksum),
+# libxxhash-dev (the checkpoints' checksum), libutf8proc-dev (Unicode's
+# categories, for GPT-2's tokenizer),
 # and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
 
 # Plain `make` builds ./tinygpt (or, with REFERENCE=1, build/reference/tinygpt):
@@ -21,8 +22,8 @@ HEADERS = $(wildcard src/*/*.h)
 # GNU mode, not clang's); linear_fast.c relies on it to match linear.c's loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash)
-LDLIBS = $(shell pkg-config --libs libxxhash) -lm
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash libutf8proc)
+LDLIBS = $(shell pkg-config --libs libxxhash libutf8proc) -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 

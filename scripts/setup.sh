@@ -3,7 +3,8 @@
 #
 #   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
 #
-# Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, check (the build
+# Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
+#           (Unicode's categories, for GPT-2's tokenizer), check (the build
 #           and the tests),
 #           fonts-dejavu-core (the heatmaps' label font; tinygpt runs without
 #           it, with ASCII labels, but the tests draw with it).
@@ -41,6 +42,7 @@ command -v make >/dev/null || missing+=(make)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 has_pc stb || missing+=(libstb-dev)
 has_pc libxxhash || missing+=(libxxhash-dev)
+has_pc libutf8proc || missing+=(libutf8proc-dev)
 has_pc check || missing+=(check)
 # The font file itself is what tinygpt reads, so look for it, not the package.
 [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]] || missing+=(fonts-dejavu-core)
