@@ -215,6 +215,28 @@ START_TEST(a_bad_vocab_json_is_refused_naming_the_file_and_key) {
 }
 END_TEST
 
+START_TEST(a_gpt2_tokenizer_without_merges_encodes_bytes) {
+    // Found by fuzz_gpt2_tokenizer: no merges at all once passed NULL to memcpy.
+    char *vocab = vocab_json("", false);
+    char *merges_start = strstr(vocab, ", \"\xC4\xA0t\": 256");
+    snprintf(merges_start, strlen(merges_start) + 1, ", \"<|endoftext|>\": 256}");
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(load(&tok, vocab, "#version: 0.2\n", &err), "%s", err.msg);
+    ck_assert_int_eq(tok.vocab_size, 257);
+    ck_assert_int_eq(tok.end_of_text, 256);
+    int *ids;
+    size_t n;
+    encode_ok(&tok, " the", &ids, &n);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_int_eq(ids[0], byte_id(' '));
+    ck_assert_int_eq(ids[3], byte_id('e'));
+    free(ids);
+    tokenizer_free(&tok);
+    free(vocab);
+}
+END_TEST
+
 START_TEST(load_gpt2_reads_a_directory_and_names_a_missing_file) {
     char dir[256];
     scratch_dir_create(dir, sizeof dir);
@@ -251,6 +273,7 @@ Suite *gpt2_tokenizer_suite(void) {
     tcase_add_test(tc, gpt2_tokenizer_decodes_back_to_the_text_and_end_of_text_to_its_spelling);
     tcase_add_test(tc, a_bad_merges_txt_is_refused_naming_the_file_and_line);
     tcase_add_test(tc, a_bad_vocab_json_is_refused_naming_the_file_and_key);
+    tcase_add_test(tc, a_gpt2_tokenizer_without_merges_encodes_bytes);
     tcase_add_test(tc, load_gpt2_reads_a_directory_and_names_a_missing_file);
     suite_add_tcase(s, tc);
     return s;

@@ -45,13 +45,13 @@ static void byte_chars(uint32_t char_of_byte[256]) {
 // ---- Reading ----------------------------------------------------------------
 
 typedef struct {
-    char *key;  // a token's text, UTF-8 (the map's arena holds it)
+    char *key;  // a token's text, UTF-8 (the map's own copy)
     int value;  // its bpe id
 } TextToId;
 
 typedef struct {
-    TextToId *tokens;   // stb_ds string map (arena): every token's text -> its bpe id
-    char **text_of;     // stb_ds array: [bpe id] its text (the arena's copy)
+    TextToId *tokens;   // stb_ds string map (keys copied): every token's text -> its bpe id
+    char **text_of;     // stb_ds array: [bpe id] its text (the map's copy)
     size_t *bytes_of;   // stb_ds array: [bpe id] its length in bytes
     int *line_of;       // stb_ds array: [bpe id] the merges.txt line that made it, 0 for a byte
     BpeMerge *merges;   // stb_ds array: merge i, in bpe ids
@@ -80,7 +80,9 @@ static void add_token(Reader *r, const char *text, size_t bytes, int line) {
 static void add_bytes(Reader *r) {
     uint32_t char_of_byte[256];
     byte_chars(char_of_byte);
-    sh_new_arena(r->tokens);
+    // sh_new_strdup, not sh_new_arena: stb_ds's arena writes past the end
+    // of a char[8] member (its storage), which UBSan stops on.
+    sh_new_strdup(r->tokens);
     for (int b = 0; b < 256; b++) {
         char text[5];
         text[utf8_encode(char_of_byte[b], text)] = '\0';
@@ -245,7 +247,7 @@ bool gpt2_tokenizer_from_text(Tokenizer *tok, const char *vocab_json, size_t voc
     if (ok) {
         int n_merges = (int)arrlen(r.merges);
         BpeMerge *merges = xmalloc((n_merges > 0 ? (size_t)n_merges : 1) * sizeof *merges);
-        memcpy(merges, r.merges, (size_t)n_merges * sizeof *merges);
+        if (n_merges > 0) memcpy(merges, r.merges, (size_t)n_merges * sizeof *merges);  // none: r.merges is NULL
         Error bpe_err;
         ok = bpe_from_merges(&tok->bpe, merges, n_merges, CHUNK_RULES_GPT2, &bpe_err);
         if (!ok) error_set(err, "'%s': %s", merges_name, bpe_err.msg);  // read_merge checked all it checks
