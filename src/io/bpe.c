@@ -8,7 +8,7 @@
 // does, and writes and strictly reads the merges as text for checkpoints.
 // What it leaves out: special tokens (no "end of text"), and GPT-2's mapping
 // of bytes to printable characters (our pieces are the raw bytes; GPT-2's
-// own tokenizer, gpt2_vocab.c, reads its files into a Bpe that chunks by
+// own tokenizer, gpt2_tokenizer.c, reads its files into a Bpe that chunks by
 // GPT-2's rules and keeps its own numbering beside it).
 //
 // Three ideas carry the file:
