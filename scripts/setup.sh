@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--sanitize] [--mpi]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi]
 #
-# Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, check (the build
+# Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
+#           (Unicode's categories, for GPT-2's tokenizer), check (the build
 #           and the tests),
 #           fonts-dejavu-core (the heatmaps' label font; tinygpt runs without
 #           it, with ASCII labels, but the tests draw with it).
 #           python3 (make bpe-check, part of make test).
 # --python  also python3-torch, python3-numpy, OpenBLAS and GNU time
 #           (scripts/torch_reference.py: parity and the benchmark).
-# --npm     also npm (scripts/get_corpus.sh fetches the corpus with it).
+# --npm     also npm and node (scripts/get_corpus.sh fetches the corpus with
+#           npm; make gpt2-tokenizer-check runs GPT-2's reference encoder on node).
+# --regex   also python3-regex (make gpt2-tokenizer-check: GPT-2's encoder.py
+#           ran on Python's regex module, the check's second reference).
 # --sanitize also clang, its OpenMP (libomp-dev) and sanitizer/libFuzzer
 #           runtimes (libclang-rt-14-dev), and valgrind (make sanitize,
 #           make fuzz, make valgrind).
@@ -23,15 +27,16 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 sanitize=0 mpi=0
+quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
         --python) python=1 ;;
         --npm) npm=1 ;;
+        --regex) regex=1 ;;
         --sanitize) sanitize=1 ;;
         --mpi) mpi=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--sanitize] [--mpi]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi]" >&2; exit 2 ;;
     esac
 done
 
@@ -44,6 +49,7 @@ command -v make >/dev/null || missing+=(make)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 has_pc stb || missing+=(libstb-dev)
 has_pc libxxhash || missing+=(libxxhash-dev)
+has_pc libutf8proc || missing+=(libutf8proc-dev)
 has_pc check || missing+=(check)
 # The font file itself is what tinygpt reads, so look for it, not the package.
 [[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]] || missing+=(fonts-dejavu-core)
@@ -62,6 +68,12 @@ if ((python)) && [[ ! -x /usr/bin/time ]]; then
 fi
 if ((npm)) && ! command -v npm >/dev/null; then
     missing+=(npm)
+fi
+if ((npm)) && ! command -v node >/dev/null; then
+    missing+=(nodejs)
+fi
+if ((regex)) && ! /usr/bin/python3 -c 'import regex' 2>/dev/null; then
+    missing+=(python3-regex)
 fi
 
 if ((mpi)); then

@@ -252,7 +252,7 @@ START_TEST(tokenizer_flags_that_cannot_work_are_refused) {
                      "--tokenizer char conflicts with the --init checkpoint, which was trained with --tokenizer bpe");
     snprintf(args, sizeof args, "train --resume %s --tokenizer char", in_work("bpe"));
     expect_run_fails(work_dir, args, 2, "--tokenizer cannot be changed when resuming");
-    expect_run_fails(work_dir, "tokenize 'x'", 2, "give one of --model FILE or --learn FILE");
+    expect_run_fails(work_dir, "tokenize 'x'", 2, "give one of --model PATH or --learn FILE");
 }
 END_TEST
 

@@ -9,6 +9,8 @@ Suite *rng_suite(void);
 Suite *utf8_suite(void);
 Suite *tokenizer_suite(void);
 Suite *bpe_suite(void);
+Suite *chunk_suite(void);
+Suite *gpt2_tokenizer_suite(void);
 Suite *data_suite(void);
 Suite *encoder_suite(void);
 Suite *tile_suite(void);

@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "args.h"
 #include "checkpoint.h"
+#include "gpt2_tokenizer.h"
 #include "tokenizer.h"
 #include "utf8.h"
 
@@ -34,6 +37,14 @@ static void print_piece(const char *piece, size_t len) {
         else printf("\\x%02X", c);
         i++;
     }
+}
+
+// is_directory: a --model that is a directory is a Hugging Face GPT-2
+// directory (its vocab.json and merges.txt); anything else is read as a
+// checkpoint, which says what is wrong with it.
+static bool is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // show_tokens: the pieces of "text" between bars, then the ids.
@@ -95,7 +106,7 @@ int cmd_tokenize(int argc, char **argv) {
     bool json = false;              // with --learn: one JSON line of numbers
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint whose tokenizer to use", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint, or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use", 0, 0, false, NULL, NULL},
         {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL, NULL},
         {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
@@ -107,7 +118,7 @@ int cmd_tokenize(int argc, char **argv) {
                    "echo 'Call me Ishmael.' | tinygpt tokenize --model runs/default/model.safetensors", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     const char *text_arg = parse_flags(&cmd, argc, argv);
-    if (!model_path == !learn_path) usage_error(&cmd, "give one of --model FILE or --learn FILE");
+    if (!model_path == !learn_path) usage_error(&cmd, "give one of --model PATH or --learn FILE");
     if (!learn_path && (command_flag(&cmd, "--vocab-size")->seen || json))
         usage_error(&cmd, "--vocab-size and --json go with --learn; drop them");
 
@@ -119,6 +130,8 @@ int cmd_tokenize(int argc, char **argv) {
             tokenizer_free(&tok);
             return 0;
         }
+    } else if (is_directory(model_path)) {
+        if (!tokenizer_load_gpt2(&tok, model_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     } else {
         Model model;
         if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);

@@ -2,13 +2,14 @@
 //
 // Reading order: file 22, after common.c; tokenizer.c (file 23) calls it.
 //
-// What it does: cuts text into chunks by GPT-2's rule (on bytes), learns
-// merges from the chunks, turns merges into the tables encoding needs (the
+// What it does: learns merges from the chunks of a text (cut by chunk.c,
+// with tinygpt's rules), turns merges into the tables encoding needs (the
 // bytes of each token, and pair -> merge number), encodes text the way GPT-2
 // does, and writes and strictly reads the merges as text for checkpoints.
-// What it leaves out: special tokens (no "end of text"), Unicode classes
-// beyond ASCII (every byte >= 0x80 counts as a letter), and GPT-2's mapping
-// of bytes to printable characters (our pieces are the raw bytes).
+// What it leaves out: special tokens (no "end of text"), and GPT-2's mapping
+// of bytes to printable characters (our pieces are the raw bytes; GPT-2's
+// own tokenizer, gpt2_tokenizer.c, reads its files into a Bpe that chunks by
+// GPT-2's rules and keeps its own numbering beside it).
 //
 // Three ideas carry the file:
 // - A chunk's bytes as a hash-map key. stb_ds's string maps stop at a NUL,
@@ -38,64 +39,10 @@
 #define DAMAGED "; the checkpoint is damaged, train a new one"
 
 // ---- Chunking ---------------------------------------------------------------
-// GPT-2 cuts text with this regular expression before any merge:
-//
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//
-// The first alternative that matches at the current position wins, and it
-// takes as many characters as it can. On bytes, with the classes below, that
-// reads: a contraction; else an optional ' ' and a run of one class (letters,
-// digits or punctuation); else a run of spaces. The run of spaces is the
-// subtle one: "\s+(?!\S)" wants spaces NOT followed by a non-space, so before
-// a word it gives back its last space, which then starts the next chunk
-// (" a" if it is ' ', or a chunk of its own if it is '\n' or '\t').
 
-typedef enum { LETTER, DIGIT, SPACE, PUNCT } ByteClass;
-
-static ByteClass byte_class(unsigned char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) return LETTER;
-    if (c >= '0' && c <= '9') return DIGIT;
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r') return SPACE;
-    return PUNCT;
-}
-
-// run_len: how many bytes from "s" ("len" of them) are of class "class".
-static size_t run_len(const unsigned char *s, size_t len, ByteClass class) {
-    size_t n = 0;
-    while (n < len && byte_class(s[n]) == class) n++;
-    return n;
-}
-
-// contraction_len: 2 or 3 if "s" starts with 's 't 'm 'd or 're 've 'll
-// (lowercase only, as GPT-2), else 0. A contraction ends its chunk even
-// inside a word: "'sa" is "'s" then "a", as the regex has it.
-static size_t contraction_len(const unsigned char *s, size_t len) {
-    if (len < 2 || s[0] != '\'') return 0;
-    if (s[1] == 's' || s[1] == 't' || s[1] == 'm' || s[1] == 'd') return 2;
-    if (len < 3) return 0;
-    if ((s[1] == 'r' && s[2] == 'e') || (s[1] == 'v' && s[2] == 'e') || (s[1] == 'l' && s[2] == 'l')) return 3;
-    return 0;
-}
-
-// bpe_chunk_len: the alternatives of the regex above, in its order.
+// bpe_chunk_len: tinygpt's rules (chunk.h), the ones learning always uses.
 size_t bpe_chunk_len(const char *text, size_t len) {
-    assert(len >= 1);
-    const unsigned char *s = (const unsigned char *)text;
-    size_t contraction = contraction_len(s, len);
-    if (contraction > 0) return contraction;
-
-    // " ?letters+", " ?digits+", " ?punct+": a ' ' joins the run after it.
-    size_t start = (s[0] == ' ' && len >= 2 && byte_class(s[1]) != SPACE) ? 1 : 0;
-    ByteClass class = byte_class(s[start]);
-    if (class != SPACE) return start + run_len(s + start, len - start, class);
-
-    // "\s+(?!\S)" then "\s+". A run that reaches the end of the text is not
-    // followed by a non-space: all of it. Otherwise the run minus its last
-    // space; a run of one (a '\n' before a word) can give nothing back, so
-    // "\s+" takes it alone.
-    size_t spaces = run_len(s, len, SPACE);
-    if (spaces == len || spaces == 1) return spaces;
-    return spaces - 1;
+    return chunk_len(text, len, CHUNK_RULES_BYTES);
 }
 
 // ---- Byte strings as hash-map keys ------------------------------------------
@@ -588,11 +535,20 @@ bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err) {
         arrfree(ids);
         return error_set(err, "merges: %zu numbers, an odd count; each merge is two" DAMAGED, n_ids);
     }
-    bpe->n_merges = (int)(n_ids / 2);
-    bpe->vocab_size = BPE_BYTES + bpe->n_merges;
-    bpe->merges = xmalloc((size_t)bpe->n_merges * sizeof *bpe->merges);
-    for (int i = 0; i < bpe->n_merges; i++) bpe->merges[i] = (BpeMerge){ids[2 * i], ids[2 * i + 1]};
+    int n_merges = (int)(n_ids / 2);
+    BpeMerge *merges = xmalloc((size_t)n_merges * sizeof *merges);
+    for (int i = 0; i < n_merges; i++) merges[i] = (BpeMerge){ids[2 * i], ids[2 * i + 1]};
     arrfree(ids);
+    return bpe_from_merges(bpe, merges, n_merges, CHUNK_RULES_BYTES, err);
+}
+
+// bpe_from_merges: build_tables checks each merge against the ones before it.
+bool bpe_from_merges(Bpe *bpe, BpeMerge *merges, int n_merges, ChunkRules rules, Error *err) {
+    memset(bpe, 0, sizeof *bpe);
+    bpe->n_merges = n_merges;
+    bpe->vocab_size = BPE_BYTES + n_merges;
+    bpe->merges = merges;
+    bpe->rules = rules;
     if (!build_tables(bpe, err)) {
         bpe_free(bpe);
         return false;
@@ -709,7 +665,7 @@ size_t bpe_encode(Bpe *bpe, const char *text, size_t len, int *ids) {
     const unsigned char *s = (const unsigned char *)text;
     size_t count = 0;
     for (size_t pos = 0; pos < len;) {
-        size_t n = bpe_chunk_len(text + pos, len - pos);
+        size_t n = chunk_len(text + pos, len - pos, bpe->rules);
         if ((size_t)arrlen(cache->ranks) < n) arrsetlen(cache->ranks, n);
         if (n > CACHE_MAX_CHUNK_BYTES) {
             count += encode_chunk(bpe, s + pos, n, ids + count, cache->ranks);

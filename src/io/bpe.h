@@ -8,8 +8,10 @@
 // existing tokens, "left" then "right", into the new token 256 + i; a
 // tokenizer of vocab_size V has V - 256 merges.
 //
-// Before learning or encoding, text is cut into chunks (bpe_chunk_len) and
-// merges never cross a chunk boundary, so a token never spans two words.
+// Before learning or encoding, text is cut into chunks (chunk.h) and merges
+// never cross a chunk boundary, so a token never spans two words. Learning
+// and tinygpt's own checkpoints use tinygpt's rules (CHUNK_RULES_BYTES);
+// GPT-2's tokenizer builds its Bpe with GPT-2's (bpe_from_merges).
 //
 // Learning (bpe_learn): count every adjacent pair of tokens inside the
 // chunks, merge the most frequent pair, repeat. Ties go to the smallest
@@ -23,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chunk.h"
 #include "common.h"
 
 enum { BPE_BYTES = 256 };  // ids below this are single bytes
@@ -35,6 +38,7 @@ typedef struct {
     int vocab_size;        // V = BPE_BYTES + n_merges
     int n_merges;
     BpeMerge *merges;      // [n_merges] merge i makes token BPE_BYTES + i
+    ChunkRules rules;      // how bpe_encode cuts text: tinygpt's (the zero value) or GPT-2's
     // The bytes of every token (its "piece"): token t is
     // piece_bytes[piece_start[t] .. piece_start[t+1]).
     size_t *piece_start;   // [V + 1]
@@ -46,15 +50,8 @@ typedef struct {
 } Bpe;
 
 // bpe_chunk_len: the length in bytes of the chunk that starts at "text"
-// ("len" >= 1 bytes left); always >= 1. The rule, GPT-2's on bytes:
-// a letter is an ASCII letter or any byte >= 0x80 (so every non-ASCII
-// character counts as a letter), a digit is 0-9, a space is one of
-// " \t\n\v\f\r", punctuation is everything else. A chunk is one of:
-// a contraction 's 't 're 've 'm 'll 'd; an optional ' ' and a run of
-// letters; an optional ' ' and a run of digits; an optional ' ' and a run
-// of punctuation; a run of spaces that is not followed by a non-space
-// (at the end of the text); otherwise a run of spaces minus its last one,
-// which starts the next chunk.
+// ("len" >= 1 bytes left) by tinygpt's rules: chunk_len(text, len,
+// CHUNK_RULES_BYTES), which chunk.h spells out. Always >= 1.
 size_t bpe_chunk_len(const char *text, size_t len);
 
 // bpe_learn: learn vocab_size - 256 merges from "text" ("len" bytes).
@@ -85,6 +82,13 @@ char *bpe_merges_text(const Bpe *bpe);
 // no merges at all (empty text: a BPE tokenizer has at least one merge).
 // Numbers have no sign and no leading zero. On failure "bpe" is empty.
 bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err);
+// bpe_from_merges: build from "n_merges" merges already in memory (ids as
+// above), whose encoding cuts text by "rules"; takes "merges" (an xmalloc'd
+// array) over, freed by bpe_free, also on failure. Fails as
+// bpe_from_merges_text does on what the merges hold (an id that does not
+// exist yet, a pair merged twice, a token too long); a caller reading its
+// own format checks those first, to name its file and line.
+bool bpe_from_merges(Bpe *bpe, BpeMerge *merges, int n_merges, ChunkRules rules, Error *err);
 
 // bpe_encode: the ids of "text" ("len" bytes, any bytes) into "ids", which
 // has room for "len" ids (a token is at least one byte); returns the count.

@@ -3,11 +3,11 @@
 // Reading order: file 23, after char_vocab.c (file 16) and bpe.c (file 22),
 // the two kinds it hands its work to.
 //
-// What it does: one interface over both kinds. Each function checks the
+// What it does: one interface over the kinds. Each function checks the
 // kind and calls char_vocab.c or bpe.c; what is its own is the order of the
-// work: a text is checked (strict UTF-8, no NUL) before either kind learns
-// from it or encodes it, and "vocab_size" is set from whichever kind built
-// the tokenizer.
+// work: a text is checked (strict UTF-8, no NUL) before any kind learns
+// from it or encodes it, "vocab_size" is set from whichever kind built
+// the tokenizer, and gpt2's ids are translated to and from bpe.c's.
 #include "tokenizer.h"
 
 #include <assert.h>
@@ -21,7 +21,10 @@ bool tokenizer_check_text(const char *text, size_t len, const char *source, Erro
 
 const char *const TOKENIZER_NAMES[] = {"char", "bpe", NULL};
 
-const char *tokenizer_kind_name(TokenizerKind kind) { return TOKENIZER_NAMES[kind]; }
+const char *tokenizer_kind_name(TokenizerKind kind) { return kind == TOKENIZER_GPT2 ? "gpt2" : TOKENIZER_NAMES[kind]; }
+
+// The spelling of GPT-2's <|endoftext|>, its piece.
+static const char END_OF_TEXT_TEXT[] = "<|endoftext|>";
 
 // ---- Building the vocabulary ------------------------------------------------
 
@@ -75,6 +78,7 @@ char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len) { return char_voca
 // writes nothing (char_vocab_id), so threads may share the tokenizer.
 int tokenizer_id(const Tokenizer *tok, uint32_t cp) {
     if (tok->kind == TOKENIZER_BPE) return cp < 0x80 ? (int)cp : -1;  // an ASCII character is one byte
+    if (tok->kind == TOKENIZER_GPT2) return cp < 0x80 ? tok->gpt2_of_bpe[cp] : -1;
     return char_vocab_id(&tok->chars, cp);
 }
 
@@ -87,15 +91,17 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
 // tokenizer_encode: first tokenizer_check_text, so that a binary file is
 // reported as binary (an ELF file's first byte, 0x7F, is valid UTF-8 but
 // not in a vocabulary, and would be reported instead), then one
-// char_vocab_next per character, or (bpe) bpe_encode. A text has at most one
-// token per byte, so "len" ids always fit; the buffer is shrunk to the real
-// count at the end.
+// char_vocab_next per character, or (bpe, gpt2) bpe_encode, whose ids gpt2
+// then renumbers as GPT-2 does. A text has at most one token per byte, so
+// "len" ids always fit; the buffer is shrunk to the real count at the end.
 bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err) {
     if (!tokenizer_check_text(text, len, source, err)) return false;
-    if (tok->kind == TOKENIZER_BPE) {
+    if (tok->kind == TOKENIZER_BPE || tok->kind == TOKENIZER_GPT2) {
         int *out = xmalloc((len > 0 ? len : 1) * sizeof *out);
         *n = bpe_encode(&tok->bpe, text, len, out);
+        if (tok->kind == TOKENIZER_GPT2)
+            for (size_t i = 0; i < *n; i++) out[i] = tok->gpt2_of_bpe[out[i]];
         *ids = xrealloc(out, (*n > 0 ? *n : 1) * sizeof *out);
         return true;
     }
@@ -114,17 +120,45 @@ bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, s
     return true;
 }
 
-// tokenizer_piece: bpe's own table of pieces, or char's.
+// tokenizer_piece: bpe's own table of pieces (through GPT-2's numbering for
+// gpt2, where <|endoftext|> is no bpe token but its spelling), or char's.
 const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len) {
     assert(id >= 0 && id < tok->vocab_size);
+    if (tok->kind == TOKENIZER_GPT2 && id == tok->end_of_text) {
+        *len = sizeof END_OF_TEXT_TEXT - 1;
+        return END_OF_TEXT_TEXT;
+    }
+    if (tok->kind == TOKENIZER_GPT2) return (const char *)bpe_piece(&tok->bpe, tok->bpe_of_gpt2[id], len);
     if (tok->kind == TOKENIZER_BPE) return (const char *)bpe_piece(&tok->bpe, id, len);
     return char_vocab_piece(&tok->chars, id, len);
 }
 
-// tokenizer_free: release both kinds' structures; safe on a zeroed or freed tokenizer.
+// tokenizer_decode: two passes over the pieces, to size the buffer, then to fill it.
+char *tokenizer_decode(const Tokenizer *tok, const int *ids, size_t n, size_t *len) {
+    size_t total = 0, piece_len;
+    for (size_t i = 0; i < n; i++) {
+        tokenizer_piece(tok, ids[i], &piece_len);
+        total += piece_len;
+    }
+    char *out = xmalloc(total + 1);
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *piece = tokenizer_piece(tok, ids[i], &piece_len);
+        memcpy(out + pos, piece, piece_len);
+        pos += piece_len;
+    }
+    out[pos] = '\0';
+    *len = pos;
+    return out;
+}
+
+// tokenizer_free: release every kind's structures; safe on a zeroed or freed tokenizer.
 void tokenizer_free(Tokenizer *tok) {
     char_vocab_free(&tok->chars);
     bpe_free(&tok->bpe);
+    free(tok->gpt2_of_bpe);
+    free(tok->bpe_of_gpt2);
+    tok->gpt2_of_bpe = tok->bpe_of_gpt2 = NULL;
     tok->vocab_size = 0;
     tok->kind = TOKENIZER_CHAR;
 }

@@ -6,7 +6,10 @@
 //   increasing code point order (char_vocab.h holds the vocabulary).
 // - bpe: byte-level byte-pair encoding learned from the training text
 //   (bpe.h): ids 0..255 are bytes, the rest are merged pieces like " the".
-// Every function below works for both kinds unless it says "char only".
+// - gpt2: GPT-2's own tokenizer, read from its vocab.json and merges.txt
+//   (gpt2_tokenizer.h, file 25b): a Bpe that chunks by GPT-2's rules
+//   (chunk.h), with GPT-2's numbering of the tokens kept beside it.
+// Every function below works for every kind unless it says "char only".
 #ifndef TINYGPT_TOKENIZER_H
 #define TINYGPT_TOKENIZER_H
 
@@ -19,14 +22,25 @@
 #include "common.h"
 #include "utf8.h"  // utf8_decode and the rest: whoever reads tokens reads characters too
 
-typedef enum { TOKENIZER_CHAR, TOKENIZER_BPE } TokenizerKind;
+typedef enum { TOKENIZER_CHAR, TOKENIZER_BPE, TOKENIZER_GPT2 } TokenizerKind;
 
 typedef struct {
     TokenizerKind kind;
     int vocab_size;   // V, of whichever kind is in use
-    CharVocab chars;  // char's vocabulary (empty for bpe)
-    Bpe bpe;          // bpe's merges and pieces (empty for char)
+    CharVocab chars;  // char's vocabulary (empty for bpe and gpt2)
+    Bpe bpe;          // bpe's and gpt2's merges and pieces (empty for char)
+    // gpt2 only. GPT-2 numbers its tokens its own way (its 256 bytes in
+    // another order, then the merges, then <|endoftext|>); "bpe" keeps
+    // bpe.h's numbering (bytes, then merge i as 256 + i), these translate.
+    int *gpt2_of_bpe;  // [bpe.vocab_size] GPT-2's id of each bpe token
+    int *bpe_of_gpt2;  // [vocab_size] bpe's id of each GPT-2 token; -1 for <|endoftext|>
+    int end_of_text;   // GPT-2's id of <|endoftext|> (GPT2_END_OF_TEXT in GPT-2's own files)
 } Tokenizer;
+
+// <|endoftext|>'s id in GPT-2's vocab.json: the last of its 50,257 tokens.
+// GPT-2 put it between documents in training; a text that spells it out is
+// still encoded as ordinary text, as GPT-2's reference encoder does.
+enum { GPT2_END_OF_TEXT = 50256 };
 
 // What to build from a training text: the kind, and for bpe the vocabulary
 // size to learn (at least BPE_BYTES + 1): exactly, or at most
@@ -39,7 +53,9 @@ typedef struct {
 
 // TOKENIZER_NAMES: "char" and "bpe", indexed by TokenizerKind,
 // NULL-terminated (the --tokenizer values and the checkpoint's "tokenizer"
-// metadata); tokenizer_kind_name: one of them.
+// metadata); tokenizer_kind_name: one of them, or "gpt2". gpt2 is not among
+// the names yet: train cannot learn it, and no checkpoint holds it until
+// fine-tuning GPT-2 saves one (issue 21, item 4).
 extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
 
@@ -78,7 +94,7 @@ bool tokenizer_from_vocab(Tokenizer *tok, const char *vocab, size_t len, Error *
 // count. The caller frees it.
 char *tokenizer_vocab_utf8(const Tokenizer *tok, size_t *len);
 // tokenizer_id: the id of code point "cp", or -1 if it is not in the
-// vocabulary (bpe: the id of an ASCII character, its byte; -1 for others).
+// vocabulary (bpe and gpt2: the id of an ASCII character's byte; -1 for others).
 // Read-only, so safe to call from several threads at once.
 int tokenizer_id(const Tokenizer *tok, uint32_t cp);
 // tokenizer_next (char only): the id of the character at byte "*pos" of
@@ -92,7 +108,7 @@ int tokenizer_next(const Tokenizer *tok, const char *text, size_t len, size_t *p
 // "*n" entries. Fails on a text tokenizer_check_text refuses (checked first,
 // over the whole text), then (char) on a character outside the vocabulary,
 // naming "source", the character and its byte offset. Not thread-safe for
-// bpe (its chunk cache grows).
+// bpe and gpt2 (the chunk cache grows).
 bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, size_t *n,
                       const char *source, Error *err);
 // tokenizer_piece: the bytes of token "id", "*len" of them. A bpe piece can
@@ -100,6 +116,10 @@ bool tokenizer_encode(Tokenizer *tok, const char *text, size_t len, int **ids, s
 // token), so a printer of pieces must hold incomplete characters back
 // (utf8.h's Utf8Stream does).
 const char *tokenizer_piece(const Tokenizer *tok, int id, size_t *len);
+// tokenizer_decode: the bytes of "n" ids (each in [0, vocab_size)), their
+// pieces one after another, in a new NUL-terminated buffer (the caller
+// frees it) of "*len" bytes. GPT-2's <|endoftext|> decodes to its spelling.
+char *tokenizer_decode(const Tokenizer *tok, const int *ids, size_t n, size_t *len);
 
 // tokenizer_free: release the vocabulary; safe on a zeroed or freed tokenizer.
 // tokenizer_build and tokenizer_from_vocab leave nothing to free when they fail.
