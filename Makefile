@@ -122,8 +122,9 @@ $(CORPUS):
 data/sotu.txt:
 	scripts/get_corpus.sh $@
 
+# The suites in two processes at once, one per core (scripts/run_tests.sh).
 test: tinygpt $(BUILD)/run_tests bpe-check readme-check
-	$(BUILD)/run_tests
+	scripts/run_tests.sh $(BUILD)/run_tests
 
 # README.md and docs/*.md against the program, so the docs cannot drift
 # (issue 12): every flag of every `--help` in a flag table (on any page)
@@ -353,7 +354,7 @@ sanitize:
 	$(MAKE) --no-print-directory reference-bin
 	@status=0; $(SAN_ENV) TINYGPT_BIN=$(SAN_BUILD)/tinygpt TINYGPT_BROKEN_BIN=$(SAN_BUILD)/tinygpt-broken \
 	    TINYGPT_REFERENCE_BIN=$(REFERENCE_BIN) \
-	    $(SAN_BUILD)/run_tests || status=$$?; \
+	    scripts/run_tests.sh $(SAN_BUILD)/run_tests || status=$$?; \
 	if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then \
 	    echo "sanitize: sanitizer reports:"; cat $(SAN_REPORTS)/*; exit 1; fi; \
 	if [ $$status -ne 0 ]; then echo "sanitize: $$status tests failed"; exit 1; fi; \

@@ -1,8 +1,13 @@
 // test_main.c: runs every suite; the exit status is the number of failures.
 //
+// TINYGPT_TEST_SHARD=K/N runs only the suites whose place in the list is K
+// modulo N, so that N processes can share the suites between the cores
+// (scripts/run_tests.sh, which make test and make sanitize use).
+//
 // This process must run no OpenMP code before srunner_run_all: Check forks
 // each test, and a child forked from a process whose OpenMP thread pool
 // exists hangs in its first parallel region (see ../shared/STYLE.md).
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tests.h"
@@ -17,8 +22,15 @@ int main(void) {
         args_suite, settings_suite, train_suite, steady_state_suite, arch_suite, tokenize_suite, faults_suite, timed_suite,
         peak_suite,
     };
+    unsigned shard = 0, shards = 1;
+    const char *spec = getenv("TINYGPT_TEST_SHARD");
+    if (spec && (sscanf(spec, "%u/%u", &shard, &shards) != 2 || shards == 0 || shard >= shards)) {
+        fprintf(stderr, "run_tests: TINYGPT_TEST_SHARD='%s' is not K/N with K < N\n", spec);
+        return EXIT_FAILURE;
+    }
     SRunner *runner = srunner_create(NULL);
-    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) srunner_add_suite(runner, suites[i]());
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        if (i % shards == shard) srunner_add_suite(runner, suites[i]());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
