@@ -217,3 +217,17 @@ void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
     ck_assert_msg(r.failures == 0, "%s: %zu of %zu elements off; worst [%zu] analytic %.6g numeric %.6g", what,
                   r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
 }
+
+void chunks_joined(const char *text, size_t len, ChunkRules rules, char *out) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < len;) {
+        size_t k = chunk_len(text + pos, len - pos, rules);
+        ck_assert_uint_ge(k, 1);
+        ck_assert_uint_le(k, len - pos);
+        if (pos > 0) out[n++] = '|';
+        memcpy(out + n, text + pos, k);
+        n += k;
+        pos += k;
+    }
+    out[n] = '\0';
+}

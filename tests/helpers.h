@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "chunk.h"
 #include "gradcheck.h"
 #include "rng.h"
 #include "sanitized.h"
@@ -119,5 +120,10 @@ void assert_all_close(const char *what, const float *got, const float *want, siz
 // assert_gradcheck_passes: no element of the "n" that "r" checked failed;
 // else the test fails with the worst one.
 void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n);
+
+// chunks_joined: the chunks of "text" ("len" bytes) under "rules", joined by
+// '|', into "out" (room for 2 * len + 1 bytes), NUL-terminated; each chunk
+// is checked to be at least a byte and no longer than what is left.
+void chunks_joined(const char *text, size_t len, ChunkRules rules, char *out);
 
 #endif

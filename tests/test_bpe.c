@@ -9,26 +9,11 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "helpers.h"
 #include "rng.h"
 #include "tests.h"
 
 // ---- Helpers -------------------------------------------------------------------
-
-// chunks_joined: the chunks of "text" ("len" bytes) joined by '|', into
-// "out" (room for 2 * len + 1 bytes), NUL-terminated.
-static void chunks_joined(const char *text, size_t len, char *out) {
-    size_t n = 0;
-    for (size_t pos = 0; pos < len;) {
-        size_t k = bpe_chunk_len(text + pos, len - pos);
-        ck_assert_uint_ge(k, 1);
-        ck_assert_uint_le(k, len - pos);
-        if (pos > 0) out[n++] = '|';
-        memcpy(out + n, text + pos, k);
-        n += k;
-        pos += k;
-    }
-    out[n] = '\0';
-}
 
 // decode_into: the bytes of "n" ids concatenated into "out"; returns the count.
 static size_t decode_into(const Bpe *bpe, const int *ids, size_t n, unsigned char *out) {
@@ -118,7 +103,7 @@ START_TEST(chunks_follow_gpt2_regex_on_bytes) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char got[128];
-        chunks_joined(cases[i].text, strlen(cases[i].text), got);
+        chunks_joined(cases[i].text, strlen(cases[i].text), CHUNK_RULES_BYTES, got);
         ck_assert_msg(strcmp(got, cases[i].chunks) == 0, "case %zu \"%s\": got \"%s\", want \"%s\"", i, cases[i].text,
                       got, cases[i].chunks);
     }

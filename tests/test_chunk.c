@@ -14,23 +14,8 @@
 
 #include "chunk.h"
 #include "rng.h"
+#include "helpers.h"
 #include "tests.h"
-
-// chunks_joined: the chunks of "text" under "rules", joined by '|', into
-// "out" (room for 2 * strlen(text) + 1 bytes), NUL-terminated.
-static void chunks_joined(const char *text, ChunkRules rules, char *out) {
-    size_t len = strlen(text), n = 0;
-    for (size_t pos = 0; pos < len;) {
-        size_t k = chunk_len(text + pos, len - pos, rules);
-        ck_assert_uint_ge(k, 1);
-        ck_assert_uint_le(k, len - pos);
-        if (pos > 0) out[n++] = '|';
-        memcpy(out + n, text + pos, k);
-        n += k;
-        pos += k;
-    }
-    out[n] = '\0';
-}
 
 typedef struct {
     const char *text;
@@ -41,7 +26,7 @@ static void assert_cases(const ChunkCase *cases, size_t n, ChunkRules rules) {
     for (size_t i = 0; i < n; i++) {
         char got[256];
         ck_assert_uint_lt(2 * strlen(cases[i].text) + 1, sizeof got);
-        chunks_joined(cases[i].text, rules, got);
+        chunks_joined(cases[i].text, strlen(cases[i].text), rules, got);
         ck_assert_msg(strcmp(got, cases[i].chunks) == 0, "case %zu \"%s\": got \"%s\", want \"%s\"", i,
                       cases[i].text, got, cases[i].chunks);
     }
@@ -126,8 +111,8 @@ START_TEST(both_rules_agree_on_ascii_text) {
         size_t len = 1 + rng_below(&rng, sizeof text - 1);
         for (size_t i = 0; i < len; i++) text[i] = ALPHABET[rng_below(&rng, sizeof ALPHABET - 1)];
         text[len < sizeof text ? len : sizeof text - 1] = '\0';
-        chunks_joined(text, CHUNK_RULES_BYTES, bytes);
-        chunks_joined(text, CHUNK_RULES_GPT2, gpt2);
+        chunks_joined(text, strlen(text), CHUNK_RULES_BYTES, bytes);
+        chunks_joined(text, strlen(text), CHUNK_RULES_GPT2, gpt2);
         ck_assert_msg(strcmp(bytes, gpt2) == 0, "\"%s\": bytes \"%s\", gpt2 \"%s\"", text, bytes, gpt2);
     }
 }
