@@ -273,9 +273,15 @@ static void print_run(TrainRun *run) {
     double grad_acts = (double)m->grad_act_table.total;
     double scratch = (double)(m->weight_scratch_size + 2 * (size_t)m->max_batch * cfg->block_size);
     double moments = run->optimizer.m ? 2.0 * params : 0.0;  // AdamW's m and v
-    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB = %.1f MB\n",
-            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb, scratch * mb,
-            (2.0 * params + moments + acts + grad_acts + scratch) * mb);
+    // The other threads' slices: each its own gradients and weight scratch.
+    double slices = (double)(run->n_slices - 1) * (double)(model_slice_bytes(m) / sizeof(float));
+    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB",
+            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb, scratch * mb);
+    if (run->n_slices > 1)
+        fprintf(stderr, " + gradients of %d more thread%s %.1f MB (each of %d threads runs the step on %d of the %d rows)",
+                run->n_slices - 1, run->n_slices > 2 ? "s" : "", slices * mb, run->n_slices, run->rows / run->n_slices,
+                run->rows);
+    fprintf(stderr, " = %.1f MB\n", (2.0 * params + moments + acts + grad_acts + scratch + slices) * mb);
     const OptimizerConfig *o = &run->optimizer.cfg;
     fprintf(stderr, "optimizer: %s, lr %g", OPTIMIZER_NAMES[o->kind], o->lr);
     if (o->warmup_steps > 0) fprintf(stderr, " after %ld warmup steps", o->warmup_steps);
@@ -352,6 +358,44 @@ static void next_batch(TrainRun *run, long step, int k, int first) {
     }
 }
 
+// slice_of: thread k's slice of the model: the model itself for k = 0.
+static Model *slice_of(TrainRun *run, int k) { return k == 0 ? &run->model : &run->slices[k - 1]; }
+
+// forward_backward: micro-batch "k" of the step, already in run->inputs and
+// run->targets (its rows "first" onwards of the whole batch, this rank's
+// run->rows of them): forward, and backward unless the loss is not finite.
+// Returns the sum of its rows' losses (each row's mean times one). With one
+// slice, the model runs on all the rows, each layer sharing them among the
+// threads; with N slices, thread j runs slice j on its rows/N rows, one
+// team for the whole pass (build_slices), and a row with a loss that is not
+// finite stops every slice's backward.
+static double forward_backward(TrainRun *run, int k, int first, uint64_t dropout_key) {
+    const int B = run->s.batch, N = run->n_slices, T = run->model.config.block_size;
+    const int R = run->rows / N;  // each slice's rows
+    float losses[N];
+#pragma omp parallel num_threads(N) if (N > 1)
+    {
+        const int j = omp_get_thread_num();
+        Model *m = slice_of(run, j);
+        const size_t at = (size_t)j * R * T;
+        m->loss_rows = run->model.loss_rows;
+        m->batch_first = (size_t)k * (size_t)B + (size_t)first + (size_t)j * R;  // dropout masks: the whole batch's rows
+        // Each pass in a team of one of its own: a layer's loop that shares
+        // its work among "the threads of the region it is in" (an orphaned
+        // `omp for`) must find only this thread there, not the N slices.
+#pragma omp parallel num_threads(1)
+        losses[j] = model_forward(m, run->inputs + at, run->targets + at, R, T, true, dropout_key);
+#pragma omp barrier
+        bool finite = true;
+        for (int i = 0; i < N; i++) finite = finite && isfinite(losses[i]);
+#pragma omp parallel num_threads(1)
+        if (finite) model_backward(m);
+    }
+    double sum = 0.0;
+    for (int j = 0; j < N; j++) sum += (double)losses[j] * R;
+    return sum;
+}
+
 // train_step: one optimizer step: for each of the K = --grad-accum
 // micro-batches, this rank's rows forward and backward, each backward
 // adding its rows' share of the step's mean loss to the gradients (the
@@ -361,23 +405,21 @@ static void next_batch(TrainRun *run, long step, int k, int first) {
 // "*loss" and "*grad_norm" get what the log records. With K = 1 and one
 // process: forward, backward, clip, update, as it always was.
 static bool train_step(TrainRun *run, long step, double lr, float *loss, double *grad_norm) {
-    const int B = run->s.batch, K = run->s.grad_accum, R = run->rows, T = run->model.config.block_size;
+    const int B = run->s.batch, K = run->s.grad_accum, R = run->rows;
     const int first = run->dist.rank * R;  // this rank's first row of each micro-batch
     uint64_t dropout_key = mix64(mix64((uint64_t)run->s.seed) + (uint64_t)step);
     run->model.loss_rows = (size_t)B * (size_t)K;
-    model_zero_grad(&run->model);
+    for (int j = 0; j < run->n_slices; j++) model_zero_grad(slice_of(run, j));
     double loss_sum = 0.0;  // this rank's rows' losses: each micro-batch's mean times its rows
     for (int k = 0; k < K; k++) {
         next_batch(run, step, k, first);
-        run->model.batch_first = (size_t)k * (size_t)B + (size_t)first;  // dropout masks: the whole batch's rows
-        float part = model_forward(&run->model, run->inputs, run->targets, R, T, true, dropout_key);
-        loss_sum += (double)part * R;
+        loss_sum += forward_backward(run, k, first, dropout_key);
         // A loss that is not finite stops here: check_loss then names the
         // first activation that broke, as this forward left them. The sums
         // below still run, on every rank, so that every rank sees it.
-        if (!isfinite(part)) break;
-        model_backward(&run->model);
+        if (!isfinite(loss_sum)) break;
     }
+    for (int j = 1; j < run->n_slices; j++) model_add_grads(&run->model, slice_of(run, j));
     dist_sum_floats(&run->dist, run->model.grads_memory, run->model.param_table.total);
     dist_sum_doubles(&run->dist, &loss_sum, 1);
     *loss = (float)(loss_sum / ((double)B * K));  // with K = 1 and one process, exactly the forward's

@@ -71,6 +71,26 @@ static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cf
     }
 }
 
+// build_slices: one team of threads through each step (model.h, "Slices"):
+// with N threads, when N divides this rank's rows and the N - 1 more copies
+// of the gradients cost at most a quarter of the activations (a small
+// model on many rows: GPT-2's size on 4 rows would need 0.5 GB more a
+// thread), thread k runs the whole step on rows k*R/N.. of the batch, and
+// the gradients meet once. Else one slice, the model itself, whose every
+// layer shares its rows among the threads.
+static void build_slices(TrainRun *run) {
+    const Model *m = &run->model;
+    const int threads = omp_get_max_threads();
+    const size_t extra = (size_t)(threads - 1) * model_slice_bytes(m), acts = m->act_table.total * sizeof(float);
+    run->n_slices = 1;
+    if (threads < 2 || run->rows % threads != 0 || extra > acts / 4) return;
+    run->n_slices = threads;
+    const int rows = run->rows / threads;
+    run->slices = xcalloc((size_t)threads - 1, sizeof(Model));
+    for (int k = 1; k < threads; k++) model_slice_init(&run->slices[k - 1], m, k * rows, rows);
+    omp_set_max_active_levels(1);  // inside a slice's thread, every layer's loop runs on that thread
+}
+
 // continue_from_state: --resume, once the data is loaded: it must be the
 // text the run was trained on; then the batch stream, AdamW's moments and
 // the log continue where the checkpoint left them.
@@ -156,6 +176,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
     cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
     build_model(run, cmd, &cfg);
+    build_slices(run);
     OptimizerConfig ocfg = optimizer_config(s);
     optimizer_init(&run->optimizer, &ocfg, &run->model);
     size_t positions = (size_t)run->rows * s->context;
@@ -194,6 +215,8 @@ void train_free(TrainRun *run) {
     generator_free(&run->preview);
     free(run->targets);
     free(run->inputs);
+    for (int k = 0; k < run->n_slices - 1; k++) model_slice_free(&run->slices[k]);
+    free(run->slices);
     model_free(&run->model);
     dataset_free(&run->data);
     tokenizer_free(&run->tok);

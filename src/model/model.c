@@ -9,6 +9,7 @@
 // NaN.
 #include "model.h"
 
+#include <assert.h>
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
@@ -331,25 +332,35 @@ void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B) { build_table
 // model has in the same order, from "*next" on. A view whose tensor the
 // model lacks stays NULL; so do all of them without memory (a model built
 // without gradients).
+// Rows: a slice of the batch (model_slice_init) points each view of an
+// activation buffer at its own rows, "first" onwards of the table's "of".
+typedef struct {
+    size_t first, of;  // {0, 1}: the whole tensor
+} Rows;
+#define ALL_ROWS ((Rows){0, 1})
+
 static void point_entries(void *views, const TensorEntry *list, int n, const TensorTable *t, int *next,
-                          float *memory, const ModelConfig *cfg) {
+                          float *memory, const ModelConfig *cfg, Rows rows) {
     for (int i = 0; i < n; i++) {
         if (!has_part(list[i].part, cfg)) continue;
         const TensorSpec *spec = &t->specs[(*next)++];
-        if (list[i].view != NO_VIEW && memory) *(float **)((char *)views + list[i].view) = memory + spec->offset;
+        // Every activation's first dimension is the batch's (B*T or B*NH rows).
+        assert(spec->size % rows.of == 0);
+        const size_t offset = spec->offset + rows.first * (spec->size / rows.of);
+        if (list[i].view != NO_VIEW && memory) *(float **)((char *)views + list[i].view) = memory + offset;
     }
 }
 
 // set_views: the views of a buffer laid out by "lo" (table "t" at "memory"):
 // the front and back entries' in "views", each block's in blocks[l]
-// ("block_size" bytes apart).
+// ("block_size" bytes apart); of every tensor, "rows" (ALL_ROWS: all).
 static void set_views(void *views, void *blocks, size_t block_size, const Layout *lo, const TensorTable *t,
-                      float *memory, const ModelConfig *cfg) {
+                      float *memory, const ModelConfig *cfg, Rows rows) {
     int next = 0;
-    point_entries(views, lo->front, lo->n_front, t, &next, memory, cfg);
+    point_entries(views, lo->front, lo->n_front, t, &next, memory, cfg, rows);
     for (int l = 0; lo->block && l < model_layers(cfg); l++)
-        point_entries((char *)blocks + (size_t)l * block_size, lo->block, lo->n_block, t, &next, memory, cfg);
-    point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg);
+        point_entries((char *)blocks + (size_t)l * block_size, lo->block, lo->n_block, t, &next, memory, cfg, rows);
+    point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg, rows);
 }
 
 // block_weight_floats: a block's matrices, transposed at once: (3C + C +
@@ -412,18 +423,20 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     param_table(&m->param_table, cfg);
     m->params_memory = xcalloc(m->param_table.total, sizeof(float));
     m->params.blocks = xcalloc(L, sizeof(BlockParams));
-    set_views(&m->params, m->params.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->params_memory, cfg);
+    set_views(&m->params, m->params.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->params_memory, cfg,
+              ALL_ROWS);
     act_table(&m->act_table, cfg, max_batch);
     m->acts_memory = xcalloc(m->act_table.total, sizeof(float));
     m->acts.blocks = xcalloc(L, sizeof(BlockActs));
-    set_views(&m->acts, m->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg);
+    set_views(&m->acts, m->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg, ALL_ROWS);
     if (with_grads) {
         m->grads.blocks = xcalloc(L, sizeof(BlockParams));
         m->grads_memory = xcalloc(m->param_table.total, sizeof(float));
-        set_views(&m->grads, m->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->grads_memory, cfg);
+        set_views(&m->grads, m->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->grads_memory, cfg,
+                  ALL_ROWS);
         grad_act_table(&m->grad_act_table, cfg, max_batch);
         m->grad_acts_memory = xcalloc(m->grad_act_table.total, sizeof(float));
-        set_views(&m->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg);
+        set_views(&m->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, ALL_ROWS);
     }
     // Tied (gpt): the head is tok_emb, and the head's gradient adds to tok_emb's.
     if (m->parts.tied_head) {
@@ -435,6 +448,39 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     size_t positions = (size_t)max_batch * cfg->block_size;
     m->inputs = xcalloc(positions, sizeof(int));
     m->targets = xcalloc(positions, sizeof(int));
+}
+
+// A slice shares its model's weights and activation buffers (their rows
+// first_row onwards) and has gradients and a weight scratch of its own.
+void model_slice_init(Model *slice, const Model *m, int first_row, int rows) {
+    assert(m->grads_memory && first_row >= 0 && rows >= 1 && first_row + rows <= m->max_batch);
+    const ModelConfig *cfg = &m->config;
+    const Rows mine = {(size_t)first_row, (size_t)m->max_batch};
+    *slice = *m;
+    slice->max_batch = rows;
+    slice->acts.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockActs));
+    set_views(&slice->acts, slice->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg, mine);
+    set_views(&slice->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, mine);
+    slice->grads.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockParams));
+    slice->grads_memory = xcalloc(m->param_table.total, sizeof(float));
+    set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, slice->grads_memory,
+              cfg, ALL_ROWS);
+    if (m->parts.tied_head) slice->grads.head_weight = slice->grads.tok_emb;
+    slice->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
+    slice->inputs = m->inputs + (size_t)first_row * cfg->block_size;
+    slice->targets = m->targets + (size_t)first_row * cfg->block_size;
+}
+
+void model_slice_free(Model *slice) {
+    free(slice->weight_scratch);
+    free(slice->grads_memory);
+    free(slice->grads.blocks);
+    free(slice->acts.blocks);
+    memset(slice, 0, sizeof *slice);
+}
+
+size_t model_slice_bytes(const Model *m) {
+    return (m->param_table.total + m->weight_scratch_size) * sizeof(float);
 }
 
 void model_free(Model *m) {
@@ -935,6 +981,10 @@ void model_zero_grad(Model *m) { zero_floats(m->grads_memory, m->param_table.tot
 static void add_floats(float *sum, const float *x, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) sum[i] += x[i];
+}
+
+void model_add_grads(Model *m, const Model *slice) {
+    add_floats(m->grads_memory, slice->grads_memory, m->param_table.total);
 }
 
 // through_dropout: the gradient of a branch's output, given dresidual,

@@ -310,6 +310,29 @@ void model_backward(Model *m);
 // model_sgd_step: params -= lr * grads.
 void model_sgd_step(Model *m, float lr);
 
+// Slices: one team of threads through a whole step. Instead of every layer
+// sharing its rows among the threads and waiting for them at its end, each
+// thread can run the whole forward and backward on its own rows of the
+// batch, as one process under mpirun does (dist.h), and the threads meet
+// once, to sum their gradients. Two threads ran the default gpt 1.2x as
+// fast this way (docs/speed-and-memory.md): each core keeps its rows in its
+// own cache through the step.
+// model_slice_init: "slice" becomes rows [first_row, first_row + rows) of
+// m's batch: it reads m's weights, keeps its activations in m's buffers at
+// those rows (so two slices never touch one element), and has gradients of
+// its own (two slices adding to one buffer would race) and its own weight
+// scratch. m must have gradients; m itself serves as the slice of row 0.
+// Set loss_rows and batch_first before each forward, as for a part of a
+// batch. Run a slice's forward and backward on one thread: inside a
+// parallel region (nested parallelism off) every layer's loop does.
+// model_slice_free releases what the slice owns.
+void model_slice_init(Model *slice, const Model *m, int first_row, int rows);
+void model_slice_free(Model *slice);
+// model_slice_bytes: the memory a slice owns: its gradients and scratch.
+size_t model_slice_bytes(const Model *m);
+// model_add_grads: m's gradients += the slice's.
+void model_add_grads(Model *m, const Model *slice);
+
 // model_find_nonfinite: the first tensor of the parameter table, read in
 // "memory" (m->params_memory, or m->grads_memory for the gradients), that
 // holds a NaN or an infinity: its index in m->param_table, with the element
