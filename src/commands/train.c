@@ -219,6 +219,43 @@ static bool check_tensors(TrainRun *run, long step, const float *memory, const c
 
 // ---- The training loop --------------------------------------------------------------
 
+// slice_of: thread k's slice of the model: the model itself for k = 0.
+static Model *slice_of(TrainRun *run, int k) { return k == 0 ? &run->model : &run->slices[k - 1]; }
+
+// model_pass: the model on the first "rows" rows of run->inputs and
+// run->targets, the rows "batch_first" onwards of the whole batch; in
+// training, forward and backward (unless the loss is not finite), else
+// forward alone. Returns the sum of the rows' losses (each row's mean times
+// one). On all of this rank's rows with N slices (build_slices), thread j
+// runs slice j on its rows/N rows, one team for the whole pass, and a loss
+// that is not finite in any slice stops every slice's backward. Otherwise
+// the model runs on all the rows, each layer sharing them among the threads.
+static double model_pass(TrainRun *run, int rows, bool training, uint64_t dropout_key, size_t batch_first) {
+    const int N = rows == run->rows ? run->n_slices : 1, R = rows / N, T = run->model.config.block_size;
+    float losses[N];
+#pragma omp parallel num_threads(N) if (N > 1)
+    {
+        const int j = omp_get_thread_num();
+        Model *m = slice_of(run, j);
+        const size_t at = (size_t)j * R * T;
+        m->loss_rows = run->model.loss_rows;
+        m->batch_first = batch_first + (size_t)j * R;  // dropout masks: the whole batch's rows
+        // Each pass in a team of one of its own: a layer's loop that shares
+        // its work among "the threads of the region it is in" (an orphaned
+        // `omp for`) must find only this thread there, not the N slices.
+#pragma omp parallel num_threads(1)
+        losses[j] = model_forward(m, run->inputs + at, run->targets + at, R, T, training, dropout_key);
+#pragma omp barrier
+        bool finite = true;
+        for (int i = 0; i < N; i++) finite = finite && isfinite(losses[i]);
+#pragma omp parallel num_threads(1)
+        if (training && finite) model_backward(m);
+    }
+    double sum = 0.0;
+    for (int j = 0; j < N; j++) sum += (double)losses[j] * R;
+    return sum;
+}
+
 // validation_loss: the mean loss per token over windows of the validation
 // split, dropout off. Every whole window (T + 1 tokens, laid end to end, as
 // `tinygpt eval --split val` lays them) when there are at most
@@ -238,7 +275,7 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
         if (piece % (size_t)run->dist.size != (size_t)run->dist.rank) continue;  // another rank's
         int rows = chosen - first < R ? (int)(chosen - first) : (int)R;
         batch_spread(val_tokens, first, rows, chosen, T, run->inputs, run->targets);
-        total += (double)model_forward(&run->model, run->inputs, run->targets, rows, T, false, 0) * rows;
+        total += model_pass(run, rows, false, 0, 0);
     }
     dist_sum_doubles(&run->dist, &total, 1);
     return (float)(total / (double)chosen);
@@ -358,44 +395,6 @@ static void next_batch(TrainRun *run, long step, int k, int first) {
     }
 }
 
-// slice_of: thread k's slice of the model: the model itself for k = 0.
-static Model *slice_of(TrainRun *run, int k) { return k == 0 ? &run->model : &run->slices[k - 1]; }
-
-// forward_backward: micro-batch "k" of the step, already in run->inputs and
-// run->targets (its rows "first" onwards of the whole batch, this rank's
-// run->rows of them): forward, and backward unless the loss is not finite.
-// Returns the sum of its rows' losses (each row's mean times one). With one
-// slice, the model runs on all the rows, each layer sharing them among the
-// threads; with N slices, thread j runs slice j on its rows/N rows, one
-// team for the whole pass (build_slices), and a row with a loss that is not
-// finite stops every slice's backward.
-static double forward_backward(TrainRun *run, int k, int first, uint64_t dropout_key) {
-    const int B = run->s.batch, N = run->n_slices, T = run->model.config.block_size;
-    const int R = run->rows / N;  // each slice's rows
-    float losses[N];
-#pragma omp parallel num_threads(N) if (N > 1)
-    {
-        const int j = omp_get_thread_num();
-        Model *m = slice_of(run, j);
-        const size_t at = (size_t)j * R * T;
-        m->loss_rows = run->model.loss_rows;
-        m->batch_first = (size_t)k * (size_t)B + (size_t)first + (size_t)j * R;  // dropout masks: the whole batch's rows
-        // Each pass in a team of one of its own: a layer's loop that shares
-        // its work among "the threads of the region it is in" (an orphaned
-        // `omp for`) must find only this thread there, not the N slices.
-#pragma omp parallel num_threads(1)
-        losses[j] = model_forward(m, run->inputs + at, run->targets + at, R, T, true, dropout_key);
-#pragma omp barrier
-        bool finite = true;
-        for (int i = 0; i < N; i++) finite = finite && isfinite(losses[i]);
-#pragma omp parallel num_threads(1)
-        if (finite) model_backward(m);
-    }
-    double sum = 0.0;
-    for (int j = 0; j < N; j++) sum += (double)losses[j] * R;
-    return sum;
-}
-
 // train_step: one optimizer step: for each of the K = --grad-accum
 // micro-batches, this rank's rows forward and backward, each backward
 // adding its rows' share of the step's mean loss to the gradients (the
@@ -413,7 +412,7 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
     double loss_sum = 0.0;  // this rank's rows' losses: each micro-batch's mean times its rows
     for (int k = 0; k < K; k++) {
         next_batch(run, step, k, first);
-        loss_sum += forward_backward(run, k, first, dropout_key);
+        loss_sum += model_pass(run, R, true, dropout_key, (size_t)k * (size_t)B + (size_t)first);
         // A loss that is not finite stops here: check_loss then names the
         // first activation that broke, as this forward left them. The sums
         // below still run, on every rank, so that every rank sees it.
