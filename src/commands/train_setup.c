@@ -250,7 +250,10 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     if (seconds && (!parse_double(seconds->value, seconds->len, &run->seconds_before) || run->seconds_before < 0))
         die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"train_seconds\" must be a number of seconds; the file is damaged: start a new run from its weights with --init",
             checkpoint);
-    if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    char info[4200];
+    if (run_info_find(s->resume_dir, info, sizeof info) &&
+        run_info_read(fopen_checked(info, "rb", &err), info, s->resume_dir, &run->run_info, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
     TrainSettings saved = *s;
     if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||
         !settings_read_kept(&saved, &run->run_info, KEPT_IN_RUN_JSON, checkpoint, &err))
