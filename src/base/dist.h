@@ -6,11 +6,12 @@
 // each runs forward and backward on its own rows of the batch, then
 // dist_sum_floats adds the N gradients (Open MPI's MPI_Allreduce, in place
 // on the one gradient buffer), so every copy holds the same sum and takes
-// the same optimizer step. Rank 0 alone reads the text, prints and writes.
+// the same optimizer step. Rank 0 alone reads the files, prints and writes.
 //
 // Built without MPI, or run without mpirun, there is one process, rank 0
-// of 1, and every call here returns at once: the training loop reads the
-// same either way, and does the same arithmetic as before MPI existed.
+// of 1, and every call here returns at once (dist_fopen just opens the
+// file): the training loop reads the same either way, and does the same
+// arithmetic as before MPI existed.
 // Everything MPI is in dist.c, behind TINYGPT_MPI (set by `make MPI=1`).
 //
 // Only rank 0 need have the files: the training text (train_setup.c sends
