@@ -291,7 +291,8 @@ mpi-bin:
 # 2 processes on this machine against one (scripts/mpi_check.sh): the same
 # losses (also with bpe, sequential batches and --grad-accum), one log and
 # one checkpoint, resume with another process count, SIGINT, a killed rank,
-# and a --batch that 2 does not divide. About a minute.
+# a --batch that 2 does not divide, and --resume and --init with the files
+# only in rank 0's working directory. About a minute and a quarter.
 mpi-check: tinygpt mpi-bin
 	scripts/mpi_check.sh $(MPI_BIN) ./tinygpt
 

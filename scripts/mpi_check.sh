@@ -20,6 +20,11 @@
 #  6. a --batch that 2 does not divide is refused in one line, naming it;
 #  7. with a bpe tokenizer rank 0 learns and sends, sequential batches and
 #     --grad-accum 2, 2 processes still give one process's losses.
+#  8. only rank 0 need have the files: with each rank in a working
+#     directory of its own and the text and the run only in rank 0's,
+#     --resume and --init give one process's losses, the other rank's
+#     directory stays empty, and a missing or damaged checkpoint ends both
+#     ranks at once with rank 0's one line.
 # Open MPI refuses root unless told, and 2 processes on 2 cores need
 # --oversubscribe when the cores are counted as one slot each.
 set -euo pipefail
@@ -138,5 +143,36 @@ more=(--steps 30 --tokenizer bpe --vocab-size 300 --order sequential --grad-accu
 "${mpirun[@]}" "$mpi_bin" train "$dir/short.txt" --out "$dir/bpe2" "${more[@]}" >/dev/null 2>&1 ||
     fail "the 2-process bpe run failed"
 same_losses "$dir/bpe1" "$dir/bpe2" 1e-4 || fail "2 processes with bpe and --grad-accum do not give one process's losses"
+
+echo "== 8. only rank 0 has the text and the run: --resume, --init, a missing or damaged checkpoint"
+# mpirun's MPMD form (A : B) starts rank 0 in A and rank 1 in B, as on two
+# machines of which only the first has the files; every path is relative.
+mkdir "$dir/A" "$dir/B"
+cp "$dir/text.txt" "$dir/A/"
+on_two_machines() {
+    timeout 120 mpirun --oversubscribe --quiet -np 1 --wdir "$dir/A" "$mpi_bin" "$@" : -np 1 --wdir "$dir/B" "$mpi_bin" "$@"
+}
+(cd "$dir/A" && "$mpi_bin" train text.txt --out run "${flags[@]}" --stop-after 70 >/dev/null 2>&1) ||
+    fail "the one-process run to resume failed"
+on_two_machines train --resume run >/dev/null 2>"$dir/split.err" ||
+    { cat "$dir/split.err"; fail "2 ranks with the run only in rank 0's directory could not resume it"; }
+same_losses "$dir/one" "$dir/A/run" 1e-4 || fail "the run resumed with the files only on rank 0 does not end as the uninterrupted one"
+init=(--init run/model.safetensors --steps 20 --dropout 0.1 --eval-interval 10 --seed 5 --threads 1 --sample-every 0)
+(cd "$dir/A" && "$mpi_bin" train text.txt --out init1 "${init[@]}" >/dev/null 2>&1) || fail "the one-process --init run failed"
+on_two_machines train text.txt --out init2 "${init[@]}" >/dev/null 2>"$dir/split.err" ||
+    { cat "$dir/split.err"; fail "2 ranks with the --init checkpoint only in rank 0's directory failed"; }
+same_losses "$dir/A/init1" "$dir/A/init2" 1e-4 || fail "--init with the file only on rank 0 does not give one process's losses"
+[[ -z $(ls -A "$dir/B") ]] || fail "rank 1 wrote into its directory: $(ls -A "$dir/B")"
+# A run directory without a checkpoint, and one whose checkpoint is cut short.
+mkdir "$dir/A/empty"
+cp -r "$dir/A/init2" "$dir/A/damaged"
+truncate -s 1000 "$dir/A/damaged/checkpoint-20/model.safetensors"
+for bad in "empty:cannot open 'empty/model.safetensors'" "damaged:is not a valid tinygpt checkpoint"; do
+    status=0
+    on_two_machines train --resume "${bad%%:*}" >/dev/null 2>"$dir/bad.err" || status=$?
+    ((status != 0 && status != 124)) || fail "--resume ${bad%%:*} exited $status (124: it hung)"
+    [[ $(grep -c '^tinygpt' "$dir/bad.err") == 1 ]] && grep -q -- "${bad#*:}" "$dir/bad.err" ||
+        fail "--resume ${bad%%:*}: not one line saying '${bad#*:}': $(cat "$dir/bad.err")"
+done
 
 echo "mpi-check: all passed"

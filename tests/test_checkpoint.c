@@ -1395,6 +1395,49 @@ static void expect_header_rejected(const char *needle) {
     ck_assert_int_eq(h.metadata.count, 0);
 }
 
+// in_memory: "file" as a stream in memory, as under mpirun the other ranks
+// read rank 0's bytes (dist_fopen).
+static FILE *in_memory(const char *file) {
+    char *bytes;
+    size_t len;
+    Error err = {{0}};
+    ck_assert_msg(read_file(file, &bytes, &len, &err), "%s", err.msg);
+    FILE *f = fmemopen(NULL, len, "r+");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    rewind(f);
+    free(bytes);
+    return f;
+}
+
+// The readers' _stream forms, on a copy in memory, read what they read
+// from the file, and refuse a damaged copy with the file's own message.
+START_TEST(a_checkpoint_read_from_memory_gives_what_its_file_gives) {
+    save_run();
+    CheckpointHeader h;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_read_header_stream(in_memory(path), path, &h, &err), "%s", err.msg);
+    ck_assert_int_eq(h.step, STEP);
+    ck_assert_ptr_nonnull(metadata_get(&h.metadata, "batch_rng"));
+    metadata_free(&h.metadata);
+    Model m;
+    Tokenizer t;
+    long step = -1;
+    ck_assert_msg(checkpoint_load_stream(in_memory(path), path, &m, &t, 1, false, &step, &err), "%s", err.msg);
+    ck_assert_int_eq(step, STEP);
+    ck_assert_int_eq(t.vocab_size, tok.vocab_size);
+    ck_assert_mem_eq(m.params_memory, model.params_memory, model.param_table.total * sizeof(float));
+    model_free(&m);
+    tokenizer_free(&t);
+
+    ck_assert_int_eq(truncate(path, 200), 0);
+    Error from_file = {{0}};
+    ck_assert(!checkpoint_load(path, &m, &t, 1, false, NULL, &from_file));
+    ck_assert(!checkpoint_load_stream(in_memory(path), path, &m, &t, 1, false, NULL, &err));
+    ck_assert_str_eq(err.msg, from_file.msg);
+}
+END_TEST
+
 START_TEST(save_run_then_read_header_gives_back_every_key_byte_for_byte) {
     save_run();
     CheckpointHeader h;
@@ -1779,6 +1822,21 @@ START_TEST(optimizer_state_load_accepts_tensors_stored_in_another_order) {
 }
 END_TEST
 
+START_TEST(optimizer_state_read_from_memory_gives_what_its_file_gives) {
+    Optimizer o;
+    OptimizerConfig cfg = adamw_config();
+    optimizer_init(&o, &cfg, &model);
+    long step = -1;
+    Error err = {{0}};
+    ck_assert_msg(optimizer_state_load_stream(&o, &model, in_memory(opt_path), opt_path, &step, &err), "%s", err.msg);
+    ck_assert_int_eq(step, STEP);
+    ck_assert_int_eq(o.step, UPDATES);
+    ck_assert_mem_eq(o.m, optimizer.m, optimizer.size * sizeof(float));
+    ck_assert_mem_eq(o.v, optimizer.v, optimizer.size * sizeof(float));
+    optimizer_free(&o);
+}
+END_TEST
+
 START_TEST(optimizer_state_load_of_a_missing_file_says_what_to_do) {
     char missing[160];
     snprintf(missing, sizeof missing, "%s/missing/optimizer.safetensors", dir);
@@ -2072,6 +2130,7 @@ Suite *checkpoint_suite(void) {
     TCase *state = tcase_create("a run's metadata");
     tcase_add_checked_fixture(state, setup, teardown);
     tcase_add_test(state, save_run_then_read_header_gives_back_every_key_byte_for_byte);
+    tcase_add_test(state, a_checkpoint_read_from_memory_gives_what_its_file_gives);
     tcase_add_test(state, a_checkpoint_with_a_run_still_loads_as_weights_for_sample_and_eval);
     tcase_add_test(state, read_header_of_a_checkpoint_without_a_run_says_to_use_init);
     tcase_add_test(state, read_header_rejects_a_metadata_value_that_is_not_a_string);
@@ -2088,6 +2147,7 @@ Suite *checkpoint_suite(void) {
     tcase_add_test(adamw, optimizer_state_save_replaces_the_old_file_and_leaves_no_tmp_file);
     tcase_add_test(adamw, optimizer_state_save_into_a_missing_directory_fails_naming_the_file);
     tcase_add_test(adamw, optimizer_state_load_accepts_tensors_stored_in_another_order);
+    tcase_add_test(adamw, optimizer_state_read_from_memory_gives_what_its_file_gives);
     tcase_add_test(adamw, optimizer_state_load_of_a_missing_file_says_what_to_do);
     tcase_add_test(adamw, optimizer_state_load_rejects_the_file_truncated_at_every_length);
     tcase_add_test(adamw, optimizer_state_load_rejects_another_format_or_optimizer);

@@ -130,7 +130,9 @@ START_TEST(every_kept_setting_round_trips_through_a_checkpoint_and_run_json_bit_
     Metadata model_keys = {0};
     checkpoint_model_metadata(&model_keys, &m.config, tok.kind);
     Metadata info;
-    ck_assert_int_eq(run_info_read(dir, &info, &err), 0);
+    char info_path[4200];
+    ck_assert(run_info_find(dir, info_path, sizeof info_path));
+    ck_assert_int_eq(run_info_read(fopen_checked(info_path, "rb", &err), info_path, dir, &info, &err), 0);
     ck_assert_msg(settings_read_kept(&got, &model_keys, KEPT_IN_MODEL, ckpt, &err), "%s", err.msg);
     ck_assert_msg(settings_read_kept(&got, &h.metadata, KEPT_IN_RUN, ckpt, &err), "%s", err.msg);
     ck_assert_msg(settings_read_kept(&got, &info, KEPT_IN_RUN_JSON, ckpt, &err), "%s", err.msg);

@@ -190,6 +190,15 @@ bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error 
     return error_set(err, "error writing '%s': %s (is the disk full?)", path, strerror(errno));
 }
 
+bool stream_size(FILE *f, const char *path, uint64_t *size, Error *err) {
+    off_t at = ftello(f), end = -1;
+    if (at >= 0 && fseeko(f, 0, SEEK_END) == 0) end = ftello(f);
+    if (end < 0 || fseeko(f, at, SEEK_SET) != 0)
+        return error_set(err, "cannot read the size of '%s': %s", path, strerror(errno));
+    *size = (uint64_t)end;
+    return true;
+}
+
 const char *path_base(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;

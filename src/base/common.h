@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 // Exit statuses: 2 for a usage error (bad flag), 1 for anything at run time.
@@ -94,6 +95,10 @@ bool io_fault(void);
 // naming "path" (a short read is reported as a truncated file).
 bool read_exact(void *buf, size_t size, FILE *f, const char *path, Error *err);
 bool write_exact(const void *buf, size_t size, FILE *f, const char *path, Error *err);
+// stream_size: the length in bytes of "f", a file or a stream in memory
+// (fmemopen, which has no file to fstat), found by seeking to its end and
+// back to where it was; false with "err" naming "path" if it cannot be.
+bool stream_size(FILE *f, const char *path, uint64_t *size, Error *err);
 
 // ---- Writing a file whole or not at all ----
 // Every file tinygpt must never leave half-written (checkpoints, AdamW's

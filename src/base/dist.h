@@ -6,17 +6,28 @@
 // each runs forward and backward on its own rows of the batch, then
 // dist_sum_floats adds the N gradients (Open MPI's MPI_Allreduce, in place
 // on the one gradient buffer), so every copy holds the same sum and takes
-// the same optimizer step. Rank 0 alone reads the text, prints and writes.
+// the same optimizer step. Rank 0 alone reads the files, prints and writes.
 //
 // Built without MPI, or run without mpirun, there is one process, rank 0
-// of 1, and every call here returns at once: the training loop reads the
-// same either way, and does the same arithmetic as before MPI existed.
+// of 1, and every call here returns at once (dist_fopen just opens the
+// file): the training loop reads the same either way, and does the same
+// arithmetic as before MPI existed.
 // Everything MPI is in dist.c, behind TINYGPT_MPI (set by `make MPI=1`).
+//
+// Only rank 0 need have the files: the training text (train_setup.c sends
+// its tokens), and with --resume or --init the run directory or
+// checkpoint. Each file a run starts from is opened with dist_fopen, which
+// has rank 0 read it and send its bytes, and every rank parses the same
+// bytes with the same code; a failure rank 0 alone can see (no such file,
+// the run directory locked) reaches every rank through dist_rank0_result.
 #ifndef TINYGPT_DIST_H
 #define TINYGPT_DIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include "common.h"
 
 typedef struct {
     int rank;               // this process, in [0, size); rank 0 prints and writes
@@ -48,5 +59,20 @@ int dist_max_int(const Dist *d, int value);
 bool dist_rank0_says(const Dist *d, bool value);
 // dist_broadcast: rank 0's "bytes" bytes at "buf" copied into every rank's "buf".
 void dist_broadcast(const Dist *d, void *buf, size_t bytes);
+
+// Built on dist_broadcast, so the same code in both builds:
+//
+// dist_rank0_result: rank 0's "status" (0, or the exit status it must stop
+// with) on every rank, and when it is not 0, rank 0's "err" too: the
+// outcome of something only rank 0 does, such as opening a file or locking
+// the run directory. Every rank then stops with rank 0's status and
+// message, rather than wait for it at the next collective.
+int dist_rank0_result(const Dist *d, int status, Error *err);
+// dist_fopen: rank 0's file "path", open for reading on every rank: on
+// rank 0 the file itself; on the others a stream in memory (fmemopen) of
+// the bytes rank 0 read and sent. With one process, fopen_checked. NULL on
+// every rank, with rank 0's message in "err", if rank 0 could not read it.
+// The caller fcloses it (the copy in memory goes with it).
+FILE *dist_fopen(const Dist *d, const char *path, Error *err);
 
 #endif

@@ -119,11 +119,13 @@ static void continue_from_state(TrainRun *run) {
     Error err;
     long saved_step;
     if (run->optimizer.cfg.kind != OPT_SGD) {
-        if (!optimizer_state_load(&run->optimizer, &run->model, run->start_optimizer, &saved_step, &err))
+        const char *state = run->resume_files.optimizer;
+        if (!optimizer_state_load_stream(&run->optimizer, &run->model, dist_fopen(&run->dist, state, &err), state,
+                                         &saved_step, &err))
             die(EXIT_RUNTIME, "%s", err.msg);
         if (saved_step != run->start_step)
             die(EXIT_RUNTIME, "'%s' holds the optimizer's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
-                run->start_optimizer, saved_step, run->start_path, run->start_step);
+                state, saved_step, run->resume_files.model, run->start_step);
     }
 }
 
@@ -169,9 +171,10 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     TrainSettings *s = &run->s;
     Error err;
     TokenizerSpec learn = {s->tokenizer, s->vocab_size, s->vocab_size_at_most};
-    if (run->writer && !dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path,
-                                     s->val_fraction, s->context, &err))
-        die(EXIT_RUNTIME, "%s", err.msg);
+    // Rank 0 reads the text (share_data sends it); if it cannot, every rank stops.
+    bool loaded = !run->writer || dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path,
+                                               s->val_fraction, s->context, &err);
+    if (dist_rank0_result(&run->dist, loaded ? 0 : EXIT_RUNTIME, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     share_data(run, !s->init_path);
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
     cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
@@ -193,8 +196,9 @@ static void setup_run(TrainRun *run, const Command *cmd) {
 
     // Everything has loaded: the first write into DIR (a resumed run has
     // claimed it already, before reading its checkpoint).
-    if (!s->resume_dir && run->writer) {
-        int status = run_dir_claim(&run->dir, s->out_dir, true, s->force, &err);
+    if (!s->resume_dir) {
+        int status = run->writer ? run_dir_claim(&run->dir, s->out_dir, true, s->force, &err) : 0;
+        status = dist_rank0_result(&run->dist, status, &err);
         if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
         if (status) die(status, "%s", err.msg);
     }
@@ -234,7 +238,9 @@ void train_free(TrainRun *run) {
 // must agree with it (--init; --resume refused them already).
 static void load_start(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
     Error err;
-    if (!checkpoint_load(run->s.init_path, &run->start, &run->tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    const char *path = run->s.init_path;
+    if (!checkpoint_load_stream(dist_fopen(&run->dist, path, &err), path, &run->start, &run->tok, 1, false, NULL, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
     Metadata md = {0};
     checkpoint_model_metadata(&md, &run->start.config, run->tok.kind);
     TrainSettings saved = run->s;
@@ -243,29 +249,47 @@ static void load_start(TrainRun *run, const Command *cmd, const Given *given, Gi
     metadata_free(&md);
 }
 
-// resume_settings: with --resume DIR: lock DIR (run_dir_claim), read its
-// checkpoint's header and take the run's settings from it, and the
+// find_resume_files: rank 0's part of --resume DIR, which only it need
+// have: DIR must be a directory, which it locks (run_dir_claim), and
+// run->resume_files are found in it. 0, or the exit status, "err" saying why.
+static int find_resume_files(TrainRun *run, Error *err) {
+    const char *dir = run->s.resume_dir;
+    struct stat dir_st;
+    if (stat(dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)) {
+        error_set(err, "--resume '%s' is not a directory; give the --out directory of an earlier run", dir);
+        return EXIT_RUNTIME;
+    }
+    // --out is DIR itself (settings.c, derive_out_dir).
+    int status = run_dir_claim(&run->dir, run->s.out_dir, false, false, err);
+    if (status) return status;
+    // The newest checkpoint; a run saved before checkpoints were directories
+    // has its model and AdamW's state in DIR itself.
+    char newest[4096];
+    long newest_step;
+    if (!run_dir_latest_checkpoint(dir, newest, sizeof newest, &newest_step)) snprintf(newest, sizeof newest, "%s", dir);
+    snprintf(run->resume_files.model, sizeof run->resume_files.model, "%s/model.safetensors", newest);
+    snprintf(run->resume_files.optimizer, sizeof run->resume_files.optimizer, "%s/optimizer.safetensors", newest);
+    run_info_find(dir, run->resume_files.run_info, sizeof run->resume_files.run_info);
+    return 0;
+}
+
+// resume_settings: with --resume DIR: lock DIR and find its files (rank 0,
+// which sends their paths; every rank reads them through it: dist_fopen),
+// read the checkpoint's header and take the run's settings from it, and the
 // training file's path from run.json (or, in a run saved before it
 // existed, the checkpoint), as if they had been typed again. The flags
 // that may change (--steps to train further, ...) do not change the numbers.
 static void resume_settings(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
     TrainSettings *s = &run->s;
     settings_refuse_on_resume(cmd, given);
-    struct stat dir_st;
-    if (stat(s->resume_dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
-        die(EXIT_RUNTIME, "--resume '%s' is not a directory; give the --out directory of an earlier run", s->resume_dir);
-    Error err;  // --out is DIR itself (settings.c, derive_out_dir)
-    int status = run->writer ? run_dir_claim(&run->dir, s->out_dir, false, false, &err) : 0;
+    Error err;
+    int status = run->writer ? find_resume_files(run, &err) : 0;
+    status = dist_rank0_result(&run->dist, status, &err);
     if (status) die(status, "%s", err.msg);
-    // The newest checkpoint; a run saved before checkpoints were directories
-    // has its model and AdamW's state in DIR itself.
-    char *checkpoint = run->start_path, newest[4096];
-    long newest_step;
-    if (!run_dir_latest_checkpoint(s->resume_dir, newest, sizeof newest, &newest_step))
-        snprintf(newest, sizeof newest, "%s", s->resume_dir);
-    snprintf(checkpoint, sizeof run->start_path, "%s/model.safetensors", newest);
-    snprintf(run->start_optimizer, sizeof run->start_optimizer, "%s/optimizer.safetensors", newest);
-    if (!checkpoint_read_header(checkpoint, &run->resumed, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    dist_broadcast(&run->dist, &run->resume_files, sizeof run->resume_files);
+    const char *checkpoint = run->resume_files.model;
+    if (!checkpoint_read_header_stream(dist_fopen(&run->dist, checkpoint, &err), checkpoint, &run->resumed, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
     run->start_step = run->resumed.step;
     // The training time so far, which a --time budget counts on from (a
     // checkpoint from before --time has none: it counts from here).
@@ -273,7 +297,9 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     if (seconds && (!parse_double(seconds->value, seconds->len, &run->seconds_before) || run->seconds_before < 0))
         die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"train_seconds\" must be a number of seconds; the file is damaged: start a new run from its weights with --init",
             checkpoint);
-    if (run_info_read(s->resume_dir, &run->run_info, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    const char *info = run->resume_files.run_info;
+    if (info[0] && run_info_read(dist_fopen(&run->dist, info, &err), info, s->resume_dir, &run->run_info, &err))
+        die(EXIT_RUNTIME, "%s", err.msg);
     TrainSettings saved = *s;
     if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||
         !settings_read_kept(&saved, &run->run_info, KEPT_IN_RUN_JSON, checkpoint, &err))
@@ -318,6 +344,7 @@ void train_setup(TrainRun *run, int argc, char **argv) {
         if (!s->data_path) usage_error(cmd, "missing FILE");
         Error err;
         int status = run->writer ? run_dir_check(&run->dir, s->out_dir, s->force, &err) : 0;
+        status = dist_rank0_result(&run->dist, status, &err);
         if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
         if (status) die(status, "%s", err.msg);
     }

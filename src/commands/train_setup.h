@@ -51,8 +51,11 @@ typedef struct {
     CsvLog log;             // <out>/log.csv
     char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
-    char start_path[4300];         // --resume: the model of DIR's newest checkpoint, its --init
-    char start_optimizer[4300];    // --resume: AdamW's moments beside it
+    struct {                       // --resume: the files it reads, as rank 0 found them in DIR
+        char model[4300];          // the model of DIR's newest checkpoint, its --init
+        char optimizer[4300];      // AdamW's or Muon's state beside it
+        char run_info[4300];       // DIR/run.json, or "" for a run saved before run.json existed
+    } resume_files;
     CheckpointHeader resumed;      // --resume: the checkpoint's header, its metadata the run's state
     Metadata run_info;      // --resume: run.json's keys (the settings' data_path may point into it)
     long start_step;        // 0, or the step a resumed run continues from

@@ -357,14 +357,20 @@ bool run_info_save(const char *dir, const Metadata *md, Error *err) {
     return ok;
 }
 
-int run_info_read(const char *dir, Metadata *md, Error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" RUN_INFO_FILE, dir);
+bool run_info_find(const char *dir, char *path, size_t cap) {
+    snprintf(path, cap, "%s/" RUN_INFO_FILE, dir);
+    if (access(path, F_OK) == 0) return true;
+    path[0] = '\0';
+    return false;
+}
+
+int run_info_read(FILE *f, const char *path, const char *dir, Metadata *md, Error *err) {
     memset(md, 0, sizeof *md);
-    if (access(path, F_OK) != 0) return 0;
     char *text;
     size_t len;
-    if (!read_file(path, &text, &len, err)) return EXIT_RUNTIME;
+    bool read = f && read_stream(f, path, SIZE_MAX, &text, &len, err);
+    if (f) fclose(f);
+    if (!read) return EXIT_RUNTIME;
     JsonValue *root = NULL;
     Error json_err;
     bool ok = json_parse(text, len, &root, &json_err) && root->type == JSON_OBJECT;

@@ -95,10 +95,15 @@ bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *ste
 
 // run_info_save: run.json = "format" and then "md"'s keys.
 bool run_info_save(const char *dir, const Metadata *md, Error *err);
-// run_info_read: DIR/run.json's keys (every value a string) into "md",
-// which stays empty when there is no run.json. A damaged one is an error
-// saying to give FILE, which makes it unneeded.
-int run_info_read(const char *dir, Metadata *md, Error *err);
+// run_info_find: DIR/run.json's path into "path" [cap]; false, and "path"
+// "", when DIR has none (a run saved before run.json existed).
+bool run_info_find(const char *dir, char *path, size_t cap);
+// run_info_read: the keys (every value a string) of DIR's run.json "path",
+// read from "f", open for reading and closed here (train's dist_fopen: under
+// mpirun, rank 0's bytes; a NULL "f" could not be opened, "err" says why),
+// into "md". A damaged one is an error saying to give FILE, which makes it
+// unneeded.
+int run_info_read(FILE *f, const char *path, const char *dir, Metadata *md, Error *err);
 
 // absolute_utf8_path: "path" made absolute into "out" [cap], or "" when it
 // is not valid UTF-8 (JSON holds only UTF-8) or too long.

@@ -11,7 +11,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <xxhash.h>
 
 // The data section is a float buffer's bytes as they sit in memory (fwrite
@@ -197,10 +196,7 @@ bool safetensors_reject(SafetensorsFile *st, const char *fmt, ...) {
 // read_header: the 8-byte length N, checked against the limits and the file
 // size before N bytes are allocated, then the header itself.
 static bool read_header(SafetensorsFile *st) {
-    struct stat info;
-    if (fstat(fileno(st->f), &info) != 0)
-        return error_set(st->err, "cannot read the size of '%s': %s", st->path, strerror(errno));
-    st->file_size = (uint64_t)info.st_size;
+    if (!stream_size(st->f, st->path, &st->file_size, st->err)) return false;
     if (st->file_size < LENGTH_BYTES)
         return safetensors_reject(st, "it is only %llu bytes long, shorter than the 8-byte header length; it is truncated (copy it again) or not a %s",
                                   (unsigned long long)st->file_size, st->kind);
@@ -245,11 +241,15 @@ static bool parse_header(SafetensorsFile *st) {
 }
 
 bool safetensors_open(SafetensorsFile *st, const char *path, const char *kind, Error *err) {
+    return safetensors_open_stream(st, fopen_checked(path, "rb", err), path, kind, err);
+}
+
+bool safetensors_open_stream(SafetensorsFile *st, FILE *f, const char *path, const char *kind, Error *err) {
     memset(st, 0, sizeof *st);
     st->path = path;
     st->kind = kind;
     st->err = err;
-    st->f = fopen_checked(path, "rb", err);
+    st->f = f;
     return st->f && read_header(st) && parse_header(st);
 }
 

@@ -130,6 +130,11 @@ typedef struct {
 // False (with "err") if it cannot be opened, or is no safetensors file;
 // either way, call safetensors_close.
 bool safetensors_open(SafetensorsFile *st, const char *path, const char *kind, Error *err);
+// safetensors_open_stream: the same on "f", a stream already open for
+// reading ("path" names it in messages), such as rank 0's bytes in memory
+// under mpirun (dist_fopen, dist.h); safetensors_close closes it. A NULL
+// "f" is a file that could not be opened, "err" already saying why.
+bool safetensors_open_stream(SafetensorsFile *st, FILE *f, const char *path, const char *kind, Error *err);
 void safetensors_close(SafetensorsFile *st);
 
 // safetensors_reject: st->err = "'<path>' is not a valid tinygpt <kind>: "

@@ -329,11 +329,16 @@ static bool build_vocab(SafetensorsFile *st, const ModelMetadata *mm, Tokenizer 
 // (train.c), so a file that holds one is refused.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
                      Error *err) {
+    return checkpoint_load_stream(fopen_checked(path, "rb", err), path, m, tok, max_batch, with_grads, step, err);
+}
+
+bool checkpoint_load_stream(FILE *f, const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads,
+                            long *step, Error *err) {
     SafetensorsFile st;
     ModelMetadata mm;
     Tokenizer vocab = {0};
     TensorTable params = {0};  // the parameters the metadata describes
-    bool ok = safetensors_open(&st, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
+    bool ok = safetensors_open_stream(&st, f, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
     if (ok) {
         param_table(&params, &mm.cfg);
         TensorExpectations expect = expectations(&mm.cfg, "the metadata", "the file is damaged, retrain", model_name_problem);
@@ -360,10 +365,14 @@ bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, 
 }
 
 bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err) {
+    return checkpoint_read_header_stream(fopen_checked(path, "rb", err), path, h, err);
+}
+
+bool checkpoint_read_header_stream(FILE *f, const char *path, CheckpointHeader *h, Error *err) {
     memset(h, 0, sizeof *h);
     SafetensorsFile st;
     ModelMetadata mm;
-    bool ok = safetensors_open(&st, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
+    bool ok = safetensors_open_stream(&st, f, path, MODEL_FILE, err) && read_model_metadata(&st, &mm);
     if (ok && !safetensors_meta_has(&st, "batch_rng"))
         ok = error_set(err, "'%s' holds no training state to resume (it was saved by an older tinygpt); start a new run from its weights with --init",
                        path);
@@ -509,9 +518,13 @@ static bool check_second_moments(SafetensorsFile *st, const TensorTable *moments
 // only checked to be finite: a mean of squared gradients may be large and
 // still right); only when all of it has passed are they copied into "opt".
 bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err) {
+    return optimizer_state_load_stream(opt, m, fopen_checked(path, "rb", err), path, step, err);
+}
+
+bool optimizer_state_load_stream(Optimizer *opt, const Model *m, FILE *f, const char *path, long *step, Error *err) {
     assert(opt->cfg.kind != OPT_SGD && opt->m && opt->v && opt->size == m->param_table.total);
     SafetensorsFile st;
-    if (!safetensors_open(&st, path, OPTIMIZER_FILE, err)) {
+    if (!safetensors_open_stream(&st, f, path, OPTIMIZER_FILE, err)) {
         if (!st.f) {  // not there, or not readable
             Error open_err = *err;
             error_set(err, "%s; an --optimizer adamw or muon run saves its state there with each checkpoint: resume a run that has them, or start a new run from the weights with --init",

@@ -48,6 +48,13 @@ bool checkpoint_save_run(const Model *m, const Tokenizer *tok, long step, const 
 // left allocated and "err" says what is wrong.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
                      Error *err);
+// checkpoint_load_stream: the same on "f", a stream open for reading that
+// it closes, "path" naming it in messages (a NULL "f" could not be opened,
+// "err" saying why: safetensors_open_stream). checkpoint_read_header_stream
+// and optimizer_state_load_stream below are the same for theirs: how train
+// reads under mpirun, where "f" may be rank 0's bytes in memory (dist_fopen).
+bool checkpoint_load_stream(FILE *f, const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads,
+                            long *step, Error *err);
 
 // What --resume reads before the weights: the model's config and
 // tokenizer kind, the step, and every metadata string of the file.
@@ -63,6 +70,7 @@ typedef struct {
 // saying to use --init instead, when the file holds no training state (it
 // was saved by `sample`'s tests or an older tinygpt: no "batch_rng").
 bool checkpoint_read_header(const char *path, CheckpointHeader *h, Error *err);
+bool checkpoint_read_header_stream(FILE *f, const char *path, CheckpointHeader *h, Error *err);
 
 // checkpoint_model_metadata: the model's own keys for "cfg" and tokenizer
 // "kind", every one of them ("tokenizer", and the no_* parts as "0" or "1",
@@ -103,5 +111,6 @@ bool optimizer_state_save(const Optimizer *opt, const Model *m, long step, const
 // unchanged, nothing stays allocated, and "err" is one line naming the file,
 // what is wrong and what to do.
 bool optimizer_state_load(Optimizer *opt, const Model *m, const char *path, long *step, Error *err);
+bool optimizer_state_load_stream(Optimizer *opt, const Model *m, FILE *f, const char *path, long *step, Error *err);
 
 #endif
