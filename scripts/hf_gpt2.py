@@ -284,8 +284,12 @@ def random_directory(args):
         prefix = "transformer." if args.prefix else ""
         tensors[prefix + name] = t
     os.makedirs(args.dir, exist_ok=True)
-    if args.prefix:  # what save_pretrained writes: the tied head too, and the mask buffer
+    if args.prefix:  # what save_pretrained writes: the tied head too, and (older versions) the mask buffers
         tensors["lm_head.weight"] = tensors["transformer.wte.weight"]
+        for i in range(args.layers):
+            mask = torch.tril(torch.ones(args.positions, args.positions)).view(1, 1, args.positions, args.positions)
+            tensors[f"transformer.h.{i}.attn.bias"] = mask
+            tensors[f"transformer.h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
     write_safetensors(os.path.join(args.dir, "model.safetensors"), tensors, DTYPE_OF_FLAG[args.dtype])
     with open(os.path.join(args.dir, "config.json"), "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=2)
