@@ -175,12 +175,14 @@ gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
 # `tinygpt export` against an independent GPT-2: a tiny gpt trained, exported,
 # and scripts/hf_gpt2.py (GPT2LMHeadModel's computation in PyTorch, reading
 # the directory by hand) must give eval's loss on the same text, its tokens
-# from the exported vocab.json and merges.txt (scripts/export_check.py).
-# Needs python3-torch and python3-regex; part of `make parity`.
+# from the exported vocab.json and merges.txt (scripts/export_check.py); and
+# a gpt on GPT-2's own tokenizer (gpt2-tokenizer-check's files) exports
+# GPT-2's vocab.json and merges.txt. Needs python3-torch and python3-regex;
+# part of `make parity`.
 .PHONY: export-check
-export-check: tinygpt
+export-check: tinygpt gpt2-tokenizer-check
 	scripts/setup.sh --quiet --python --regex
-	/usr/bin/python3 scripts/export_check.py --tinygpt ./tinygpt
+	/usr/bin/python3 scripts/export_check.py --tinygpt ./tinygpt --gpt2-dir build/gpt2-tokenizer/gpt2
 
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """export_check.py: `tinygpt export` against an independent GPT-2 (make export-check, part of make parity).
 
-    export_check.py --tinygpt ./tinygpt
+    export_check.py --tinygpt ./tinygpt --gpt2-dir build/gpt2-tokenizer/gpt2
 
 Trains a tiny gpt of GPT-2's parts (LayerNorm, GELU, learned positions, a
 tied head, a bpe tokenizer) for a few steps on tests/data's fixture, exports
@@ -15,6 +15,10 @@ it, and holds the Hugging Face directory to the checkpoint:
   tokenizer files are checked too: a wrong id would change the loss.
 - `tinygpt tokenize --model DIR` (GPT-2's tokenizer, read from the exported
   files) gives the checkpoint's ids on the text.
+- A tiny gpt on GPT-2's own tokenizer (--tokenizer gpt2, from --gpt2-dir,
+  which make gpt2-tokenizer-check fills with GPT-2's files): its export's
+  vocab.json and merges.txt are GPT-2's (the same tokens, ids and merges),
+  and hf_gpt2.py gives eval's loss on it too.
 - hf_gpt2.py's reader: a synthetic directory (hf_gpt2.py random) gives the
   same loss with and without the "transformer." prefix, and within
   rounding in F16 and BF16.
@@ -31,9 +35,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEXT = os.path.join(HERE, "..", "tests", "data", "card_golden.txt")
 # The tiny gpt: GPT-2's parts, which the default recipe swaps out.
-TRAIN_FLAGS = ["--norm", "layernorm", "--mlp", "gelu", "--pos", "learned", "--tied-head", "--no-qk-norm",
-               "--layers", "2", "--embd", "32", "--heads", "2", "--context", "16", "--steps", "30",
-               "--vocab-size", "300", "--batch", "4", "--seed", "3"]
+MODEL_FLAGS = ["--norm", "layernorm", "--mlp", "gelu", "--pos", "learned", "--tied-head", "--no-qk-norm",
+               "--layers", "2", "--embd", "32", "--heads", "2", "--context", "16", "--batch", "4", "--seed", "3"]
+TRAIN_FLAGS = MODEL_FLAGS + ["--steps", "30", "--vocab-size", "300"]
 TOLERANCE = 1e-5  # eval prints 6 decimals; float32 against float64 differ far less
 
 
@@ -51,7 +55,9 @@ def hf(*args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tinygpt", required=True)
-    tinygpt = os.path.abspath(parser.parse_args().tinygpt)
+    parser.add_argument("--gpt2-dir", required=True, help="a directory holding GPT-2's vocab.json and merges.txt")
+    args = parser.parse_args()
+    tinygpt = os.path.abspath(args.tinygpt)
     failures = 0
 
     def check(ok, what):
@@ -76,6 +82,24 @@ def main():
         ids_ckpt = run([tinygpt, "tokenize", "--model", model, text]).splitlines()[-2]
         ids_dir = run([tinygpt, "tokenize", "--model", out, text]).splitlines()[-2]
         check(ids_ckpt == ids_dir, "tinygpt tokenize: the exported vocab.json and merges.txt give the checkpoint's ids")
+
+        # GPT-2's own tokenizer, through a checkpoint and out again.
+        run_gpt2, out_gpt2 = os.path.join(tmp, "run-gpt2"), os.path.join(tmp, "hf-gpt2")
+        run([tinygpt, "train", TEXT, "--out", run_gpt2, *MODEL_FLAGS, "--steps", "5", "--tokenizer", "gpt2",
+             "--tokenizer-dir", args.gpt2_dir])
+        model_gpt2 = os.path.join(run_gpt2, "model.safetensors")
+        run([tinygpt, "export", "--model", model_gpt2, "--out", out_gpt2])
+        for name, read in [("vocab.json", json.load), ("merges.txt", lambda f: f.read().split("\n")[1:])]:
+            with open(os.path.join(args.gpt2_dir, name), encoding="utf-8") as f:
+                original = read(f)
+            with open(os.path.join(out_gpt2, name), encoding="utf-8") as f:
+                exported = read(f)
+            check(original == exported, f"a gpt2-tokenizer model exports GPT-2's own {name} ({len(original)} entries)")
+        ours = json.loads(run([tinygpt, "eval", "--model", model_gpt2, TEXT, "--json"]))
+        theirs = json.loads(hf("loss", out_gpt2, "--text", TEXT, "--json"))
+        diff = abs(ours["loss"] - theirs["loss"])
+        check(ours["tokens"] == theirs["tokens"] and diff <= TOLERANCE,
+              f"GPT-2's tokenizer: tinygpt eval {ours['loss']:.6f} over {ours['tokens']} tokens, hf_gpt2.py {theirs['loss']:.6f} over {theirs['tokens']}")
 
         losses = {}
         tokens = " ".join(str((7 * i) % 300) for i in range(49))

@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/stat.h>
-
 #include "args.h"
 #include "checkpoint.h"
 #include "gpt2_tokenizer.h"
