@@ -21,7 +21,8 @@ it, and holds the Hugging Face directory to the checkpoint:
   and hf_gpt2.py gives eval's loss on it too.
 - hf_gpt2.py's reader: a synthetic directory (hf_gpt2.py random) gives the
   same loss with and without the "transformer." prefix, and within
-  rounding in F16 and BF16.
+  rounding in F16 and BF16; and refuses a tensor too many, one missing and
+  one of the wrong shape, naming it.
 
 Exit status 1 on any difference. Needs python3-torch and python3-regex.
 """
@@ -113,6 +114,22 @@ def main():
         for name, bound in [("f16", 1e-3), ("bf16", 1e-2)]:
             diff = abs(losses[name] - losses["f32"])
             check(0 < diff <= bound, f"hf_gpt2.py reads {name}: loss {losses[name]:.6f}, {diff:.1e} from F32's (rounded, so not 0; at most {bound:g})")
+
+        # A tensor too many, one missing, one of the wrong shape: each refused, naming it.
+        sys.path.insert(0, HERE)
+        import hf_gpt2
+        d = os.path.join(tmp, "f32")
+        good = hf_gpt2.read_safetensors(os.path.join(d, "model.safetensors"))
+        extra = dict(good, **{"h.0.attn.extra": good["ln_f.bias"]})
+        missing = {k: v for k, v in good.items() if k != "h.1.mlp.c_fc.bias"}
+        wrong = dict(good, **{"wpe.weight": good["wpe.weight"][:8]})
+        for what, tensors, needle in [("an unknown tensor", extra, "'h.0.attn.extra' is not one of GPT-2's"),
+                                      ("a missing tensor", missing, "'h.1.mlp.c_fc.bias' is missing"),
+                                      ("a wrong shape", wrong, "'wpe.weight' has shape [8, 32]")]:
+            hf_gpt2.write_safetensors(os.path.join(d, "model.safetensors"), tensors, "F32")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "hf_gpt2.py"), "loss", d, "--tokens", tokens],
+                               capture_output=True, text=True)
+            check(r.returncode == 1 and needle in r.stderr, f"hf_gpt2.py refuses {what}: {r.stderr.strip()}")
     if failures:
         sys.exit(f"export_check: {failures} failed")
     print("export_check: all passed")

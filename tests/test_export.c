@@ -178,6 +178,16 @@ START_TEST(a_bpe_tokenizer_written_as_gpt2s_files_reads_back_with_the_same_ids) 
     json_buf_free(&merges2);
     tokenizer_free(&back);
 
+    // "abc" made twice, as ab+c (257) and a+bc (259): vocab.json cannot hold both.
+    Tokenizer twice;
+    const char merges_twice[] = "97 98 256 99 98 99 97 258";
+    ck_assert_msg(tokenizer_from_bpe_merges(&twice, merges_twice, sizeof merges_twice - 1, &err), "%s", err.msg);
+    ck_assert(!gpt2_tokenizer_files(&twice, &vocab, &merges, &err));
+    ck_assert_msg(strstr(err.msg, "tokens 257 and 259 are the same bytes \"abc\""), "%s", err.msg);
+    json_buf_free(&vocab);
+    json_buf_free(&merges);
+    tokenizer_free(&twice);
+
     Tokenizer chars;
     ck_assert(tokenizer_build(&chars, TEXT, sizeof TEXT - 1, "TEXT", &err));
     ck_assert(!gpt2_tokenizer_files(&chars, &vocab, &merges, &err));
