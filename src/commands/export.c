@@ -15,9 +15,9 @@
 //
 // When the architecture `gpt2` (biases everywhere) lands, its biases are
 // already rows here (blocks.{i}.ln1.bias, attn.q.bias, ...): present, they
-// are copied instead of zeroed. What else it needs is in one place,
+// are copied instead of zeroed. What else it needs is two functions here:
 // export_check (accept the arch) and activation_function (its GELU, tanh or
-// erf, and its LayerNorm epsilon).
+// erf); and config_json's layer_norm_epsilon, if its epsilon differs.
 #include "export.h"
 
 #include <assert.h>
