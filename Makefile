@@ -172,6 +172,18 @@ gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
 	scripts/setup.sh --quiet --npm --regex
 	/usr/bin/python3 scripts/gpt2_tokenizer_check.py --dump $(BUILD)/gpt2_dump --tinygpt ./tinygpt
 
+# `tinygpt export` against an independent GPT-2: a tiny gpt trained, exported,
+# and scripts/hf_gpt2.py (GPT2LMHeadModel's computation in PyTorch, reading
+# the directory by hand) must give eval's loss on the same text, its tokens
+# from the exported vocab.json and merges.txt (scripts/export_check.py); and
+# a gpt on GPT-2's own tokenizer (gpt2-tokenizer-check's files) exports
+# GPT-2's vocab.json and merges.txt. Needs python3-torch and python3-regex;
+# part of `make parity`.
+.PHONY: export-check
+export-check: tinygpt gpt2-tokenizer-check
+	scripts/setup.sh --quiet --python --regex
+	/usr/bin/python3 scripts/export_check.py --tinygpt ./tinygpt --gpt2-dir build/gpt2-tokenizer/gpt2
+
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
 # backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
@@ -215,8 +227,9 @@ clean:
 
 # Train 50 steps with tinygpt and with the PyTorch reference on the same
 # batches and compare (needs python3-torch; setup.sh --python installs it);
-# and GPT-2's tokenizer against GPT-2's reference encoder (above).
-parity: tinygpt gpt2-tokenizer-check
+# GPT-2's tokenizer against GPT-2's reference encoder, and export against
+# an independent GPT-2 (above).
+parity: tinygpt gpt2-tokenizer-check export-check
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
 

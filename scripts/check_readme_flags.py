@@ -39,12 +39,12 @@ import tempfile
 from doc_pages import pages
 
 # Flags the documentation names that belong to other programs: scripts/setup.sh,
-# scripts/torch_reference.py and scripts/ladder.py, valgrind, mpirun.
+# scripts/torch_reference.py, scripts/ladder.py and scripts/hf_gpt2.py, valgrind, mpirun.
 # The flag docs/contributing.md, "Adding a setting", shows how to add.
 EXAMPLE_FLAGS = {"--adam-eps"}
 OTHER_PROGRAMS = {"--python", "--quiet", "--sanitize", "--configs", "--rounds", "--tinygpt", "--data",
                   "--leak-check", "--mpi", "--oversubscribe", "--hostfile", "--allow-run-as-root", "--bind-to",
-                  "--map-by"}
+                  "--map-by", "--dtype", "--positions", "--text", "--tokenizer-from", "--vocab"}
 # Every command has these two; the README says so once, not per table.
 EVERY_COMMAND = {"--help", "--version"}
 # Numbers the probes' output directories, so a probe that trains starts afresh.

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """check_readme_keys.py: do the docs list every key tinygpt writes?
 
-Trains three tiny runs of one step (a char gpt with every part removed,
-so the no_* keys appear, a bpe gpt, for tokenizer and merges, and a gpt
-with every swap of the modern recipe, so their keys appear; all with
+Trains tiny runs of one step (a char gpt with every part removed,
+so the no_* keys appear, a bpe gpt, for tokenizer and merges, a gpt
+with every swap of the modern recipe, so their keys appear, and one on
+GPT-2's tokenizer, read from a directory `tinygpt export` wrote, for the
+gpt2_* keys; all with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
 optimizer.safetensors and the keys of run.json,
@@ -80,13 +82,25 @@ def main():
     # "char": nanoGPT's recipe, the gpt's defaults before make sweep's;
     # "defaults": today's (bpe up to 2048, RoPE, RMSNorm, ReLU², QK-norm,
     # untied head).
+    # "nanogpt": a bpe gpt of GPT-2's parts, which `tinygpt export` writes
+    # as a GPT-2 directory, whose tokenizer the "gpt2" run reads
+    # (--tokenizer gpt2), for the gpt2_* keys.
+    gpt2_dir = os.path.join(tmp, "gpt2-dir")
     runs = {"char": ["--tokenizer", "char", "--pos", "learned", "--tied-head", "--no-qk-norm", "--no-layernorm",
                      "--no-mlp", "--no-residual"],
             "bpe": ["--tokenizer", "bpe", "--vocab-size", "260", "--time", "600"],
             "defaults": [],
-            "muon": ["--optimizer", "muon", "--mlp", "swiglu"]}
+            "muon": ["--optimizer", "muon", "--mlp", "swiglu"],
+            "nanogpt": ["--vocab-size", "260", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
+                        "--tied-head", "--no-qk-norm"],
+            "gpt2": ["--tokenizer", "gpt2", "--tokenizer-dir", gpt2_dir]}
     model, optimizer, run_info = set(), set(), set()
     for name, extra in runs.items():
+        if name == "gpt2":
+            r = subprocess.run([args.tinygpt, "export", "--model", os.path.join(tmp, "nanogpt", "model.safetensors"),
+                                "--out", gpt2_dir], capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"check_readme_keys: tinygpt export failed:\n{r.stderr}")
         out = os.path.join(tmp, name)
         r = subprocess.run([args.tinygpt, "train", args.readme, "--out", out, *TINY, *extra],
                            capture_output=True, text=True)

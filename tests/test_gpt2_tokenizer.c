@@ -5,12 +5,16 @@
 // <|endoftext|>. The byte characters are worked out here from GPT-2's
 // bytes_to_unicode, independently of the loader.
 //
+// And the gpt2 kind in a checkpoint (train --tokenizer gpt2 --tokenizer-dir,
+// eval, tokenize) and sample's stop at <|endoftext|>.
+//
 // `make gpt2-tokenizer-check` holds the real files to GPT-2's reference
 // encoder; these tests pin the numbering and every error a bad file gets.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "gpt2_tokenizer.h"
 #include "helpers.h"
 #include "tests.h"
@@ -265,6 +269,115 @@ START_TEST(load_gpt2_reads_a_directory_and_names_a_missing_file) {
 }
 END_TEST
 
+// synthetic_dir: the synthetic tokenizer's two files in a new scratch "dir".
+static void synthetic_dir(char *dir, size_t cap) {
+    scratch_dir_create(dir, cap);
+    char *vocab = vocab_json("", false);
+    write_text_file(path_in(dir, "vocab.json"), vocab);
+    write_text_file(path_in(dir, "merges.txt"), MERGES);
+    free(vocab);
+}
+
+START_TEST(a_checkpoint_keeps_a_gpt2_tokenizer_with_gpt2s_numbering) {
+    char dir[256];
+    synthetic_dir(dir, sizeof dir);
+    Tokenizer tok, back;
+    Error err;
+    ck_assert_msg(tokenizer_load_gpt2(&tok, dir, &err), "%s", err.msg);
+    ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 4, .n_embd = 8, .n_head = 2, .arch = ARCH_GPT, .n_layer = 1};
+    Model m, loaded;
+    model_init(&m, &cfg, 1, false);
+    const char *path = path_in(dir, "model.safetensors");
+    ck_assert_msg(checkpoint_save(&m, &tok, 7, path, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(path, &loaded, &back, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_int_eq(back.kind, TOKENIZER_GPT2);
+    ck_assert_int_eq(back.vocab_size, 260);
+    ck_assert_int_eq(back.end_of_text, ID_END);
+    int *ids;
+    size_t n;
+    encode_ok(&back, " the!", &ids, &n);  // "!" is byte 33, GPT-2's id 0
+    ck_assert_int_eq((int)n, 2);
+    ck_assert_int_eq(ids[0], ID_G_THE);
+    ck_assert_int_eq(ids[1], byte_id('!'));
+    free(ids);
+    model_free(&loaded);
+    model_free(&m);
+    tokenizer_free(&back);
+    tokenizer_free(&tok);
+    scratch_dir_remove(dir);
+}
+END_TEST
+
+START_TEST(train_reads_gpt2s_tokenizer_from_a_directory_and_eval_and_tokenize_use_it) {
+    char dir[256];
+    synthetic_dir(dir, sizeof dir);
+    FILE *f = fopen(path_in(dir, "text.txt"), "w");
+    for (int i = 0; i < 200; i++) fputs("the then there! he the thee; ", f);
+    fclose(f);
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s --tokenizer gpt2 --tokenizer-dir %s --layers 1 --embd 8 --heads 2 --context 8 --batch 2 --steps 3",
+             path_in(dir, "text.txt"), path_in(dir, "run"), dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    ck_assert_msg(strstr(r->err, "V=260") && strstr(r->err, "(gpt2 tokenizer)"), "%s", r->err);
+    const char *model = path_in(dir, "run/model.safetensors");
+    snprintf(args, sizeof args, "tokenize --model %s ' the the'", model);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->out, "ids: 258 258\n"), "%s%s", r->out, r->err);
+    snprintf(args, sizeof args, "eval --model %s %s --json", model, path_in(dir, "text.txt"));
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->out, "\"bits_per_byte\": "), "%s%s", r->out, r->err);
+
+    // The tokenizer comes from the directory, and with --init from the checkpoint.
+    snprintf(args, sizeof args, "train %s --out %s --tokenizer gpt2", path_in(dir, "text.txt"), path_in(dir, "x"));
+    expect_run_fails(dir, args, 2, "give --tokenizer-dir DIR");
+    snprintf(args, sizeof args, "train %s --out %s --tokenizer-dir %s", path_in(dir, "text.txt"), path_in(dir, "x"), dir);
+    expect_run_fails(dir, args, 2, "--tokenizer-dir is for --tokenizer gpt2");
+    snprintf(args, sizeof args, "train %s --out %s --init %s --tokenizer-dir %s", path_in(dir, "text.txt"),
+             path_in(dir, "x"), model, dir);
+    expect_run_fails(dir, args, 2, "with --init the tokenizer is the checkpoint's");
+    scratch_dir_remove(dir);
+}
+END_TEST
+
+START_TEST(sample_stops_at_end_of_text_unless_told_to_go_past_it) {
+    char dir[256];
+    synthetic_dir(dir, sizeof dir);
+    Tokenizer tok;
+    Error err;
+    ck_assert_msg(tokenizer_load_gpt2(&tok, dir, &err), "%s", err.msg);
+    // A model that always predicts <|endoftext|>: every block's weights
+    // zero (the stream passes through), each position's embedding e (mean
+    // 0, variance 1, so ln_f(x) = e), and <|endoftext|>'s embedding 10 e,
+    // so its logit is 80 and every other token's 0.
+    const int C = 8;
+    ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 8, .n_embd = C, .n_head = 2, .arch = ARCH_GPT, .n_layer = 1};
+    Model m;
+    model_init(&m, &cfg, 1, false);
+    for (int c = 0; c < C; c++) {
+        const float e = c % 2 ? -1.0f : 1.0f;
+        for (int t = 0; t < cfg.block_size; t++) m.params.pos_emb[t * C + c] = e;
+        m.params.tok_emb[ID_END * C + c] = 10.0f * e;
+        m.params.lnf_weight[c] = 1.0f;
+    }
+    const char *path = path_in(dir, "eot.safetensors");
+    ck_assert_msg(checkpoint_save(&m, &tok, 0, path, &err), "%s", err.msg);
+    char args[1024];
+    snprintf(args, sizeof args, "sample --model %s --prompt ' the' --tokens 5 --temperature 0", path);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_str_eq(r->out, " the\n");
+    ck_assert_msg(strstr(r->err, "sampled 1 tokens"), "%s", r->err);
+    snprintf(args, sizeof args, "sample --model %s --prompt ' the' --tokens 3 --temperature 0 --past-end-of-text", path);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_str_eq(r->out, " the<|endoftext|><|endoftext|><|endoftext|>\n");
+    model_free(&m);
+    tokenizer_free(&tok);
+    scratch_dir_remove(dir);
+}
+END_TEST
+
 Suite *gpt2_tokenizer_suite(void) {
     Suite *s = suite_create("gpt2_tokenizer");
     TCase *tc = tcase_create("gpt2_tokenizer");
@@ -276,5 +389,11 @@ Suite *gpt2_tokenizer_suite(void) {
     tcase_add_test(tc, a_gpt2_tokenizer_without_merges_encodes_bytes);
     tcase_add_test(tc, load_gpt2_reads_a_directory_and_names_a_missing_file);
     suite_add_tcase(s, tc);
+    TCase *ckpt = tcase_create("checkpoint");
+    tcase_set_timeout(ckpt, 120);
+    tcase_add_test(ckpt, a_checkpoint_keeps_a_gpt2_tokenizer_with_gpt2s_numbering);
+    tcase_add_test(ckpt, train_reads_gpt2s_tokenizer_from_a_directory_and_eval_and_tokenize_use_it);
+    tcase_add_test(ckpt, sample_stops_at_end_of_text_unless_told_to_go_past_it);
+    suite_add_tcase(s, ckpt);
     return s;
 }

@@ -20,7 +20,7 @@ int main(void) {
         sampler_suite, cli_suite,
         canvas_suite, plot_suite, watch_suite, walkthrough_suite, attention_map_suite, gradcheck_model_suite,
         args_suite, settings_suite, train_suite, steady_state_suite, arch_suite, tokenize_suite, faults_suite, timed_suite,
-        peak_suite,
+        peak_suite, export_suite,
     };
     unsigned shard = 0, shards = 1;
     const char *spec = getenv("TINYGPT_TEST_SHARD");

@@ -48,5 +48,6 @@ Suite *timed_suite(void);
 Suite *fma_peak_suite(void);
 Suite *flops_suite(void);
 Suite *peak_suite(void);
+Suite *export_suite(void);
 
 #endif

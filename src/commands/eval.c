@@ -113,7 +113,7 @@ static int *encode_val_split(Tokenizer *tok, const char *text, size_t len, doubl
     if (!tokenizer_check_text(text, len, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     size_t total_chars = utf8_count(text, len);
     *n_chars = (size_t)floor((double)total_chars * fraction);
-    if (tok->kind == TOKENIZER_BPE) {
+    if (tok->kind != TOKENIZER_CHAR) {  // bpe and gpt2
         size_t start = utf8_prefix(text, len, total_chars - *n_chars);
         if (!tokenizer_encode(tok, text + start, len - start, &ids, n, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
         return ids;

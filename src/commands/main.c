@@ -12,6 +12,7 @@
 #include "attention_map.h"
 #include "common.h"
 #include "eval.h"
+#include "export.h"
 #include "gradcheck_model.h"
 #include "peak.h"
 #include "plot_logs.h"
@@ -30,6 +31,7 @@ static const CommandEntry COMMANDS[] = {
     {"train", cmd_train, "train a GPT (or the one-block attention model) on a UTF-8 text file"},
     {"sample", cmd_sample, "generate text from a trained model"},
     {"eval", cmd_eval, "loss, perplexity and bits per byte of a model on a text file"},
+    {"export", cmd_export, "write a gpt as a Hugging Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt)"},
     {"tokenize", cmd_tokenize, "show the tokens a model reads in a text, or learn a bpe tokenizer"},
     {"walkthrough", cmd_walkthrough, "self-attention step by step on the classic six-token example"},
     {"attention", cmd_attention, "print and draw what each attention head of each layer reads in a prompt"},

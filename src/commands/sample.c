@@ -219,6 +219,7 @@ int cmd_sample(int argc, char **argv) {
     long seed = 1337;                // sampling seed
     int threads = 0;                 // 0 = OpenMP's default
     bool no_cache = false;           // recompute the whole window for every token
+    bool past_end_of_text = false;   // gpt2 tokenizer: go on after <|endoftext|> instead of stopping there
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
@@ -231,6 +232,7 @@ int cmd_sample(int argc, char **argv) {
         {"--top-p", FLAG_DOUBLE, &top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
+        {"--past-end-of-text", FLAG_SWITCH, &past_end_of_text, NULL, "gpt2 tokenizer: generate past <|endoftext|> (50256 in GPT-2's files); without it a sample ends there, unprinted, as Hugging Face's generate ends at eos", 0, 0, false, NULL, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL, NULL},
         {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with --prompt-file -: the most text read from standard input", 1, 1e15, false, NULL, NULL},
     };
@@ -286,6 +288,9 @@ int cmd_sample(int argc, char **argv) {
     float *scratch = xmalloc(2 * (size_t)tok.vocab_size * sizeof(float));
     double start = now_seconds();
     bool printed = false, ends_line = false;  // stdout has text, which ends with a newline
+    long generated = 0;  // tokens drawn, in all samples
+    // GPT-2 put <|endoftext|> between documents: drawing it ends the text.
+    const int end_of_text = tok.kind == TOKENIZER_GPT2 && !past_end_of_text ? tok.end_of_text : -1;
     for (int sample = 0; sample < num_samples; sample++) {
         // stdout carries only the text: samples are told apart by a line
         // "---" between them.
@@ -300,6 +305,8 @@ int cmd_sample(int argc, char **argv) {
         for (int i = 0; i < tokens; i++) {
             const float *logits = generator_logits(&gen);
             int next = sample_token(logits, model.config.vocab_size, &sampler, &rng, scratch);
+            generated++;
+            if (next == end_of_text) break;
             generator_push(&gen, next);
             emit_token(&tok, &stream, next, &ends_line);
             printed = true;
@@ -313,7 +320,7 @@ int cmd_sample(int argc, char **argv) {
     if (printed && !ends_line) fputc('\n', stdout);
     stdout_flush_or_die("the sample");
     double elapsed = now_seconds() - start;
-    long total = (long)tokens * num_samples;
+    long total = generated;
     fprintf(stderr, "sampled %ld tokens in %.2f s (%.0f tokens/s)\n", total, elapsed,
             elapsed > 0 ? total / elapsed : 0.0);
 

@@ -16,6 +16,10 @@
 // position's embedding, and so every cached key and value, at every step.)
 // Without the cache (--no-cache), each step runs a full forward pass over
 // the same window: the same numbers, bit for bit, T/2 to T times the work.
+//
+// A model on GPT-2's tokenizer ends a sample when it draws <|endoftext|>,
+// the token GPT-2 saw between documents (as Hugging Face's generate ends
+// at eos); --past-end-of-text goes on, printing its spelling.
 #ifndef TINYGPT_SAMPLE_H
 #define TINYGPT_SAMPLE_H
 

@@ -41,6 +41,7 @@ typedef struct {
     Arch arch;
     TokenizerKind tokenizer;
     int vocab_size;          // bpe: tokens to learn
+    const char *tokenizer_dir;  // gpt2: the GPT-2 directory whose vocab.json and merges.txt to read
     bool vocab_size_at_most; // ... or fewer, if the text runs out of pairs seen twice (gpt's default)
     int layers, context, embd, heads;
     bool no_layernorm, no_mlp, no_residual;  // a gpt without these parts (make ladder)

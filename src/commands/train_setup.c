@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gpt2_tokenizer.h"
+
 // ===========================================================================
 // The run, built from its settings.
 
@@ -171,11 +173,15 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     TrainSettings *s = &run->s;
     Error err;
     TokenizerSpec learn = {s->tokenizer, s->vocab_size, s->vocab_size_at_most};
+    // GPT-2's tokenizer is read, not learned: every process reads it from
+    // its directory, as from a checkpoint.
+    const bool read_gpt2 = !s->init_path && s->tokenizer == TOKENIZER_GPT2;
+    if (read_gpt2 && !tokenizer_load_gpt2(&run->tok, s->tokenizer_dir, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     // Rank 0 reads the text (share_data sends it); if it cannot, every rank stops.
-    bool loaded = !run->writer || dataset_load(&run->data, &run->tok, s->init_path ? NULL : &learn, s->data_path,
-                                               s->val_fraction, s->context, &err);
+    bool loaded = !run->writer || dataset_load(&run->data, &run->tok, s->init_path || read_gpt2 ? NULL : &learn,
+                                               s->data_path, s->val_fraction, s->context, &err);
     if (dist_rank0_result(&run->dist, loaded ? 0 : EXIT_RUNTIME, &err)) die(EXIT_RUNTIME, "%s", err.msg);
-    share_data(run, !s->init_path);
+    share_data(run, !s->init_path && !read_gpt2);
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
     cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
     build_model(run, cmd, &cfg);
@@ -350,6 +356,10 @@ void train_setup(TrainRun *run, int argc, char **argv) {
     }
     if (s->init_path) load_start(run, cmd, &given, &from_file);
     settings_finish(cmd, s, &given, &from_file);
+    if (s->tokenizer == TOKENIZER_GPT2 && !s->init_path && !s->tokenizer_dir)
+        usage_error(cmd, "--tokenizer gpt2 reads GPT-2's tokenizer from a directory: give --tokenizer-dir DIR (a Hugging Face GPT-2 directory's vocab.json and merges.txt)");
+    if (s->tokenizer_dir && s->init_path && !s->resume_dir)
+        usage_error(cmd, "--tokenizer-dir is for a new model: with --init the tokenizer is the checkpoint's; drop it");
     if (s->resume_dir && run->start_step >= s->steps)
         usage_error(cmd, "the run in '%s' is already at step %ld of --steps %ld; give a larger --steps to train further",
                     s->resume_dir, run->start_step, s->steps);

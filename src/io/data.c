@@ -86,13 +86,15 @@ static size_t split_byte(const char *text, size_t len, double val_fraction, size
 // bpe_encode in blocks of about a megabyte that end on a chunk boundary, so
 // the ids are those of one call on the whole text while the int buffer
 // bpe_encode needs stays small.
+// A gpt2 tokenizer's blocks end on its own (GPT-2's) chunk boundaries, and
+// its ids are renumbered as GPT-2 numbers them (tokenizer.h).
 static void encode_bpe_part(Tokenizer *tok, const char *text, size_t len, int width, void **ids, size_t *n,
                             size_t *cap) {
     size_t block_cap = 1 << 20;  // bytes per block, and so ids per block at most
     int *block_ids = xmalloc(block_cap * sizeof *block_ids);
     for (size_t begin = 0; begin < len;) {
         size_t end = begin;
-        while (end < len && end - begin < (1 << 20)) end += bpe_chunk_len(text + end, len - end);
+        while (end < len && end - begin < (1 << 20)) end += chunk_len(text + end, len - end, tok->bpe.rules);
         // The last chunk can take a block past a megabyte (a chunk can be as
         // long as the text): make room for it.
         if (end - begin > block_cap) {
@@ -104,7 +106,8 @@ static void encode_bpe_part(Tokenizer *tok, const char *text, size_t len, int wi
             *cap = (*n + count) * 3 / 2;
             *ids = xrealloc(*ids, *cap * (size_t)width);
         }
-        for (size_t i = 0; i < count; i++) store_id(*ids, width, (*n)++, block_ids[i]);
+        const bool gpt2 = tok->kind == TOKENIZER_GPT2;
+        for (size_t i = 0; i < count; i++) store_id(*ids, width, (*n)++, gpt2 ? tok->gpt2_of_bpe[block_ids[i]] : block_ids[i]);
         begin = end;
     }
     free(block_ids);
@@ -168,7 +171,8 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const
     // before anything else; with a checkpoint's vocabulary, the text is
     // checked whole first too, or a binary file would be reported by its
     // first character the vocabulary lacks (load_bpe checks it likewise).
-    bool bpe = learn ? learn->kind == TOKENIZER_BPE : tok->kind == TOKENIZER_BPE;
+    const TokenizerKind kind = learn ? learn->kind : tok->kind;
+    bool bpe = kind == TOKENIZER_BPE || kind == TOKENIZER_GPT2;  // byte-level: bpe's, or GPT-2's, never learned here
     size_t n_tokens, n_train;
     void *ids;
     if (bpe) {

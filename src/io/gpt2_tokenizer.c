@@ -10,6 +10,8 @@
 // Then vocab.json, each of its texts looked up in the same map, which gives
 // the two translations between GPT-2's ids and bpe.h's. The merges become a
 // Bpe with GPT-2's chunking rules: encoding is bpe.c's, unchanged.
+// Writing (gpt2_tokenizer_files, at the end) spells each token the same way
+// and checks that no two tokens spell the same text.
 //
 // Why key the map on the text and not on the bytes: the text is never NUL
 // (every byte character is U+0021 or above), so stb_ds's string maps hold
@@ -283,5 +285,72 @@ bool tokenizer_load_gpt2(Tokenizer *tok, const char *dir, Error *err) {
               gpt2_tokenizer_from_text(tok, vocab, vocab_len, vocab_path, merges, merges_len, merges_path, err);
     free(vocab);
     free(merges);
+    return ok;
+}
+
+// ---- Writing ----------------------------------------------------------------
+
+// The longest text of a token: every byte character is U+0021..U+0143,
+// two bytes of UTF-8 at most, and a token at most BPE_MAX_TOKEN_BYTES bytes.
+enum { MAX_TOKEN_TEXT = 2 * BPE_MAX_TOKEN_BYTES + 1 };
+
+// token_text: bpe token "id" of "tok" spelled as GPT-2 spells it, one byte
+// character per byte, into "text", NUL-terminated; returns its length.
+static size_t token_text(const Tokenizer *tok, const uint32_t char_of_byte[256], int id, char text[MAX_TOKEN_TEXT]) {
+    size_t len, at = 0;
+    const unsigned char *piece = bpe_piece(&tok->bpe, id, &len);
+    for (size_t i = 0; i < len; i++) at += (size_t)utf8_encode(char_of_byte[piece[i]], text + at);
+    text[at] = '\0';
+    return at;
+}
+
+// gpt2_tokenizer_files: every bpe token's text, in the order of the ids the
+// file gives them (GPT-2's for gpt2, bpe's own for bpe), each checked
+// against a map of the texts so far; then the merges, in rank order, each
+// the texts of its two tokens. Every byte character is U+0021 or above, so
+// a text needs no escape in merges.txt, and json_buf_string escapes the
+// two that JSON must ('"' and '\\').
+bool gpt2_tokenizer_files(const Tokenizer *tok, JsonBuf *vocab_json, JsonBuf *merges_txt, Error *err) {
+    if (tok->kind != TOKENIZER_BPE && tok->kind != TOKENIZER_GPT2)
+        return error_set(err, "a %s tokenizer has no vocab.json and merges.txt: only byte-level bpe has them",
+                         tokenizer_kind_name(tok->kind));
+    uint32_t char_of_byte[256];
+    byte_chars(char_of_byte);
+    const bool gpt2 = tok->kind == TOKENIZER_GPT2;
+    const int V = gpt2 ? tok->vocab_size : tok->bpe.vocab_size + 1;  // with <|endoftext|>
+    const int end_of_text = gpt2 ? tok->end_of_text : tok->bpe.vocab_size;
+    TextToId *seen = NULL;  // stb_ds string map: each text written -> its bpe id
+    sh_new_strdup(seen);
+    char text[MAX_TOKEN_TEXT];  // the text of the token being written
+    bool ok = true;
+    json_buf_append(vocab_json, "{", 1);
+    for (int id = 0; ok && id < V; id++) {
+        if (id > 0) json_buf_append(vocab_json, ", ", 2);
+        if (id == end_of_text) {
+            json_buf_string(vocab_json, "<|endoftext|>", strlen("<|endoftext|>"));
+            json_buf_printf(vocab_json, ": %d", id);
+            continue;
+        }
+        const int b = gpt2 ? tok->bpe_of_gpt2[id] : id;
+        size_t len = token_text(tok, char_of_byte, b, text);
+        ptrdiff_t slot = shgeti(seen, text);
+        if (slot >= 0) {
+            ok = error_set(err, "tokens %d and %d are the same bytes \"%s\", but vocab.json holds one id per text; this bpe tokenizer cannot be written as GPT-2's",
+                           seen[slot].value, b, show(text, len).text);
+            break;
+        }
+        shput(seen, text, b);
+        json_buf_string(vocab_json, text, len);
+        json_buf_printf(vocab_json, ": %d", id);
+    }
+    json_buf_append(vocab_json, "}\n", 2);
+    json_buf_printf(merges_txt, "#version: 0.2\n");
+    for (int i = 0; ok && i < tok->bpe.n_merges; i++) {
+        json_buf_append(merges_txt, text, token_text(tok, char_of_byte, tok->bpe.merges[i].left, text));
+        json_buf_append(merges_txt, " ", 1);
+        json_buf_append(merges_txt, text, token_text(tok, char_of_byte, tok->bpe.merges[i].right, text));
+        json_buf_append(merges_txt, "\n", 1);
+    }
+    shfree(seen);
     return ok;
 }

@@ -1,4 +1,5 @@
-// gpt2_tokenizer.h: GPT-2's own tokenizer, read from its two files.
+// gpt2_tokenizer.h: GPT-2's own tokenizer, read from its two files, and
+// a byte-level bpe tokenizer written as those two files (for `tinygpt export`).
 //
 // Reading order: file 25b, after json.h (file 25), which reads vocab.json,
 // and tokenizer.h (file 23), whose Tokenizer it fills as the kind gpt2.
@@ -28,6 +29,7 @@
 #include <stddef.h>
 
 #include "common.h"
+#include "json.h"
 #include "tokenizer.h"
 
 // tokenizer_load_gpt2: GPT-2's tokenizer from "dir"/vocab.json and
@@ -40,5 +42,15 @@ bool tokenizer_load_gpt2(Tokenizer *tok, const char *dir, Error *err);
 // bytes); "vocab_name" and "merges_name" name them in messages.
 bool gpt2_tokenizer_from_text(Tokenizer *tok, const char *vocab_json, size_t vocab_len, const char *vocab_name,
                               const char *merges_txt, size_t merges_len, const char *merges_name, Error *err);
+
+// gpt2_tokenizer_files: the other way: "tok" (bpe or gpt2) as the two files'
+// contents, appended to "vocab_json" and "merges_txt" (start them empty;
+// the caller frees them), for `tinygpt export`. A gpt2 tokenizer gives
+// back GPT-2's numbering; a bpe one (tinygpt's own) keeps its ids (byte b
+// is id b, merge i is 256 + i) and gains "<|endoftext|>" as id V, one past
+// its last token, since GPT-2's readers (this file's, and Hugging Face's)
+// expect it. Fails, naming both tokens, when two tokens have the same
+// bytes (one string cannot be two keys of vocab.json), or on a char tokenizer.
+bool gpt2_tokenizer_files(const Tokenizer *tok, JsonBuf *vocab_json, JsonBuf *merges_txt, Error *err);
 
 #endif

@@ -19,9 +19,9 @@ bool tokenizer_check_text(const char *text, size_t len, const char *source, Erro
     return char_vocab_check_text(text, len, source, err);
 }
 
-const char *const TOKENIZER_NAMES[] = {"char", "bpe", NULL};
+const char *const TOKENIZER_NAMES[] = {"char", "bpe", "gpt2", NULL};
 
-const char *tokenizer_kind_name(TokenizerKind kind) { return kind == TOKENIZER_GPT2 ? "gpt2" : TOKENIZER_NAMES[kind]; }
+const char *tokenizer_kind_name(TokenizerKind kind) { return TOKENIZER_NAMES[kind]; }
 
 // The spelling of GPT-2's <|endoftext|>, its piece.
 static const char END_OF_TEXT_TEXT[] = "<|endoftext|>";

@@ -51,11 +51,11 @@ typedef struct {
     bool vocab_size_at_most;
 } TokenizerSpec;
 
-// TOKENIZER_NAMES: "char" and "bpe", indexed by TokenizerKind,
+// TOKENIZER_NAMES: "char", "bpe" and "gpt2", indexed by TokenizerKind,
 // NULL-terminated (the --tokenizer values and the checkpoint's "tokenizer"
-// metadata); tokenizer_kind_name: one of them, or "gpt2". gpt2 is not among
-// the names yet: train cannot learn it, and no checkpoint holds it until
-// fine-tuning GPT-2 saves one (issue 21, item 4).
+// metadata); tokenizer_kind_name: one of them. gpt2 is never learned: train
+// reads it from a GPT-2 directory (--tokenizer-dir), and a checkpoint keeps
+// its two files' text (model/checkpoint.c).
 extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
 

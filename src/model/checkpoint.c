@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2_tokenizer.h"
+
 // The value of "__metadata__"."format"; bump it if the meaning of the file
 // changes. Version 2 carries a checksum (safetensors.h); files of version
 // 1, written before it, have none and still load.
@@ -70,11 +72,25 @@ void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKi
 }
 
 // model_metadata: a model file's whole "__metadata__": the format, the
-// tokenizer (a char model's characters in id order, "vocab", or a bpe
-// model's "merges"), the model's keys, the step.
+// tokenizer (a char model's characters in id order, "vocab"; a bpe
+// model's "merges"; a gpt2 model's vocab.json and merges.txt, whole, as
+// "gpt2_vocab" and "gpt2_merges", which its reader reads back with every
+// check and GPT-2's numbering), the model's keys, the step.
 static void model_metadata(Metadata *md, const Model *m, const Tokenizer *tok, long step) {
     metadata_set(md, "format", CHECKPOINT_FORMAT);
-    if (tok->kind == TOKENIZER_BPE) {
+    if (tok->kind == TOKENIZER_GPT2) {
+        JsonBuf vocab = {0}, merges = {0};
+        Error err;
+        // A gpt2 tokenizer was read from these files, so it writes back.
+        bool written = gpt2_tokenizer_files(tok, &vocab, &merges, &err);
+        assert(written);
+        (void)written;
+        metadata_set(md, "tokenizer", "gpt2");
+        metadata_set_bytes(md, "gpt2_vocab", vocab.data, vocab.len);
+        metadata_set_bytes(md, "gpt2_merges", merges.data, merges.len);
+        json_buf_free(&vocab);
+        json_buf_free(&merges);
+    } else if (tok->kind == TOKENIZER_BPE) {
         metadata_set(md, "tokenizer", "bpe");
         char *merges = bpe_merges_text(&tok->bpe);
         metadata_set_bytes(md, "merges", merges, strlen(merges));
@@ -113,7 +129,8 @@ bool checkpoint_save_run(const Model *m, const Tokenizer *tok, long step, const 
 typedef struct {
     ModelConfig cfg;
     TokenizerKind tokenizer;   // "tokenizer"; char when absent
-    const JsonValue *vocab;    // "vocab" (char) or "merges" (bpe), inside the file's header
+    const JsonValue *vocab;    // "vocab" (char), "merges" (bpe) or "gpt2_vocab" (gpt2), inside the file's header
+    const JsonValue *merges;   // "gpt2_merges" (gpt2); NULL for the others
     long step;
 } ModelMetadata;
 
@@ -202,8 +219,11 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     int tokenizer;
     if (!read_choice(st, "tokenizer", "a tokenizer", TOKENIZER_NAMES, TOKENIZER_CHAR, &tokenizer)) return false;
     mm->tokenizer = (TokenizerKind)tokenizer;
-    mm->vocab = safetensors_meta_string(st, mm->tokenizer == TOKENIZER_BPE ? "merges" : "vocab");
+    const char *vocab_key = mm->tokenizer == TOKENIZER_BPE ? "merges" : mm->tokenizer == TOKENIZER_GPT2 ? "gpt2_vocab" : "vocab";
+    mm->vocab = safetensors_meta_string(st, vocab_key);
     if (!mm->vocab) return false;
+    mm->merges = NULL;
+    if (mm->tokenizer == TOKENIZER_GPT2 && !(mm->merges = safetensors_meta_string(st, "gpt2_merges"))) return false;
     Arch arch;
     long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0, qk_norm = 0;
     if (!read_architecture(st, &arch, &n_layer)) return false;
@@ -309,9 +329,12 @@ static bool check_memory(SafetensorsFile *st, const ModelConfig *cfg, int max_ba
 // file's "merges" must make exactly vocab_size - 256 tokens.
 static bool build_vocab(SafetensorsFile *st, const ModelMetadata *mm, Tokenizer *tok) {
     Error vocab_err;
-    bool bpe = mm->tokenizer == TOKENIZER_BPE;
-    bool built = bpe ? tokenizer_from_bpe_merges(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err)
-                     : tokenizer_from_vocab(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err);
+    bool bpe = mm->tokenizer != TOKENIZER_CHAR;
+    bool built = mm->tokenizer == TOKENIZER_GPT2
+                     ? gpt2_tokenizer_from_text(tok, mm->vocab->string, mm->vocab->string_len, "gpt2_vocab",
+                                                mm->merges->string, mm->merges->string_len, "gpt2_merges", &vocab_err)
+                 : bpe ? tokenizer_from_bpe_merges(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err)
+                       : tokenizer_from_vocab(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err);
     if (!built) return safetensors_reject(st, "its %s", vocab_err.msg);
     if (tok->vocab_size != mm->cfg.vocab_size) {
         int found = tok->vocab_size;

@@ -7,7 +7,9 @@
 // model.safetensors: the parameter table's tensors (model.h), F32, under
 // their names, in table order, and a "__metadata__" of strings that says
 // what the weights alone cannot: the tokenizer (a char model's "vocab"; a
-// bpe model's "tokenizer": "bpe" and "merges"), vocab_size, n_embd, n_head,
+// bpe model's "tokenizer": "bpe" and "merges"; a gpt2 model's "tokenizer":
+// "gpt2" and the text of GPT-2's two files, "gpt2_vocab" and "gpt2_merges",
+// gpt2_tokenizer.h), vocab_size, n_embd, n_head,
 // block_size, arch ("card" or "gpt"), n_layer (the number of blocks; 1 for
 // card), no_layernorm, no_mlp and no_residual ("1", only for a gpt with
 // that part removed), norm ("rmsnorm", only for a gpt that swapped its
