@@ -739,7 +739,8 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 
 // ---- One block -------------------------------------------------------------
 // A block is written three times: the gpt's, straight through from its
-// first step to its last (read it first); card's, attention alone; and the
+// first step to its last (read it first; gpt2's is the same, with its
+// biases); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
 // (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`, `--qk-norm`), for `make ladder`,
