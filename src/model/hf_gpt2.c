@@ -177,12 +177,12 @@ static NameKind classify(const char *name, int n_layer, const NameMap **map, int
     return NAME_UNKNOWN;
 }
 
-// our_spec: our first tensor of "map" in block "block".
-static const TensorSpec *our_spec(const Model *m, const NameMap *map, int block) {
+// our_spec: our first tensor of "map" in block "block", in our parameter table.
+static const TensorSpec *our_spec(const TensorTable *table, const NameMap *map, int block) {
     char name[96];
     if (block < 0) snprintf(name, sizeof name, "%s", map->ours);
     else snprintf(name, sizeof name, "blocks.%d.%s", block, map->ours);
-    const TensorSpec *spec = table_find(&m->param_table, name);
+    const TensorSpec *spec = table_find(table, name);
     if (!spec) die(EXIT_RUNTIME, "hf_gpt2.c: the gpt2 table has no %s", name);  // a broken NameMap, not a bad file
     return spec;
 }
@@ -215,12 +215,13 @@ typedef struct {
     const TensorSpec *spec;
 } Placement;
 
-// place_tensors: every tensor of the file classified, its shape checked,
-// each of our parameters filled exactly once; "*lm_head" the file's
-// lm_head.weight, or NULL. "placed" has room for every tensor of the file.
-static bool place_tensors(SafetensorsFile *st, const Model *m, const SafetensorsTensor *tensors, size_t n,
-                          Placement *placed, size_t *n_placed, const SafetensorsTensor **lm_head) {
-    const TensorTable *table = &m->param_table;
+// place_tensors: every tensor of the file classified, its shape checked
+// against "cfg", each of our parameters ("table", param_table(cfg)) filled
+// exactly once; "*lm_head" the file's lm_head.weight, or NULL. "placed"
+// has room for every tensor of the file. Nothing is allocated by size yet.
+static bool place_tensors(SafetensorsFile *st, const ModelConfig *cfg, const TensorTable *table,
+                          const SafetensorsTensor *tensors, size_t n, Placement *placed, size_t *n_placed,
+                          const SafetensorsTensor **lm_head) {
     const char **filled_by = xcalloc((size_t)table->count, sizeof *filled_by);  // the file's name of each of ours
     *n_placed = 0;
     *lm_head = NULL;
@@ -229,7 +230,7 @@ static bool place_tensors(SafetensorsFile *st, const Model *m, const Safetensors
         const SafetensorsTensor *t = &tensors[i];
         const NameMap *map = NULL;
         int block;
-        switch (classify(t->name, m->n_layer, &map, &block)) {
+        switch (classify(t->name, cfg->n_layer, &map, &block)) {
         case NAME_MASK: continue;
         case NAME_UNKNOWN:
             ok = safetensors_reject(st, "tensor '%s' is not one of GPT-2's (wte, wpe, h.{i}.ln_1, .attn.c_attn, .attn.c_proj, .ln_2, .mlp.c_fc, .mlp.c_proj, ln_f, lm_head); is it a GPT-2?",
@@ -237,10 +238,10 @@ static bool place_tensors(SafetensorsFile *st, const Model *m, const Safetensors
             continue;
         case NAME_PAST_N_LAYER:
             ok = safetensors_reject(st, "tensor '%s' is of block %d, but config.json's n_layer is %d (blocks 0 to %d); the two disagree",
-                                    t->name, block, m->n_layer, m->n_layer - 1);
+                                    t->name, block, cfg->n_layer, cfg->n_layer - 1);
             continue;
         case NAME_LM_HEAD: {
-            const uint64_t V = (uint64_t)m->config.vocab_size, C = (uint64_t)m->config.n_embd;
+            const uint64_t V = (uint64_t)cfg->vocab_size, C = (uint64_t)cfg->n_embd;
             if (t->ndim != 2 || t->shape[0] != V || t->shape[1] != C) {
                 char got[64];
                 format_shape(got, sizeof got, t->shape, t->ndim);
@@ -253,7 +254,7 @@ static bool place_tensors(SafetensorsFile *st, const Model *m, const Safetensors
         }
         case NAME_MAPPED: break;
         }
-        const TensorSpec *spec = our_spec(m, map, block);
+        const TensorSpec *spec = our_spec(table, map, block);
         uint64_t want[2];
         const int ndim = hf_shape(map, spec, want);
         if (t->ndim != ndim || t->shape[0] != want[0] || (ndim == 2 && t->shape[1] != want[1])) {
@@ -261,8 +262,7 @@ static bool place_tensors(SafetensorsFile *st, const Model *m, const Safetensors
             format_shape(got, sizeof got, t->shape, t->ndim);
             format_shape(wanted, sizeof wanted, want, ndim);
             ok = safetensors_reject(st, "tensor '%s' has shape %s but config.json (n_embd %d, n_positions %d, vocab_size %d) needs %s",
-                                    t->name, got, m->config.n_embd, m->config.block_size, m->config.vocab_size,
-                                    wanted);
+                                    t->name, got, cfg->n_embd, cfg->block_size, cfg->vocab_size, wanted);
             continue;
         }
         const int index = (int)(spec - table->specs);
@@ -275,16 +275,16 @@ static bool place_tensors(SafetensorsFile *st, const Model *m, const Safetensors
         placed[(*n_placed)++] = (Placement){t, map, spec};
     }
     // Every parameter of ours, named as GPT-2 names it.
-    for (int b = -1; ok && b < m->n_layer; b++) {
+    for (int b = -1; ok && b < cfg->n_layer; b++) {
         const NameMap *maps = b < 0 ? OUTSIDE_BLOCKS : IN_BLOCKS;
         const size_t count = b < 0 ? COUNT_OF(OUTSIDE_BLOCKS) : COUNT_OF(IN_BLOCKS);
         for (size_t i = 0; ok && i < count; i++) {
-            if (filled_by[our_spec(m, &maps[i], b) - table->specs]) continue;
+            if (filled_by[our_spec(table, &maps[i], b) - table->specs]) continue;
             char name[96];
             if (b < 0) snprintf(name, sizeof name, "%s", maps[i].hf);
             else snprintf(name, sizeof name, "h.%d.%s", b, maps[i].hf);
             ok = safetensors_reject(st, "tensor '%s' (or 'transformer.%s') is missing; config.json's n_layer %d needs it",
-                                    name, name, m->n_layer);
+                                    name, name, cfg->n_layer);
         }
     }
     free(filled_by);
@@ -339,18 +339,23 @@ static bool read_weights(const char *dir, const ModelConfig *cfg, Model *m, int 
     SafetensorsTensor *tensors = NULL;
     size_t n = 0;
     bool ok = safetensors_open(&st, path, WEIGHTS_KIND, err) && safetensors_list(&st, &tensors, &n);
-    if (ok && !model_check_memory(cfg, max_batch, with_grads, err)) ok = false;
-    if (ok) model_init(m, cfg, max_batch, with_grads);
+    // The names and shapes first, against the table alone: a wrong file is
+    // refused before the model's memory is allocated.
+    TensorTable table;
+    param_table(&table, cfg);
     Placement *placed = xmalloc((n ? n : 1) * sizeof *placed);
     size_t n_placed = 0;
     const SafetensorsTensor *lm_head = NULL;
-    ok = ok && place_tensors(&st, m, tensors, n, placed, &n_placed, &lm_head);
+    ok = ok && place_tensors(&st, cfg, &table, tensors, n, placed, &n_placed, &lm_head);
+    if (ok && !model_check_memory(cfg, max_batch, with_grads, err)) ok = false;
+    if (ok) model_init(m, cfg, max_batch, with_grads);  // the same table: the placements' offsets hold
     // The largest Conv1D weight: c_fc's and c_proj's 4C x C.
     const size_t room = (size_t)4 * (size_t)cfg->n_embd * (size_t)cfg->n_embd;
     float *scratch = ok ? xmalloc(room * sizeof(float)) : NULL;
     ok = ok && read_placed(&st, m, placed, n_placed, scratch);
     ok = ok && (!lm_head || check_tied_head(&st, m, lm_head, scratch, room));
     free(scratch);
+    table_free(&table);  // the placements point into it
     free(placed);
     free(tensors);
     safetensors_close(&st);
