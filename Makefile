@@ -381,7 +381,8 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------
 # `make fuzz`: libFuzzer targets (clang) for the checkpoint loader, the
 # tokenizer's UTF-8 handling, the flag parser, the BPE and GPT-2's tokenizer
-# files (vocab.json, merges.txt), tests/fuzz/fuzz_*.c, each
+# files (vocab.json, merges.txt), and a Hugging Face GPT-2 directory's
+# config.json and model.safetensors, tests/fuzz/fuzz_*.c, each
 # run for FUZZ_SECONDS under ASan+UBSan. Seeds are read from
 # tests/fuzz/corpus/TARGET/ (committed); what the fuzzer adds goes to
 # build/fuzz/corpus/TARGET/, kept between runs; a crashing input is saved as
@@ -389,7 +390,7 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 # belongs in the Check suite as a regression test.
 FUZZ_BUILD = build/fuzz
 FUZZ_SECONDS ?= 10
-FUZZ_TARGETS = checkpoint utf8 flags bpe gpt2_tokenizer
+FUZZ_TARGETS = checkpoint utf8 flags bpe gpt2_tokenizer hf_gpt2
 FUZZ_OPT = -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 
 .PHONY: fuzz fuzz-build

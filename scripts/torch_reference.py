@@ -64,6 +64,13 @@ and read from there (model_swaps):
                      after it: a rotation keeps lengths, so the two orders agree)
 parity's "recipe" check runs the GPT's checks once per swap, and once with
 all of them.
+
+GPT-2 (`tinygpt train --arch gpt2`): the GPT with a bias in every Linear
+and LayerNorm (`blocks.{i}.ln1.bias`, `.attn.{q,k,v,proj}.bias`,
+`.ln2.bias`, `.mlp.{fc,proj}.bias`, `ln_f.bias`), its LayerNorms here
+torch's own F.layer_norm, and the MLP's GELU torch's F.gelu, exact or
+(metadata "mlp": "gelu_tanh") approximate='tanh', GPT-2's. parity's "gpt2"
+check runs the GPT's checks on it with each GELU.
 parity trains both with plain SGD, and the GPT also with AdamW (see "the
 optimizer" below) and with Muon (muon_update, written from Keller Jordan's
 muon.py: the blocks' matrices by Muon, the rest by torch's AdamW); bench
@@ -351,9 +358,10 @@ def swiglu_hidden(C, multiple=16):
     return multiple * ((hidden + multiple - 1) // multiple)
 
 
-def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
+def gpt_param_shapes(V, block_size, C, n_layer, swaps=None, biases=False):
     """The GPT's tensors, name -> shape, in the checkpoint's order; with
-    "swaps" (model_swaps) untied_head "1", a head.weight of its own."""
+    "swaps" (model_swaps) untied_head "1", a head.weight of its own; with
+    "biases" (gpt2), each Linear's and LayerNorm's bias after its weight."""
     shapes = {"tok_emb.weight": [V, C], "pos_emb.weight": [block_size, C]}
     if (swaps or {}).get("pos") == "rope":
         del shapes["pos_emb.weight"]
@@ -366,6 +374,10 @@ def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
             f"blocks.{i}.attn.proj.weight": [C, C],
             f"blocks.{i}.ln2.weight": [C],
         })
+        if biases:
+            shapes.update({f"blocks.{i}.{name}.bias": [C] for name in
+                           ("ln1", "attn.q", "attn.k", "attn.v", "attn.proj", "ln2", "mlp.proj")})
+            shapes[f"blocks.{i}.mlp.fc.bias"] = [4 * C]
         if (swaps or {}).get("mlp") == "swiglu":
             H = swiglu_hidden(C)
             shapes.update({f"blocks.{i}.mlp.gate_proj.weight": [H, C],
@@ -375,6 +387,8 @@ def gpt_param_shapes(V, block_size, C, n_layer, swaps=None):
             shapes.update({f"blocks.{i}.mlp.fc.weight": [4 * C, C],
                            f"blocks.{i}.mlp.proj.weight": [C, 4 * C]})
     shapes["ln_f.weight"] = [C]
+    if biases:
+        shapes["ln_f.bias"] = [C]
     if (swaps or {}).get("untied_head") == "1":
         shapes["head.weight"] = [V, C]
     return shapes
@@ -420,6 +434,11 @@ def gelu(x):
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
+def gelu_tanh(x):
+    """GPT-2's GELU ("gelu_new"): PyTorch's own tanh approximation."""
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
 def relu2(x):
     """ReLU squared (So et al. 2021, "Primer"): relu(x)^2."""
     return torch.relu(x) ** 2
@@ -434,7 +453,22 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
     """
     swaps = dict(PLAIN_GPT, **(swaps or {}))
     norm = rms_norm if swaps["norm"] == "rmsnorm" else layer_norm
-    act = relu2 if swaps["mlp"] == "relu2" else gelu
+    act = {"relu2": relu2, "gelu_tanh": gelu_tanh}.get(swaps["mlp"], gelu)
+    if "ln_f.bias" in params:
+        # gpt2: every LayerNorm and Linear has a bias, and LayerNorm is torch's own.
+        def norm(x, weight, bias):
+            return torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, LAYER_NORM_EPS)
+
+        def linear(x, w, name):
+            return torch.nn.functional.linear(x, w[name + ".weight"], w[name + ".bias"])
+    else:
+        plain_norm = norm
+
+        def norm(x, weight, bias):
+            return plain_norm(x, weight)
+
+        def linear(x, w, name):
+            return x @ w[name + ".weight"].T
     B, T = idx.shape
     C = params["tok_emb.weight"].shape[1]
     HS = C // n_head
@@ -450,8 +484,8 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
              if name.startswith(f"blocks.{i}.")}
 
         # 2. Attention on the normalised stream, added back to it.
-        h = norm(x, w["ln1.weight"])                                           # [B,T,C]
-        q, k, v = ((h @ w[f"attn.{n}.weight"].T).view(B, T, n_head, HS).transpose(1, 2)
+        h = norm(x, w["ln1.weight"], w.get("ln1.bias"))                         # [B,T,C]
+        q, k, v = (linear(h, w, f"attn.{n}").view(B, T, n_head, HS).transpose(1, 2)
                    for n in "qkv")                                             # [B,NH,T,HS]
         if swaps["qk_norm"] == "1":
             # The speedrun's order: F.rms_norm(q, (HS,)) (no weight; torch 1.13
@@ -463,21 +497,21 @@ def gpt_forward(params, idx, targets, n_head, swaps=None):
         exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))           # [B,NH,T,T]
         att = exps / exps.sum(dim=-1, keepdim=True)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)                         # heads concatenated
-        x = x + y @ w["attn.proj.weight"].T
+        x = x + linear(y, w, "attn.proj")
 
         # 3. The MLP on the normalised stream, added back to it.
-        h = norm(x, w["ln2.weight"])
+        h = norm(x, w["ln2.weight"], w.get("ln2.bias"))
         if swaps["mlp"] == "swiglu":
             gate = h @ w["mlp.gate_proj.weight"].T                             # [B,T,H]
             silu = gate / (1.0 + torch.exp(-gate))                             # gate * sigmoid(gate)
             x = x + (silu * (h @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
         else:
-            x = x + act(h @ w["mlp.fc.weight"].T) @ w["mlp.proj.weight"].T      # [B,T,4C] inside
+            x = x + linear(act(linear(h, w, "mlp.fc")), w, "mlp.proj")           # [B,T,4C] inside
 
     # 4. Final norm; the head is the token embedding, transposed (tied), or
     # with untied_head a weight of its own.
     head = params["head.weight"] if swaps["untied_head"] == "1" else params["tok_emb.weight"]
-    logits = norm(x, params["ln_f.weight"]) @ head.T                             # [B,T,V]
+    logits = norm(x, params["ln_f.weight"], params.get("ln_f.bias")) @ head.T   # [B,T,V]
     if targets is None:
         return None, logits
 
@@ -498,7 +532,9 @@ def random_gpt_params(shapes, seed):
     params = {}
     for name, shape in shapes.items():
         noise = torch.randn(shape, generator=gen, dtype=torch.float64)
-        if len(shape) == 1:
+        if name.endswith(".bias"):  # gpt2's
+            params[name] = 0.5 * noise
+        elif len(shape) == 1:
             params[name] = 1.0 + 0.2 * noise
         elif name.endswith("_emb.weight"):
             params[name] = 0.5 * noise
@@ -872,8 +908,8 @@ def expected_tensors(meta):
     """
     V, C, T = int(meta["vocab_size"]), int(meta["n_embd"]), int(meta["block_size"])
     arch = meta.get("arch", "card")
-    if arch == "gpt":
-        return gpt_param_shapes(V, T, C, int(meta["n_layer"]), model_swaps(meta))
+    if arch in ("gpt", "gpt2"):
+        return gpt_param_shapes(V, T, C, int(meta["n_layer"]), model_swaps(meta), biases=arch == "gpt2")
     if arch != "card":
         raise ParityFailure(f"unknown arch {arch!r} in the checkpoint's metadata")
     return {
@@ -1015,6 +1051,12 @@ def parity_card(args, workdir, data):
     return failures
 
 
+def arch_flags(meta):
+    """--arch and --layers as a checkpoint's metadata has them (a run from
+    --init must repeat them or leave them out)."""
+    return ["--arch", meta["arch"], "--layers", meta["n_layer"]]
+
+
 def step0_gradients(args, data, init_path, init_tensors, model, train_tokens, T, workdir):
     """Every tensor's step-0 gradient, tinygpt's against autograd's, from "init_path".
 
@@ -1025,11 +1067,12 @@ def step0_gradients(args, data, init_path, init_tensors, model, train_tokens, T,
     there).
     """
     one_dir = os.path.join(workdir, "gpt-one-step-" + os.path.basename(os.path.dirname(init_path)))
+    _, meta = read_safetensors(init_path)
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
          "--dropout", "0", "--steps", "1", "--out", one_dir, "--lr", str(PARITY_LR),
          "--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
          "--val-fraction", str(PARITY_VAL_FRACTION)]
-        + sgd_flags(args.tinygpt) + PARITY_GPT_ARCH_FLAGS)
+        + sgd_flags(args.tinygpt) + arch_flags(meta))
     after, _ = read_safetensors(os.path.join(one_dir, "model.safetensors"))
     params = {name: t.to(torch.float64).requires_grad_() for name, t in init_tensors.items()}
     inputs, targets = sequential_batch(train_tokens, 0, PARITY_BATCH, T)
@@ -1119,7 +1162,7 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, model, labe
          "--dropout", "0", "--steps", str(PROBE_STEPS), "--out", trained_dir,
          "--lr", str(PARITY_LR), "--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
          "--val-fraction", str(PARITY_VAL_FRACTION)] + sgd_flags(args.tinygpt)
-        + PARITY_GPT_ARCH_FLAGS)
+        + arch_flags(meta))
     log = read_log(os.path.join(trained_dir, "log.csv"))
     final_tensors, _ = read_safetensors(os.path.join(trained_dir, "model.safetensors"))
     params = {name: t.clone().requires_grad_() for name, t in stored.items()}
@@ -1146,7 +1189,7 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, model, labe
     return failures
 
 
-def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
+def parity_gpt(args, workdir, data, label="gpt", swap_flags=(), arch="gpt"):
     """The GPT: the same training check as the card model's, plus the step-0
     loss on its own, `tinygpt eval` of the trained model, and the probe
     (gpt_probe); returns the list of failures. On a failure it also prints
@@ -1155,7 +1198,8 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     "swap_flags" (--norm rmsnorm, ...) make the GPT one with the modern
     recipe's swaps; the model here reads them from the checkpoint's
     metadata, so the check also proves that tinygpt keeps them there.
-    "label" names the check in what it prints, and its directories."""
+    "label" names the check in what it prints, and its directories. "arch"
+    "gpt2" checks GPT-2's model instead (parity_gpt2)."""
     if not train_has_arch_flag(args.tinygpt):
         raise ParityFailure(f"`{args.tinygpt} train --help` lists no --arch: this tinygpt has "
                             "no GPT (run with --only card to check the card model alone)")
@@ -1165,12 +1209,15 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     init_dir, trained_dir = os.path.join(workdir, prefix + "-init"), os.path.join(workdir, prefix + "-trained")
     common = ["--batch", str(PARITY_BATCH), "--seed", str(PARITY_SEED),
               "--val-fraction", str(PARITY_VAL_FRACTION)]
+    # gpt2's parts are GPT-2's (it takes no --norm, --pos, ...); char tokens as the gpt's.
+    parts = NANOGPT_PARTS if arch == "gpt" else ["--tokenizer", "char"]
+    asked_arch = ["--arch", arch] + PARITY_GPT_ARCH_FLAGS[2:]
     run([args.tinygpt, "train", data, "--out", init_dir, "--steps", "0", "--dropout", "0"]
-        + PARITY_GPT_ARCH_FLAGS + NANOGPT_PARTS + list(swap_flags) + PARITY_MODEL_FLAGS + common)
+        + asked_arch + parts + list(swap_flags) + PARITY_MODEL_FLAGS + common)
     init_path = os.path.join(init_dir, "model.safetensors")
     init_tensors, meta = read_safetensors(init_path)
-    if meta.get("arch") != "gpt":
-        raise ParityFailure(f"{init_path}: metadata arch is {meta.get('arch')!r}, expected 'gpt'")
+    if meta.get("arch") != arch:
+        raise ParityFailure(f"{init_path}: metadata arch is {meta.get('arch')!r}, expected {arch!r}")
     vocab, n_head = check_metadata(init_tensors, meta, init_path)
     n_layer = int(meta["n_layer"])
     if str(n_layer) != PARITY_GPT_ARCH_FLAGS[3]:
@@ -1188,7 +1235,7 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=()):
     # 2. tinygpt trains it from that file.
     run([args.tinygpt, "train", data, "--init", init_path, "--order", "sequential",
          "--dropout", "0", "--steps", str(args.steps), "--out", trained_dir,
-         "--lr", str(PARITY_LR)] + sgd_flags(args.tinygpt) + PARITY_GPT_ARCH_FLAGS + common)
+         "--lr", str(PARITY_LR)] + sgd_flags(args.tinygpt) + asked_arch + common)
     log = read_log(os.path.join(trained_dir, "log.csv"))
     final_path = os.path.join(trained_dir, "model.safetensors")
     final_tensors, final_meta = read_safetensors(final_path)
@@ -1272,6 +1319,17 @@ def parity_recipe(args, workdir, data):
     cases = RECIPE_SWAPS + [("all", [f for flags in chosen.values() for f in flags])]
     for name, flags in cases:
         failures += parity_gpt(args, workdir, data, label=f"gpt {name}", swap_flags=flags)
+    return failures
+
+
+def parity_gpt2(args, workdir, data):
+    """GPT-2's model (--arch gpt2): the GPT's checks (parity_gpt) with its
+    biases, once with GPT-2's tanh GELU and once with the exact one; returns
+    the list of failures. Its biases start at 0, so the trained weights and
+    the probe (every bias N(0, 0.5^2)) are what put them in the sums."""
+    failures = []
+    for name, flags in (("gelu_tanh", ["--mlp", "gelu_tanh"]), ("gelu", ["--mlp", "gelu"])):
+        failures += parity_gpt(args, workdir, data, label=f"gpt2 {name}", swap_flags=flags, arch="gpt2")
     return failures
 
 
@@ -1584,7 +1642,7 @@ def cmd_parity(args):
         os.makedirs(workdir, exist_ok=True)
         data = write_parity_data(args, workdir)
         checks = [("card", parity_card), ("gpt", parity_gpt), ("adamw", parity_gpt_adamw),
-                  ("muon", parity_gpt_muon), ("recipe", parity_recipe)]
+                  ("muon", parity_gpt_muon), ("recipe", parity_recipe), ("gpt2", parity_gpt2)]
         failures = []
         for label, check in checks:
             if args.only not in (None, label):
@@ -2984,7 +3042,7 @@ def main():
     parity.add_argument("--workdir",
                         help="keep the checkpoints and logs here (default: a temporary directory)")
     parity.add_argument("--verbose", action="store_true", help="print both losses at every step")
-    parity.add_argument("--only", choices=["card", "gpt", "adamw", "muon", "recipe"],
+    parity.add_argument("--only", choices=["card", "gpt", "adamw", "muon", "recipe", "gpt2"],
                         help="check only this (default: the card model, the GPT, the GPT "
                              "trained by AdamW, by Muon, then the GPT with each of the modern "
                              "recipe's swaps)")

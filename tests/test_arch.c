@@ -195,12 +195,13 @@ static void check_reference_agrees(const char *arch_flags) {
     ck_assert_msg(fast[19] < fast[0], "%s: the loss did not fall (%.4f -> %.4f)", arch_flags, fast[0], fast[19]);
 }
 
-// Loop test: _i = 0 trains card, _i = 1 a gpt of 2 blocks (the flags, which
-// begin every message, say which).
+// Loop test: _i = 0 trains card, _i = 1 a gpt of 2 blocks, _i = 2 a gpt2 of
+// 2 blocks with the tanh GELU (the flags, which begin every message, say which).
 START_TEST(the_reference_build_trains_each_architecture_like_the_fast_one) {
     static const char *const arch_flags[] = {
         "--arch card --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.5",
         "--arch gpt --layers 2 --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.1",
+        "--arch gpt2 --mlp gelu_tanh --layers 2 --context 16 --embd 32 --heads 4 --dropout 0.1 --lr 0.1",
     };
     check_reference_agrees(arch_flags[_i]);
 }
@@ -216,7 +217,7 @@ Suite *arch_suite(void) {
     tc = tcase_create("reference_build");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
-    tcase_add_loop_test(tc, the_reference_build_trains_each_architecture_like_the_fast_one, 0, 2);
+    tcase_add_loop_test(tc, the_reference_build_trains_each_architecture_like_the_fast_one, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

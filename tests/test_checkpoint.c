@@ -65,10 +65,11 @@ static void setup_arch(Arch arch) {
     TokenizerSpec spec = {fixture_tokenizer, BPE_BYTES + 3, false};
     ck_assert_msg(tokenizer_learn(&tok, &spec, TEXT, sizeof TEXT - 1, "TEXT", &err), "%s", err.msg);
     ModelConfig cfg = {.vocab_size = tok.vocab_size, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.1f};
-    if (arch == ARCH_GPT) {
-        cfg.arch = ARCH_GPT;
+    if (arch != ARCH_CARD) {
+        cfg.arch = arch;
         cfg.n_layer = GPT_LAYERS;
     }
+    if (arch == ARCH_GPT2) cfg.mlp = MLP_GELU_TANH;  // GPT-2's, kept as "mlp"
     ck_assert_msg(model_check_config(&cfg, &err), "%s", err.msg);
     model_init(&model, &cfg, 1, false);
     Rng rng;
@@ -131,8 +132,9 @@ static void start_over(void) {
     setup_arch(arch);
 }
 
-// The loop tests run on both fixtures: _i = 0 on card, _i = 1 on gpt.
-static const Arch FIXTURE_ARCHES[] = {ARCH_CARD, ARCH_GPT};
+// The loop tests run on both fixtures: _i = 0 on card, _i = 1 on gpt (the
+// round trip's also _i = 2, on gpt2 with the tanh GELU).
+static const Arch FIXTURE_ARCHES[] = {ARCH_CARD, ARCH_GPT, ARCH_GPT2};
 
 // fixture_of: make the fixture (setup's card one) the one of architecture
 // FIXTURE_ARCHES[i], and return that architecture's name, for the messages.
@@ -455,7 +457,7 @@ END_TEST
 // Loop test: _i = 0 on card (one block), _i = 1 on gpt (GPT_LAYERS blocks).
 START_TEST(save_then_load_restores_config_vocabulary_and_step) {
     const char *arch = fixture_of(_i);
-    const int layers = FIXTURE_ARCHES[_i] == ARCH_GPT ? GPT_LAYERS : 1;
+    const int layers = FIXTURE_ARCHES[_i] != ARCH_CARD ? GPT_LAYERS : 1;
     Model m;
     Tokenizer t;
     long step = load_ok(&m, &t, 3, true);
@@ -469,6 +471,7 @@ START_TEST(save_then_load_restores_config_vocabulary_and_step) {
         {"n_embd", m.config.n_embd, model.config.n_embd},
         {"n_head", m.config.n_head, model.config.n_head},
         {"arch", m.config.arch, FIXTURE_ARCHES[_i]},
+        {"mlp", m.config.mlp, model.config.mlp},
         {"n_layer", m.config.n_layer, layers},
         {"model_layers", model_layers(&m.config), layers},
         {"max_batch", m.max_batch, 3},
@@ -2035,10 +2038,10 @@ Suite *checkpoint_suite(void) {
     Suite *s = suite_create("checkpoint");
     TCase *round_trip = tcase_create("round trip");
     tcase_add_checked_fixture(round_trip, setup, teardown);
-    tcase_add_loop_test(round_trip, save_then_load_restores_every_weight_bit_exactly, 0, 2);
-    tcase_add_loop_test(round_trip, save_then_load_restores_config_vocabulary_and_step, 0, 2);
+    tcase_add_loop_test(round_trip, save_then_load_restores_every_weight_bit_exactly, 0, 3);
+    tcase_add_loop_test(round_trip, save_then_load_restores_config_vocabulary_and_step, 0, 3);
     tcase_add_test(round_trip, load_accepts_a_null_step_pointer);
-    tcase_add_loop_test(round_trip, saving_a_loaded_checkpoint_gives_identical_bytes, 0, 2);
+    tcase_add_loop_test(round_trip, saving_a_loaded_checkpoint_gives_identical_bytes, 0, 3);
     tcase_add_test(round_trip, save_leaves_no_tmp_file_behind);
     tcase_add_test(round_trip, save_replaces_an_existing_checkpoint);
     tcase_add_test(round_trip, save_over_a_directory_fails_and_removes_its_tmp_file);

@@ -8,7 +8,9 @@
 //    and at the extremes;
 // 3. both backwards match central finite differences of L = sum(gelu(x) * R);
 // 4. the edges: in place, NaN, and bits that do not depend on where an
-//    element sits in the array or on the thread count.
+//    element sits in the array or on the thread count;
+// 5. GPT-2's tanh approximation, both versions: hand values (python's
+//    math.tanh), fast against reference, finite differences, in place, NaN.
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -281,6 +283,109 @@ START_TEST(an_element_gets_the_same_bits_alone_in_a_batch_and_on_any_thread_coun
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// 5. GPT-2's tanh approximation (gelu_tanh_*).
+
+// Fast vs reference, as FAST_MATCHES_REFERENCE_TOL. Forward: fast_expf's
+// 1e-7 and a division against libm's tanhf, measured 2.1e-7. Backward:
+// the reference's own 1 - t^2 cancels near |t| = 1 (t's rounding, 6e-8,
+// times 0.5 x u', up to 10 around x = 3), where the fast form's e s^2 does
+// not; measured 6.0e-7 (dout = 1). A lost term or a wrong constant is off by 1e-3.
+static const double TANH_FORWARD_TOL = 5e-7, TANH_BACKWARD_TOL = 2e-6;
+
+static const GeluForward TANH_FORWARDS[2] = {gelu_tanh_forward_reference, gelu_tanh_forward};
+static const GeluBackward TANH_BACKWARDS[2] = {gelu_tanh_backward_reference, gelu_tanh_backward};
+
+// 0.5 x (1 + tanh u) and its slope, worked out in double (python's math.tanh).
+static const double HAND_GELU_TANH[HAND_COUNT] = {0,           0.841191991, -0.158808009, 1.95459769,
+                                                  -0.0454023059, 0.34571401, -0.00363739208};
+static const double HAND_GELU_TANH_GRAD[HAND_COUNT] = {0.5,           1.08296408, -0.0829640838, 1.08609926,
+                                                       -0.0860992566, 0.867369904, -0.0115841666};
+
+START_TEST(tanh_form_gives_hand_checked_values_and_differs_from_erf) {
+    float out[HAND_COUNT], dinp[HAND_COUNT], ones[HAND_COUNT], exact[HAND_COUNT];
+    for (int i = 0; i < HAND_COUNT; i++) ones[i] = 1.0f;
+    TANH_FORWARDS[_i](out, HAND_X, HAND_COUNT);
+    TANH_BACKWARDS[_i](dinp, HAND_X, ones, HAND_COUNT);
+    gelu_forward_reference(exact, HAND_X, HAND_COUNT);
+    for (int i = 0; i < HAND_COUNT; i++) {
+        ck_assert_msg(fabs(out[i] - HAND_GELU_TANH[i]) <= HAND_VALUE_TOL, "%s: gelu_tanh(%g) = %.9g, want %.9g",
+                      VERSION_NAMES[_i], (double)HAND_X[i], (double)out[i], HAND_GELU_TANH[i]);
+        ck_assert_msg(fabs(dinp[i] - HAND_GELU_TANH_GRAD[i]) <= HAND_VALUE_TOL,
+                      "%s: gelu_tanh'(%g) = %.9g, want %.9g", VERSION_NAMES[_i], (double)HAND_X[i], (double)dinp[i],
+                      HAND_GELU_TANH_GRAD[i]);
+    }
+    // It is an approximation: at x = -3 the two forms differ by 4e-4.
+    ck_assert_msg(fabs(out[6] - exact[6]) > 1e-4, "%s: gelu_tanh(-3) is erf's", VERSION_NAMES[_i]);
+}
+END_TEST
+
+// test_inputs' but for +-FLT_MAX, where x^2 overflows in u' (gelu.h).
+START_TEST(tanh_form_fast_matches_reference_over_a_dense_range_and_extremes) {
+    size_t n;
+    float *x = test_inputs(&n);
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(x[i]) == FLT_MAX) x[i] = copysignf(1e18f, x[i]);
+    float *dout = xmalloc(n * sizeof(float));
+    float *fast = xmalloc(n * sizeof(float)), *ref = xmalloc(n * sizeof(float));
+    Rng rng;
+    rng_init(&rng, 6);
+    fill_uniform(dout, n, &rng);
+    gelu_tanh_forward(fast, x, n);
+    gelu_tanh_forward_reference(ref, x, n);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)fast[i] - ref[i]) <= TANH_FORWARD_TOL * fmax(1.0, fabs(x[i]))))
+            ck_abort_msg("gelu_tanh(%.9g): fast %.9g, reference %.9g", (double)x[i], (double)fast[i], (double)ref[i]);
+    gelu_tanh_backward(fast, x, dout, n);
+    gelu_tanh_backward_reference(ref, x, dout, n);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)fast[i] - ref[i]) <= TANH_BACKWARD_TOL * fmax(1.0, fabs(dout[i]))))
+            ck_abort_msg("gelu_tanh backward at x = %.9g: fast %.9g, reference %.9g", (double)x[i], (double)fast[i],
+                         (double)ref[i]);
+    free(ref);
+    free(fast);
+    free(dout);
+    free(x);
+}
+END_TEST
+
+START_TEST(tanh_form_backward_matches_finite_differences) {
+    GeluCase gc = {.forward = TANH_FORWARDS[_i]};
+    Rng rng;
+    rng_init(&rng, 32);
+    float dout[GRAD_COUNT], dinp[GRAD_COUNT];
+    for (int i = 0; i < GRAD_COUNT; i++) {
+        gc.x[i] = -5.0f + 0.25f * (float)i;
+        gc.R[i] = 2.0 * rng_uniform(&rng) - 1.0;
+        dout[i] = (float)gc.R[i];
+    }
+    TANH_BACKWARDS[_i](dinp, gc.x, dout, GRAD_COUNT);
+    GradCheckResult r = gradcheck(gelu_loss, &gc, gc.x, dinp, GRAD_COUNT, GRADCHECK_FLOAT32);
+    ck_assert_msg(r.failures == 0, "%s: %zu of %d elements off; worst x = %g: analytic %.6g numeric %.6g",
+                  VERSION_NAMES[_i], r.failures, GRAD_COUNT, (double)gc.x[r.worst_index], r.worst_analytic,
+                  r.worst_numeric);
+}
+END_TEST
+
+START_TEST(tanh_form_backward_in_place_and_nan) {
+    enum { N = 40 };
+    float x[N], dout[N], out[N], dinp[N], in_place[N];
+    for (int i = 0; i < N; i++) x[i] = dout[i] = 0.2f * (float)(i - N / 2);
+    TANH_BACKWARDS[_i](dinp, x, dout, N);
+    memcpy(in_place, dout, sizeof in_place);
+    TANH_BACKWARDS[_i](in_place, x, in_place, N);
+    ck_assert_msg(memcmp(in_place, dinp, sizeof dinp) == 0, "%s: in place differs", VERSION_NAMES[_i]);
+    x[3] = x[37] = NAN;
+    TANH_FORWARDS[_i](out, x, N);
+    TANH_BACKWARDS[_i](dinp, x, dout, N);
+    for (int i = 0; i < N; i++) {
+        bool x_nan = i == 3 || i == 37;
+        ck_assert_msg(isnan(out[i]) == x_nan && isnan(dinp[i]) == x_nan, "%s: x[%d] = %g gives %g, slope %g",
+                      VERSION_NAMES[_i], i, (double)x[i], (double)out[i], (double)dinp[i]);
+    }
+}
+END_TEST
+
 Suite *gelu_suite(void) {
     Suite *s = suite_create("gelu");
     TCase *tc = tcase_create("core");
@@ -294,6 +399,10 @@ Suite *gelu_suite(void) {
     tcase_add_loop_test(tc, backward_in_place_gives_the_same_bits_as_out_of_place, 0, 2);
     tcase_add_loop_test(tc, nan_in_gives_nan_out, 0, 2);
     tcase_add_test(tc, an_element_gets_the_same_bits_alone_in_a_batch_and_on_any_thread_count);
+    tcase_add_loop_test(tc, tanh_form_gives_hand_checked_values_and_differs_from_erf, 0, 2);
+    tcase_add_test(tc, tanh_form_fast_matches_reference_over_a_dense_range_and_extremes);
+    tcase_add_loop_test(tc, tanh_form_backward_matches_finite_differences, 0, 2);
+    tcase_add_loop_test(tc, tanh_form_backward_in_place_and_nan, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,9 +30,12 @@ static const char *line_of(const char *out, const char *name, char *line, size_t
     return line;
 }
 
-// Loop test: _i = 0 checks card, _i = 1 a gpt of 2 blocks.
+// Loop test: _i = 0 checks card, _i = 1 a gpt of 2 blocks, _i = 2 a gpt2
+// of 2 blocks (GELU's tanh form), _i = 3 the same with the exact GELU.
 START_TEST(model_gradcheck_passes_every_tensor_for_several_seeds) {
-    const ModelConfig cfg = _i == 0 ? gradcheck_config(ARCH_CARD, 1) : gradcheck_config(ARCH_GPT, 2);
+    const Arch archs[] = {ARCH_CARD, ARCH_GPT, ARCH_GPT2, ARCH_GPT2};
+    ModelConfig cfg = gradcheck_config(archs[_i], 2);
+    if (_i == 3) cfg.mlp = MLP_GELU;
     TensorTable table;
     param_table(&table, &cfg);
     GradCheckResult *results = xcalloc((size_t)table.count, sizeof *results);
@@ -128,6 +131,25 @@ START_TEST(gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor) {
 }
 END_TEST
 
+// gpt2: every bias of both blocks and ln_f's has its passing line, beside
+// the gpt's weights.
+START_TEST(gradcheck_command_checks_a_gpt2_s_biases_tensor_by_tensor) {
+    RunResult *r = run_tinygpt(dir, "gradcheck --arch gpt2 --layers 2");
+    ck_assert_msg(r->status == 0, "gradcheck --arch gpt2 failed (%d): %s%s", r->status, r->out, r->err);
+    const ModelConfig cfg = gradcheck_config(ARCH_GPT2, 2);
+    expect_a_passing_line_per_tensor(r->out, &cfg);
+    const char *names[] = {"blocks.0.ln1.bias", "blocks.0.attn.q.bias", "blocks.0.attn.k.bias", "blocks.0.attn.v.bias",
+                           "blocks.0.attn.proj.bias", "blocks.1.ln2.bias", "blocks.1.mlp.fc.bias",
+                           "blocks.1.mlp.proj.bias", "ln_f.bias"};
+    char line[512];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(line_of(r->out, names[i], line, sizeof line) != NULL, "no line for %s", names[i]);
+    // 19 of the gpt, 8 biases a block and ln_f's
+    ck_assert_ptr_nonnull(strstr(r->out, "all 36 tensors pass"));
+    ck_assert_ptr_nonnull(strstr(r->out, "gpt2 (GELU tanh)"));
+}
+END_TEST
+
 // expect_verdicts: gradcheck's output "out" (of the command "args", for
 // the messages) has a line for each of "names", up to a NULL, and each says
 // "verdict" (PASS or FAIL).
@@ -199,10 +221,11 @@ Suite *gradcheck_model_suite(void) {
     TCase *tc = tcase_create("gradcheck_model");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);  // runs the binary on a shared machine
-    tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 2);
+    tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 4);
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps, 0, 7);
     tcase_add_test(tc, gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor);
+    tcase_add_test(tc, gradcheck_command_checks_a_gpt2_s_biases_tensor_by_tensor);
     tcase_add_loop_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward, 0, 2);
     tcase_add_test(tc, gradcheck_command_refuses_bad_flags_in_one_line);
     suite_add_tcase(s, tc);

@@ -14,7 +14,7 @@
 
 int main(void) {
     Suite *(*const suites[])(void) = {
-        common_suite, rng_suite, utf8_suite, tokenizer_suite, chunk_suite, bpe_suite, gpt2_tokenizer_suite, data_suite,  encoder_suite,    tile_suite, linear_suite,
+        common_suite, rng_suite, utf8_suite, tokenizer_suite, chunk_suite, bpe_suite, gpt2_tokenizer_suite, hf_gpt2_suite, data_suite,  encoder_suite,    tile_suite, linear_suite,
         attention_suite, layernorm_suite, rmsnorm_suite, residual_suite, gelu_suite, relu2_suite, swiglu_suite, mlp_suite, rope_suite, crossentropy_suite, model_suite, optimizer_suite,
         fma_peak_suite, flops_suite, json_suite, checkpoint_suite,
         sampler_suite, cli_suite,

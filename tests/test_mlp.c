@@ -1,12 +1,14 @@
 // test_mlp.c: tests for src/layers/mlp.c (Linear(C, 4C) -> GELU -> Linear(4C, C),
-// or ReLU^2 in GELU's place, or Linear(C, 2H) -> SwiGLU -> Linear(H, C)).
-// Every test runs with all three.
+// or ReLU^2 or GELU's tanh form in GELU's place, or Linear(C, 2H) -> SwiGLU
+// -> Linear(H, C)). Every test runs with all four activations, without
+// biases (gpt) and with them (gpt2).
 //
 // 1. forward agrees with the same three steps built from the _reference
 //    versions of linear.h and gelu.h (relu2.h and swiglu.h have one version);
 //    SwiGLU's hidden width is 8C/3 rounded as mlp.h says;
 // 2. backward matches central finite differences of L = sum(out * R) for
-//    inp and both weights, adds to the weight gradients and writes dinp;
+//    inp, both weights and both biases, adds to the weight and bias
+//    gradients and writes dinp;
 // 3. one row alone gives the bits it gets inside a batch (sampling vs training).
 #include <math.h>
 #include <stdlib.h>
@@ -42,7 +44,9 @@ static const double ADDS_TWICE_RTOL = 1e-6;
 typedef struct {
     int N, C, H, FC, DH;
     MlpKind act;
+    bool bias;                                                           // fc_bias and proj_bias are passed
     float *inp, *fc_weight, *proj_weight, *fc_weight_t, *proj_weight_t;  // [N,C], [FC,C], [C,H], [C,FC], [H,C]
+    float *fc_bias, *proj_bias, *dfc_bias, *dproj_bias;                  // [FC], [C], [FC], [C]
     float *fc_out, *act_out, *out;                                       // [N,FC], [N,H], [N,C]
     float *dout, *dinp, *dfc_weight, *dproj_weight, *dhidden;            // [N,C], [N,C], [FC,C], [C,H], [N,DH]
     double *R;                                                           // [N,C], the loss weights
@@ -54,9 +58,16 @@ static void fill_scaled(float *x, size_t n, float scale, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] *= scale;
 }
 
-static Mlp mlp_new(int N, int C, uint64_t seed, MlpKind act) {
+// Loop tests run every activation without biases (_i < N_ACTS), then with
+// them: the case "k" of N_ACTS * 2.
+enum { N_ACTS = 4 };
+static MlpKind case_act(int k) { return (MlpKind)(k % N_ACTS); }
+static bool case_bias(int k) { return k >= N_ACTS; }
+
+static Mlp mlp_new(int N, int C, uint64_t seed, int k) {
+    const MlpKind act = case_act(k);
     Mlp m = {.N = N, .C = C, .H = mlp_hidden(C, act), .FC = mlp_fc_width(C, act), .DH = mlp_dhidden_width(C, act),
-             .act = act};
+             .act = act, .bias = case_bias(k)};
     const size_t nc = (size_t)N * C, nh = (size_t)N * m.H, hc = (size_t)m.H * C, fc = (size_t)m.FC * C;
     m.inp = xmalloc(nc * sizeof(float));
     m.fc_weight = xmalloc(fc * sizeof(float));
@@ -72,8 +83,14 @@ static Mlp mlp_new(int N, int C, uint64_t seed, MlpKind act) {
     m.dproj_weight = xmalloc(hc * sizeof(float));
     m.dhidden = xmalloc((size_t)N * m.DH * sizeof(float));
     m.R = xmalloc(nc * sizeof(double));
+    m.fc_bias = xmalloc((size_t)m.FC * sizeof(float));
+    m.dfc_bias = xmalloc((size_t)m.FC * sizeof(float));
+    m.proj_bias = xmalloc((size_t)C * sizeof(float));
+    m.dproj_bias = xmalloc((size_t)C * sizeof(float));
     Rng rng;
     rng_init(&rng, seed);
+    fill_uniform(m.fc_bias, (size_t)m.FC, &rng);
+    fill_uniform(m.proj_bias, (size_t)C, &rng);
     fill_uniform(m.inp, nc, &rng);
     // Uniform in +-sqrt(3 / fan_in), variance 1 / fan_in: each layer's output
     // is on the scale of its input, as in a trained model.
@@ -89,7 +106,8 @@ static Mlp mlp_new(int N, int C, uint64_t seed, MlpKind act) {
 static void mlp_free(Mlp *m) {
     float *all[] = {m->inp,    m->fc_weight, m->proj_weight, m->fc_weight_t, m->proj_weight_t,
                     m->fc_out, m->act_out,   m->out,         m->dout,        m->dinp,
-                    m->dfc_weight, m->dproj_weight, m->dhidden};
+                    m->dfc_weight, m->dproj_weight, m->dhidden, m->fc_bias, m->proj_bias, m->dfc_bias,
+                    m->dproj_bias};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     free(m->R);
 }
@@ -98,12 +116,13 @@ static void mlp_free(Mlp *m) {
 static void mlp_run_forward(Mlp *m) {
     linear_transpose_weight(m->fc_weight_t, m->fc_weight, m->C, m->FC);
     linear_transpose_weight(m->proj_weight_t, m->proj_weight, m->H, m->C);
-    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight_t, m->proj_weight_t, m->N, m->C, m->act);
+    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight_t, m->bias ? m->fc_bias : NULL,
+                m->proj_weight_t, m->bias ? m->proj_bias : NULL, m->N, m->C, m->act);
 }
 
 static void mlp_run_backward(Mlp *m) {
-    mlp_backward(m->dinp, m->dfc_weight, m->dproj_weight, m->dhidden, m->act_out, m->dout, m->inp, m->fc_out,
-                 m->fc_weight, m->proj_weight, m->N, m->C, m->act);
+    mlp_backward(m->dinp, m->dfc_weight, m->bias ? m->dfc_bias : NULL, m->dproj_weight, m->bias ? m->dproj_bias : NULL,
+                 m->dhidden, m->act_out, m->dout, m->inp, m->fc_out, m->fc_weight, m->proj_weight, m->N, m->C, m->act);
 }
 
 // ---------------------------------------------------------------------------
@@ -111,20 +130,21 @@ static void mlp_run_backward(Mlp *m) {
 // checks; (7, 24): H = 96, a full 64-column tile and a ragged one.
 
 static const int SHAPES[][2] = {{5, 8}, {7, 24}};
-enum { N_SHAPES = 2, N_ACTS = 3 };  // loop tests: activation _i, or shape _i % N_SHAPES and activation _i / N_SHAPES
+enum { N_SHAPES = 2 };  // loop tests: case _i, or shape _i % N_SHAPES and case _i / N_SHAPES
 
 START_TEST(forward_matches_the_reference_linear_activation_linear_steps) {
     const int N = SHAPES[_i % N_SHAPES][0], C = SHAPES[_i % N_SHAPES][1];
-    Mlp m = mlp_new(N, C, 90 + (uint64_t)_i, (MlpKind)(_i / N_SHAPES));
+    Mlp m = mlp_new(N, C, 90 + (uint64_t)_i, _i / N_SHAPES);
     mlp_run_forward(&m);
     const size_t nh = (size_t)N * m.H, nfc = (size_t)N * m.FC;
     float *fc_ref = xmalloc(nfc * sizeof(float)), *act_ref = xmalloc(nh * sizeof(float));
     float *out_ref = xmalloc((size_t)N * C * sizeof(float));
-    linear_forward_reference(fc_ref, m.inp, m.fc_weight, NULL, N, C, m.FC);
+    linear_forward_reference(fc_ref, m.inp, m.fc_weight, m.bias ? m.fc_bias : NULL, N, C, m.FC);
     if (m.act == MLP_SWIGLU) swiglu_forward(act_ref, fc_ref, N, m.H);
     else if (m.act == MLP_RELU2) relu2_forward(act_ref, fc_ref, nh);
+    else if (m.act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_ref, fc_ref, nh);
     else gelu_forward_reference(act_ref, fc_ref, nh);
-    linear_forward_reference(out_ref, act_ref, m.proj_weight, NULL, N, m.H, C);
+    linear_forward_reference(out_ref, act_ref, m.proj_weight, m.bias ? m.proj_bias : NULL, N, m.H, C);
     assert_all_close("fc_out", m.fc_out, fc_ref, nfc, MATCHES_REFERENCE_STEPS_RTOL);
     assert_all_close("act_out", m.act_out, act_ref, nh, MATCHES_REFERENCE_STEPS_RTOL);
     assert_all_close("out", m.out, out_ref, (size_t)N * C, MATCHES_REFERENCE_STEPS_RTOL);
@@ -155,13 +175,15 @@ static double mlp_loss(void *ctx) {
 static void mlp_forward_backward_from_zero(Mlp *m) {
     memset(m->dfc_weight, 0, (size_t)m->FC * m->C * sizeof(float));
     memset(m->dproj_weight, 0, (size_t)m->H * m->C * sizeof(float));
+    memset(m->dfc_bias, 0, (size_t)m->FC * sizeof(float));
+    memset(m->dproj_bias, 0, (size_t)m->C * sizeof(float));
     mlp_run_forward(m);
     for (size_t i = 0; i < (size_t)m->N * m->H; i++) m->act_out[i] = NAN;
     mlp_run_backward(m);
 }
 
-START_TEST(backward_matches_finite_differences_for_inp_and_both_weights) {
-    Mlp m = mlp_new(GN, GC, 95, (MlpKind)_i);
+START_TEST(backward_matches_finite_differences_for_inp_both_weights_and_both_biases) {
+    Mlp m = mlp_new(GN, GC, 95, _i);
     mlp_forward_backward_from_zero(&m);
     // One thread: thousands of tiny forward passes, where a parallel region
     // costs more than its arithmetic (see test_linear.c).
@@ -171,7 +193,14 @@ START_TEST(backward_matches_finite_differences_for_inp_and_both_weights) {
     GradCheckResult r_inp = gradcheck(mlp_loss, &m, m.inp, m.dinp, nc, GRADCHECK_FLOAT32);
     GradCheckResult r_fc = gradcheck(mlp_loss, &m, m.fc_weight, m.dfc_weight, fc, GRADCHECK_FLOAT32);
     GradCheckResult r_proj = gradcheck(mlp_loss, &m, m.proj_weight, m.dproj_weight, hc, GRADCHECK_FLOAT32);
+    GradCheckResult r_fcb = {0}, r_projb = {0};
+    if (m.bias) {
+        r_fcb = gradcheck(mlp_loss, &m, m.fc_bias, m.dfc_bias, (size_t)m.FC, GRADCHECK_FLOAT32);
+        r_projb = gradcheck(mlp_loss, &m, m.proj_bias, m.dproj_bias, GC, GRADCHECK_FLOAT32);
+    }
     set_threads(saved_threads);
+    assert_gradcheck_passes("fc_bias", r_fcb, (size_t)m.FC);
+    assert_gradcheck_passes("proj_bias", r_projb, GC);
     assert_gradcheck_passes("inp", r_inp, nc);
     assert_gradcheck_passes("fc_weight", r_fc, fc);
     assert_gradcheck_passes("proj_weight", r_proj, hc);
@@ -182,7 +211,7 @@ END_TEST
 // Twice from zero = double once for the weight gradients (added to); dinp
 // is written, so whatever it held (NaN here) is gone and it equals once.
 START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
-    Mlp m = mlp_new(GN, GC, 96, (MlpKind)_i);
+    Mlp m = mlp_new(GN, GC, 96, _i);
     const size_t nc = (size_t)GN * GC, hc = (size_t)m.H * GC, fc = (size_t)m.FC * GC;
     mlp_forward_backward_from_zero(&m);
     float *once_inp = xmalloc(nc * sizeof(float)), *twice_fc = xmalloc(fc * sizeof(float));
@@ -190,8 +219,11 @@ START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
     memcpy(once_inp, m.dinp, nc * sizeof(float));
     for (size_t i = 0; i < fc; i++) twice_fc[i] = 2.0f * m.dfc_weight[i];
     for (size_t i = 0; i < hc; i++) twice_proj[i] = 2.0f * m.dproj_weight[i];
+    float twice_proj_bias[GC];
+    for (size_t i = 0; i < GC; i++) twice_proj_bias[i] = 2.0f * m.dproj_bias[i];
     for (size_t i = 0; i < nc; i++) m.dinp[i] = NAN;
     mlp_run_backward(&m);
+    if (m.bias) assert_all_close("dproj_bias", m.dproj_bias, twice_proj_bias, GC, ADDS_TWICE_RTOL);
     assert_all_close("dinp", m.dinp, once_inp, nc, ADDS_TWICE_RTOL);
     assert_all_close("dfc_weight", m.dfc_weight, twice_fc, fc, ADDS_TWICE_RTOL);
     assert_all_close("dproj_weight", m.dproj_weight, twice_proj, hc, ADDS_TWICE_RTOL);
@@ -209,7 +241,7 @@ END_TEST
 
 START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     enum { N = 64, C = 64, H = 4 * C };
-    Mlp m = mlp_new(N, C, 97, (MlpKind)_i);
+    Mlp m = mlp_new(N, C, 97, _i);
     int saved_threads = get_threads();
     set_threads(2);
     mlp_run_forward(&m);
@@ -217,7 +249,8 @@ START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const int n = rows[r];
         static float out[C], fc_out[2 * H], act_out[H];  // room for the widest: SwiGLU's fc_out, 2 * 176
-        mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight_t, m.proj_weight_t, 1, C, m.act);
+        mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight_t, m.bias ? m.fc_bias : NULL,
+                    m.proj_weight_t, m.bias ? m.proj_bias : NULL, 1, C, m.act);
         ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * m.FC, m.FC * sizeof(float)) == 0,
                       "fc_out of row %d differs", n);
         ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * m.H, m.H * sizeof(float)) == 0,
@@ -244,10 +277,10 @@ END_TEST
 Suite *mlp_suite(void) {
     Suite *s = suite_create("mlp");
     TCase *tc = tcase_create("core");
-    tcase_add_loop_test(tc, forward_matches_the_reference_linear_activation_linear_steps, 0, N_SHAPES * N_ACTS);
-    tcase_add_loop_test(tc, backward_matches_finite_differences_for_inp_and_both_weights, 0, N_ACTS);
-    tcase_add_loop_test(tc, backward_adds_to_the_weight_gradients_and_writes_dinp, 0, N_ACTS);
-    tcase_add_loop_test(tc, one_row_alone_gives_the_same_bits_as_inside_a_batch, 0, N_ACTS);
+    tcase_add_loop_test(tc, forward_matches_the_reference_linear_activation_linear_steps, 0, N_SHAPES * N_ACTS * 2);
+    tcase_add_loop_test(tc, backward_matches_finite_differences_for_inp_both_weights_and_both_biases, 0, N_ACTS * 2);
+    tcase_add_loop_test(tc, backward_adds_to_the_weight_gradients_and_writes_dinp, 0, N_ACTS * 2);
+    tcase_add_loop_test(tc, one_row_alone_gives_the_same_bits_as_inside_a_batch, 0, N_ACTS * 2);
     tcase_add_test(tc, swiglu_hidden_width_is_8c_over_3_rounded_up_to_a_multiple_of_16);
     suite_add_tcase(s, tc);
     return s;

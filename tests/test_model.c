@@ -578,8 +578,11 @@ START_TEST(check_config_refuses_gpt_without_layers_and_card_with_more_than_one_n
 }
 END_TEST
 
-START_TEST(arch_names_are_card_and_gpt) {
+START_TEST(arch_names_are_card_gpt_and_gpt2) {
     Arch arch = (Arch)5;
+    ck_assert(arch_from_name("gpt2", &arch));
+    ck_assert_int_eq(arch, ARCH_GPT2);
+    ck_assert_str_eq(arch_name(ARCH_GPT2), "gpt2");
     ck_assert(arch_from_name("gpt", &arch));
     ck_assert_int_eq(arch, ARCH_GPT);
     ck_assert(arch_from_name("card", &arch));
@@ -1199,6 +1202,18 @@ END_TEST
 // a wrong row or a missing term.
 static const float SANITIZED_LOGIT_TOLERANCE = 1e-6f;
 
+// randomize_biases: every tensor of "m" named "*.bias" (card's head and
+// projection, gpt2's all) filled from U(-1, 1): gpt2's start at 0, where a
+// bias added in the wrong row or left out would change nothing.
+static void randomize_biases(Model *m, Rng *rng) {
+    for (int i = 0; i < m->param_table.count; i++) {
+        const TensorSpec *spec = &m->param_table.specs[i];
+        const size_t len = strlen(spec->name);
+        if (len > 5 && strcmp(spec->name + len - 5, ".bias") == 0)
+            fill_uniform(m->params_memory + spec->offset, spec->size, rng);
+    }
+}
+
 // position_by_position_matches_full_pass: model.h: model_forward_position
 // "runs the same block_forward as model_forward, on one row, so every bit
 // of the result is the same".
@@ -1210,6 +1225,7 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
     model_init(&full, cfg, 1, false);
     model_init(&cached, cfg, 1, false);
     model_init_weights(&full, &rng);
+    randomize_biases(&full, &rng);
     memcpy(cached.params_memory, full.params_memory, full.param_table.total * sizeof(float));
     int *inputs = xmalloc((size_t)T * sizeof(int));
     random_tokens(inputs, T, V, &rng);
@@ -1232,12 +1248,15 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
     model_free(&full);
 }
 
-// Loop test: _i = 0 on card, _i = 1 on a gpt of 3 blocks.
+// Loop test: _i = 0 on card, _i = 1 on a gpt of 3 blocks, _i = 2 on a gpt2
+// of 3 blocks (tanh GELU; its biases made random by the helper).
 START_TEST(forward_position_by_position_gives_the_logits_of_a_full_forward_pass) {
     static const ModelConfig configs[] = {
         {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f},
         {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f, .arch = ARCH_GPT,
          .n_layer = 3},
+        {.vocab_size = 11, .block_size = 12, .n_embd = 32, .n_head = 4, .dropout = 0.1f, .arch = ARCH_GPT2,
+         .n_layer = 3, .mlp = MLP_GELU_TANH},
     };
     position_by_position_matches_full_pass(&configs[_i]);
 }
@@ -1391,6 +1410,183 @@ START_TEST(one_and_two_threads_give_bitwise_identical_losses) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// gpt2: the gpt with a bias in every linear layer and LayerNorm.
+
+static const ModelConfig SMALL_GPT2 = {.vocab_size = 7, .block_size = SMALL_T, .n_embd = 8, .n_head = 2,
+                                       .dropout = 0.0f, .arch = ARCH_GPT2, .n_layer = SMALL_L, .mlp = MLP_GELU_TANH};
+
+// The names are the ones `tinygpt export` and the Hugging Face reader map
+// GPT-2's onto: each bias right after its weight, q's, k's and v's after the
+// three weights, so that they are one [3C] vector as the weights are one
+// [3C,C] matrix.
+START_TEST(gpt2_param_table_puts_each_bias_after_its_weight_and_q_k_v_s_in_one_view) {
+    const size_t V = (size_t)SMALL_GPT2.vocab_size, T = (size_t)SMALL_GPT2.block_size, C = (size_t)SMALL_GPT2.n_embd;
+    const size_t L = SMALL_L;
+    ExpectedTable x = {0};
+    expect(&x, 2, V, C, "tok_emb.weight");
+    expect(&x, 2, T, C, "pos_emb.weight");
+    for (size_t l = 0; l < L; l++) {
+        expect(&x, 1, C, 0, "blocks.%zu.ln1.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.ln1.bias", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.q.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.k.weight", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.v.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.attn.q.bias", l);
+        expect(&x, 1, C, 0, "blocks.%zu.attn.k.bias", l);
+        expect(&x, 1, C, 0, "blocks.%zu.attn.v.bias", l);
+        expect(&x, 2, C, C, "blocks.%zu.attn.proj.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.attn.proj.bias", l);
+        expect(&x, 1, C, 0, "blocks.%zu.ln2.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.ln2.bias", l);
+        expect(&x, 2, 4 * C, C, "blocks.%zu.mlp.fc.weight", l);
+        expect(&x, 1, 4 * C, 0, "blocks.%zu.mlp.fc.bias", l);
+        expect(&x, 2, C, 4 * C, "blocks.%zu.mlp.proj.weight", l);
+        expect(&x, 1, C, 0, "blocks.%zu.mlp.proj.bias", l);
+    }
+    expect(&x, 1, C, 0, "ln_f.weight");
+    expect(&x, 1, C, 0, "ln_f.bias");
+    TensorTable t;
+    param_table(&t, &SMALL_GPT2);
+    assert_table_is("gpt2", &t, &x);
+    ck_assert_ptr_null(table_find(&t, "head.weight"));  // tied, as the gpt's
+    // the gpt's, a block's biases (ln1 C, qkv 3C, proj C, ln2 C, fc 4C, mlp proj C: 11C), and ln_f's
+    ck_assert_uint_eq(t.total, V * C + T * C + L * (2 * C + 12 * C * C) + C + L * 11 * C + C);
+    table_free(&t);
+
+    Model m;
+    model_init(&m, &SMALL_GPT2, 1, true);
+    for (int l = 0; l < m.n_layer; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.attn.q.bias", l);
+        const TensorSpec *q = table_find(&m.param_table, name);
+        snprintf(name, sizeof name, "blocks.%d.attn.v.bias", l);
+        const TensorSpec *v = table_find(&m.param_table, name);
+        ck_assert_ptr_eq(m.params.blocks[l].qkv_bias, m.params_memory + q->offset);
+        ck_assert_ptr_eq(m.grads.blocks[l].qkv_bias, m.grads_memory + q->offset);
+        ck_assert_uint_eq(v->offset, q->offset + 2 * C);  // [bq; bk; bv], one [3C] vector
+        ck_assert_ptr_nonnull(m.params.blocks[l].mlp_proj_bias);
+        ck_assert_ptr_nonnull(m.grads.blocks[l].ln2_bias);
+    }
+    ck_assert_ptr_eq(m.params.head_weight, m.params.tok_emb);
+    ck_assert_ptr_nonnull(m.params.lnf_bias);
+    model_free(&m);
+    // A gpt has none of these views.
+    model_init(&m, &SMALL_GPT, 1, true);
+    ck_assert_ptr_null(m.params.blocks[0].qkv_bias);
+    ck_assert_ptr_null(m.params.blocks[0].ln1_bias);
+    ck_assert_ptr_null(m.params.blocks[0].proj_bias);
+    ck_assert_ptr_null(m.params.lnf_bias);
+    model_free(&m);
+}
+END_TEST
+
+// gpt2 is GPT-2's model: the gpt's ladder removals and recipe swaps are
+// refused, each with the one message that says what gpt2 is; GELU's two
+// forms are taken.
+START_TEST(check_config_refuses_a_gpt2_with_the_gpt_s_removals_or_swaps) {
+    for (int i = 0; i < 9; i++) {
+        ModelConfig cfg = SMALL_GPT2;
+        if (i == 0) cfg.no_layernorm = true;
+        if (i == 1) cfg.no_mlp = true;
+        if (i == 2) cfg.no_residual = true;
+        if (i == 3) cfg.untied_head = true;
+        if (i == 4) cfg.norm = NORM_RMSNORM;
+        if (i == 5) cfg.pos = POS_ROPE;
+        if (i == 6) cfg.qk_norm = true;
+        if (i == 7) cfg.mlp = MLP_RELU2;
+        if (i == 8) cfg.mlp = MLP_SWIGLU;
+        Error err = {{0}};
+        ck_assert_msg(!model_check_config(&cfg, &err), "case %d accepted", i);
+        ck_assert_msg(strstr(err.msg, "gpt2 is GPT-2's model") != NULL, "case %d: %s", i, err.msg);
+    }
+    ModelConfig cfg = SMALL_GPT2;
+    ck_assert(model_check_config(&cfg, NULL));
+    cfg.mlp = MLP_GELU;
+    ck_assert(model_check_config(&cfg, NULL));
+    cfg.n_layer = 0;
+    ck_assert(!model_check_config(&cfg, NULL));
+}
+END_TEST
+
+// GPT-2's init: the gpt's, drawn from the same stream in the same order, and
+// every bias 0, drawing nothing: a gpt2 starts as its gpt twin.
+START_TEST(gpt2_init_is_the_gpt_s_weights_with_every_bias_zero) {
+    const ModelConfig gpt = {.vocab_size = 65, .block_size = 16, .n_embd = 32, .n_head = 4, .arch = ARCH_GPT,
+                             .n_layer = 3};
+    ModelConfig gpt2 = gpt;
+    gpt2.arch = ARCH_GPT2;
+    Model a, b;
+    Rng rng;
+    model_init(&a, &gpt, 1, false);
+    model_init(&b, &gpt2, 1, false);
+    rng_init(&rng, 21);
+    model_init_weights(&a, &rng);
+    rng_init(&rng, 21);
+    model_init_weights(&b, &rng);
+    int biases = 0;
+    for (int i = 0; i < b.param_table.count; i++) {
+        const TensorSpec *spec = &b.param_table.specs[i];
+        const float *w = b.params_memory + spec->offset;
+        const TensorSpec *twin = table_find(&a.param_table, spec->name);
+        if (twin) {
+            ck_assert_msg(memcmp(w, a.params_memory + twin->offset, spec->size * sizeof(float)) == 0,
+                          "%s differs from the gpt's", spec->name);
+            continue;
+        }
+        ck_assert_msg(strstr(spec->name, ".bias") != NULL, "%s is neither the gpt's nor a bias", spec->name);
+        biases++;
+        for (size_t j = 0; j < spec->size; j++)
+            ck_assert_msg(w[j] == 0.0f, "%s[%zu] = %g, not 0", spec->name, j, (double)w[j]);
+    }
+    ck_assert_int_eq(biases, 3 * 8 + 1);  // ln1, q, k, v, proj, ln2, fc, mlp proj in each block; ln_f
+    model_free(&b);
+    model_free(&a);
+}
+END_TEST
+
+// A bias of 0 adds nothing, and gpt2's block is the gpt's with its bias
+// pointers set: with every bias 0 and the exact GELU, gpt2 computes the
+// gpt's loss, logits and weight gradients to the bit, dropout on (the same
+// masks), and its biases get gradients the gpt has no tensor for.
+START_TEST(gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit) {
+    ModelConfig gpt = SMALL_GPT, gpt2 = SMALL_GPT2;
+    gpt.dropout = gpt2.dropout = 0.2f;
+    gpt2.mlp = MLP_GELU;
+    Model a, b;
+    Rng rng;
+    model_init(&a, &gpt, SMALL_B, true);
+    model_init(&b, &gpt2, SMALL_B, true);
+    rng_init(&rng, 22);
+    model_init_weights(&a, &rng);
+    rng_init(&rng, 22);
+    model_init_weights(&b, &rng);
+    int inputs[SMALL_B * SMALL_T], targets[SMALL_B * SMALL_T];
+    random_tokens(inputs, SMALL_B * SMALL_T, gpt.vocab_size, &rng);
+    random_tokens(targets, SMALL_B * SMALL_T, gpt.vocab_size, &rng);
+    model_zero_grad(&a);
+    model_zero_grad(&b);
+    const float loss_a = model_forward(&a, inputs, targets, SMALL_B, SMALL_T, true, 99);
+    const float loss_b = model_forward(&b, inputs, targets, SMALL_B, SMALL_T, true, 99);
+    ck_assert_msg(memcmp(&loss_a, &loss_b, sizeof loss_a) == 0, "loss: gpt %.9g, gpt2 %.9g", (double)loss_a,
+                  (double)loss_b);
+    const size_t logits = (size_t)SMALL_B * SMALL_T * gpt.vocab_size * sizeof(float);
+    ck_assert_msg(memcmp(a.acts.logits, b.acts.logits, logits) == 0, "the logits differ");
+    model_backward(&a);
+    model_backward(&b);
+    for (int i = 0; i < a.param_table.count; i++) {
+        const TensorSpec *spec = &a.param_table.specs[i], *twin = table_find(&b.param_table, spec->name);
+        ck_assert_msg(memcmp(a.grads_memory + spec->offset, b.grads_memory + twin->offset,
+                             spec->size * sizeof(float)) == 0, "the gradient of %s differs", spec->name);
+    }
+    float largest = 0.0f;
+    for (size_t j = 0; j < (size_t)gpt.n_embd; j++) largest = fmaxf(largest, fabsf(b.grads.lnf_bias[j]));
+    ck_assert_msg(largest > 1e-4f, "ln_f.bias has no gradient (largest %g)", (double)largest);
+    model_free(&b);
+    model_free(&a);
+}
+END_TEST
+
 Suite *model_suite(void) {
     Suite *s = suite_create("model");
     TCase *tables = tcase_create("tables");
@@ -1404,7 +1600,9 @@ Suite *model_suite(void) {
     tcase_add_test(tables, check_config_accepts_a_valid_config);
     tcase_add_loop_test(tables, check_config_rejects_bad_sizes_naming_the_flag, 0, 2);
     tcase_add_test(tables, check_config_refuses_gpt_without_layers_and_card_with_more_than_one_naming_layers);
-    tcase_add_test(tables, arch_names_are_card_and_gpt);
+    tcase_add_test(tables, arch_names_are_card_gpt_and_gpt2);
+    tcase_add_test(tables, gpt2_param_table_puts_each_bias_after_its_weight_and_q_k_v_s_in_one_view);
+    tcase_add_test(tables, check_config_refuses_a_gpt2_with_the_gpt_s_removals_or_swaps);
     tcase_add_test(tables, memory_bytes_is_exactly_what_model_init_allocates);
     tcase_add_test(tables, memory_bytes_saturates_instead_of_overflowing);
     tcase_add_test(tables, check_memory_refuses_a_model_larger_than_memory_naming_its_sizes);
@@ -1415,6 +1613,7 @@ Suite *model_suite(void) {
     TCase *init = tcase_create("init");
     tcase_add_test(init, gpt_init_sets_layernorms_to_one_and_draws_matrices_with_std_0_02_shrunk_at_branch_ends);
     tcase_add_test(init, card_init_draws_embeddings_from_n_0_1_and_linear_layers_within_one_over_sqrt_c);
+    tcase_add_test(init, gpt2_init_is_the_gpt_s_weights_with_every_bias_zero);
     suite_add_tcase(s, init);
 
     TCase *passes = tcase_create("passes");
@@ -1431,7 +1630,8 @@ Suite *model_suite(void) {
     tcase_add_test(passes, gpt_first_loss_is_close_to_ln_v);
     tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
-    tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 2);
+    tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 3);
+    tcase_add_test(passes, gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit);
     tcase_add_loop_test(passes, forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass, 0,
                         RECIPE_CASES);
     suite_add_tcase(s, passes);

@@ -11,6 +11,7 @@ Suite *tokenizer_suite(void);
 Suite *bpe_suite(void);
 Suite *chunk_suite(void);
 Suite *gpt2_tokenizer_suite(void);
+Suite *hf_gpt2_suite(void);
 Suite *data_suite(void);
 Suite *encoder_suite(void);
 Suite *tile_suite(void);

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "hf_gpt2.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "utf8.h"
@@ -327,7 +328,7 @@ int cmd_attention(int argc, char **argv) {
     bool each_head = false;         // one picture per head, instead of one per layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL, NULL},
         {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}.png for gpt, attention.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
@@ -352,7 +353,7 @@ int cmd_attention(int argc, char **argv) {
     Model model;
     Tokenizer tok;
     Error err;
-    if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!model_load(model_path, &model, &tok, 1, false, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     if (layer > model.n_layer) {
         int n_layer = model.n_layer;
         tokenizer_free(&tok);

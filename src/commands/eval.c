@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "hf_gpt2.h"
 #include "data.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -146,7 +147,7 @@ int cmd_eval(int argc, char **argv) {
     int batch = 16;                 // windows per forward pass (speed only)
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
         {"--val-fraction", FLAG_DOUBLE, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
@@ -168,7 +169,7 @@ int cmd_eval(int argc, char **argv) {
     Model model;
     Tokenizer tok;
     Error err;
-    if (!checkpoint_load(model_path, &model, &tok, batch, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!model_load(model_path, &model, &tok, batch, false, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     char *text;
     size_t len;
     int *tokens;

@@ -14,12 +14,13 @@ const ModelConfig GRADCHECK_MODEL = {.vocab_size = 7, .block_size = GRADCHECK_CO
 
 const GradCheckTolerance GRADCHECK_GPT = {.h = 3e-3, .atol = 2e-4, .rtol = 2e-2};
 
-GradCheckTolerance gradcheck_tolerance(Arch arch) { return arch == ARCH_GPT ? GRADCHECK_GPT : GRADCHECK_FLOAT32; }
+GradCheckTolerance gradcheck_tolerance(Arch arch) { return arch != ARCH_CARD ? GRADCHECK_GPT : GRADCHECK_FLOAT32; }
 
 ModelConfig gradcheck_config(Arch arch, int n_layer) {
     ModelConfig cfg = GRADCHECK_MODEL;
     cfg.arch = arch;
-    cfg.n_layer = arch == ARCH_GPT ? n_layer : 1;
+    cfg.n_layer = arch != ARCH_CARD ? n_layer : 1;
+    if (arch == ARCH_GPT2) cfg.mlp = MLP_GELU_TANH;
     return cfg;
 }
 
@@ -44,7 +45,7 @@ int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, ui
     rng_init(&rng, seed);
     model_init(&gc.m, cfg, max_batch, true);
     model_init_weights(&gc.m, &rng);
-    if (cfg->arch == ARCH_GPT)
+    if (cfg->arch != ARCH_CARD)
         for (size_t i = 0; i < gc.m.param_table.total; i++)
             gc.m.params_memory[i] = GRADCHECK_GPT_WEIGHT * (2.0f * rng_uniform(&rng) - 1.0f);
     gc.inputs = xmalloc((size_t)B * T * sizeof(int));
@@ -83,12 +84,12 @@ int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *resu
 }
 
 int cmd_gradcheck(int argc, char **argv) {
-    Arch arch = ARCH_CARD;           // the model checked: card, or a gpt of --layers blocks
-    int layers = 2;                  // blocks of the gpt
+    Arch arch = ARCH_CARD;           // the model checked: card, or a gpt (gpt2) of --layers blocks
+    int layers = 2;                  // blocks of the gpt or gpt2
     long seed = 1;                   // weights, batch and dropout mask of the model checked
     Flag flags[] = {
-        {"--arch", FLAG_CHOICE, &arch, "ARCH", "the model checked: card (one attention block) or gpt", 0, 0, false, NULL, ARCH_NAMES},
-        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt checked (gpt only)", 1, GRADCHECK_MAX_LAYERS, false, NULL, NULL},
+        {"--arch", FLAG_CHOICE, &arch, "ARCH", "the model checked: card (one attention block), gpt, or gpt2 (GPT-2's biases and tanh GELU)", 0, 0, false, NULL, ARCH_NAMES},
+        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt or gpt2 checked (not card)", 1, GRADCHECK_MAX_LAYERS, false, NULL, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false, NULL, NULL},
     };
     Command cmd = {"gradcheck", NULL,
@@ -97,13 +98,14 @@ int cmd_gradcheck(int argc, char **argv) {
                    "tinygpt gradcheck --arch gpt --layers 2 --seed 7", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     if (arch == ARCH_CARD && command_flag(&cmd, "--layers")->seen)
-        usage_error(&cmd, "--layers is for --arch gpt: card has exactly one block; drop --layers, or add --arch gpt");
+        usage_error(&cmd, "--layers is for --arch gpt or gpt2: card has exactly one block; drop --layers, or add --arch gpt");
 
     const ModelConfig cfg = gradcheck_config(arch, layers);
     const GradCheckTolerance tol = gradcheck_tolerance(arch);
     char model[64] = "";  // card's line is as it was before gpt existed
-    if (arch == ARCH_GPT) snprintf(model, sizeof model, "gpt, %d layer%s, weights U(-%g, %g), ", layers,
-                                   layers == 1 ? "" : "s", (double)GRADCHECK_GPT_WEIGHT, (double)GRADCHECK_GPT_WEIGHT);
+    if (arch != ARCH_CARD)
+        snprintf(model, sizeof model, "%s, %d layer%s, weights U(-%g, %g), ", arch == ARCH_GPT ? "gpt" : "gpt2 (GELU tanh)",
+                 layers, layers == 1 ? "" : "s", (double)GRADCHECK_GPT_WEIGHT, (double)GRADCHECK_GPT_WEIGHT);
     printf("gradcheck: random model %sV=%d T=%d C=%d heads=%d, dropout %g with a fixed mask, batch %d, seed %ld\n"
            "each element of each parameter: analytic (model_backward) vs numeric (f(x+h) - f(x-h)) / 2h, h = %g;\n"
            "it passes when |analytic - numeric| <= %g + %g |numeric|. The relative error is large only where\n"

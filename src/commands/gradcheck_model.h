@@ -12,7 +12,7 @@
 // function of the weights. `--arch gpt --layers L` checks a small gpt of L
 // blocks instead of the card model: its LayerNorms, MLPs and residual
 // stream, and the head tied to tok_emb, whose gradient is the sum of both
-// its uses.
+// its uses; `--arch gpt2` the same with GPT-2's biases and its tanh GELU.
 #ifndef TINYGPT_GRADCHECK_MODEL_H
 #define TINYGPT_GRADCHECK_MODEL_H
 
@@ -27,8 +27,9 @@ enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5, GRADCHECK_MAX_LAYERS = 16 };
 extern const ModelConfig GRADCHECK_MODEL;
 
 // gradcheck_config: the model `tinygpt gradcheck --arch "arch"` checks:
-// GRADCHECK_MODEL for card; for gpt, the same sizes with "n_layer" blocks
-// (1..GRADCHECK_MAX_LAYERS).
+// GRADCHECK_MODEL for card; for gpt and gpt2, the same sizes with
+// "n_layer" blocks (1..GRADCHECK_MAX_LAYERS); gpt2's GELU is GPT-2's tanh
+// form (its config's "gelu_new").
 ModelConfig gradcheck_config(Arch arch, int n_layer);
 
 // The weights of a gpt checked (see model_gradcheck_case): U(-0.5, 0.5).
@@ -44,7 +45,7 @@ ModelConfig gradcheck_config(Arch arch, int n_layer);
 // the broken build (see the Makefile) failed on every seed with 2 or 4 blocks.
 extern const GradCheckTolerance GRADCHECK_GPT;
 
-// gradcheck_tolerance: GRADCHECK_FLOAT32 for card, GRADCHECK_GPT for gpt.
+// gradcheck_tolerance: GRADCHECK_FLOAT32 for card, GRADCHECK_GPT for gpt and gpt2.
 GradCheckTolerance gradcheck_tolerance(Arch arch);
 
 // model_gradcheck_case: build a model of "cfg" for batches of "max_batch"
@@ -60,8 +61,8 @@ GradCheckTolerance gradcheck_tolerance(Arch arch);
 // The weights: card's are model_init_weights'. gpt's training init, N(0,
 // 0.02) with LayerNorm weights 1, does not suit a check: every step h is a
 // large part of a weight, the gradients are tiny, and a broken softmax
-// backward passed GRADCHECK_FLOAT32 there. So every weight of a gpt,
-// LayerNorm weights included, is drawn from U(-GRADCHECK_GPT_WEIGHT,
+// backward passed GRADCHECK_FLOAT32 there. So every weight of a gpt (or
+// gpt2), LayerNorm weights and biases included, is drawn from U(-GRADCHECK_GPT_WEIGHT,
 // GRADCHECK_GPT_WEIGHT) instead. (U(-1, 1) made some correct gradients fail:
 // LayerNorm and softmax curve too sharply there for finite differences.)
 int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,

@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "hf_gpt2.h"
 #include "tokenizer.h"
 #include "utf8.h"  // Utf8Stream
 
@@ -222,7 +223,7 @@ int cmd_sample(int argc, char **argv) {
     bool past_end_of_text = false;   // gpt2 tokenizer: go on after <|endoftext|> instead of stopping there
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
         {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL, NULL},
         {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL, NULL},
@@ -261,7 +262,7 @@ int cmd_sample(int argc, char **argv) {
     Model model;
     Tokenizer tok;
     Error err;
-    if (!checkpoint_load(model_path, &model, &tok, 1, false, NULL, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!model_load(model_path, &model, &tok, 1, false, &err)) die(EXIT_RUNTIME, "%s", err.msg);
 
     // The text: the prompt's tokens, then each generated one.
     int *prompt_ids = NULL;

@@ -20,6 +20,9 @@
 #define FIELD(field) #field, offsetof(TrainSettings, field)
 #define SAME(text) .gpt_default = (text), .card_default = (text)
 #define GPT_ONLY .needs = "arch", .needs_value = "gpt"
+// gpt2 is GPT-2's model: of the gpt's parts it may choose only how many
+// blocks and GELU's form (--mlp gelu or gelu_tanh: model_check_config).
+#define GPT_OR_GPT2 .needs = "arch", .needs_value = "gpt", .needs_value_or = "gpt2"
 // AdamW's settings: also Muon's, whose AdamW moves what Muon does not.
 #define ADAMW_PART .needs = "optimizer", .needs_value = "adamw", .needs_value_or = "muon"
 
@@ -54,10 +57,10 @@ const Setting TRAIN_SETTINGS[] = {
      "start over in an --out that holds a run: its files are deleted first", .resume = RESUME_KEEPS},
     // ---- The model ----
     {FIELD(arch), SETTING_CHOICE, "--arch", "ARCH",
-     "gpt (blocks of LayerNorm, attention and MLP on a residual stream) or card (one attention block)",
+     "gpt (blocks of LayerNorm, attention and MLP on a residual stream), gpt2 (GPT-2's: the gpt with a bias in every linear layer and LayerNorm) or card (one attention block)",
      SAME("gpt"), .choices = ARCH_NAMES, .kept = KEPT_IN_MODEL, .key = "arch"},
-    {FIELD(layers), SETTING_INT, "--layers", "L", "transformer blocks (gpt only: card has one)", .gpt_default = "3",
-     .min = 1, .max = MODEL_MAX_LAYERS, GPT_ONLY, .needs_why = "card has exactly one block", .kept = KEPT_IN_MODEL,
+    {FIELD(layers), SETTING_INT, "--layers", "L", "transformer blocks (gpt and gpt2: card has one)", .gpt_default = "3",
+     .min = 1, .max = MODEL_MAX_LAYERS, GPT_OR_GPT2, .needs_why = "card has exactly one block", .kept = KEPT_IN_MODEL,
      .key = "n_layer"},
     {FIELD(tokenizer), SETTING_CHOICE, "--tokenizer", "NAME",
      "char (one token per character), bpe (byte pairs merged into pieces, learned from the training split) or gpt2 (GPT-2's own, read from --tokenizer-dir)",
@@ -83,8 +86,8 @@ const Setting TRAIN_SETTINGS[] = {
      "gpt's norms: layernorm, or rmsnorm (x / sqrt(mean(x^2) + eps) * weight: no mean taken out)",
      .gpt_default = "rmsnorm", .card_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
-    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), or swiglu (silu(x Wgate) * x Wup, hidden 8C/3)",
-     .gpt_default = "relu2", .card_default = "gelu", .choices = MLP_NAMES, GPT_ONLY, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
+    {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), swiglu (silu(x Wgate) * x Wup, hidden 8C/3), or gelu_tanh (GPT-2's tanh form of gelu; gpt2: gelu or gelu_tanh)",
+     .gpt_default = "relu2", .card_default = "gelu", .choices = MLP_NAMES, GPT_OR_GPT2, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
      .key = "mlp", .if_absent = "gelu"},
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
      "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", .off_flag = "--tied-head",
@@ -369,8 +372,13 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
 }
 
 // apply_default: setting "st" of "s" from its default text for "arch".
+// gpt2 takes gpt's defaults, but for the parts of a gpt (the settings that
+// need an architecture), where card's column holds the plain gpt's parts,
+// which are GPT-2's: LayerNorm, GELU, learned positions, a tied head.
 static void apply_default(const Setting *st, TrainSettings *s, Arch arch) {
-    const char *text = arch == ARCH_CARD && st->card_default ? st->card_default : st->gpt_default;
+    const bool model_part = st->needs && strcmp(st->needs, "arch") == 0;
+    const bool card_column = arch == ARCH_CARD || (arch == ARCH_GPT2 && model_part);
+    const char *text = card_column && st->card_default ? st->card_default : st->gpt_default;
     if (!text) return;  // none (--init), or not a card setting
     bool parsed = parse_value(st, text, strlen(text), s);
     assert(parsed && "a default in TRAIN_SETTINGS reads as its flag would");

@@ -25,7 +25,7 @@ static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
                          .n_head = s->heads,
                          .dropout = (float)s->dropout,
                          .arch = s->arch,
-                         .n_layer = s->arch == ARCH_GPT ? s->layers : 1,
+                         .n_layer = s->arch != ARCH_CARD ? s->layers : 1,
                          .no_layernorm = s->no_layernorm,
                          .no_mlp = s->no_mlp,
                          .no_residual = s->no_residual,

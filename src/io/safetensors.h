@@ -29,8 +29,11 @@
 // header and its length, the metadata's strings, each tensor's dtype,
 // shape and offsets, the data section tiled with no gap and no overlap
 // (safetensors' own rule), and the floats themselves, written whole or not
-// at all. What it leaves out: dtypes other than F32, big-endian machines,
-// and memory-mapping the file.
+// at all. tinygpt writes and reads its own files in F32; another program's
+// (a Hugging Face GPT-2's, model/hf_gpt2.c) are listed tensor by tensor and
+// read as F32, F16 or BF16, each converted to float (the end of this file).
+// What it leaves out: writing other dtypes, big-endian machines, and
+// memory-mapping the file.
 //
 // Reading trusts nothing: every size, name, shape and offset is checked
 // against the others and against the file's real size before anything is
@@ -179,5 +182,55 @@ bool safetensors_check_tensors(SafetensorsFile *st, const TensorTable *table, co
 // "memory" + its offset; every value must be finite and at most "limit" in
 // magnitude, and the file's checksum, if it has one, must match.
 bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, float *memory, float limit);
+
+// ---- Another program's file, tensor by tensor -----------------------------------
+//
+// A file whose names, shapes and layouts are another program's, which its
+// reader maps onto its own (model/hf_gpt2.c): safetensors_open, then
+// safetensors_list to see every tensor, then safetensors_read_f32 for each
+// one wanted. No checksum: such files have none.
+
+// The dtypes a file may hold (safetensors' names), with their sizes, so that
+// every tensor's bytes can be checked, even one the reader skips; F32, F16
+// and BF16 read as floats.
+typedef enum { DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F64, DTYPE_I64, DTYPE_I32, DTYPE_I16, DTYPE_I8, DTYPE_U8,
+               DTYPE_BOOL } Dtype;
+// dtype_name: "F32", ... as the header spells it.
+const char *dtype_name(Dtype d);
+
+#define SAFETENSORS_MAX_DIMS 8
+// One tensor of the header.
+typedef struct {
+    const char *name;       // the header's key (NUL-terminated; safetensors_list refuses a name with a NUL)
+    Dtype dtype;
+    int ndim;               // 0 (a scalar) to SAFETENSORS_MAX_DIMS
+    uint64_t shape[SAFETENSORS_MAX_DIMS];
+    uint64_t count;         // elements: the product of the shape (1 for a scalar)
+    uint64_t begin;         // its bytes in the data section: [begin, begin + count * the dtype's size)
+} SafetensorsTensor;
+
+// safetensors_list: every tensor of the header but "__metadata__", in the
+// header's order, into "*tensors" ("*count" of them; the caller frees the
+// array, whose names point into st), each checked as safetensors_check_tensors
+// checks tinygpt's (an object, a known dtype, a shape, data_offsets spanning
+// exactly its bytes) and together tiling the data section.
+bool safetensors_list(SafetensorsFile *st, SafetensorsTensor **tensors, size_t *count);
+
+// safetensors_read_f32: tensor "t" (from safetensors_list; F32, F16 or
+// BF16) into out[t->count] as floats, converted exactly (every F16 and
+// BF16 value is a float); every value must be finite and at most "limit" in
+// magnitude. The narrower dtypes are read into the first bytes of "out" and
+// widened in place, from the last value down: no second buffer.
+bool safetensors_read_f32(SafetensorsFile *st, const SafetensorsTensor *t, float *out, float limit);
+// safetensors_read_f32_range: the same for its values [first, first + n)
+// only, into out[n] (first + n <= t->count): a large tensor in pieces.
+bool safetensors_read_f32_range(SafetensorsFile *st, const SafetensorsTensor *t, uint64_t first, size_t n, float *out,
+                                float limit);
+
+// f16_to_f32, bf16_to_f32: one IEEE half-precision value (1 sign, 5
+// exponent, 10 mantissa bits) or one bfloat16 (a float's top 16 bits), as
+// the float it is exactly; infinities and NaN stay what they are.
+float f16_to_f32(uint16_t bits);
+float bf16_to_f32(uint16_t bits);
 
 #endif

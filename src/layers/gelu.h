@@ -8,8 +8,12 @@
 //   gelu(x) = x Phi(x),   Phi(x) = 0.5 (1 + erf(x / sqrt 2))   the normal CDF
 // so it passes large positive x unchanged, silences large negative x, and
 // bends smoothly in between (where ReLU has a corner at 0).
-// This is the exact (erf) form, PyTorch's nn.GELU() default, not the tanh
-// approximation GPT-2 used.
+// This is the exact (erf) form, PyTorch's nn.GELU() default. GPT-2 used a
+// tanh approximation of it ("gelu_new" in Hugging Face's config.json, PyTorch's
+// nn.GELU(approximate='tanh')), which `--arch gpt2` may take (`--mlp gelu_tanh`):
+//   gelu_tanh(x) = 0.5 x (1 + tanh(u)),   u = sqrt(2/pi) (x + 0.044715 x^3)
+// within 5e-4 of the exact form everywhere (tanh stands in for erf; the cubic
+// term fits the curve), and cheaper where erf was dear. Its own pair below.
 //
 // Two versions of each pass, as in linear.h:
 // - gelu_*_reference (gelu.c): the formula with libm's erff and expf, and
@@ -43,5 +47,22 @@ void gelu_backward_reference(float *dinp, const float *inp, const float *dout, s
 // The fast versions (gelu_fast.c), the same two, which training runs.
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+
+// GPT-2's tanh approximation, the same four functions.
+#define GELU_SQRT_2_OVER_PI 0.79788456080286536f  // sqrt(2 / pi)
+#define GELU_TANH_CUBIC 0.044715f                 // GPT-2's coefficient of x^3
+// out[i] = 0.5 * x * (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3),  x = inp[i]
+void gelu_tanh_forward_reference(float *out, const float *inp, size_t n);
+// dinp[i] = dout[i] * (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'),
+//   u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)      (derived in gelu.c)
+// Written, not added to; dinp may be the same buffer as dout (in place).
+// Beyond |x| = 1e19, x^2 overflows and the slope is not finite.
+void gelu_tanh_backward_reference(float *dinp, const float *inp, const float *dout, size_t n);
+// The fast versions (gelu_fast.c): 0.5 (1 + tanh u) is the logistic
+// sigmoid of 2u, 1 / (1 + e^(-2u)), which fast_expf (fastexp.h) computes
+// in vector code. Within 5e-7 max(1, |x|) of the reference forward and
+// 2e-6 max(1, |dout|) backward (the tests hold them to that).
+void gelu_tanh_forward(float *out, const float *inp, size_t n);
+void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
 #endif

@@ -5,7 +5,9 @@
 // Reading order: file 21, after fasterf.h and gelu.c (file 9), the formula
 // these must match. The one approximation is erf's and exp's (each within
 // about 1e-7 relative, fasterf.h and fastexp.h); the formula and its
-// derivative are the reference's, term for term.
+// derivative are the reference's, term for term. GPT-2's tanh form, below
+// them, is rewritten once (see there), so it runs on fast_expf alone.
+#include <math.h>
 #include <stddef.h>
 
 #include "fasterf.h"
@@ -39,5 +41,49 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         dinp[i] = dout[i] * (normal_cdf(x) + x * normal_pdf(x));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// GPT-2's tanh approximation. With u = sqrt(2/pi) (x + 0.044715 x^3) and
+// e = e^(-2u):
+//   0.5 (1 + tanh u) = 1 / (1 + e) = s          (tanh u = (1 - e) / (1 + e))
+// so gelu_tanh(x) = x s, one exp and one division. The slope, from the
+// reference's (gelu.c), with 0.5 (1 - tanh^2 u) = 2 s (1 - s) and
+// 1 - s = e s:
+//   g'(x) = s + x * 2 s (1 - s) * u',   s (1 - s) = e s^2
+// e s^2 rather than s (1 - s): near s = 1, 1 - s would cancel to a few bits.
+// Where |2u| >= 87, s (1 - s) is below 1e-37 and taken as 0: fast_expf
+// stops at e^-87 and e^88 (about 1e-38 and 1.7e38), and x u' grows as x^3,
+// so its e there would make the term large where the reference's
+// 1 - tanh^2 is 0. Beyond |x| = 1e19, x^2 overflows and the slope is not
+// finite, in the reference too; no activation comes near.
+
+// s = 1 / (1 + e^(-2u)) of x, and s (1 - s) in "*s_slope"
+static inline float tanh_gate(float x, float *s_slope) {
+    const float two_u = 2.0f * GELU_SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * x * x * x);
+    const float e = fast_expf(-two_u);
+    const float s = 1.0f / (1.0f + e);
+    *s_slope = fabsf(two_u) < 87.0f ? e * s * s : 0.0f;  // e s first: at most 1, where e may be 1.7e38
+    return s;
+}
+
+void gelu_tanh_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+    for (size_t i = 0; i < n; i++) {
+        float s_slope;
+        out[i] = inp[i] * tanh_gate(inp[i], &s_slope);
+    }
+}
+
+// In place (dinp == dout) is safe, as in gelu_backward.
+void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        float s_slope;
+        const float s = tanh_gate(x, &s_slope);
+        const float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
+        dinp[i] = dout[i] * (s + x * 2.0f * s_slope * du);
     }
 }

@@ -1,5 +1,5 @@
 // layernorm.c: LayerNorm without bias, the reference versions, forward
-// and backward derived (see layernorm.h). The fast versions are in
+// and backward derived (see layernorm.h); then GPT-2's bias, its step 6. The fast versions are in
 // layernorm_fast.c (file 18).
 #include "layernorm.h"
 
@@ -66,4 +66,18 @@ void layernorm_backward_reference(float *dinp, float *dweight, const float *dout
             dinp[(size_t)n * C + c] += rstd[n] * (dxhat - dxhat_sum / (float)C - xhat * dxhat_xhat_sum / (float)C);
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// GPT-2's bias (layernorm.h, step 6). Rows are independent; the backward's
+// sum runs over the rows in order, so its bits do not depend on threads.
+
+void layernorm_bias_forward(float *out, const float *bias, int N, int C) {
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] += bias[c];
+}
+
+void layernorm_bias_backward(float *dbias, const float *dout, int N, int C) {
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) dbias[c] += dout[(size_t)n * C + c];
 }

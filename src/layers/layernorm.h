@@ -13,7 +13,9 @@
 //   4. xhat[c] = (x[c] - mean) * rstd
 //   5. out[c]  = xhat[c] * weight[c]
 // This is PyTorch's nn.LayerNorm(C, bias=False): the bias (a learned shift
-// after step 5) is left out, as in nanoGPT with bias=False.
+// after step 5) is left out, as in nanoGPT with bias=False. GPT-2 (--arch
+// gpt2) has it, a step of its own after these five (layernorm_bias_*):
+//   6. out[c] += bias[c]
 //
 // Rows are independent and each row's sums run in a fixed order, so a row
 // alone (sampling, one position at a time) gives the same bits as inside a
@@ -37,6 +39,17 @@ void layernorm_forward_reference(float *out, float *mean, float *rstd, const flo
 // consumers: this LayerNorm and the skip path around the sublayer.
 void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,
                                   const float *weight, const float *mean, const float *rstd, int N, int C);
+
+// GPT-2's bias, step 6, in place on a forward's out[N,C]:
+//   out[n,c]  += bias[c]
+// and its backward: out = y + bias has d out / d bias[c] = 1 in every row,
+// so bias[c] collects dout[n,c] from each row n, and y's gradient is dout
+// itself (layernorm_backward's dout, unchanged):
+//   dbias[C]  += sum over n of dout[n,c]          (added to)
+// One version, plain loops (a pass over N*C floats, as cheap as a copy),
+// for both builds.
+void layernorm_bias_forward(float *out, const float *bias, int N, int C);
+void layernorm_bias_backward(float *dbias, const float *dout, int N, int C);
 
 // The fast versions (layernorm_fast.c, file 18), which training runs: the
 // same, with each row's sums in 16 lanes (another order of additions, so

@@ -24,33 +24,37 @@ static void activation(float *act_out, const float *fc_out, int N, int H, MlpKin
     const size_t n = (size_t)N * H;
     if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, N, H);
     else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+    else if (act == MLP_GELU_TANH) gelu_tanh_forward(act_out, fc_out, n);
     else gelu_forward(act_out, fc_out, n);
 }
 
 void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight_t,
-                 const float *proj_weight_t, int N, int C, MlpKind act) {
+                 const float *fc_bias, const float *proj_weight_t, const float *proj_bias, int N, int C, MlpKind act) {
     const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);  // hidden width; fc_out's
-    linear_forward_transposed(fc_out, inp, fc_weight_t, NULL, N, C, FC);  // 1. widen
-    activation(act_out, fc_out, N, H, act);                              // 2. bend (or gate)
-    linear_forward_transposed(out, act_out, proj_weight_t, NULL, N, H, C);  // 3. project back
+    linear_forward_transposed(fc_out, inp, fc_weight_t, fc_bias, N, C, FC);  // 1. widen
+    activation(act_out, fc_out, N, H, act);                                 // 2. bend (or gate)
+    linear_forward_transposed(out, act_out, proj_weight_t, proj_bias, N, H, C);  // 3. project back
 }
 
 // Backward, derived. The MLP is three functions in a row, so its backward
 // is theirs in reverse order, each turning the gradient of its output into
 // that of its input (the chain rule for a composition), each derived in
 // its own file:
-//   3. out = act_out @ proj_weight^T     (linear.c)
+//   3. out = act_out @ proj_weight^T (+ proj_bias)    (linear.c)
 //        dact_out = dout @ proj_weight;    dproj_weight += dout^T @ act_out
+//        (dproj_bias += dout summed over the rows)
 //   2. act_out = gelu(fc_out)            (gelu.c; relu2.c for ReLU^2)
 //        dfc_out = dact_out * (Phi(x) + x phi(x)),  x = fc_out
+//        (the tanh form's slope for gelu_tanh, gelu.c)
 //        (ReLU^2: dfc_out = dact_out * 2 max(x, 0); SwiGLU, swiglu.c, from
 //        dact_out [N,H] to dfc_out [N,2H], so not in place)
-//   1. fc_out = inp @ fc_weight^T        (linear.c)
+//   1. fc_out = inp @ fc_weight^T (+ fc_bias)         (linear.c)
 //        dinp = dfc_out @ fc_weight;       dfc_weight += dfc_out^T @ inp
+//        (dfc_bias += dfc_out summed over the rows)
 // Step 3's weight gradient needs act_out, its input, which the model does
 // not keep: step 2 runs again first.
-void mlp_backward(float *dinp, float *dfc_weight, float *dproj_weight, float *dhidden, float *act_out,
-                  const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
+void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
+                  float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {
     const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);
     const size_t n = (size_t)N * H;
@@ -60,11 +64,12 @@ void mlp_backward(float *dinp, float *dfc_weight, float *dproj_weight, float *dh
     // step 2 again: its output is step 3's input
     activation(act_out, fc_out, N, H, act);
     // 3. out = act_out @ proj_weight^T:  dact_out (written), dproj_weight +=
-    linear_backward(dact, dproj_weight, NULL, dout, act_out, proj_weight, N, H, C);
+    linear_backward(dact, dproj_weight, dproj_bias, dout, act_out, proj_weight, N, H, C);
     // 2. act_out = act(fc_out):  dhidden becomes dfc_out
     if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
     else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+    else if (act == MLP_GELU_TANH) gelu_tanh_backward(dhidden, fc_out, dhidden, n);
     else gelu_backward(dhidden, fc_out, dhidden, n);
     // 1. fc_out = inp @ fc_weight^T:  dinp (written), dfc_weight +=
-    linear_backward(dinp, dfc_weight, NULL, dhidden, inp, fc_weight, N, C, FC);
+    linear_backward(dinp, dfc_weight, dfc_bias, dhidden, inp, fc_weight, N, C, FC);
 }

@@ -9,7 +9,9 @@
 //   1. fc_out[N,4C]  = inp[N,C] @ fc_weight[4C,C]^T       (nanoGPT's c_fc)
 //   2. act_out[N,4C] = gelu(fc_out), or relu2(fc_out)
 //   3. out[N,C]      = act_out @ proj_weight[C,4C]^T      (nanoGPT's c_proj)
-// Neither linear layer has a bias (nanoGPT with bias=False). Both passes
+// In gpt neither linear layer has a bias (nanoGPT with bias=False); in
+// gpt2 both have one (fc_bias [4C] added in step 1, proj_bias [C] in step
+// 3), which the calls take as NULL or not, as linear.h's do. Both passes
 // are the fast linear.h and gelu.h (or relu2.h) calls in sequence; the tests
 // hold them to the same steps built from the _reference versions.
 //
@@ -29,9 +31,10 @@
 #ifndef TINYGPT_MLP_H
 #define TINYGPT_MLP_H
 
-// The activation of step 2: GELU (gelu.h), or ReLU^2 (relu2.h, the modern
-// recipe's `--mlp relu2`).
-typedef enum { MLP_GELU = 0, MLP_RELU2 = 1, MLP_SWIGLU = 2 } MlpKind;
+// The activation of step 2: GELU (gelu.h), ReLU^2 (relu2.h, the modern
+// recipe's `--mlp relu2`), SwiGLU, or GELU's tanh approximation (gelu.h,
+// GPT-2's, `--mlp gelu_tanh`).
+typedef enum { MLP_GELU = 0, MLP_RELU2 = 1, MLP_SWIGLU = 2, MLP_GELU_TANH = 3 } MlpKind;
 
 // The multiple SwiGLU's hidden width is rounded up to (see above).
 #define MLP_SWIGLU_MULTIPLE 16
@@ -46,23 +49,25 @@ int mlp_fc_width(int C, MlpKind act);
 // SwiGLU 3H (the gradient of fc_out, [N,2H], then that of act_out, [N,H]).
 int mlp_dhidden_width(int C, MlpKind act);
 
-// fc_out[N,4C]  = inp[N,C] @ fc_weight[4C,C]^T
+// fc_out[N,4C]  = inp[N,C] @ fc_weight[4C,C]^T + fc_bias[4C]
 // act_out[N,4C] = gelu(fc_out) (or relu2(fc_out), as "act" says)
-// out[N,C]      = act_out @ proj_weight[C,4C]^T
+// out[N,C]      = act_out @ proj_weight[C,4C]^T + proj_bias[C]
+// (either bias NULL: none)
 // (with SwiGLU: fc_out[N,2H], act_out[N,H], fc_weight [2H,C], proj_weight [C,H])
 // The weights come TRANSPOSED ([in,out], see linear_forward_transposed in linear.h): fc_weight_t[C,4C],
 // proj_weight_t[4C,C]. fc_out and act_out are written; backward reads fc_out.
 void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight_t,
-                 const float *proj_weight_t, int N, int C, MlpKind act);
+                 const float *fc_bias, const float *proj_weight_t, const float *proj_bias, int N, int C, MlpKind act);
 
 // Backward, given dout[N,C], the steps in reverse:
-//   dinp[N,C] written; dfc_weight[4C,C] and dproj_weight[C,4C] added to.
+//   dinp[N,C] written; dfc_weight[4C,C] and dproj_weight[C,4C] added to, and
+//   dfc_bias[4C] and dproj_bias[C] when not NULL (a model with biases).
 //   act_out[N,4C] is recomputed here from fc_out (the model does not keep one per layer: memory for compute, as
 //   llm.c does), dhidden[N,4C] is scratch (the gradient of act_out, then in place of fc_out; with SwiGLU
 //   [N, mlp_dhidden_width]: fc_out's gradient in its first N*2H floats, act_out's in the N*H after).
 // The weights here are the untransposed ones, fc_weight[4C,C] and proj_weight[C,4C].
-void mlp_backward(float *dinp, float *dfc_weight, float *dproj_weight, float *dhidden, float *act_out,
-                  const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
+void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
+                  float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act);
 
 #endif

@@ -37,9 +37,9 @@
 // ===========================================================================
 // The configuration.
 
-const char *const ARCH_NAMES[] = {"card", "gpt", NULL};
+const char *const ARCH_NAMES[] = {"card", "gpt", "gpt2", NULL};
 const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
-const char *const MLP_NAMES[] = {"gelu", "relu2", "swiglu", NULL};
+const char *const MLP_NAMES[] = {"gelu", "relu2", "swiglu", "gelu_tanh", NULL};
 const char *const POS_NAMES[] = {"learned", "rope", NULL};
 
 const char *arch_name(Arch arch) { return ARCH_NAMES[arch]; }
@@ -50,21 +50,24 @@ bool arch_from_name(const char *name, Arch *arch) {
     return index >= 0;
 }
 
+// gpt2 is a gpt (model_check_config refuses its removals and swaps, so the
+// gpt's rules below give it every part) with biases.
 ModelParts model_parts(const ModelConfig *cfg) {
-    const bool gpt = cfg->arch == ARCH_GPT;
+    const bool gpt = cfg->arch != ARCH_CARD, gpt2 = cfg->arch == ARCH_GPT2;
     return (ModelParts){.layernorm = gpt && !cfg->no_layernorm,
                         .rmsnorm = gpt && !cfg->no_layernorm && cfg->norm == NORM_RMSNORM,
                         .mlp = gpt && !cfg->no_mlp,
                         .activation = gpt ? cfg->mlp : MLP_GELU,
                         .residual = gpt && !cfg->no_residual,
-                        .proj_bias = !gpt,
+                        .proj_bias = !gpt || gpt2,
+                        .biases = gpt2,
                         .tied_head = gpt && !cfg->untied_head,
                         .head_bias = !gpt,
                         .rope = gpt && cfg->pos == POS_ROPE,
                         .qk_norm = gpt && cfg->qk_norm};
 }
 
-int model_layers(const ModelConfig *cfg) { return cfg->arch == ARCH_GPT ? cfg->n_layer : 1; }
+int model_layers(const ModelConfig *cfg) { return cfg->arch != ARCH_CARD ? cfg->n_layer : 1; }
 
 bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->vocab_size < 1 || cfg->vocab_size > MAX_DIM)
@@ -81,7 +84,8 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
         return error_set(err, "--dropout %g is outside [0, 1); use e.g. 0.1, or 0 to turn it off",
                          (double)cfg->dropout);
-    if (cfg->arch != ARCH_CARD && cfg->arch != ARCH_GPT) return error_set(err, "unknown architecture %d", (int)cfg->arch);
+    if (cfg->arch != ARCH_CARD && cfg->arch != ARCH_GPT && cfg->arch != ARCH_GPT2)
+        return error_set(err, "unknown architecture %d", (int)cfg->arch);
     if (cfg->arch == ARCH_CARD && cfg->n_layer > 1)
         return error_set(err, "--layers %d: the card model has exactly one block; use --arch gpt for more",
                          cfg->n_layer);
@@ -93,7 +97,8 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
         return error_set(err, "unknown norm %d", (int)cfg->norm);
     if (cfg->arch == ARCH_CARD && cfg->norm != NORM_LAYERNORM)
         return error_set(err, "--norm %s: the card model has no norm to swap; use --arch gpt", NORM_NAMES[cfg->norm]);
-    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2 && cfg->mlp != MLP_SWIGLU) return error_set(err, "unknown MLP %d", (int)cfg->mlp);
+    if (cfg->mlp != MLP_GELU && cfg->mlp != MLP_RELU2 && cfg->mlp != MLP_SWIGLU && cfg->mlp != MLP_GELU_TANH)
+        return error_set(err, "unknown MLP %d", (int)cfg->mlp);
     if (cfg->arch == ARCH_CARD && cfg->mlp != MLP_GELU)
         return error_set(err, "--mlp %s: the card model has no MLP; use --arch gpt", MLP_NAMES[cfg->mlp]);
     if (cfg->arch == ARCH_CARD && cfg->untied_head)
@@ -106,7 +111,12 @@ bool model_check_config(const ModelConfig *cfg, Error *err) {
     if (cfg->pos == POS_ROPE && (cfg->n_embd / cfg->n_head) % 2 != 0)
         return error_set(err, "--pos rope turns pairs of channels, so the head size --embd / --heads (%d) must be even",
                          cfg->n_embd / cfg->n_head);
-    if (cfg->arch == ARCH_GPT && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
+    // gpt2 is GPT-2's model as it is: of the gpt's switches only GELU's form.
+    if (cfg->arch == ARCH_GPT2 && (cfg->no_layernorm || cfg->no_mlp || cfg->no_residual || cfg->untied_head ||
+                                   cfg->norm != NORM_LAYERNORM || cfg->pos != POS_LEARNED || cfg->qk_norm ||
+                                   (cfg->mlp != MLP_GELU && cfg->mlp != MLP_GELU_TANH)))
+        return error_set(err, "gpt2 is GPT-2's model: LayerNorm, a GELU MLP (--mlp gelu or gelu_tanh), learned positions, a tied head, nothing removed; use --arch gpt for the others");
+    if (cfg->arch != ARCH_CARD && (cfg->n_layer < 1 || cfg->n_layer > MODEL_MAX_LAYERS))
         return error_set(err, "--layers %d is out of range [1, %d]", cfg->n_layer, MODEL_MAX_LAYERS);
     return true;
 }
@@ -142,7 +152,8 @@ typedef enum {
     IF_MLP_SWIGLU,          // ... when it is SwiGLU, with its three matrices
     IF_LAYERNORM_AND_MLP,   // ln2: the norm before the MLP
     IF_LAYERNORM_AND_MLP_MEAN,  // ln2's mean (LayerNorm's)
-    IF_PROJ_BIAS,           // card's projection bias
+    IF_PROJ_BIAS,           // the projection's bias (card, gpt2)
+    IF_BIASES,              // gpt2's other biases: every linear layer's and LayerNorm's
     IF_OWN_HEAD,            // an untied head (card, and gpt --untied-head)
     IF_HEAD_BIAS,           // its bias (card)
     IF_QK_NORM,             // the statistics of --qk-norm
@@ -152,8 +163,9 @@ typedef enum {
 } Part;
 
 // How a parameter starts (model_init_weights): PyTorch's rules for card,
-// GPT-2's for gpt.
-typedef enum { INIT_LINEAR, INIT_EMBEDDING, INIT_ONES, INIT_BRANCH_END } ParamInit;
+// GPT-2's for gpt and gpt2. INIT_BIAS: card's Linear biases are drawn as its
+// weights; GPT-2's biases start at 0.
+typedef enum { INIT_LINEAR, INIT_EMBEDDING, INIT_ONES, INIT_BRANCH_END, INIT_BIAS } ParamInit;
 
 #define NO_VIEW SIZE_MAX  // a tensor without a view of its own (k and v: see qkv_weight)
 
@@ -178,21 +190,29 @@ typedef struct {
 
 // The parameters, in checkpoint order. Within a block q, k and v are
 // adjacent, so together they are one [3C,C] matrix (qkv_weight) and a
-// single matmul computes all three projections.
+// single matmul computes all three projections; their biases (gpt2) one
+// [3C] vector (qkv_bias).
 static const TensorEntry PARAMS_FRONT[] = {
     {"tok_emb.weight", D_V, D_C, ALWAYS, offsetof(ParamTensors, tok_emb), INIT_EMBEDDING},
     {"pos_emb.weight", D_T, D_C, IF_POS_TABLE, offsetof(ParamTensors, pos_emb), INIT_EMBEDDING},
 };
 static const TensorEntry PARAMS_BLOCK[] = {
     {"ln1.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(BlockParams, ln1_weight), INIT_ONES},
+    {"ln1.bias", D_C, D_NONE, IF_BIASES, offsetof(BlockParams, ln1_bias), INIT_BIAS},
     {"attn.q.weight", D_C, D_C, ALWAYS, offsetof(BlockParams, qkv_weight), INIT_LINEAR},
     {"attn.k.weight", D_C, D_C, ALWAYS, NO_VIEW, INIT_LINEAR},
     {"attn.v.weight", D_C, D_C, ALWAYS, NO_VIEW, INIT_LINEAR},
+    {"attn.q.bias", D_C, D_NONE, IF_BIASES, offsetof(BlockParams, qkv_bias), INIT_BIAS},
+    {"attn.k.bias", D_C, D_NONE, IF_BIASES, NO_VIEW, INIT_BIAS},
+    {"attn.v.bias", D_C, D_NONE, IF_BIASES, NO_VIEW, INIT_BIAS},
     {"attn.proj.weight", D_C, D_C, ALWAYS, offsetof(BlockParams, proj_weight), INIT_BRANCH_END},
-    {"attn.proj.bias", D_C, D_NONE, IF_PROJ_BIAS, offsetof(BlockParams, proj_bias), INIT_LINEAR},
+    {"attn.proj.bias", D_C, D_NONE, IF_PROJ_BIAS, offsetof(BlockParams, proj_bias), INIT_BIAS},
     {"ln2.weight", D_C, D_NONE, IF_LAYERNORM_AND_MLP, offsetof(BlockParams, ln2_weight), INIT_ONES},
+    {"ln2.bias", D_C, D_NONE, IF_BIASES, offsetof(BlockParams, ln2_bias), INIT_BIAS},
     {"mlp.fc.weight", D_H, D_C, IF_MLP_FC_PROJ, offsetof(BlockParams, fc_weight), INIT_LINEAR},
+    {"mlp.fc.bias", D_H, D_NONE, IF_BIASES, offsetof(BlockParams, fc_bias), INIT_BIAS},
     {"mlp.proj.weight", D_C, D_H, IF_MLP_FC_PROJ, offsetof(BlockParams, mlp_proj_weight), INIT_BRANCH_END},
+    {"mlp.proj.bias", D_C, D_NONE, IF_BIASES, offsetof(BlockParams, mlp_proj_bias), INIT_BIAS},
     // SwiGLU's (LLaMA's names): gate and up adjacent, one [2H,C] fc_weight
     {"mlp.gate_proj.weight", D_H, D_C, IF_MLP_SWIGLU, offsetof(BlockParams, fc_weight), INIT_LINEAR},
     {"mlp.up_proj.weight", D_H, D_C, IF_MLP_SWIGLU, NO_VIEW, INIT_LINEAR},
@@ -200,8 +220,9 @@ static const TensorEntry PARAMS_BLOCK[] = {
 };
 static const TensorEntry PARAMS_BACK[] = {
     {"ln_f.weight", D_C, D_NONE, IF_LAYERNORM, offsetof(ParamTensors, lnf_weight), INIT_ONES},
+    {"ln_f.bias", D_C, D_NONE, IF_BIASES, offsetof(ParamTensors, lnf_bias), INIT_BIAS},
     {"head.weight", D_V, D_C, IF_OWN_HEAD, offsetof(ParamTensors, head_weight), INIT_LINEAR},
-    {"head.bias", D_V, D_NONE, IF_HEAD_BIAS, offsetof(ParamTensors, head_bias), INIT_LINEAR},
+    {"head.bias", D_V, D_NONE, IF_HEAD_BIAS, offsetof(ParamTensors, head_bias), INIT_BIAS},
 };
 static const Layout PARAMS = {ENTRIES(PARAMS_FRONT), ENTRIES(PARAMS_BLOCK), ENTRIES(PARAMS_BACK)};
 
@@ -262,13 +283,14 @@ static bool has_part(Part part, const ModelConfig *cfg) {
     case IF_LAYERNORM: return p.layernorm;
     case IF_LAYERNORM_MEAN: return p.layernorm && !p.rmsnorm;
     case IF_MLP: return p.mlp;
-    case IF_MLP_GELU: return p.mlp && p.activation == MLP_GELU;
+    case IF_MLP_GELU: return p.mlp && (p.activation == MLP_GELU || p.activation == MLP_GELU_TANH);
     case IF_MLP_RELU2: return p.mlp && p.activation == MLP_RELU2;
     case IF_MLP_SWIGLU: return p.mlp && p.activation == MLP_SWIGLU;
     case IF_MLP_FC_PROJ: return p.mlp && p.activation != MLP_SWIGLU;
     case IF_LAYERNORM_AND_MLP: return p.layernorm && p.mlp;
     case IF_LAYERNORM_AND_MLP_MEAN: return p.layernorm && p.mlp && !p.rmsnorm;
     case IF_PROJ_BIAS: return p.proj_bias;
+    case IF_BIASES: return p.biases;
     case IF_OWN_HEAD: return !p.tied_head;
     case IF_HEAD_BIAS: return p.head_bias;
     case IF_QK_NORM: return p.qk_norm;
@@ -504,12 +526,13 @@ void model_free(Model *m) {
 // stream, so a seed gives the same weights on any machine. Each tensor's
 // rule is its entry's ParamInit (PARAMS_FRONT, ... above).
 void model_init_weights(Model *m, Rng *rng) {
-    const bool gpt = m->config.arch == ARCH_GPT;
+    const bool gpt = m->config.arch != ARCH_CARD;
     // card: nn.Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)),
     // which keeps each layer's output variance close to its input's;
     // nn.Embedding draws from N(0, 1).
     const float linear_bound = 1.0f / sqrtf((float)m->config.n_embd);
-    // gpt: GPT-2's scheme: N(0, 0.02), LayerNorm weights 1. Each block adds
+    // gpt, gpt2: GPT-2's scheme: N(0, 0.02), LayerNorm weights 1, biases 0
+    // (drawing nothing, so a gpt2's weights are its gpt twin's). Each block adds
     // two branches to the stream, so the projections that end them start
     // 1/sqrt(2L) smaller, and the stream's variance does not grow with depth.
     const float branch_end_std = 0.02f / sqrtf(2.0f * (float)m->n_layer);
@@ -520,6 +543,7 @@ void model_init_weights(Model *m, Rng *rng) {
         for (size_t j = 0; j < spec->size; j++) {
             if (!gpt) w[j] = init == INIT_EMBEDDING ? rng_normal(rng) : linear_bound * (2.0f * rng_uniform(rng) - 1.0f);
             else if (init == INIT_ONES) w[j] = 1.0f;
+            else if (init == INIT_BIAS) w[j] = 0.0f;
             else w[j] = (init == INIT_BRANCH_END ? branch_end_std : 0.02f) * rng_normal(rng);
         }
     }
@@ -547,17 +571,21 @@ static void linear(float *out, const float *inp, const float *weight, const floa
     else linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
 }
 
-static void layernorm(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
+// LayerNorm, and then, when "bias" is not NULL (gpt2), its bias added.
+static void layernorm(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
+                      int N, int C) {
     if (USE_REFERENCE) layernorm_forward_reference(out, mean, rstd, inp, weight, N, C);
     else layernorm_forward(out, mean, rstd, inp, weight, N, C);
+    if (bias) layernorm_bias_forward(out, bias, N, C);
 }
 
-// The model's norm: LayerNorm, or with --norm rmsnorm RMSNorm, which keeps
-// no mean ("mean" NULL). RMSNorm has one version, plain loops, for both builds.
-static void norm(const Model *m, float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
-                 int C) {
+// The model's norm: LayerNorm (with gpt2's bias, else "bias" NULL), or with
+// --norm rmsnorm RMSNorm, which keeps no mean ("mean" NULL) and has no bias.
+// RMSNorm has one version, plain loops, for both builds.
+static void norm(const Model *m, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                 const float *bias, int N, int C) {
     if (m->parts.rmsnorm) rmsnorm_forward(out, rstd, inp, weight, N, C);
-    else layernorm(out, mean, rstd, inp, weight, N, C);
+    else layernorm(out, mean, rstd, inp, weight, bias, N, C);
 }
 
 // The attention layer over a whole window [B,T] of block "a" (attention.h).
@@ -570,20 +598,23 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
                           key, first);
 }
 
-// The MLP over n rows: out = act(inp @ Wfc^T) @ Wproj^T (mlp.h), act GELU
-// or ReLU^2; the reference build runs its three steps one by one (ReLU^2
-// has one version).
+// The MLP over n rows: out = act(inp @ Wfc^T + bfc) @ Wproj^T + bproj
+// (mlp.h; the biases gpt2's, NULL in gpt), act GELU (either form) or
+// ReLU^2 or SwiGLU; the reference build runs its three steps one by one
+// (ReLU^2 and SwiGLU have one version).
 static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p,
                 const BlockWeightsT *wt, int n, int C, MlpKind act) {
     if (USE_REFERENCE) {
         const int H = mlp_hidden(C, act);
-        linear_forward_reference(fc_out, inp, p->fc_weight, NULL, n, C, mlp_fc_width(C, act));
+        linear_forward_reference(fc_out, inp, p->fc_weight, p->fc_bias, n, C, mlp_fc_width(C, act));
         if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, n, H);
         else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * H);
+        else if (act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_out, fc_out, (size_t)n * H);
         else gelu_forward_reference(act_out, fc_out, (size_t)n * H);
-        linear_forward_reference(out, act_out, p->mlp_proj_weight, NULL, n, H, C);
+        linear_forward_reference(out, act_out, p->mlp_proj_weight, p->mlp_proj_bias, n, H, C);
     } else {
-        mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, wt->mlp_proj_weight, n, C, act);
+        mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, p->fc_bias, wt->mlp_proj_weight, p->mlp_proj_bias, n,
+                    C, act);
     }
 }
 
@@ -599,16 +630,19 @@ static void linear_grad(float *dinp, float *dweight, float *dbias, const float *
     else linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-static void layernorm_grad(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                           const float *mean, const float *rstd, int N, int C) {
+// LayerNorm's backward, and its bias's when "dbias" is not NULL (gpt2):
+// dout is the gradient of the sum, so of the normed rows too (layernorm.h).
+static void layernorm_grad(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, const float *mean, const float *rstd, int N, int C) {
     if (USE_REFERENCE) layernorm_backward_reference(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
     else layernorm_backward(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+    if (dbias) layernorm_bias_backward(dbias, dout, N, C);
 }
 
-static void norm_grad(const Model *m, float *dinp, float *dweight, const float *dout, const float *inp,
+static void norm_grad(const Model *m, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                       const float *weight, const float *mean, const float *rstd, int N, int C) {
     if (m->parts.rmsnorm) rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
-    else layernorm_grad(dinp, dweight, dout, inp, weight, mean, rstd, N, C);
+    else layernorm_grad(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 // attention's backward: dqkv from dattn_out, with dweights and values_t as scratch.
@@ -626,7 +660,7 @@ static void attention_grad(float *dqkv, float *dweights, float *values_t, const 
 }
 
 // The MLP's backward over N rows, given dout: dinp written, the two weights'
-// gradients (in "g") added to; dhidden [N,DH] is scratch, and act_out is
+// gradients (in "g"), and gpt2's two biases', added to; dhidden [N,DH] is scratch, and act_out is
 // recomputed from fc_out (mlp.h). The reference build runs the three steps
 // in reverse one by one.
 static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *act_out, const float *dout,
@@ -637,15 +671,18 @@ static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *a
         float *dact = act == MLP_SWIGLU ? dhidden + (size_t)N * FC : dhidden;  // as mlp_backward
         if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, N, H);
         else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
+        else if (act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_out, fc_out, n);
         else gelu_forward_reference(act_out, fc_out, n);
-        linear_backward_reference(dact, g->mlp_proj_weight, NULL, dout, act_out, p->mlp_proj_weight, N, H, C);
+        linear_backward_reference(dact, g->mlp_proj_weight, g->mlp_proj_bias, dout, act_out, p->mlp_proj_weight, N,
+                                  H, C);
         if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
         else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
+        else if (act == MLP_GELU_TANH) gelu_tanh_backward_reference(dhidden, fc_out, dhidden, n);
         else gelu_backward_reference(dhidden, fc_out, dhidden, n);
-        linear_backward_reference(dinp, g->fc_weight, NULL, dhidden, inp, p->fc_weight, N, C, FC);
+        linear_backward_reference(dinp, g->fc_weight, g->fc_bias, dhidden, inp, p->fc_weight, N, C, FC);
     } else {
-        mlp_backward(dinp, g->fc_weight, g->mlp_proj_weight, dhidden, act_out, dout, inp, fc_out, p->fc_weight,
-                     p->mlp_proj_weight, N, C, act);
+        mlp_backward(dinp, g->fc_weight, g->fc_bias, g->mlp_proj_weight, g->mlp_proj_bias, dhidden, act_out, dout,
+                     inp, fc_out, p->fc_weight, p->mlp_proj_weight, N, C, act);
     }
 }
 
@@ -748,7 +785,8 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 
 // ---- One block -------------------------------------------------------------
 // A block is written three times: the gpt's, straight through from its
-// first step to its last (read it first); card's, attention alone; and the
+// first step to its last (read it first; gpt2's is the same, with its
+// biases); card's, attention alone; and the
 // ladder's, a gpt with some of its parts removed (`--no-layernorm`,
 // `--no-mlp`, `--no-residual`) or swapped for the modern recipe's
 // (`--norm rmsnorm`, `--mlp relu2`, `--pos rope`, `--qk-norm`), for `make ladder`,
@@ -761,7 +799,9 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 
 // gpt_block_forward: block l of a gpt, in four steps, on the stream x (the
 // block's input). Both branches write their output in the shared
-// branch_out before it joins the stream.
+// branch_out before it joins the stream. It is gpt2's block too: gpt2 adds
+// a bias to each step's layers (the "+ b" below), which in a gpt are NULL,
+// and its GELU may be the tanh form (parts.activation).
 static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int C = cfg->n_embd, n = s.rows;
@@ -772,18 +812,20 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     float *res_attn = rows_of(a->res_attn, s, C), *res_mlp = rows_of(a->res_mlp, s, C);
     float *branch = rows_of(m->acts.branch_out, s, C);
 
-    // 1. ln1_out = ln1(x)
-    layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, n, C);
-    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
+    // 1. ln1_out = ln1(x)  (+ b)
+    layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, p->ln1_bias, n, C);
+    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]),  attn_out = attention(qkv)
+    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, p->qkv_bias, n, C, 3 * C);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
-    // 3. res_attn = x + dropout(attn_out @ Wproj^T)
-    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, NULL, n, C, C);
+    // 3. res_attn = x + dropout(attn_out @ Wproj^T  (+ b))
+    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
     residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH),
                      stream_first(m, s.T));
-    // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
-    layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, n, C);
-    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C, MLP_GELU);
+    // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)  (each + b)
+    layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, p->ln2_bias,
+              n, C);
+    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C,
+        m->parts.activation);
     residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH),
                      stream_first(m, s.T));
 }
@@ -828,7 +870,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     const float *attn_in = x;  // 1.
     if (parts->layernorm) {
         norm(m, rows_of(a->ln1_out, s, C), rows_of(a->ln1_mean, s, 1), rows_of(a->ln1_rstd, s, 1), x, p->ln1_weight,
-             n, C);
+             NULL, n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
     linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
@@ -848,7 +890,7 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     const float *mlp_in = res_attn;  // 4.
     if (parts->layernorm) {
         norm(m, rows_of(a->ln2_out, s, C), rows_of(a->ln2_mean, s, 1), rows_of(a->ln2_rstd, s, 1), res_attn,
-             p->ln2_weight, n, C);
+             p->ln2_weight, NULL, n, C);
         mlp_in = rows_of(a->ln2_out, s, C);
     }
     float *res_mlp = rows_of(a->res_mlp, s, C);
@@ -864,11 +906,13 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     }
 }
 
-// plain_gpt: the model is the gpt itself: all its parts (no --no-* switch),
-// none swapped (no switch of the modern recipe).
+// plain_gpt: the model is the gpt itself (or gpt2): all its parts (no
+// --no-* switch), none swapped (no switch of the modern recipe but GELU's
+// form).
 static bool plain_gpt(const Model *m) {
     return m->parts.layernorm && m->parts.mlp && m->parts.residual && !m->parts.rmsnorm &&
-           m->parts.activation == MLP_GELU && !m->parts.rope && !m->parts.qk_norm;
+           (m->parts.activation == MLP_GELU || m->parts.activation == MLP_GELU_TANH) && !m->parts.rope &&
+           !m->parts.qk_norm;
 }
 
 // block_forward: block l over the span's rows, by its architecture.
@@ -887,7 +931,7 @@ static float *head_forward(Model *m, const float *head_t, Span s) {
     ActTensors *a = &m->acts;
     if (m->parts.layernorm) {
         norm(m, rows_of(a->lnf_out, s, C), rows_of(a->lnf_mean, s, 1), rows_of(a->lnf_rstd, s, 1), x,
-             m->params.lnf_weight, s.rows, C);
+             m->params.lnf_weight, m->params.lnf_bias, s.rows, C);
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
@@ -999,7 +1043,8 @@ static const float *through_dropout(Model *m, size_t n, float dropout_p, uint64_
     return g->dbranch;
 }
 
-// gpt_block_backward: gpt_block_forward's four steps in reverse. On entry
+// gpt_block_backward: gpt_block_forward's four steps in reverse (gpt2's
+// biases' gradients too, each added where its layer's backward runs). On entry
 // dresidual holds d loss / d res_mlp (the block's output); on exit,
 // d loss / d x (its input). In steps 4 and 3 the skip path's share of the
 // stream's gradient is dresidual as it stands (d(a + b)/da = 1), and each
@@ -1015,18 +1060,20 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
 
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)
     const float *dmlp_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_MLP_BRANCH));
-    mlp_grad(d->dln_out, g, d->dhidden, m->acts.act_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C, MLP_GELU);
-    layernorm_grad(d->dresidual, g->ln2_weight, d->dln_out, a->res_attn, p->ln2_weight, a->ln2_mean, a->ln2_rstd,
-                   BT, C);
-    // 3. res_attn = x + dropout(attn_out @ Wproj^T)
+    mlp_grad(d->dln_out, g, d->dhidden, m->acts.act_out, dmlp_out, a->ln2_out, a->fc_out, p, BT, C,
+             m->parts.activation);
+    layernorm_grad(d->dresidual, g->ln2_weight, g->ln2_bias, d->dln_out, a->res_attn, p->ln2_weight, a->ln2_mean,
+                   a->ln2_rstd, BT, C);
+    // 3. res_attn = x + dropout(attn_out @ Wproj^T  (+ b))
     const float *dproj_out = through_dropout(m, n, dropout_p, site_key(key, l, SITE_ATTN_BRANCH));
-    linear_grad(d->dattn_out, g->proj_weight, NULL, dproj_out, a->attn_out, p->proj_weight, BT, C, C);
-    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
+    linear_grad(d->dattn_out, g->proj_weight, g->proj_bias, dproj_out, a->attn_out, p->proj_weight, BT, C, C);
+    // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]),  attn_out = attention(qkv)
     attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
                    site_key(key, l, SITE_ATTN), weights_first(m, T));
-    linear_grad(d->dln_out, g->qkv_weight, NULL, d->dqkv, a->ln1_out, p->qkv_weight, BT, C, 3 * C);
-    // 1. ln1_out = ln1(x)
-    layernorm_grad(d->dresidual, g->ln1_weight, d->dln_out, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd, BT, C);
+    linear_grad(d->dln_out, g->qkv_weight, g->qkv_bias, d->dqkv, a->ln1_out, p->qkv_weight, BT, C, 3 * C);
+    // 1. ln1_out = ln1(x)  (+ b)
+    layernorm_grad(d->dresidual, g->ln1_weight, g->ln1_bias, d->dln_out, x, p->ln1_weight, a->ln1_mean, a->ln1_rstd,
+                   BT, C);
 }
 
 // card_block_backward: card_block_forward's two steps in reverse. On entry
@@ -1075,7 +1122,7 @@ static void join_stream(Model *m, float *dln_weight, const float *x, const float
     const size_t n = BT * (size_t)C;
     if (m->parts.layernorm) {
         if (!m->parts.residual) zero_floats(g->dresidual, n);
-        norm_grad(m, g->dresidual, dln_weight, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
+        norm_grad(m, g->dresidual, dln_weight, NULL, g->dln_out, x, ln_weight, mean, rstd, (int)BT, C);
     } else if (m->parts.residual) {
         add_floats(g->dresidual, g->dln_out, n);
     }
@@ -1156,7 +1203,8 @@ void model_backward(Model *m) {
     if (m->parts.layernorm) {
         linear_grad(d->dln_out, g->head_weight, g->head_bias, d->dlogits, a->lnf_out, p->head_weight, BT, C, V);
         zero_floats(d->dresidual, (size_t)BT * C);
-        norm_grad(m, d->dresidual, g->lnf_weight, d->dln_out, top, p->lnf_weight, a->lnf_mean, a->lnf_rstd, BT, C);
+        norm_grad(m, d->dresidual, g->lnf_weight, g->lnf_bias, d->dln_out, top, p->lnf_weight, a->lnf_mean,
+                  a->lnf_rstd, BT, C);
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }

@@ -26,11 +26,19 @@
 //     x            = x + dropout(mlp(ln2(x)))                     "blocks.{i}.ln2", ".mlp.fc", ".mlp.proj"
 //   logits[B,T,V]  = ln_f(x) @ tok_emb^T                          "ln_f"; the head is tied to tok_emb
 //
-// and in both, loss = mean cross-entropy(logits, targets).
+// gpt2, GPT-2 itself (Radford et al. 2019; what Hugging Face's GPT-2
+// files hold): the gpt with a bias in every linear layer and LayerNorm.
+//   ln(x)          = layernorm(x) * weight + bias                 ".ln1.bias", ".ln2.bias", "ln_f.bias"
+//   qkv            = ln1(x) @ [Wq;Wk;Wv]^T + [bq;bk;bv]           ".attn.{q,k,v}.bias"
+//   proj, fc, mlp proj: each + its bias                           ".attn.proj.bias", ".mlp.{fc,proj}.bias"
+//   the MLP's GELU exact (--mlp gelu) or GPT-2's tanh form (--mlp gelu_tanh)
 //
-// The two differ only in which parts a block has (ModelParts below). model.c
-// writes a block's forward and backward once for each, and once more for a
-// gpt with some parts removed or swapped (`make ladder`: the ladder's --no-*
+// and in all, loss = mean cross-entropy(logits, targets).
+//
+// They differ only in which parts a block has (ModelParts below). model.c
+// writes a block's forward and backward once for each of card and gpt
+// (whose block, with its bias pointers NULL, is gpt2's too), and once more
+// for a gpt with some parts removed or swapped (`make ladder`: the ladder's --no-*
 // switches, and the modern recipe's, each one part replaced by what
 // today's small GPTs use); one loop over the blocks serves all three.
 //
@@ -53,9 +61,9 @@
 #include "rng.h"
 #include "tensor_table.h"
 
-typedef enum { ARCH_CARD = 0, ARCH_GPT = 1 } Arch;
-// Their names, indexed by Arch ("card", "gpt"), NULL-terminated: the --arch
-// values and the checkpoint's "arch".
+typedef enum { ARCH_CARD = 0, ARCH_GPT = 1, ARCH_GPT2 = 2 } Arch;
+// Their names, indexed by Arch ("card", "gpt", "gpt2"), NULL-terminated: the
+// --arch values and the checkpoint's "arch".
 extern const char *const ARCH_NAMES[];
 
 // The gpt's norm: LayerNorm (layernorm.h) or RMSNorm (rmsnorm.h). Names
@@ -63,8 +71,8 @@ extern const char *const ARCH_NAMES[];
 // checkpoint's "norm".
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } NormKind;
 extern const char *const NORM_NAMES[];
-// The MLP's activation, MlpKind (mlp.h): GELU or ReLU^2; names "gelu",
-// "relu2" (--mlp and the checkpoint's "mlp").
+// The MLP's activation, MlpKind (mlp.h): names "gelu", "relu2", "swiglu",
+// "gelu_tanh" (--mlp and the checkpoint's "mlp").
 extern const char *const MLP_NAMES[];
 // How a gpt knows positions: a learned table added to the embedding
 // (pos_emb), or rotary embeddings (rope.h); names "learned", "rope" (--pos
@@ -82,14 +90,14 @@ typedef struct {
     int n_embd;      // C
     int n_head;      // NH; must divide C
     float dropout;   // p: probability of zeroing an attention weight (and, in gpt, a stream input)
-    Arch arch;       // ARCH_CARD (what a zeroed config means) or ARCH_GPT
-    int n_layer;     // L for gpt; card has one block (0 or 1 here)
+    Arch arch;       // ARCH_CARD (what a zeroed config means), ARCH_GPT or ARCH_GPT2
+    int n_layer;     // L for gpt and gpt2; card has one block (0 or 1 here)
     // A gpt without some of its parts, to see what each one buys (`make
     // ladder`); all false is the whole gpt. card has none of these parts.
     bool no_layernorm, no_mlp, no_residual;
     // The modern recipe's swaps (gpt only); zero is the gpt above.
     NormKind norm;   // which norm ln1, ln2 and ln_f are (when the model has them)
-    MlpKind mlp;     // the MLP's activation (when the model has one)
+    MlpKind mlp;     // the MLP's activation (when the model has one); gpt2: MLP_GELU or MLP_GELU_TANH
     bool untied_head;  // a head.weight of its own instead of tok_emb
     PosKind pos;     // learned positions (pos_emb) or rotary ones
     bool qk_norm;    // each head's q and k RMS-normalised, no weight
@@ -104,14 +112,16 @@ bool arch_from_name(const char *name, Arch *arch);
 // architecture: card has none of these parts but the projection's bias and
 // its own head; gpt has every part (less those its no_* switches remove),
 // no biases, and a head tied to tok_emb (or, with --untied-head, its own
-// head.weight, still without a bias).
+// head.weight, still without a bias); gpt2 has every part, a bias in each
+// linear layer and LayerNorm, and the tied head.
 typedef struct {
     bool layernorm;  // ln1, ln2 before the branches and ln_f before the head (LayerNorm or RMSNorm)
     bool rmsnorm;    // those norms are RMSNorm (--norm rmsnorm), which take out no mean
     MlpKind activation;  // the MLP's: MLP_GELU, MLP_RELU2 (--mlp relu2) or MLP_SWIGLU (--mlp swiglu)
     bool mlp;        // the MLP after attention
     bool residual;   // x + dropout(branch(x)) instead of branch(x)
-    bool proj_bias;  // attn.proj has a bias
+    bool proj_bias;  // attn.proj has a bias (card, gpt2)
+    bool biases;     // every linear layer and LayerNorm of a block, and ln_f, has a bias (gpt2)
     bool tied_head;  // logits = x @ tok_emb^T, instead of head.weight
     bool head_bias;  // the head has a bias, head.bias (card)
     bool rope;       // q and k rotated by position (--pos rope), and no pos_emb
@@ -137,12 +147,17 @@ void grad_act_table(TensorTable *t, const ModelConfig *cfg, int B);
 
 typedef struct {
     float *ln1_weight;       // [C]      "blocks.{i}.ln1.weight"
+    float *ln1_bias;         // [C]      gpt2 only, as every bias below but proj_bias
     float *qkv_weight;       // [3C,C]   rows [0,C) q, [C,2C) k, [2C,3C) v
+    float *qkv_bias;         // [3C]     "attn.q.bias", ".k.bias", ".v.bias", adjacent
     float *proj_weight;      // [C,C]    "blocks.{i}.attn.proj.weight"
-    float *proj_bias;        // [C]      card only
+    float *proj_bias;        // [C]      card and gpt2
     float *ln2_weight;       // [C]
+    float *ln2_bias;         // [C]
     float *fc_weight;        // [4C,C]   "blocks.{i}.mlp.fc.weight"; SwiGLU: [2H,C] gate_proj then up_proj
+    float *fc_bias;          // [4C]
     float *mlp_proj_weight;  // [C,4C]   "blocks.{i}.mlp.proj.weight"; SwiGLU: [C,H] down_proj
+    float *mlp_proj_bias;    // [C]      "blocks.{i}.mlp.proj.bias"
 } BlockParams;
 
 typedef struct {
@@ -150,6 +165,7 @@ typedef struct {
     float *pos_emb;       // [T,C]   NULL with --pos rope
     BlockParams *blocks;  // [L]
     float *lnf_weight;    // [C]   gpt
+    float *lnf_bias;      // [C]   gpt2
     float *head_weight;   // [V,C] card and --untied-head; in gpt, the same memory as tok_emb (tied)
     float *head_bias;     // [V]   card
 } ParamTensors;
@@ -279,7 +295,8 @@ void model_free(Model *m);
 // model_init_weights: card: PyTorch's defaults (embeddings N(0,1); Linear
 // weights and biases U(-1/sqrt(C), 1/sqrt(C))). gpt: nanoGPT's (every
 // Linear and Embedding weight N(0, 0.02), the two projections that end a
-// branch N(0, 0.02/sqrt(2L)), LayerNorm weights 1).
+// branch N(0, 0.02/sqrt(2L)), LayerNorm weights 1); gpt2: the same, and
+// every bias 0 (GPT-2's).
 void model_init_weights(Model *m, Rng *rng);
 
 // model_forward: run the model on inputs[B,T] (B <= max_batch, T <= block_size).
