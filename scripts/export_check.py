@@ -13,6 +13,9 @@ it, and holds the Hugging Face directory to the checkpoint:
   tokens come from the exported vocab.json and merges.txt through GPT-2's
   encoder.py algorithm (gpt2_tokenizer_check.py's python_encoder), so the
   tokenizer files are checked too: a wrong id would change the loss.
+- `tinygpt eval --model DIR` (the directory read back) gives the
+  checkpoint's loss, and so does a gpt2 (`--arch gpt2 --mlp gelu_tanh`,
+  biases and GPT-2's GELU), exported as "gelu_new", by hf_gpt2.py too.
 - `tinygpt tokenize --model DIR` (GPT-2's tokenizer, read from the exported
   files) gives the checkpoint's ids on the text.
 - A tiny gpt on GPT-2's own tokenizer (--tokenizer gpt2, from --gpt2-dir,
@@ -77,6 +80,26 @@ def main():
         check(ours["tokens"] == theirs["tokens"], f"the same tokens predicted: tinygpt eval {ours['tokens']}, hf_gpt2.py {theirs['tokens']}")
         diff = abs(ours["loss"] - theirs["loss"])
         check(diff <= TOLERANCE, f"the same loss: tinygpt eval {ours['loss']:.6f}, hf_gpt2.py on the export {theirs['loss']:.6f} (difference {diff:.1e}, at most {TOLERANCE:g})")
+
+        back = json.loads(run([tinygpt, "eval", "--model", out, TEXT, "--json"]))
+        diff = abs(ours["loss"] - back["loss"])
+        check(diff <= TOLERANCE, f"read back: tinygpt eval of the directory {back['loss']:.6f}, of the checkpoint {ours['loss']:.6f}")
+
+        # A gpt2 (GPT-2's own model: biases, GELU's tanh form), out and back.
+        run_arch, out_arch = os.path.join(tmp, "run-arch"), os.path.join(tmp, "hf-arch")
+        run([tinygpt, "train", TEXT, "--out", run_arch, "--arch", "gpt2", "--mlp", "gelu_tanh", "--layers", "2",
+             "--embd", "32", "--heads", "2", "--context", "16", "--batch", "4", "--seed", "3", "--steps", "30",
+             "--vocab-size", "300"])
+        model_arch = os.path.join(run_arch, "model.safetensors")
+        run([tinygpt, "export", "--model", model_arch, "--out", out_arch])
+        with open(os.path.join(out_arch, "config.json"), encoding="utf-8") as f:
+            check(json.load(f)["activation_function"] == "gelu_new", "a gpt2 with --mlp gelu_tanh exports as gelu_new")
+        ours = json.loads(run([tinygpt, "eval", "--model", model_arch, TEXT, "--json"]))
+        theirs = json.loads(hf("loss", out_arch, "--text", TEXT, "--json"))
+        back = json.loads(run([tinygpt, "eval", "--model", out_arch, TEXT, "--json"]))
+        for who, loss in [("hf_gpt2.py", theirs["loss"]), ("tinygpt eval of the directory", back["loss"])]:
+            diff = abs(ours["loss"] - loss)
+            check(diff <= TOLERANCE, f"gpt2: {who} {loss:.6f}, tinygpt eval of the checkpoint {ours['loss']:.6f} (difference {diff:.1e})")
 
         with open(TEXT, encoding="utf-8") as f:
             text = f.read()[:2000]

@@ -565,6 +565,60 @@ START_TEST(sample_eval_and_attention_take_a_gpt2_directory) {
 }
 END_TEST
 
+// json_loss: the "loss" of `eval --json`'s output, as printed.
+static double json_loss(const char *out) {
+    const char *at = strstr(out, "\"loss\"");
+    ck_assert_msg(at != NULL, "no loss in: %s", out);
+    return strtod(strchr(at, ':') + 1, NULL);
+}
+
+// Fine-tuning (#21 item 4): train --init DIR starts from the directory's
+// weights (0 steps save them: eval gives the directory's loss to the
+// printed digit), then trains with any optimizer into checkpoints that hold
+// GPT-2's tokenizer, so sample and --resume need nothing else.
+START_TEST(train_init_dir_fine_tunes_the_directory_s_model) {
+    Model want;
+    random_model(&want, 37);
+    char model_dir[300], run0[300], run[300], args[1200];
+    snprintf(model_dir, sizeof model_dir, "%s/gpt2", dir);
+    snprintf(run0, sizeof run0, "%s/run0", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    make_dir(model_dir);
+    write_dir(model_dir, &want, (HfOptions){DTYPE_F32, false, false, false}, CONFIG);
+    model_free(&want);
+    const char *text = path_in(dir, "text.txt");
+    write_text_file(text, "The whale, the whale! Call me Ishmael. Some years ago, never mind how long precisely, "
+                          "having little or no money in my purse, I thought I would sail about a little.\n");
+    snprintf(args, sizeof args, "eval --model %s %s --json", model_dir, text);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    const double dir_loss = json_loss(r->out);
+
+    snprintf(args, sizeof args, "train %s --init %s --out %s --steps 0 --batch 2 --context 8", text, model_dir, run0);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    snprintf(args, sizeof args, "eval --model %s/model.safetensors %s --json", run0, text);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    ck_assert_msg(json_loss(r->out) == dir_loss, "the start checkpoint's loss %g, the directory's %g", json_loss(r->out),
+                  dir_loss);
+
+    snprintf(args, sizeof args, "train %s --init %s --out %s --steps 6 --batch 2 --context 8 --optimizer sgd --lr 0.5 "
+             "--warmup 0 --sample-every 0", text, model_dir, run);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->err, "arch=gpt2"), "%s: %s", args, r->err);
+    snprintf(args, sizeof args, "eval --model %s/model.safetensors %s --json", run, text);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && json_loss(r->out) < dir_loss, "fine-tuned %s, the directory %g", r->out, dir_loss);
+    snprintf(args, sizeof args, "sample --model %s/model.safetensors --prompt 'The whale' --tokens 5", run);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && strncmp(r->out, "The whale", 9) == 0, "%s: %s%s", args, r->out, r->err);
+    snprintf(args, sizeof args, "train --resume %s --steps 8", run);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0 && strstr(r->out, "step      7/8"), "%s: %s%s", args, r->out, r->err);
+}
+END_TEST
+
 Suite *hf_gpt2_suite(void) {
     Suite *s = suite_create("hf_gpt2");
     TCase *tc = tcase_create("hf_gpt2");
@@ -578,6 +632,7 @@ Suite *hf_gpt2_suite(void) {
     tcase_add_loop_test(tc, a_bad_directory_gets_one_line_naming_the_file_and_the_key, 0,
                         (int)(sizeof BAD_CASES / sizeof BAD_CASES[0]));
     tcase_add_test(tc, sample_eval_and_attention_take_a_gpt2_directory);
+    tcase_add_test(tc, train_init_dir_fine_tunes_the_directory_s_model);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,11 +13,9 @@
 // whether it is transposed. A tensor the model does not have (a bias of the
 // gpt) is written as zeros, which adds nothing: the same logits.
 //
-// When the architecture `gpt2` (biases everywhere) lands, its biases are
-// already rows here (blocks.{i}.ln1.bias, attn.q.bias, ...): present, they
-// are copied instead of zeroed. What else it needs is two functions here:
-// export_check (accept the arch) and activation_function (its GELU, tanh or
-// erf); and config_json's layer_norm_epsilon, if its epsilon differs.
+// A gpt2 (`--arch gpt2`, or a GPT-2 read from a directory) has every one
+// of those biases: they are copied instead of zeroed, and its GELU may be
+// GPT-2's tanh form ("gelu_new").
 #include "export.h"
 
 #include <assert.h>
@@ -38,9 +36,8 @@
 // export_check: the gpt's parts one by one; each swap GPT-2 cannot compute
 // is refused with the flag that made it.
 bool export_check(const ModelConfig *cfg, TokenizerKind kind, Error *err) {
-    if (cfg->arch != ARCH_GPT)
-        return error_set(err, "a %s model is not GPT-2 (one block of attention alone, no LayerNorm, no MLP); export a model trained with --arch gpt",
-                         arch_name(cfg->arch));
+    if (cfg->arch == ARCH_CARD)
+        return error_set(err, "a card model is not GPT-2 (one block of attention alone, no LayerNorm, no MLP); export a model trained with --arch gpt or gpt2");
     const struct {
         bool differs;
         const char *flag;
@@ -58,7 +55,7 @@ bool export_check(const ModelConfig *cfg, TokenizerKind kind, Error *err) {
     };
     for (size_t i = 0; i < sizeof swaps / sizeof swaps[0]; i++)
         if (swaps[i].differs)
-            return error_set(err, "this gpt was trained with %s, and %s; only a gpt of GPT-2's parts exports: retrain without %s (the modern recipe's defaults are switched off with --norm layernorm --mlp gelu --pos learned --no-untied-head --no-qk-norm)",
+            return error_set(err, "this gpt was trained with %s, and %s; only a gpt of GPT-2's parts exports: retrain without %s (the modern recipe's defaults are switched off with --norm layernorm --mlp gelu --pos learned --tied-head --no-qk-norm)",
                              swaps[i].flag, swaps[i].why, swaps[i].flag);
     if (kind == TOKENIZER_CHAR)
         return error_set(err, "a char model's tokens are characters, but GPT-2's are byte-level bpe pieces (vocab.json and merges.txt); retrain with --tokenizer bpe");
@@ -68,10 +65,7 @@ bool export_check(const ModelConfig *cfg, TokenizerKind kind, Error *err) {
 // activation_function: config.json's name of the MLP's GELU. tinygpt's gpt
 // computes GELU exactly, on erf (gelu.h): Hugging Face's "gelu". GPT-2's own
 // is "gelu_new", the tanh approximation, which the gpt2 architecture keeps.
-static const char *activation_function(const ModelConfig *cfg) {
-    (void)cfg;
-    return "gelu";
-}
+static const char *activation_function(const ModelConfig *cfg) { return cfg->mlp == MLP_GELU_TANH ? "gelu_new" : "gelu"; }
 
 // ---- GPT-2's tensors, each from tinygpt's ------------------------------------
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "gpt2_tokenizer.h"
+#include "hf_gpt2.h"
 
 // ===========================================================================
 // The run, built from its settings.
@@ -238,15 +239,22 @@ void train_free(TrainRun *run) {
 // ===========================================================================
 // The settings: from the command line, and --init's or --resume's checkpoint.
 
-// load_start: the checkpoint a run starts from (--init, or --resume's), for
+// load_start: the checkpoint a run starts from (--init, or --resume's), or
+// the Hugging Face GPT-2 directory (--init DIR), for
 // one row (build_model copies its weights into the model built for
 // --batch), and the settings that shape its model: "cmd"'s flags for them
 // must agree with it (--init; --resume refused them already).
 static void load_start(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
     Error err;
     const char *path = run->s.init_path;
-    if (!checkpoint_load_stream(dist_fopen(&run->dist, path, &err), path, &run->start, &run->tok, 1, false, NULL, &err))
-        die(EXIT_RUNTIME, "%s", err.msg);
+    // A Hugging Face GPT-2 directory (fine-tuning GPT-2): its model and
+    // GPT-2's tokenizer, read by every process (under mpirun each machine
+    // needs the directory; a checkpoint only rank 0's).
+    bool loaded = path_is_directory(path)
+                      ? hf_gpt2_load(path, &run->start, &run->tok, 1, false, &err)
+                      : checkpoint_load_stream(dist_fopen(&run->dist, path, &err), path, &run->start, &run->tok, 1,
+                                               false, NULL, &err);
+    if (!loaded) die(EXIT_RUNTIME, "%s", err.msg);
     Metadata md = {0};
     checkpoint_model_metadata(&md, &run->start.config, run->tok.kind);
     TrainSettings saved = run->s;

@@ -23,6 +23,11 @@ const char *const TOKENIZER_NAMES[] = {"char", "bpe", "gpt2", NULL};
 
 const char *tokenizer_kind_name(TokenizerKind kind) { return TOKENIZER_NAMES[kind]; }
 
+bool tokenizer_fits_model(const Tokenizer *tok, int model_vocab) {
+    if (tok->vocab_size == model_vocab) return true;
+    return tok->kind == TOKENIZER_GPT2 && tok->vocab_size == model_vocab + 1 && tok->end_of_text == model_vocab;
+}
+
 // The spelling of GPT-2's <|endoftext|>, its piece.
 static const char END_OF_TEXT_TEXT[] = "<|endoftext|>";
 

@@ -59,6 +59,14 @@ typedef struct {
 extern const char *const TOKENIZER_NAMES[];
 const char *tokenizer_kind_name(TokenizerKind kind);
 
+// tokenizer_fits_model: whether "tok" is the tokenizer of a model with
+// "model_vocab" rows of tok_emb: as many tokens, or, for gpt2, one more,
+// when that last one is <|endoftext|>. tinygpt's export of a bpe model adds
+// <|endoftext|> after its tokens, as GPT-2's readers expect one; the model
+// never predicts it, and no text encodes to it (GPT-2's encoder reads the
+// string as text), so every id the model sees or samples is below model_vocab.
+bool tokenizer_fits_model(const Tokenizer *tok, int model_vocab);
+
 // tokenizer_check_text: whether "text" ("len" bytes) is the contents of a
 // text file: strict UTF-8 with no NUL byte (char_vocab_check_text, for
 // both kinds). If not, "err" names "source" and the byte offset, and says it

@@ -111,7 +111,7 @@ bool checkpoint_save(const Model *m, const Tokenizer *tok, long step, const char
 
 bool checkpoint_save_run(const Model *m, const Tokenizer *tok, long step, const Metadata *run, const char *path,
                          Error *err) {
-    assert(tok->vocab_size == m->config.vocab_size && step >= 0);
+    assert(tokenizer_fits_model(tok, m->config.vocab_size) && step >= 0);
     Metadata md = {0};
     model_metadata(&md, m, tok, step);
     for (int i = 0; run && i < run->count; i++)
@@ -336,7 +336,7 @@ static bool build_vocab(SafetensorsFile *st, const ModelMetadata *mm, Tokenizer 
                  : bpe ? tokenizer_from_bpe_merges(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err)
                        : tokenizer_from_vocab(tok, mm->vocab->string, mm->vocab->string_len, &vocab_err);
     if (!built) return safetensors_reject(st, "its %s", vocab_err.msg);
-    if (tok->vocab_size != mm->cfg.vocab_size) {
+    if (!tokenizer_fits_model(tok, mm->cfg.vocab_size)) {
         int found = tok->vocab_size;
         tokenizer_free(tok);
         return safetensors_reject(st, bpe ? "its merges make %d tokens but vocab_size says %d; the file is damaged, retrain"

@@ -378,7 +378,7 @@ bool hf_gpt2_load(const char *dir, Model *m, Tokenizer *tok, int max_batch, bool
         model_free(m);
         return false;
     }
-    if (tok->vocab_size != cfg.vocab_size) {
+    if (!tokenizer_fits_model(tok, cfg.vocab_size)) {
         error_set(err, "'%s/vocab.json' has %d tokens but '%s/config.json' says vocab_size %d; the two are of different models",
                   dir, tok->vocab_size, dir, cfg.vocab_size);
         tokenizer_free(tok);
