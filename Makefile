@@ -245,6 +245,16 @@ bench: tinygpt $(BENCH_DATA_DEP)
 	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(BENCH_DATA)
 	@if command -v perf >/dev/null; then $(MAKE) --no-print-directory kernels; \
 	else echo "bench: no perf (apt-get install linux-perf), so no split of the step by kernel"; fi
+	$(MAKE) --no-print-directory bench-gpt2
+
+# GPT-2 124M's size, tinygpt beside PyTorch: load, sampling with the cache
+# (and its memory-bandwidth bound), fine-tuning (batch 4 x 256, AdamW) as a
+# share of the FMA peak, and peak memory: bench/gpt2.md. About 5 minutes;
+# writes a random 500 MB model in /tmp. Needs python3-torch, and GPT-2's
+# vocab.json and merges.txt, which make gpt2-tokenizer-check fetches.
+.PHONY: bench-gpt2
+bench-gpt2: tinygpt $(BENCH_DATA_DEP) gpt2-tokenizer-check
+	/usr/bin/python3 scripts/bench_gpt2.py --tinygpt ./tinygpt --data $(BENCH_DATA)
 
 # Where the default gpt's training step spends its time, kernel by kernel
 # (perf record over 300 steps): bench/kernels.md. Needs perf. About 15 s.
