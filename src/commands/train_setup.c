@@ -239,6 +239,24 @@ void train_free(TrainRun *run) {
 // ===========================================================================
 // The settings: from the command line, and --init's or --resume's checkpoint.
 
+// crop_positions: a GPT-2 directory's model has 1024 positions; fine-tuned
+// on a shorter --context it keeps the first "context" rows of pos_emb (as
+// nanoGPT's crop_block_size does), and every other weight as it was read.
+static void crop_positions(Model *start, int context) {
+    ModelConfig cfg = start->config;
+    cfg.block_size = context;
+    Model cropped;
+    model_init(&cropped, &cfg, 1, false);
+    // The same tensors in the same order, each as big as before but pos_emb
+    // [T, C], whose first rows are the first floats.
+    for (int i = 0; i < cropped.param_table.count; i++)
+        memcpy(cropped.params_memory + cropped.param_table.specs[i].offset,
+               start->params_memory + start->param_table.specs[i].offset,
+               cropped.param_table.specs[i].size * sizeof(float));
+    model_free(start);
+    *start = cropped;
+}
+
 // load_start: the checkpoint a run starts from (--init, or --resume's), or
 // the Hugging Face GPT-2 directory (--init DIR), for
 // one row (build_model copies its weights into the model built for
@@ -255,6 +273,9 @@ static void load_start(TrainRun *run, const Command *cmd, const Given *given, Gi
                       : checkpoint_load_stream(dist_fopen(&run->dist, path, &err), path, &run->start, &run->tok, 1,
                                                false, NULL, &err);
     if (!loaded) die(EXIT_RUNTIME, "%s", err.msg);
+    const int context_row = (int)(setting_named("context") - TRAIN_SETTINGS);
+    if (path_is_directory(path) && given->given[context_row] && run->s.context < run->start.config.block_size)
+        crop_positions(&run->start, run->s.context);
     Metadata md = {0};
     checkpoint_model_metadata(&md, &run->start.config, run->tok.kind);
     TrainSettings saved = run->s;
