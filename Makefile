@@ -323,7 +323,7 @@ mpi-check: tinygpt mpi-bin
 # the corpus), the default gpt and a model of GPT-2 124M's shape
 # (scripts/bench_mpi.py): the step time, the allreduce's time and share, in
 # bench/mpi.md (docs/scaling.md quotes it). About 5 minutes on 2 cores.
-bench-mpi: mpi-bin $(BENCH_DATA_DEP)
+bench-mpi: mpi-bin $(BENCH_DATA_DEP) gpt2-tokenizer-check
 	/usr/bin/python3 scripts/bench_mpi.py --tinygpt $(MPI_BIN) --data $(BENCH_DATA)
 
 # ---- Robustness checks (issue 5) ---------------------------------------------

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """bench_mpi.py: one process x 2 threads against 2 processes x 1 thread.
 
-`make bench-mpi` runs it. For each model (the default gpt, and a model of
-GPT-2 124M's shape: 12 blocks, C 768, 12 heads, context 1024, on characters,
-so its embedding is small), it trains the same steps twice on DATA:
+`make bench-mpi` runs it. For each model (the default gpt, and GPT-2 124M: a
+random model of its shape and tokenizer, written by hf_gpt2.py random and
+fine-tuned with train --init), it trains the same steps twice on DATA:
 
 - 1 process with --threads 2 (the MPI build run without mpirun, which is
   the plain program), and
@@ -15,7 +15,7 @@ time a step and its share (the line train prints at the end under
 mpirun; it includes waiting for the slower rank), and the speed of 2
 processes relative to 1. The table goes to stdout and to bench/mpi.md,
 with the CPU and its peak (`tinygpt peak --json`) and the machine's load.
-Python's standard library only. Usage:
+Python's standard library, and python3-torch for hf_gpt2.py. Usage:
 
 scripts/bench_mpi.py --tinygpt build/mpi/tinygpt --data data/moby-dick.txt
 """
@@ -29,16 +29,21 @@ import subprocess
 import sys
 import tempfile
 
-# GPT-2's parts (LayerNorm, GELU, learned positions, a tied head; on
-# characters, so its embedding is small), not the default gpt's recipe.
-GPT2_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned", "--tied-head",
-              "--no-qk-norm"]
+GPT2_DIR = "{tmp}/gpt2-124M"  # written by hf_gpt2.py random (random_gpt2)
 MODELS = [
     # name, flags, steps, warm-up steps left out
     ("default gpt (bpe, 3 blocks, C 128, T 64, batch 24)", [], 120, 10),
-    ("GPT-2 124M shape (12 blocks, C 768, 12 heads, T 1024, batch 2)",
-     ["--layers", "12", "--embd", "768", "--heads", "12", "--context", "1024", "--batch", "2"] + GPT2_PARTS, 4, 1),
+    ("GPT-2 124M (12 blocks, C 768, 12 heads, T 1024, 50,257 tokens, batch 2), fine-tuned from a random directory",
+     ["--init", GPT2_DIR, "--batch", "2"], 4, 1),
 ]
+
+
+def random_gpt2(tmp, tokenizer_dir):
+    """A random GPT-2 124M in Hugging Face's layout, with GPT-2's own tokenizer, for `train --init`."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "hf_gpt2.py"), "random", GPT2_DIR.format(tmp=tmp),
+                    "--layers", "12", "--heads", "12", "--embd", "768", "--positions", "1024", "--vocab", "50257",
+                    "--tokenizer-from", tokenizer_dir], check=True)
 MPIRUN = ["mpirun", "--oversubscribe", "--quiet", "--bind-to", "core", "-np", "2"]
 REDUCE_RE = re.compile(r"allreduce took ([\d.]+) ms a step, ([\d.]+)% of the steps' ([\d.]+) ms")
 
@@ -88,6 +93,8 @@ def main():
     ap.add_argument("--tinygpt", required=True, help="a make MPI=1 build")
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", default="bench/mpi.md")
+    ap.add_argument("--tokenizer-dir", default="build/gpt2-tokenizer/gpt2",
+                    help="GPT-2's vocab.json and merges.txt (make gpt2-tokenizer-check fetches them)")
     args = ap.parse_args()
     tinygpt = os.path.abspath(args.tinygpt)
     peak = json.loads(subprocess.run([tinygpt, "peak", "--json"], capture_output=True, text=True, check=True).stdout)
@@ -102,7 +109,9 @@ def main():
     ]
     measured = []  # (model, parameters, ms a step on one machine)
     with tempfile.TemporaryDirectory(prefix="tinygpt_bench_mpi.") as tmp:
+        random_gpt2(tmp, args.tokenizer_dir)
         for name, flags, steps, warm in MODELS:
+            flags = [flag.format(tmp=tmp) for flag in flags]
             one_ms, one_err = train([tinygpt], os.path.join(tmp, "one"), args.data, flags + ["--threads", "2"], steps)
             two_ms, two_err = train(MPIRUN + [tinygpt], os.path.join(tmp, "two"), args.data, flags + ["--threads", "1"],
                                     steps)

@@ -331,9 +331,10 @@ void model_sgd_step(Model *m, float lr);
 // sharing its rows among the threads and waiting for them at its end, each
 // thread can run the whole forward and backward on its own rows of the
 // batch, as one process under mpirun does (dist.h), and the threads meet
-// once, to sum their gradients. Two threads ran the default gpt 1.2x as
-// fast this way (docs/speed-and-memory.md): each core keeps its rows in its
-// own cache through the step.
+// once, to sum their gradients: each core keeps its rows in its own cache
+// through the step, and no layer waits for the other threads at its end.
+// Two threads ran the default gpt 1.2x as fast this way (docs/model.md,
+// "Threads").
 // model_slice_init: "slice" becomes rows [first_row, first_row + rows) of
 // m's batch: it reads m's weights, keeps its activations in m's buffers at
 // those rows (so two slices never touch one element), and has gradients of
