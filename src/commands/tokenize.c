@@ -5,11 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/stat.h>
-
 #include "args.h"
 #include "checkpoint.h"
 #include "gpt2_tokenizer.h"
+#include "hf_gpt2.h"
 #include "tokenizer.h"
 #include "utf8.h"
 
@@ -37,14 +36,6 @@ static void print_piece(const char *piece, size_t len) {
         else printf("\\x%02X", c);
         i++;
     }
-}
-
-// is_directory: a --model that is a directory is a Hugging Face GPT-2
-// directory (its vocab.json and merges.txt); anything else is read as a
-// checkpoint, which says what is wrong with it.
-static bool is_directory(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // show_tokens: the pieces of "text" between bars, then the ids.
@@ -130,7 +121,7 @@ int cmd_tokenize(int argc, char **argv) {
             tokenizer_free(&tok);
             return 0;
         }
-    } else if (is_directory(model_path)) {
+    } else if (path_is_directory(model_path)) {  // a Hugging Face GPT-2 directory: its tokenizer alone
         if (!tokenizer_load_gpt2(&tok, model_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     } else {
         Model model;
