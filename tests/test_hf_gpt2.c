@@ -454,6 +454,7 @@ static void transposed_fc(HfFile *f) {
     t->shape[0] = 4 * C, t->shape[1] = C;  // nn.Linear's layout, not Conv1D's
 }
 static void missing_bias(HfFile *f) { hf_remove(f, "h.1.ln_2.bias"); }
+static void missing_final_bias(HfFile *f) { hf_remove(f, "ln_f.bias"); }
 static void twice(HfFile *f) {
     const uint64_t c1[1] = {C};
     hf_add(f, "transformer.ln_f.bias", DTYPE_F32, 1, c1, NULL);
@@ -501,7 +502,8 @@ static const BadCase BAD_CASES[] = {
     {"an unknown tensor", unknown_tensor, NULL, NULL, {"model.safetensors", "'h.0.attn.c_attn.scale'", NULL}},
     {"c_fc in nn.Linear's layout", transposed_fc, NULL, NULL,
      {"model.safetensors", "'h.0.mlp.c_fc.weight' has shape [64,16]", "needs [16,64]"}},
-    {"a missing bias", missing_bias, NULL, NULL, {"model.safetensors", "'h.1.ln_2.bias'", "is missing"}},
+    {"a missing bias", missing_bias, NULL, NULL, {"model.safetensors", "'h.1.ln_2.bias'", "n_layer 2 needs it"}},
+    {"a missing ln_f bias", missing_final_bias, NULL, NULL, {"model.safetensors", "'ln_f.bias'", "every GPT-2 has it"}},
     {"a weight given twice", twice, NULL, NULL, {"model.safetensors", "'ln_f.bias' and 'transformer.ln_f.bias'", NULL}},
     {"a block past n_layer", block_past_n_layer, NULL, NULL, {"model.safetensors", "'h.2.ln_1.weight'", "n_layer is 2"}},
     {"integer weights", int_weights, NULL, NULL, {"model.safetensors", "'wpe.weight' has dtype I32", NULL}},

@@ -283,8 +283,12 @@ static bool place_tensors(SafetensorsFile *st, const ModelConfig *cfg, const Ten
             char name[96];
             if (b < 0) snprintf(name, sizeof name, "%s", maps[i].hf);
             else snprintf(name, sizeof name, "h.%d.%s", b, maps[i].hf);
-            ok = safetensors_reject(st, "tensor '%s' (or 'transformer.%s') is missing; config.json's n_layer %d needs it",
-                                    name, name, cfg->n_layer);
+            if (b < 0)
+                ok = safetensors_reject(st, "tensor '%s' (or 'transformer.%s') is missing; every GPT-2 has it", name,
+                                        name);
+            else
+                ok = safetensors_reject(st, "tensor '%s' (or 'transformer.%s') is missing; config.json's n_layer %d needs it",
+                                        name, name, cfg->n_layer);
         }
     }
     free(filled_by);
