@@ -358,6 +358,32 @@ START_TEST(resuming_with_a_larger_steps_trains_further_to_the_same_weights) {
 }
 END_TEST
 
+// A run on 1 thread resumed without --threads goes on with 1: on the
+// default (every core) a step's threads would each take rows of their own
+// and change the last bits (model.h, "Slices"), and the resumed run would
+// not end where the uninterrupted one does.
+START_TEST(resuming_keeps_the_runs_threads) {
+    // (Dropout makes the tiny model's activations big enough for slices.)
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("whole"), "--steps", "30", TINY, "--dropout", "0.1",
+                         "--threads", "1"),
+                     0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("part"), "--steps", "15", TINY, "--dropout", "0.1",
+                         "--threads", "1"),
+                     0);
+    ck_assert_int_eq(RUN("train", "--resume", in_work("part"), "--steps", "30"), 0);
+    Model a, b;
+    Tokenizer ta, tb;
+    Error err = {{0}};
+    ck_assert_msg(checkpoint_load(in_work("whole/model.safetensors"), &a, &ta, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(in_work("part/model.safetensors"), &b, &tb, 1, false, NULL, &err), "%s", err.msg);
+    ck_assert_mem_eq(a.params_memory, b.params_memory, a.param_table.total * sizeof(float));
+    model_free(&a);
+    model_free(&b);
+    tokenizer_free(&ta);
+    tokenizer_free(&tb);
+}
+END_TEST
+
 START_TEST(resume_refuses_flags_that_would_change_the_run) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
     const char *flags[][2] = {{"--lr", "0.1"},           {"--seed", "3"},     {"--batch", "8"}, {"--out", "elsewhere"},
@@ -1226,6 +1252,7 @@ Suite *train_suite(void) {
     tcase_add_test(resume, a_muon_run_stopped_and_resumed_matches_an_uninterrupted_run_bit_for_bit);
     tcase_add_test(resume, resuming_drops_log_rows_written_after_the_checkpoint);
     tcase_add_test(resume, resuming_with_a_larger_steps_trains_further_to_the_same_weights);
+    tcase_add_test(resume, resuming_keeps_the_runs_threads);
     tcase_add_test(resume, resume_refuses_flags_that_would_change_the_run);
     tcase_add_test(resume, resume_of_a_finished_run_asks_for_a_larger_steps);
     tcase_add_test(resume, resume_refuses_a_different_text);

@@ -170,7 +170,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(seed), SETTING_LONG, "--seed", "S", "random seed (weights, batches, dropout)", SAME("1337"), .max = 9.2e18,
      .kept = KEPT_IN_RUN, .key = "seed"},
     {FIELD(threads), SETTING_INT, "--threads", "N", "OpenMP threads, 0 = default", SAME("0"), .max = 1024,
-     .resume = RESUME_MAY_CHANGE},
+     .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "threads", .if_absent = "0"},
     {FIELD(resume_dir), SETTING_PATH, "--resume", "DIR", "continue the run saved in DIR (FILE may be left out)",
      .resume = RESUME_MAY_CHANGE},
     {FIELD(save_every), SETTING_LONG, "--save-every", "N", "save a checkpoint every N steps; 0 = only at the end",
