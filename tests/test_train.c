@@ -336,25 +336,32 @@ END_TEST
 
 // A constant learning rate: the cosine decays over the run's --steps, so a
 // run that is extended follows another schedule than one planned long.
+// expect_same_weights_at_step: the checkpoints at "path_a" and "path_b"
+// are both of step "step" and hold the same weights, bit for bit.
+static void expect_same_weights_at_step(const char *path_a, const char *path_b, long step) {
+    Model a, b;
+    Tokenizer ta, tb;
+    Error err = {{0}};
+    long step_a, step_b;
+    ck_assert_msg(checkpoint_load(path_a, &a, &ta, 1, false, &step_a, &err), "%s", err.msg);
+    ck_assert_msg(checkpoint_load(path_b, &b, &tb, 1, false, &step_b, &err), "%s", err.msg);
+    ck_assert_int_eq(step_a, step);
+    ck_assert_int_eq(step_b, step);
+    ck_assert_int_eq(a.param_table.total, b.param_table.total);
+    ck_assert_mem_eq(a.params_memory, b.params_memory, a.param_table.total * sizeof(float));
+    model_free(&a);
+    model_free(&b);
+    tokenizer_free(&ta);
+    tokenizer_free(&tb);
+}
+
 START_TEST(resuming_with_a_larger_steps_trains_further_to_the_same_weights) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("long"), "--steps", "30", TINY, "--lr-schedule", "constant"), 0);
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("short"), "--steps", "20", TINY, "--lr-schedule", "constant"), 0);
     ck_assert_int_eq(RUN("train", "--resume", in_work("short"), "--steps", "30"), 0);
     // The logs differ (the 20-step run evaluated at its last step, 19), the
     // weights must not: validation draws no random numbers.
-    Model a, b;
-    Tokenizer ta, tb;
-    Error err = {{0}};
-    long step_a, step_b;
-    ck_assert_msg(checkpoint_load(in_work("long/model.safetensors"), &a, &ta, 1, false, &step_a, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_load(in_work("short/model.safetensors"), &b, &tb, 1, false, &step_b, &err), "%s", err.msg);
-    ck_assert_int_eq(step_a, 30);
-    ck_assert_int_eq(step_b, 30);
-    ck_assert_mem_eq(a.params_memory, b.params_memory, a.param_table.total * sizeof(float));
-    model_free(&a);
-    model_free(&b);
-    tokenizer_free(&ta);
-    tokenizer_free(&tb);
+    expect_same_weights_at_step(in_work("long/model.safetensors"), in_work("short/model.safetensors"), 30);
 }
 END_TEST
 
@@ -371,16 +378,7 @@ START_TEST(resuming_keeps_the_runs_threads) {
                          "--threads", "1"),
                      0);
     ck_assert_int_eq(RUN("train", "--resume", in_work("part"), "--steps", "30"), 0);
-    Model a, b;
-    Tokenizer ta, tb;
-    Error err = {{0}};
-    ck_assert_msg(checkpoint_load(in_work("whole/model.safetensors"), &a, &ta, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_msg(checkpoint_load(in_work("part/model.safetensors"), &b, &tb, 1, false, NULL, &err), "%s", err.msg);
-    ck_assert_mem_eq(a.params_memory, b.params_memory, a.param_table.total * sizeof(float));
-    model_free(&a);
-    model_free(&b);
-    tokenizer_free(&ta);
-    tokenizer_free(&tb);
+    expect_same_weights_at_step(in_work("whole/model.safetensors"), in_work("part/model.safetensors"), 30);
 }
 END_TEST
 
