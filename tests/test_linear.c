@@ -23,6 +23,7 @@
 #include "gradcheck.h"
 #include "linear.h"
 #include "rng.h"
+#include "sanitized.h"
 #include "helpers.h"
 #include "tests.h"
 
@@ -241,6 +242,44 @@ START_TEST(fast_forward_matches_reference_on_ragged_shapes) {
 }
 END_TEST
 
+// Sampling's one-row products (linear_forward_rows) read the weight as it
+// lies, training's (linear_forward) transposed; model_forward_position's
+// bits equal model_forward's only if every output is the same chain of
+// multiply-adds in both. The ragged shapes cover the 16-output groups and
+// the outputs and columns left over; the last, GPT-2's q/k/v product, runs
+// on two threads.
+static void expect_rows_kernel_gives_the_engine_s_bits(int N, int C, int OC, Rng *rng) {
+    Shape s = shape_new(N, C, OC, rng);
+    for (int with_bias = 0; with_bias <= 1; with_bias++) {
+        const float *bias = with_bias ? s.bias : NULL;
+        linear_forward(s.out_ref, s.inp, s.weight, bias, s.weight_t, N, C, OC);
+        linear_forward_rows(s.out_fast, s.inp, s.weight, bias, N, C, OC);
+        if (TINYGPT_SANITIZED) {  // sanitized.h: no bit-for-bit promise there
+            assert_close("rows kernel", s.out_fast, s.out_ref, (size_t)N * OC, N, C, OC);
+            continue;
+        }
+        for (size_t i = 0; i < (size_t)N * OC; i++)
+            if (memcmp(&s.out_fast[i], &s.out_ref[i], sizeof(float)) != 0)
+                ck_abort_msg("N %d, C %d, OC %d, bias %d: out[%zu] %.9g on the weight as it lies, %.9g transposed", N,
+                             C, OC, with_bias, i, (double)s.out_fast[i], (double)s.out_ref[i]);
+    }
+    shape_free(&s);
+}
+
+START_TEST(rows_kernel_gives_the_engine_s_bits) {
+    Rng rng;
+    rng_init(&rng, 77);
+    const int saved_threads = get_threads();
+    set_threads(2);
+    for (int n = 1; n <= 3; n += 2)
+        for (int ci = 0; ci < COUNT(IN_WIDTHS); ci++)
+            for (int oi = 0; oi < COUNT(OUT_WIDTHS); oi++)
+                expect_rows_kernel_gives_the_engine_s_bits(n, IN_WIDTHS[ci], OUT_WIDTHS[oi], &rng);
+    expect_rows_kernel_gives_the_engine_s_bits(1, 768, 3 * 768, &rng);
+    set_threads(saved_threads);
+}
+END_TEST
+
 START_TEST(fast_backward_matches_reference_on_ragged_shapes) {
     int N = ROW_COUNTS[_i];
     Rng rng;
@@ -332,6 +371,7 @@ Suite *linear_suite(void) {
     tcase_set_timeout(shapes, 30);
     tcase_add_loop_test(shapes, fast_forward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
     tcase_add_loop_test(shapes, fast_backward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
+    tcase_add_test(shapes, rows_kernel_gives_the_engine_s_bits);
     suite_add_tcase(s, shapes);
     return s;
 }

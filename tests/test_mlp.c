@@ -116,8 +116,8 @@ static void mlp_free(Mlp *m) {
 static void mlp_run_forward(Mlp *m) {
     linear_transpose_weight(m->fc_weight_t, m->fc_weight, m->C, m->FC);
     linear_transpose_weight(m->proj_weight_t, m->proj_weight, m->H, m->C);
-    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight_t, m->bias ? m->fc_bias : NULL,
-                m->proj_weight_t, m->bias ? m->proj_bias : NULL, m->N, m->C, m->act);
+    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight, m->fc_weight_t, m->bias ? m->fc_bias : NULL,
+                m->proj_weight, m->proj_weight_t, m->bias ? m->proj_bias : NULL, m->N, m->C, m->act);
 }
 
 static void mlp_run_backward(Mlp *m) {
@@ -235,9 +235,11 @@ START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// 3. Sampling runs the MLP on one position, training on all of them (large
-// enough here, 64 x 64 -> 256, for matmul.c and gelu_fast.c to use both threads);
-// the model needs the same bits either way.
+// 3. Sampling runs the MLP on one position, on the weights as they lie
+// (linear_forward_rows), training on all of them, on the weights transposed
+// (large enough here, 64 x 64 -> 256, for matmul.c and gelu_fast.c to use
+// both threads); the model needs the same bits either way. The one row runs
+// both ways.
 
 START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     enum { N = 64, C = 64, H = 4 * C };
@@ -248,14 +250,18 @@ START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     const int rows[] = {0, 29, N - 1};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const int n = rows[r];
-        static float out[C], fc_out[2 * H], act_out[H];  // room for the widest: SwiGLU's fc_out, 2 * 176
-        mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight_t, m.bias ? m.fc_bias : NULL,
-                    m.proj_weight_t, m.bias ? m.proj_bias : NULL, 1, C, m.act);
-        ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * m.FC, m.FC * sizeof(float)) == 0,
-                      "fc_out of row %d differs", n);
-        ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * m.H, m.H * sizeof(float)) == 0,
-                      "act_out of row %d differs", n);
-        ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs", n);
+        for (int transposed = 0; transposed < 2; transposed++) {
+            static float out[C], fc_out[2 * H], act_out[H];  // room for the widest: SwiGLU's fc_out, 2 * 176
+            mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight,
+                        transposed ? m.fc_weight_t : NULL, m.bias ? m.fc_bias : NULL, m.proj_weight,
+                        transposed ? m.proj_weight_t : NULL, m.bias ? m.proj_bias : NULL, 1, C, m.act);
+            ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * m.FC, m.FC * sizeof(float)) == 0,
+                          "fc_out of row %d differs (transposed %d)", n, transposed);
+            ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * m.H, m.H * sizeof(float)) == 0,
+                          "act_out of row %d differs (transposed %d)", n, transposed);
+            ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs (transposed %d)",
+                          n, transposed);
+        }
     }
     set_threads(saved_threads);
     mlp_free(&m);

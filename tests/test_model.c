@@ -1230,10 +1230,8 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
     int *inputs = xmalloc((size_t)T * sizeof(int));
     random_tokens(inputs, T, V, &rng);
     model_forward(&full, inputs, NULL, 1, T, false, 0);
-    TransposedWeights weights_t;
-    transposed_weights_init(&weights_t, &cached);
     for (int t = 0; t < T; t++) {
-        const float *logits_t = model_forward_position(&cached, &weights_t, inputs[t], t);
+        const float *logits_t = model_forward_position(&cached, inputs[t], t);
         const float *expected = full.acts.logits + (size_t)t * V;
         if (!TINYGPT_SANITIZED && memcmp(logits_t, expected, (size_t)V * sizeof(float)) == 0) continue;
         for (int v = 0; v < V; v++)
@@ -1242,7 +1240,6 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
                 ck_abort_msg("%s, %d layers: position %d, logit %d: %.9g one position at a time, %.9g in a full pass",
                              arch_name(cfg->arch), full.n_layer, t, v, (double)logits_t[v], (double)expected[v]);
     }
-    transposed_weights_free(&weights_t);
     free(inputs);
     model_free(&cached);
     model_free(&full);

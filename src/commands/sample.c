@@ -92,11 +92,9 @@ void generator_init(Generator *g, Model *m, int capacity, bool use_cache) {
     g->window_start = 0;
     g->cached = 0;
     g->use_cache = use_cache;
-    if (use_cache) transposed_weights_init(&g->weights_t, m);
 }
 
 void generator_free(Generator *g) {
-    if (g->use_cache) transposed_weights_free(&g->weights_t);
     free(g->tokens);
     g->tokens = NULL;
 }
@@ -127,7 +125,7 @@ const float *generator_logits(Generator *g) {
     }
     const float *logits = NULL;
     for (; g->cached < n; g->cached++)
-        logits = model_forward_position(g->model, &g->weights_t, window[g->cached], g->cached);
+        logits = model_forward_position(g->model, window[g->cached], g->cached);
     return logits;
 }
 

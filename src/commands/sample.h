@@ -60,7 +60,6 @@ typedef struct {
     int window_start;  // the model sees tokens[window_start, len)
     int cached;        // with the cache: positions of the window already computed
     bool use_cache;
-    TransposedWeights weights_t;  // with the cache: the model's weights, transposed once
 } Generator;
 
 // generator_init: an empty text of up to "capacity" tokens; generator_free.

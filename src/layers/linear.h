@@ -48,9 +48,8 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
 // linear_forward is these two steps; the model runs them apart.
 // model_forward transposes a block's matrices (transpose_block in model.c,
 // all four in one parallel region), or the head's, into its weight scratch
-// just before they are used; sampling, whose weights do not change,
-// transposes every one once (TransposedWeights, model.h) and then runs
-// only the second step, position after position.
+// just before they are used. Sampling transposes nothing: its products have
+// one row, and linear_forward_rows reads the weight as it lies.
 // weight_t[C,OC] = weight[OC,C]^T. Inside a parallel region its threads
 // share the work, with no barrier of their own (the region's end waits for
 // it); outside one, the calling thread does it all.
@@ -58,5 +57,14 @@ void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC
 // out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
                                int OC);
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
+// (every output the same chain of multiply-adds), on the weight as it lies:
+// for a few rows (sampling's one), where transposing would cost more than
+// the product.
+void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+// linear_forward_transposed on weight_t when the caller has it, else
+// linear_forward_rows on weight.
+void linear_forward_with(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
+                         int N, int C, int OC);
 
 #endif

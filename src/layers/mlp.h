@@ -54,10 +54,12 @@ int mlp_dhidden_width(int C, MlpKind act);
 // out[N,C]      = act_out @ proj_weight[C,4C]^T + proj_bias[C]
 // (either bias NULL: none)
 // (with SwiGLU: fc_out[N,2H], act_out[N,H], fc_weight [2H,C], proj_weight [C,H])
-// The weights come TRANSPOSED ([in,out], see linear_forward_transposed in linear.h): fc_weight_t[C,4C],
-// proj_weight_t[4C,C]. fc_out and act_out are written; backward reads fc_out.
-void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight_t,
-                 const float *fc_bias, const float *proj_weight_t, const float *proj_bias, int N, int C, MlpKind act);
+// The products read the weights TRANSPOSED ([in,out], linear_forward_transposed in linear.h),
+// fc_weight_t[C,4C] and proj_weight_t[4C,C], or, when those are NULL (sampling's one row), as they
+// lie (linear_forward_rows). fc_out and act_out are written; backward reads fc_out.
+void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight,
+                 const float *fc_weight_t, const float *fc_bias, const float *proj_weight, const float *proj_weight_t,
+                 const float *proj_bias, int N, int C, MlpKind act);
 
 // Backward, given dout[N,C], the steps in reverse:
 //   dinp[N,C] written; dfc_weight[4C,C] and dproj_weight[C,4C] added to, and

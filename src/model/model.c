@@ -563,12 +563,13 @@ static const bool USE_REFERENCE = true;
 static const bool USE_REFERENCE = false;
 #endif
 
-// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; the fast kernel reads
-// the weight transposed, weight_t[C,OC].
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; the fast kernels read
+// the weight transposed, weight_t[C,OC] (training), or, when weight_t is
+// NULL (sampling), as it lies (linear.h).
 static void linear(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
                    int N, int C, int OC) {
     if (USE_REFERENCE) linear_forward_reference(out, inp, weight, bias, N, C, OC);
-    else linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
+    else linear_forward_with(out, inp, weight, weight_t, bias, N, C, OC);
 }
 
 // LayerNorm, and then, when "bias" is not NULL (gpt2), its bias added.
@@ -613,8 +614,8 @@ static void mlp(float *out, float *fc_out, float *act_out, const float *inp, con
         else gelu_forward_reference(act_out, fc_out, (size_t)n * H);
         linear_forward_reference(out, act_out, p->mlp_proj_weight, p->mlp_proj_bias, n, H, C);
     } else {
-        mlp_forward(out, fc_out, act_out, inp, wt->fc_weight, p->fc_bias, wt->mlp_proj_weight, p->mlp_proj_bias, n,
-                    C, act);
+        mlp_forward(out, fc_out, act_out, inp, p->fc_weight, wt->fc_weight, p->fc_bias, p->mlp_proj_weight,
+                    wt->mlp_proj_weight, p->mlp_proj_bias, n, C, act);
     }
 }
 
@@ -977,29 +978,17 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);
 }
 
-void transposed_weights_init(TransposedWeights *w, const Model *m) {
-    const size_t C = (size_t)m->config.n_embd, V = (size_t)m->config.vocab_size;
-    const size_t per_block = block_weight_floats(&m->config);
-    w->memory = xmalloc((per_block * (size_t)m->n_layer + C * V) * sizeof(float));
-    w->blocks = xmalloc((size_t)m->n_layer * sizeof(BlockWeightsT));
-    for (int l = 0; l < m->n_layer; l++) w->blocks[l] = transpose_block(m, l, w->memory + (size_t)l * per_block);
-    w->head_weight = w->memory + per_block * (size_t)m->n_layer;
-    linear_transpose_weight(w->head_weight, m->params.head_weight, (int)C, (int)V);
-}
-
-void transposed_weights_free(TransposedWeights *w) {
-    free(w->blocks);
-    free(w->memory);
-    memset(w, 0, sizeof *w);
-}
-
 // The same blocks as model_forward, on one row: every kernel computes a row
-// the same way whether it runs on one row or many, so the bits agree.
-const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t) {
+// the same way whether it runs on one row or many, so the bits agree. No
+// weight is transposed ("untransposed": every pointer NULL): the products
+// read the weights as they lie (linear_forward_rows), each output the same
+// chain of multiply-adds as the engine's.
+const float *model_forward_position(Model *m, int token, int t) {
+    static const BlockWeightsT untransposed = {0};
     const Span s = position_span(m->config.block_size, t);
     embed(m, &token, s, 0.0f, 0);
-    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, &wt->blocks[l], s, 0.0f, 0);
-    return head_forward(m, wt->head_weight, s);
+    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, &untransposed, s, 0.0f, 0);
+    return head_forward(m, NULL, s);
 }
 
 // ===========================================================================

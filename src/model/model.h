@@ -213,22 +213,16 @@ typedef struct {
     float *dhidden;        // [B,T,4C]   scratch of mlp_backward (gpt)
 } GradActs;
 
-// Weights transposed to [in, out], the layout the fast matmul reads
-// (linear_forward_transposed). Training transposes one block at a time into
-// Model.weight_scratch; sampling, whose weights do not change, keeps a
-// TransposedWeights for the whole model.
+// A block's weights transposed to [in, out], the layout the fast matmul
+// reads (linear_forward_transposed). Training transposes one block at a
+// time into Model.weight_scratch; sampling's one-row products read the
+// weights as they lie, and pass these as NULL (linear.h).
 typedef struct {
     float *qkv_weight;       // [C,3C]
     float *proj_weight;      // [C,C]
     float *fc_weight;        // [C,4C]  gpt
     float *mlp_proj_weight;  // [4C,C]  gpt
 } BlockWeightsT;
-
-typedef struct {
-    float *memory;
-    BlockWeightsT *blocks;  // [L]
-    float *head_weight;     // [C,V]  head.weight, or tok_emb in a tied gpt, transposed
-} TransposedWeights;
 
 typedef struct {
     ModelConfig config;
@@ -306,10 +300,6 @@ void model_init_weights(Model *m, Rng *rng);
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key);
 
-// transposed_weights_init: allocate and fill from m's current parameters.
-void transposed_weights_init(TransposedWeights *w, const Model *m);
-void transposed_weights_free(TransposedWeights *w);
-
 // model_forward_position: the forward pass for position t (< block_size) of a
 // single sequence (row 0 of the batch), dropout off, computing only row t of
 // every activation of every block and reading rows 0..t-1 as an earlier call
@@ -317,9 +307,11 @@ void transposed_weights_free(TransposedWeights *w);
 // a token costs O(L (T*C + C*C)) instead of a forward pass over the whole
 // window. Activations are laid out for T = block_size here, so do not mix it
 // with model_forward on the same rows. It runs the same block_forward as
-// model_forward, on one row, so every bit of the result is the same. "wt"
-// holds m's weights, transposed. Returns logits[V] for position t.
-const float *model_forward_position(Model *m, const TransposedWeights *wt, int token, int t);
+// model_forward, on one row, so every bit of the result is the same (its
+// products read the weights as they lie, model_forward's transposed, each
+// output the same multiply-adds in the same order). Returns logits[V] for
+// position t.
+const float *model_forward_position(Model *m, int token, int t);
 // model_zero_grad: zero the parameter gradients (backward adds to them).
 void model_zero_grad(Model *m);
 // model_backward: gradients of the last forward's loss into m->grads.
