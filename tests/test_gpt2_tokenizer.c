@@ -15,8 +15,10 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "common.h"
 #include "gpt2_tokenizer.h"
 #include "helpers.h"
+#include "sample.h"
 #include "tests.h"
 
 #define TIMEOUT_SECONDS 30
@@ -372,6 +374,15 @@ START_TEST(sample_stops_at_end_of_text_unless_told_to_go_past_it) {
     r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "%s", r->err);
     ck_assert_str_eq(r->out, " the<|endoftext|><|endoftext|><|endoftext|>\n");
+    // train's one-line preview (sample_line) ends there too: here at once.
+    Generator g;
+    generator_init(&g, &m, 6, true);
+    float *scratch = xmalloc(2 * (size_t)cfg.vocab_size * sizeof(float));
+    char line[64] = "not written";
+    sample_line(&g, &tok, 1, 5, scratch, line, sizeof line);
+    ck_assert_str_eq(line, "");
+    free(scratch);
+    generator_free(&g);
     model_free(&m);
     tokenizer_free(&tok);
     scratch_dir_remove(dir);

@@ -157,6 +157,7 @@ void sample_line(Generator *g, const Tokenizer *tok, long seed, int tokens, floa
     Utf8Stream stream = {0};
     for (int i = 0; i < tokens; i++) {
         int next = sample_token(generator_logits(g), g->model->config.vocab_size, &plain, &rng, scratch);
+        if (tok->kind == TOKENIZER_GPT2 && next == tok->end_of_text) break;  // the text ends, as in sample
         generator_push(g, next);
         size_t len;
         const char *piece = tokenizer_piece(tok, next, &len);

@@ -76,8 +76,9 @@ const float *generator_logits(Generator *g);
 // sample_line: what `tinygpt sample --seed "seed" --tokens "tokens"` (no
 // prompt) prints from the generator's model, as one line for a progress
 // report: each newline shown as "↵", into out[cap] (cut short, whole
-// characters, if it does not fit). "scratch" holds 2V floats. train calls
-// it at each --sample-every step.
+// characters, if it does not fit), ending where sample would at GPT-2's
+// <|endoftext|>. "scratch" holds 2V floats. train calls it at each
+// --sample-every step.
 void sample_line(Generator *g, const Tokenizer *tok, long seed, int tokens, float *scratch, char *out, size_t cap);
 
 // cmd_sample: the `tinygpt sample` command.
