@@ -85,18 +85,35 @@ static void row_times_1_output(float *out_row, const float *inp_row, const float
     out_row[o] = sum;
 }
 
+// The 16-output groups of one row, shared among the threads of the
+// caller's parallel region (an orphaned `omp for`), or all run on this
+// thread outside one.
+static void row_times_groups(float *out_row, const float *inp_row, const float *weight, const float *bias, int C,
+                             int groups) {
+#pragma omp for schedule(static)
+    for (int g = 0; g < groups; g++) row_times_16_outputs(out_row, inp_row, weight, bias, C, 16 * g);
+}
+
+// Below this many multiply-adds a row runs on this thread alone, without
+// starting a parallel region (a small model's whole token is less work than
+// waking the other threads for each of its products; see matmul.c).
+#define ROWS_PARALLEL_WORK (1 << 18)
+
 // Sampling's products have one row: each weight is used once, so the time
 // is the time to read it from memory, and a transposed copy (the engine's
-// layout) would cost as much memory again. Here both threads read their
-// share of the outputs' rows (a parallel region is worth starting from
-// about GPT-2's size; a small model's row runs on this thread).
+// layout) would cost as much memory again. From about GPT-2's size on,
+// both threads read their share of the outputs' rows.
 void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
     const int groups = OC / 16;
     for (int n = 0; n < N; n++) {
         float *out_row = out + (size_t)n * OC;
         const float *inp_row = inp + (size_t)n * C;
-#pragma omp parallel for schedule(static) if ((size_t)C * OC >= (1 << 18))
-        for (int g = 0; g < groups; g++) row_times_16_outputs(out_row, inp_row, weight, bias, C, 16 * g);
+        if ((size_t)C * OC < ROWS_PARALLEL_WORK) {
+            row_times_groups(out_row, inp_row, weight, bias, C, groups);
+        } else {
+#pragma omp parallel
+            row_times_groups(out_row, inp_row, weight, bias, C, groups);
+        }
         for (int o = 16 * groups; o < OC; o++) row_times_1_output(out_row, inp_row, weight, bias, C, o);
     }
 }
