@@ -207,6 +207,7 @@ START_TEST(help_lists_every_flag_of_the_table_with_its_default) {
         if (st->type == SETTING_SWITCH) {
             if (st->gpt_default && strcmp(st->gpt_default, "1") == 0) snprintf(want, sizeof want, "(default on)");
         } else if (st->derived) snprintf(want, sizeof want, "(default %s)", st->derived);
+        else if (st->gpt2_default) snprintf(want, sizeof want, "(default %s; gpt2 %s)", st->gpt_default, st->gpt2_default);
         else if (st->gpt_default && st->card_default && !gpt_only && strcmp(st->gpt_default, st->card_default) != 0)
             snprintf(want, sizeof want, "(default gpt %s, card %s)", st->gpt_default, st->card_default);
         else if (st->gpt_default) snprintf(want, sizeof want, "(default %s)", st->gpt_default);
@@ -259,6 +260,27 @@ START_TEST(card_and_gpt_take_their_own_defaults_and_the_derived_ones_follow) {
     ck_assert_str_eq(s.out_dir, "out");
     fresh(&s, &given, (const char *const[]){"--resume", "runs/a", NULL});
     ck_assert_str_eq(s.out_dir, "runs/a");  // a resumed run writes where it was
+}
+END_TEST
+
+// gpt2 from scratch is GPT-2's model: the gpt's plain parts (card's column)
+// but for GELU's form, which is GPT-2's own tanh form unless --mlp says.
+START_TEST(gpt2_takes_gpt2s_parts_and_its_tanh_gelu) {
+    TrainSettings s;
+    Given given;
+    fresh(&s, &given, (const char *const[]){"--arch", "gpt2", NULL});
+    settings_finish(&cmd, &s, &given, NULL);
+    ck_assert_int_eq(s.mlp, MLP_GELU_TANH);
+    ck_assert_int_eq(s.norm, NORM_LAYERNORM);
+    ck_assert_int_eq(s.pos, POS_LEARNED);
+    ck_assert(!s.untied_head);
+    ck_assert_int_eq(s.optimizer, OPT_ADAMW);  // and gpt's training defaults
+    fresh(&s, &given, (const char *const[]){"--arch", "gpt2", "--mlp", "gelu", NULL});
+    settings_finish(&cmd, &s, &given, NULL);
+    ck_assert_int_eq(s.mlp, MLP_GELU);
+    fresh(&s, &given, (const char *const[]){"--arch", "gpt", NULL});
+    settings_finish(&cmd, &s, &given, NULL);
+    ck_assert_int_eq(s.mlp, MLP_RELU2);
 }
 END_TEST
 
@@ -455,6 +477,7 @@ Suite *settings_suite(void) {
     tcase_add_test(tc, help_lists_every_flag_of_the_table_with_its_default);
     tcase_add_test(tc, every_default_reads_as_its_flag_would);
     tcase_add_test(tc, card_and_gpt_take_their_own_defaults_and_the_derived_ones_follow);
+    tcase_add_test(tc, gpt2_takes_gpt2s_parts_and_its_tanh_gelu);
     tcase_add_test(tc, values_read_back_must_be_what_the_flag_would_take_spelled_as_tinygpt_writes_them);
     tcase_add_test(tc, an_older_file_reads_as_it_was_meant);
     tcase_add_test(tc, doubles_are_written_short_and_read_back_exactly);

@@ -87,7 +87,7 @@ const Setting TRAIN_SETTINGS[] = {
      .gpt_default = "rmsnorm", .card_default = "layernorm", .choices = NORM_NAMES, GPT_ONLY, .needs_why = "card has no norm, and gpt2's are GPT-2's LayerNorms",
      .kept = KEPT_IN_MODEL, .key = "norm", .if_absent = "layernorm"},
     {FIELD(mlp), SETTING_CHOICE, "--mlp", "NAME", "gpt's MLP: gelu, relu2 (max(x, 0)^2), swiglu (silu(x Wgate) * x Wup, hidden 8C/3), or gelu_tanh (GPT-2's tanh form of gelu; gpt2: gelu or gelu_tanh)",
-     .gpt_default = "relu2", .card_default = "gelu", .choices = MLP_NAMES, GPT_OR_GPT2, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
+     .gpt_default = "relu2", .card_default = "gelu", .gpt2_default = "gelu_tanh", .choices = MLP_NAMES, GPT_OR_GPT2, .needs_why = "card has no MLP", .kept = KEPT_IN_MODEL,
      .key = "mlp", .if_absent = "gelu"},
     {FIELD(untied_head), SETTING_SWITCH, "--untied-head", NULL,
      "gpt with a head.weight [V,C] of its own, instead of reusing tok_emb", .off_flag = "--tied-head",
@@ -335,6 +335,7 @@ static const char *default_text(const Setting *st, char *out, size_t cap) {
     const bool gpt_only = st->needs && strcmp(st->needs, "arch") == 0;
     if (st->derived) snprintf(out, cap, "%s", st->derived);
     else if (!st->gpt_default) snprintf(out, cap, "%s", "");
+    else if (st->gpt2_default) snprintf(out, cap, "%s; gpt2 %s", st->gpt_default, st->gpt2_default);
     else if (!st->card_default || gpt_only || strcmp(st->gpt_default, st->card_default) == 0)
         snprintf(out, cap, "%s", st->gpt_default);
     else snprintf(out, cap, "gpt %s, card %s", st->gpt_default, st->card_default);
@@ -374,11 +375,13 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
 // apply_default: setting "st" of "s" from its default text for "arch".
 // gpt2 takes gpt's defaults, but for the parts of a gpt (the settings that
 // need an architecture), where card's column holds the plain gpt's parts,
-// which are GPT-2's: LayerNorm, GELU, learned positions, a tied head.
+// which are GPT-2's: LayerNorm, learned positions, a tied head; and GELU,
+// in the tanh form GPT-2 was trained with (its own column).
 static void apply_default(const Setting *st, TrainSettings *s, Arch arch) {
     const bool model_part = st->needs && strcmp(st->needs, "arch") == 0;
     const bool card_column = arch == ARCH_CARD || (arch == ARCH_GPT2 && model_part);
     const char *text = card_column && st->card_default ? st->card_default : st->gpt_default;
+    if (arch == ARCH_GPT2 && st->gpt2_default) text = st->gpt2_default;
     if (!text) return;  // none (--init), or not a card setting
     bool parsed = parse_value(st, text, strlen(text), s);
     assert(parsed && "a default in TRAIN_SETTINGS reads as its flag would");
