@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "checkpoint.h"
 #include "hf_gpt2.h"
 #include "model.h"
 #include "tokenizer.h"

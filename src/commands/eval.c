@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "checkpoint.h"
 #include "hf_gpt2.h"
 #include "data.h"
 #include "safetensors.h"

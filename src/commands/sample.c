@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "checkpoint.h"
 #include "hf_gpt2.h"
 #include "tokenizer.h"
 #include "utf8.h"  // Utf8Stream
