@@ -144,6 +144,24 @@ START_TEST(parse_rejects_zero_negative_and_too_large_sizes) {
 }
 END_TEST
 
+// A range open at the bottom, (0, 1]: 0 is refused, and the message says
+// the range as it is, both below it and above.
+START_TEST(parse_refuses_the_open_end_of_a_range_and_says_it_is_open) {
+    double top_p = 1.0;
+    Flag table[] = {{"--top-p", FLAG_DOUBLE_ABOVE_MIN, &top_p, "P", "probability kept", 0, 1, false, NULL, NULL}};
+    Command open_cmd = {"sample", NULL, "Sample.", "tinygpt sample", table, 1};
+    const char *positional;
+    Error err = {{0}};
+    char *zero[] = {"sample", "--top-p", "0"}, *two[] = {"sample", "--top-p", "2"}, *one[] = {"sample", "--top-p", "1"};
+    ck_assert_int_eq(parse_flags_report(&open_cmd, 3, zero, &positional, &err), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "--top-p 0 is out of range (0, 1]");
+    ck_assert_int_eq(parse_flags_report(&open_cmd, 3, two, &positional, &err), PARSE_ERROR);
+    ck_assert_str_eq(err.msg, "--top-p 2 is out of range (0, 1]");
+    ck_assert_int_eq(parse_flags_report(&open_cmd, 3, one, &positional, &err), PARSE_OK);
+    ck_assert(top_p == 1.0);
+}
+END_TEST
+
 START_TEST(parse_checks_the_positional_argument) {
     EXPECT_ERROR("missing FILE", "--batch", "8");
     EXPECT_ERROR("expected one FILE, got 'a.txt' and 'b.txt'", "a.txt", "b.txt");
@@ -284,6 +302,7 @@ Suite *args_suite(void) {
     tcase_add_test(tc, parse_keeps_defaults_and_marks_nothing_seen_when_no_flag_is_given);
     tcase_add_test(tc, parse_reports_help_instead_of_exiting);
     tcase_add_test(tc, parse_names_an_unknown_flag);
+    tcase_add_test(tc, parse_refuses_the_open_end_of_a_range_and_says_it_is_open);
     tcase_add_test(tc, parse_names_the_choices_of_a_choice_flag_given_another_value);
     tcase_add_test(tc, parse_names_a_flag_whose_value_is_missing);
     tcase_add_test(tc, parse_rejects_values_that_are_not_numbers);

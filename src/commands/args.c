@@ -30,7 +30,8 @@ static void print_default(const Flag *f, FILE *out) {
     switch (f->type) {
     case FLAG_INT: fprintf(out, " (default %d)", *(int *)f->value); break;
     case FLAG_LONG: fprintf(out, " (default %ld)", *(long *)f->value); break;
-    case FLAG_DOUBLE: fprintf(out, " (default %g)", *(double *)f->value); break;
+    case FLAG_DOUBLE:
+    case FLAG_DOUBLE_ABOVE_MIN: fprintf(out, " (default %g)", *(double *)f->value); break;
     case FLAG_CHOICE: fprintf(out, " (default %s)", f->choices[*(int *)f->value]); break;
     case FLAG_STRING: {
         const char *s = *(const char **)f->value;
@@ -83,10 +84,11 @@ static bool repeated(const Command *cmd) {
 // check_range: false (naming the flag) when "x" is outside the flag's range.
 static bool check_range(const Flag *f, double x, const char *text, Error *err) {
     if (f->min == 0 && f->max == 0) return true;
-    if (x >= f->min && x <= f->max) return true;
+    const bool open = f->type == FLAG_DOUBLE_ABOVE_MIN;
+    if ((open ? x > f->min : x >= f->min) && x <= f->max) return true;
     Shown shown = show(text, strlen(text));
-    if (f->type == FLAG_DOUBLE)
-        return error_set(err, "%s %s is out of range [%g, %g]", f->name, shown.text, f->min, f->max);
+    if (f->type != FLAG_INT && f->type != FLAG_LONG)
+        return error_set(err, "%s %s is out of range %c%g, %g]", f->name, shown.text, open ? '(' : '[', f->min, f->max);
     // Whole-number ranges in full: "[1, 1048576]", not %g's "[1, 1.04858e+06]".
     return error_set(err, "%s %s is out of range [%.0f, %.0f]", f->name, shown.text, f->min, f->max);
 }
@@ -106,7 +108,8 @@ static bool set_value(Flag *f, const char *text, Error *err) {
         else *(long *)f->value = (long)x;
         break;
     }
-    case FLAG_DOUBLE: {
+    case FLAG_DOUBLE:
+    case FLAG_DOUBLE_ABOVE_MIN: {
         double x = strtod(text, &end);
         if (end == text || *end != '\0' || errno == ERANGE || !isfinite(x))
             return error_set(err, "%s expects a finite number, got '%s'", f->name, show(text, strlen(text)).text);

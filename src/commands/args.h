@@ -21,7 +21,18 @@
 // "choices", stored as its index (the enum it names). FLAG_SWITCH sets its
 // bool; FLAG_SWITCH_OFF clears it: the way back from a switch that is on by
 // default (--tied-head undoes the default --untied-head).
-typedef enum { FLAG_INT, FLAG_LONG, FLAG_DOUBLE, FLAG_CHOICE, FLAG_STRING, FLAG_SWITCH, FLAG_SWITCH_OFF } FlagType;
+// FLAG_DOUBLE_ABOVE_MIN: a number in (min, max], min itself refused (a
+// --top-p of 0 would keep no token).
+typedef enum {
+    FLAG_INT,
+    FLAG_LONG,
+    FLAG_DOUBLE,
+    FLAG_DOUBLE_ABOVE_MIN,
+    FLAG_CHOICE,
+    FLAG_STRING,
+    FLAG_SWITCH,
+    FLAG_SWITCH_OFF
+} FlagType;
 
 typedef struct {
     const char *name;     // "--steps"

@@ -148,7 +148,7 @@ int cmd_eval(int argc, char **argv) {
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
-        {"--val-fraction", FLAG_DOUBLE, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
+        {"--val-fraction", FLAG_DOUBLE_ABOVE_MIN, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
@@ -159,8 +159,6 @@ int cmd_eval(int argc, char **argv) {
                    (int)(sizeof flags / sizeof flags[0])};
     const char *text_path = parse_flags(&cmd, argc, argv);
     const bool fraction_given = command_flag(&cmd, "--val-fraction")->seen;
-    if (fraction_given && val_fraction == 0.0)
-        usage_error(&cmd, "--val-fraction 0 is out of range (0, 0.9]: a split of no characters has nothing to score");
     if (fraction_given && split != EVAL_VAL) usage_error(&cmd, "--val-fraction is for --split val");
     if (!model_path) usage_error(&cmd, "missing --model FILE");
     if (threads > 0) omp_set_num_threads(threads);

@@ -228,7 +228,7 @@ int cmd_sample(int argc, char **argv) {
         {"--num-samples", FLAG_INT, &num_samples, "N", "independent samples, each from the prompt, separated by a line '---'", 1, 1e6, false, NULL, NULL},
         {"--temperature", FLAG_DOUBLE, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL, NULL},
         {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL, NULL},
-        {"--top-p", FLAG_DOUBLE, &top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL, NULL},
+        {"--top-p", FLAG_DOUBLE_ABOVE_MIN, &top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL, NULL},
         {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
         {"--past-end-of-text", FLAG_SWITCH, &past_end_of_text, NULL, "gpt2 tokenizer: generate past <|endoftext|> (50256 in GPT-2's files); without it a sample ends there, unprinted, as Hugging Face's generate ends at eos", 0, 0, false, NULL, NULL},
@@ -243,7 +243,6 @@ int cmd_sample(int argc, char **argv) {
     sampler.top_p = (float)top_p;
     if (!model_path) usage_error(&cmd, "missing --model FILE");
     // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
-    if (sampler.top_p <= 0.0f) usage_error(&cmd, "--top-p %g is out of range (0, 1]", (double)sampler.top_p);
     if (prompt_arg && prompt_file)
         usage_error(&cmd, "give --prompt or --prompt-file, not both");
     if (threads > 0) omp_set_num_threads(threads);
