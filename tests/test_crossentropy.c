@@ -8,8 +8,8 @@
 // survive (all-zero logits give ln V; logits of +-1e4 stay finite);
 // probability rows that sum to 1 (each for both forwards, the reference
 // loops and the fast one on softmax.h); the two forwards against each
-// other; and the backward pass against central finite differences of the
-// mean loss itself.
+// other; both, and the backward, in place against separate buffers; and the
+// backward pass against central finite differences of the mean loss itself.
 #include <math.h>
 #include <string.h>
 
@@ -182,6 +182,35 @@ START_TEST(fast_forward_matches_the_reference) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// In place (crossentropy.h; the model trains so): probs written over the
+// logits, then dlogits over the probs, give the bits of three buffers.
+
+START_TEST(in_place_forward_and_backward_give_the_bits_of_separate_buffers) {
+    enum { N = 5, V = 261 };
+    static float logits[N * V], probs[N * V], dlogits[N * V], shared[N * V];
+    float losses[N], shared_losses[N];
+    int targets[N];
+    Rng rng;
+    rng_init(&rng, 4);
+    for (int n = 0; n < N; n++) {
+        targets[n] = (int)rng_below(&rng, V);
+        for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - 2)) * rng_normal(&rng);
+    }
+    targets[0] = V - 1;  // the last number of a row, written last by no loop
+    memcpy(shared, logits, sizeof logits);
+    const float loss = FORWARDS[_i].forward(losses, probs, logits, targets, N, V);
+    const float shared_loss = FORWARDS[_i].forward(shared_losses, shared, shared, targets, N, V);
+    ck_assert_msg(memcmp(&loss, &shared_loss, sizeof loss) == 0, "%s: loss %.9g, in place %.9g", FORWARDS[_i].name,
+                  (double)loss, (double)shared_loss);
+    ck_assert_msg(memcmp(losses, shared_losses, sizeof losses) == 0, "%s: the losses differ", FORWARDS[_i].name);
+    ck_assert_msg(memcmp(probs, shared, sizeof probs) == 0, "%s: the probabilities differ", FORWARDS[_i].name);
+    crossentropy_backward(dlogits, probs, targets, N, V, 3 * N);
+    crossentropy_backward(shared, shared, targets, N, V, 3 * N);
+    ck_assert_msg(memcmp(dlogits, shared, sizeof dlogits) == 0, "the gradients differ");
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Finite differences: the mean loss as a function of the logits.
 
 enum { GN = 4, GV = 6 };
@@ -227,6 +256,7 @@ Suite *crossentropy_suite(void) {
     tcase_add_loop_test(tc, logits_of_plus_minus_ten_thousand_give_finite_losses, 0, COUNT(FORWARDS));
     tcase_add_loop_test(tc, probability_rows_sum_to_one, 0, COUNT(FORWARDS));
     tcase_add_test(tc, fast_forward_matches_the_reference);
+    tcase_add_loop_test(tc, in_place_forward_and_backward_give_the_bits_of_separate_buffers, 0, COUNT(FORWARDS));
     tcase_add_test(tc, backward_matches_finite_differences);
     suite_add_tcase(s, tc);
     return s;

@@ -16,6 +16,7 @@ float crossentropy_forward_reference(float *losses, float *probs, const float *l
     for (int n = 0; n < N; n++) {
         const float *logits_n = logits + (size_t)n * V;
         float *probs_n = probs + (size_t)n * V;
+        const float target_logit = logits_n[targets[n]];  // before probs_n, which may be logits_n, is written
         float max = logits_n[0];
         for (int v = 1; v < V; v++) max = logits_n[v] > max ? logits_n[v] : max;
         float sum = 0.0f;
@@ -24,7 +25,7 @@ float crossentropy_forward_reference(float *losses, float *probs, const float *l
             sum += probs_n[v];
         }
         for (int v = 0; v < V; v++) probs_n[v] /= sum;
-        losses[n] = max + logf(sum) - logits_n[targets[n]];
+        losses[n] = max + logf(sum) - target_logit;
     }
     // The mean in double and in a fixed order, as the fast version takes it.
     double total = 0.0;

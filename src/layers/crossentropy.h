@@ -14,6 +14,10 @@
 #include <stddef.h>
 
 // probs[N,V], losses[N], logits[N,V], targets[N]; returns the mean loss.
+// probs may be logits itself: the softmax is then written over the logits
+// (each row's target logit is read first). Training does that (model.c):
+// at GPT-2's V = 50257, a [B,T,V] buffer for a batch of 4 x 256 is 206 MB,
+// and the logits are not needed once the loss has them.
 // The definition as plain loops (crossentropy.c), with libm's expf:
 float crossentropy_forward_reference(float *losses, float *probs, const float *logits, const int *targets, int N,
                                      int V);
@@ -28,7 +32,8 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 // gradient has one source. So is every layer's input gradient but
 // LayerNorm's, whose input, the residual stream, also feeds the skip path
 // (layernorm.h); gradients of parameters are added to (see
-// model_zero_grad).
+// model_zero_grad). dlogits may be probs itself: each number is read
+// once, before its gradient is written over it.
 //
 // "count" is the number of positions the loss is the mean of: N when these
 // N rows are the whole batch; more when they are one part of it (a

@@ -20,10 +20,10 @@ void softmax_forward(float *probs, const float *logits, int N, int V) {
 float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        const float *logits_n = logits + (size_t)n * V;
+        const float target_logit = logits[(size_t)n * V + targets[n]];  // before probs, which may be logits
         float log_sum_exp;
-        softmax_row(probs + (size_t)n * V, logits_n, V, 1.0f, &log_sum_exp);
-        losses[n] = log_sum_exp - logits_n[targets[n]];
+        softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, 1.0f, &log_sum_exp);
+        losses[n] = log_sum_exp - target_logit;
     }
     // The mean in double and in a fixed order: the same for any thread count.
     double total = 0.0;
