@@ -13,9 +13,10 @@
 // every parameter's gradient matches central finite differences of the
 // whole model's loss, with and without dropout (and in gpts without some of
 // their parts), and backward adds to the gradients; the first loss; dropout
-// acts only in training; a forward pass smaller than the maximum (a prefix
-// of every buffer) computes the same thing as a model built for exactly
-// that size, and so does sampling's one-position-at-a-time forward pass;
+// acts only in training; the loss's probs and gradient, written over the
+// logits, are those of buffers of their own; a forward pass smaller than
+// the maximum (a prefix of every buffer) computes the same thing as a model
+// built for exactly that size, and so does sampling's one-position-at-a-time forward pass;
 // SGD learns a trivially predictable sequence; and training is bit-for-bit
 // reproducible, for a seed and across thread counts (every sum runs in a
 // fixed order).
@@ -34,6 +35,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "crossentropy.h"
 #include "gradcheck.h"
 #include "helpers.h"
 #include "model.h"
@@ -210,8 +212,7 @@ static void expected_acts(ExpectedTable *x, const ModelConfig *cfg, size_t B) {
         expect(x, 0, BT, 1, "lnf_mean");
         expect(x, 0, BT, 1, "lnf_rstd");
     }
-    expect(x, 0, BT, V, "logits");
-    expect(x, 0, BT, V, "probs");
+    expect(x, 0, BT, V, "logits");  // probs are written over the logits: no table entry (model.h)
     expect(x, 0, BT, 1, "losses");
 }
 
@@ -237,15 +238,15 @@ START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
 END_TEST
 
 // The activation gradients are one block's worth (model.h): the same table
-// for any number of blocks. Nothing that has no gradient (probs, losses,
+// for any number of blocks; dlogits is not in it (written over the probs,
+// in the logits' memory). Nothing that has no gradient (probs, losses,
 // what attention saves for backward) gets one.
 START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
     enum { B = 3 };
-    const size_t V = (size_t)SMALL.vocab_size, T = (size_t)SMALL.block_size, C = (size_t)SMALL.n_embd;
+    const size_t T = (size_t)SMALL.block_size, C = (size_t)SMALL.n_embd;
     const size_t NH = (size_t)SMALL.n_head, BT = B * T;
     ExpectedTable card = {0};
     expect(&card, 0, BT, C, "dresidual");
-    expect(&card, 0, BT, V, "dlogits");
     expect(&card, 0, BT, C, "dattn_out");
     expect(&card, 0, BT, 3 * C, "dqkv");
     expect(&card, 0, B * NH, T * T, "dattn_weights");
@@ -257,7 +258,6 @@ START_TEST(grad_act_table_holds_one_block_s_gradients_whatever_the_depth) {
 
     ExpectedTable gpt = {0};
     expect(&gpt, 0, BT, C, "dresidual");
-    expect(&gpt, 0, BT, V, "dlogits");
     expect(&gpt, 0, BT, C, "dln_out");
     expect(&gpt, 0, BT, C, "dbranch");
     expect(&gpt, 0, BT, C, "dattn_out");
@@ -404,14 +404,14 @@ static void assert_model_views(const Model *m) {
     assert_view(a->lnf_mean, base, at, "lnf_mean");
     assert_view(a->lnf_rstd, base, at, "lnf_rstd");
     assert_view(a->logits, base, at, "logits");
-    assert_view(a->probs, base, at, "probs");
+    ck_assert_ptr_eq(a->probs, a->logits);  // the loss writes probs over the logits (model.h)
     assert_view(a->losses, base, at, "losses");
 
     if (!m->grad_acts_memory) return;
     base = m->grad_acts_memory;
     const GradActs *d = &m->grad_acts;
     assert_view(d->dresidual, base, gt, "dresidual");
-    assert_view(d->dlogits, base, gt, "dlogits");
+    ck_assert_ptr_eq(d->dlogits, a->logits);  // and the backward dlogits over the probs
     assert_view(d->dln_out, base, gt, "dln_out");
     assert_view(d->dbranch, base, gt, "dbranch");
     assert_view(d->dattn_out, base, gt, "dattn_out");
@@ -722,7 +722,7 @@ START_TEST(find_nonfinite_names_the_first_tensor_and_element_holding_nan_or_infi
     // one on a block boundary, of a tensor several blocks long.
     const ModelConfig wide = {.vocab_size = 65, .block_size = 16, .n_embd = 16, .n_head = 2};
     model_init(&m, &wide, 4, false);
-    const int probs = table_index(&m.act_table, "probs");
+    const int probs = table_index(&m.act_table, "logits");  // the buffer of the probs too
     const size_t probs_size = m.act_table.specs[probs].size;
     ck_assert_uint_gt(probs_size, 2048);
     ck_assert_int_eq(model_find_nonfinite_act(&m, &element), -1);
@@ -1143,12 +1143,17 @@ static void smaller_batch_matches_exact_model(const ModelConfig *cfg) {
     int inputs[B * T], targets[B * T];
     random_tokens(inputs, B * T, cfg->vocab_size, &rng);
     random_tokens(targets, B * T, cfg->vocab_size, &rng);
+    const size_t logits_bytes = (size_t)B * T * cfg->vocab_size * sizeof(float);
     for (int training = 0; training <= 1; training++) {
+        // The logits without targets: with them, their softmax is written over them (model.h).
+        model_forward(&big, inputs, NULL, B, T, training, 42);
+        model_forward(&exact, inputs, NULL, B, T, training, 42);
+        ck_assert_msg(memcmp(big.acts.logits, exact.acts.logits, logits_bytes) == 0,
+                      "%s, training %d: the logits differ", arch_name(cfg->arch), training);
         float big_loss = model_forward(&big, inputs, targets, B, T, training, 42);
         float exact_loss = model_forward(&exact, inputs, targets, B, T, training, 42);
-        ck_assert_msg(memcmp(big.acts.logits, exact.acts.logits, (size_t)B * T * cfg->vocab_size * sizeof(float)) ==
-                          0,
-                      "%s, training %d: the logits differ", arch_name(cfg->arch), training);
+        ck_assert_msg(memcmp(big.acts.probs, exact.acts.probs, logits_bytes) == 0,
+                      "%s, training %d: the probabilities differ", arch_name(cfg->arch), training);
         ck_assert_msg(big_loss == exact_loss, "%s, training %d: loss %.9g built for T=6, %.9g for T=4",
                       arch_name(cfg->arch), training, (double)big_loss, (double)exact_loss);
     }
@@ -1177,23 +1182,65 @@ START_TEST(dropout_changes_only_training_and_zero_dropout_changes_nothing) {
     model_init_weights(&plain, &rng);
     ck_assert_uint_eq(plain.param_table.total, dropped.param_table.total);
     memcpy(dropped.params_memory, plain.params_memory, plain.param_table.total * sizeof(float));
-    int inputs[B * T], targets[B * T];
+    int inputs[B * T];
     random_tokens(inputs, B * T, base.vocab_size, &rng);
-    random_tokens(targets, B * T, base.vocab_size, &rng);
     const size_t logits_bytes = (size_t)B * T * base.vocab_size * sizeof(float);
     float *reference = xmalloc(logits_bytes);
 
-    model_forward(&plain, inputs, targets, B, T, false, 0);  // evaluation, no dropout
+    // Without targets, so that the logits stay (model.h).
+    model_forward(&plain, inputs, NULL, B, T, false, 0);  // evaluation, no dropout
     memcpy(reference, plain.acts.logits, logits_bytes);
-    model_forward(&plain, inputs, targets, B, T, true, 7);  // training, but p = 0
+    model_forward(&plain, inputs, NULL, B, T, true, 7);  // training, but p = 0
     ck_assert_msg(memcmp(reference, plain.acts.logits, logits_bytes) == 0, "training with p = 0 changed the logits");
-    model_forward(&dropped, inputs, targets, B, T, false, 7);  // p = 0.3, evaluation
+    model_forward(&dropped, inputs, NULL, B, T, false, 7);  // p = 0.3, evaluation
     ck_assert_msg(memcmp(reference, dropped.acts.logits, logits_bytes) == 0, "dropout acted outside training");
-    model_forward(&dropped, inputs, targets, B, T, true, 7);  // p = 0.3, training
+    model_forward(&dropped, inputs, NULL, B, T, true, 7);  // p = 0.3, training
     ck_assert_msg(memcmp(reference, dropped.acts.logits, logits_bytes) != 0, "dropout did nothing while training");
     free(reference);
     model_free(&dropped);
     model_free(&plain);
+}
+END_TEST
+
+// The loss's probs and their gradient live in the logits' buffer (model.h,
+// ActTensors): after a forward with targets it holds the bits
+// crossentropy_forward writes into a buffer of its own, and after the
+// backward those crossentropy_backward writes into another, from which the
+// head's backward then read. (This binary is the fast build: the model's
+// loss is crossentropy_forward.) Loop test: _i = 0 on card, _i = 1 on gpt.
+START_TEST(probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffers) {
+    enum { B = SMALL_B, T = SMALL_T };
+    const ModelConfig cfg = _i == 0 ? SMALL : SMALL_GPT;
+    const int V = cfg.vocab_size, BT = B * T;
+    Model m;
+    Rng rng;
+    rng_init(&rng, 23);
+    model_init(&m, &cfg, B, true);
+    model_init_weights(&m, &rng);
+    int inputs[BT], targets[BT];
+    random_tokens(inputs, BT, V, &rng);
+    random_tokens(targets, BT, V, &rng);
+    float *logits = xmalloc((size_t)BT * V * sizeof(float)), *probs = xmalloc((size_t)BT * V * sizeof(float));
+    float *dlogits = xmalloc((size_t)BT * V * sizeof(float)), losses[BT];
+    model_forward(&m, inputs, NULL, B, T, true, 0);
+    memcpy(logits, m.acts.logits, (size_t)BT * V * sizeof(float));
+    const float expected_loss = crossentropy_forward(losses, probs, logits, targets, BT, V);
+    crossentropy_backward(dlogits, probs, targets, BT, V, (size_t)BT);
+
+    const float loss = model_forward(&m, inputs, targets, B, T, true, 0);
+    ck_assert_msg(memcmp(&loss, &expected_loss, sizeof loss) == 0, "%s: loss %.9g, separately %.9g",
+                  arch_name(cfg.arch), (double)loss, (double)expected_loss);
+    ck_assert_msg(memcmp(m.acts.losses, losses, sizeof losses) == 0, "%s: the losses differ", arch_name(cfg.arch));
+    ck_assert_msg(memcmp(m.acts.probs, probs, (size_t)BT * V * sizeof(float)) == 0, "%s: the probabilities differ",
+                  arch_name(cfg.arch));
+    model_zero_grad(&m);
+    model_backward(&m);
+    ck_assert_msg(memcmp(m.grad_acts.dlogits, dlogits, (size_t)BT * V * sizeof(float)) == 0,
+                  "%s: the gradients of the logits differ", arch_name(cfg.arch));
+    free(dlogits);
+    free(probs);
+    free(logits);
+    model_free(&m);
 }
 END_TEST
 
@@ -1563,12 +1610,15 @@ START_TEST(gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit) {
     random_tokens(targets, SMALL_B * SMALL_T, gpt.vocab_size, &rng);
     model_zero_grad(&a);
     model_zero_grad(&b);
+    const size_t logits = (size_t)SMALL_B * SMALL_T * gpt.vocab_size * sizeof(float);
+    model_forward(&a, inputs, NULL, SMALL_B, SMALL_T, true, 99);  // no targets: the logits stay (model.h)
+    model_forward(&b, inputs, NULL, SMALL_B, SMALL_T, true, 99);
+    ck_assert_msg(memcmp(a.acts.logits, b.acts.logits, logits) == 0, "the logits differ");
     const float loss_a = model_forward(&a, inputs, targets, SMALL_B, SMALL_T, true, 99);
     const float loss_b = model_forward(&b, inputs, targets, SMALL_B, SMALL_T, true, 99);
     ck_assert_msg(memcmp(&loss_a, &loss_b, sizeof loss_a) == 0, "loss: gpt %.9g, gpt2 %.9g", (double)loss_a,
                   (double)loss_b);
-    const size_t logits = (size_t)SMALL_B * SMALL_T * gpt.vocab_size * sizeof(float);
-    ck_assert_msg(memcmp(a.acts.logits, b.acts.logits, logits) == 0, "the logits differ");
+    ck_assert_msg(memcmp(a.acts.probs, b.acts.probs, logits) == 0, "the probabilities differ");
     model_backward(&a);
     model_backward(&b);
     for (int i = 0; i < a.param_table.count; i++) {
@@ -1627,6 +1677,7 @@ Suite *model_suite(void) {
     tcase_add_test(passes, gpt_first_loss_is_close_to_ln_v);
     tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
+    tcase_add_loop_test(passes, probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffers, 0, 2);
     tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 3);
     tcase_add_test(passes, gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit);
     tcase_add_loop_test(passes, forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass, 0,

@@ -226,7 +226,9 @@ static const TensorEntry PARAMS_BACK[] = {
 };
 static const Layout PARAMS = {ENTRIES(PARAMS_FRONT), ENTRIES(PARAMS_BLOCK), ENTRIES(PARAMS_BACK)};
 
-// The activations, for B rows of T = block_size, in forward order.
+// The activations, for B rows of T = block_size, in forward order. The
+// loss's probs and their gradient dlogits have no entries: they are
+// written over the logits (share_logits).
 static const TensorEntry ACTS_FRONT[] = {
     {"encoded", D_BT, D_C, ALWAYS, offsetof(ActTensors, encoded), 0},
 };
@@ -256,7 +258,6 @@ static const TensorEntry ACTS_BACK[] = {
     {"lnf_mean", D_BT, D_NONE, IF_LAYERNORM_MEAN, offsetof(ActTensors, lnf_mean), 0},
     {"lnf_rstd", D_BT, D_NONE, IF_LAYERNORM, offsetof(ActTensors, lnf_rstd), 0},
     {"logits", D_BT, D_V, ALWAYS, offsetof(ActTensors, logits), 0},
-    {"probs", D_BT, D_V, ALWAYS, offsetof(ActTensors, probs), 0},
     {"losses", D_BT, D_NONE, ALWAYS, offsetof(ActTensors, losses), 0},
 };
 static const Layout ACTS = {ENTRIES(ACTS_FRONT), ENTRIES(ACTS_BLOCK), ENTRIES(ACTS_BACK)};
@@ -264,7 +265,6 @@ static const Layout ACTS = {ENTRIES(ACTS_FRONT), ENTRIES(ACTS_BLOCK), ENTRIES(AC
 // The activation gradients: one block's worth, reused by every block.
 static const TensorEntry GRAD_ACTS_FRONT[] = {
     {"dresidual", D_BT, D_C, ALWAYS, offsetof(GradActs, dresidual), 0},
-    {"dlogits", D_BT, D_V, ALWAYS, offsetof(GradActs, dlogits), 0},
     {"dln_out", D_BT, D_C, IF_LAYERNORM_OR_RESIDUAL, offsetof(GradActs, dln_out), 0},
     {"dbranch", D_BT, D_C, IF_RESIDUAL, offsetof(GradActs, dbranch), 0},
     {"dattn_out", D_BT, D_C, ALWAYS, offsetof(GradActs, dattn_out), 0},
@@ -385,6 +385,15 @@ static void set_views(void *views, void *blocks, size_t block_size, const Layout
     point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg, rows);
 }
 
+// share_logits: probs and dlogits are views of the logits' memory, which
+// has the only entry in the tables (ActTensors in model.h): the loss writes
+// each over the one before, so one [B,T,V] buffer serves all three.
+// dlogits only in a model with gradients.
+static void share_logits(ActTensors *a, GradActs *g, bool with_grads) {
+    a->probs = a->logits;
+    if (with_grads) g->dlogits = a->logits;
+}
+
 // block_weight_floats: a block's matrices, transposed at once: (3C + C +
 // 4C + 4C) x C in gpt ((3C + C + 2H + H) x C with SwiGLU), (3C + C) x C in card.
 static size_t block_weight_floats(const ModelConfig *cfg) {
@@ -460,6 +469,7 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
         m->grad_acts_memory = xcalloc(m->grad_act_table.total, sizeof(float));
         set_views(&m->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, ALL_ROWS);
     }
+    share_logits(&m->acts, &m->grad_acts, with_grads);
     // Tied (gpt): the head is tok_emb, and the head's gradient adds to tok_emb's.
     if (m->parts.tied_head) {
         m->params.head_weight = m->params.tok_emb;
@@ -483,6 +493,7 @@ void model_slice_init(Model *slice, const Model *m, int first_row, int rows) {
     slice->acts.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockActs));
     set_views(&slice->acts, slice->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg, mine);
     set_views(&slice->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, mine);
+    share_logits(&slice->acts, &slice->grad_acts, true);
     slice->grads.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockParams));
     slice->grads_memory = xcalloc(m->param_table.total, sizeof(float));
     set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, slice->grads_memory,
@@ -975,7 +986,7 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     linear_transpose_weight(m->weight_scratch, m->params.head_weight, C, V);
     head_forward(m, m->weight_scratch, s);
     if (!targets) return 0.0f;
-    return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);
+    return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);  // probs over the logits
 }
 
 // The same blocks as model_forward, on one row: every kernel computes a row
@@ -1185,7 +1196,7 @@ void model_backward(Model *m) {
     GradActs *d = &m->grad_acts;
 
     const size_t loss_rows = m->loss_rows ? m->loss_rows : (size_t)B;
-    crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V, loss_rows * (size_t)T);
+    crossentropy_backward(d->dlogits, a->probs, m->targets, BT, V, loss_rows * (size_t)T);  // dlogits over the probs
     // The head: its input's gradient starts the stream's (through ln_f,
     // whose backward adds, so dresidual starts from zero).
     const float *top = block_output(m, m->n_layer - 1);

@@ -190,8 +190,14 @@ typedef struct {
     float *branch_out;       // [B,T,C]  a branch's output before it joins the stream (gpt; shared by all blocks)
     float *act_out;          // [B,T,4C] the activation of fc_out, GELU or ReLU^2 (gpt; shared: backward recomputes it)
     float *lnf_out, *lnf_mean, *lnf_rstd;  // ln_f(x) (gpt)
+    // One [B,T,V] buffer holds the logits, then their softmax, then its
+    // gradient: at GPT-2's V = 50257, each is 206 MB for a batch of 4 x 256.
+    // The loss writes probs over the logits (crossentropy.h), and the
+    // backward dlogits over the probs; so after a forward with targets,
+    // logits holds probs, and a caller that wants the logits runs one
+    // without (sampling and the walkthrough do).
     float *logits;           // [B,T,V]
-    float *probs;            // [B,T,V]  softmax(logits), kept for the backward pass
+    float *probs;            // [B,T,V]  softmax(logits), kept for the backward pass: the memory of logits
     float *losses;           // [B,T]    per-position cross-entropy
 } ActTensors;
 
@@ -203,7 +209,7 @@ typedef struct {
 // the branch's backward adds its part to it.
 typedef struct {
     float *dresidual;      // [B,T,C]    d loss / d stream, at the point the backward pass has reached
-    float *dlogits;        // [B,T,V]
+    float *dlogits;        // [B,T,V]    the memory of acts.logits (ActTensors), not of this table
     float *dln_out;        // [B,T,C]    gradient of a branch's input (a LayerNorm's output)
     float *dbranch;        // [B,T,C]    gradient of a branch's output
     float *dattn_out;      // [B,T,C]
@@ -294,7 +300,8 @@ void model_free(Model *m);
 void model_init_weights(Model *m, Rng *rng);
 
 // model_forward: run the model on inputs[B,T] (B <= max_batch, T <= block_size).
-// With targets[B,T] it returns the mean cross-entropy loss; with targets NULL
+// With targets[B,T] it returns the mean cross-entropy loss, and leaves in
+// acts.logits their softmax, acts.probs (see ActTensors); with targets NULL
 // it only computes logits and returns 0. "training" turns dropout on, with
 // its masks a function of "dropout_key".
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
