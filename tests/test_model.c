@@ -14,7 +14,8 @@
 // whole model's loss, with and without dropout (and in gpts without some of
 // their parts), and backward adds to the gradients; the first loss; dropout
 // acts only in training; the loss's probs and gradient, written over the
-// logits, are those of buffers of their own; a forward pass smaller than
+// logits, are those of buffers of their own, and the head transposed in
+// slices gives the whole head's logits; a forward pass smaller than
 // the maximum (a prefix of every buffer) computes the same thing as a model
 // built for exactly that size, and so does sampling's one-position-at-a-time forward pass;
 // SGD learns a trivially predictable sequence; and training is bit-for-bit
@@ -36,6 +37,7 @@
 
 #include "common.h"
 #include "crossentropy.h"
+#include "linear.h"
 #include "gradcheck.h"
 #include "helpers.h"
 #include "model.h"
@@ -607,7 +609,7 @@ START_TEST(memory_bytes_is_exactly_what_model_init_allocates) {
          .n_layer = 3},
         {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f, .arch = ARCH_GPT,
          .n_layer = 1},
-        // V*C larger than a gpt block's 12 C^2 weights: the scratch is sized by the head.
+        // V*C larger than a gpt block's 12 C^2 weights: the head is transposed in slices.
         {.vocab_size = 200, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.0f, .arch = ARCH_GPT,
          .n_layer = 2},
     };
@@ -624,9 +626,13 @@ START_TEST(memory_bytes_is_exactly_what_model_init_allocates) {
                           "config %zu (%s), with_grads %d: model_memory_bytes says %zu, model_init allocates %zu", i,
                           arch_name(cfg->arch), with_grads, model_memory_bytes(cfg, 3, with_grads),
                           floats * sizeof(float) + ints * sizeof(int));
-            // The scratch holds one block's weights, or the head's, transposed.
+            // The scratch holds one block's weights, or a slice of the head's
+            // rows (at least 64 of them, or all V, and no more than fit in
+            // a block's weights or 64), transposed.
             const size_t block = (cfg->arch == ARCH_GPT ? 12 : 4) * C * C;
-            ck_assert_uint_ge(m.weight_scratch_size, block > V * C ? block : V * C);
+            const size_t slice = (V < 64 ? V : 64) * C;
+            ck_assert_uint_ge(m.weight_scratch_size, block > slice ? block : slice);
+            ck_assert_uint_le(m.weight_scratch_size, block > 64 * C ? block : 64 * C);
             model_free(&m);
         }
     }
@@ -1244,6 +1250,41 @@ START_TEST(probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffe
 }
 END_TEST
 
+// model_forward transposes the head a slice of its rows at a time (model.c,
+// head_in_slices); its logits are those of the whole head transposed at
+// once, bit for bit. card: V 65 in slices of 64 and 1, with a bias; gpt:
+// V 200 in 64, 64, 64 and 8, tied to tok_emb. 3 x 8 rows: more than one
+// row tile, so the engine packs its panels as it does in training.
+START_TEST(the_head_transposed_in_slices_gives_the_logits_of_the_whole_head) {
+    enum { B = 3, T = 8 };
+    static const ModelConfig configs[] = {
+        {.vocab_size = 65, .block_size = T, .n_embd = 12, .n_head = 3},
+        {.vocab_size = 200, .block_size = T, .n_embd = 8, .n_head = 2, .arch = ARCH_GPT, .n_layer = 2},
+    };
+    const ModelConfig *cfg = &configs[_i];
+    const int V = cfg->vocab_size, C = cfg->n_embd, BT = B * T;
+    Model m;
+    Rng rng;
+    rng_init(&rng, 24);
+    model_init(&m, cfg, B, false);
+    model_init_weights(&m, &rng);
+    ck_assert_uint_lt(m.weight_scratch_size, (size_t)V * C);  // the head does not fit whole
+    int inputs[BT];
+    random_tokens(inputs, BT, V, &rng);
+    model_forward(&m, inputs, NULL, B, T, false, 0);
+    const float *x = m.parts.layernorm ? m.acts.lnf_out : m.acts.blocks[m.n_layer - 1].res_attn;
+    float *logits = xmalloc((size_t)BT * V * sizeof(float)), *head_t = xmalloc((size_t)V * C * sizeof(float));
+    linear_forward(logits, x, m.params.head_weight, m.params.head_bias, head_t, BT, C, V);
+    for (int i = 0; i < BT * V; i++)
+        if (memcmp(&logits[i], &m.acts.logits[i], sizeof(float)) != 0)
+            ck_abort_msg("%s: logit %d of row %d: %.9g in slices, %.9g from the whole head", arch_name(cfg->arch),
+                         i % V, i / V, (double)m.acts.logits[i], (double)logits[i]);
+    free(head_t);
+    free(logits);
+    model_free(&m);
+}
+END_TEST
+
 // Under the sanitizers (helpers.h, TINYGPT_SANITIZED) the two paths may
 // differ by FMA rounding, a few units in the last place; 1e-6 still catches
 // a wrong row or a missing term.
@@ -1678,6 +1719,7 @@ Suite *model_suite(void) {
     tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
     tcase_add_loop_test(passes, probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffers, 0, 2);
+    tcase_add_loop_test(passes, the_head_transposed_in_slices_gives_the_logits_of_the_whole_head, 0, 2);
     tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 3);
     tcase_add_test(passes, gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit);
     tcase_add_loop_test(passes, forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass, 0,

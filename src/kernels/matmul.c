@@ -91,7 +91,8 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
         for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bmat[(size_t)k * M + m0 + j];
 }
 
-// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], shared among the
+// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], out's rows "ldo"
+// floats apart (M for a whole matrix), shared among the
 // threads of the parallel region the caller is in: an orphaned `omp for`,
 // which binds to that region, or runs them all when there is none. "nowait":
 // no barrier after them; the region's end is the barrier, so a region can
@@ -100,8 +101,8 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
 // (One copy of it, called by matmul and matmul_pair alike, with the tile kernels
 // compiled into it: left to itself gcc made two copies and called
 // matmul_tile as a function, ~2% slower.)
-static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, int N, int K,
-                                                   int M, bool accumulate, const float *init_row) {
+static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N,
+                                                   int K, int M, bool accumulate, const float *init_row) {
     int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
     // Dynamic scheduling: work items differ in cost (a ragged edge tile of
@@ -132,10 +133,10 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
                     const StridedMatrix A_t = {A_block.data, 1, A_block.col_stride};
                     for (; n0 + 8 <= chunk_end; n0 += 8)
                         for (int m = 0; m < TILE_COLS; m += 32)
-                            tile_vec(out + m0, (size_t)M, A_t, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
+                            tile_vec(out + m0, ldo, A_t, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
                 }
                 for (; n0 < chunk_end; n0 += TILE_ROWS)
-                    matmul_tile(out + m0, (size_t)M, A_block, b_block, ldb, 0, k1 - k0, n0,
+                    matmul_tile(out + m0, ldo, A_block, b_block, ldb, 0, k1 - k0, n0,
                                 min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
         }
@@ -146,27 +147,32 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
 // all: even a region with an `if` clause that turns it off starts a team of
 // one and ends it with a futex system call, ~3 us on this machine, which
 // was most of the time of a sampled token (one-row products).
-void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
-            const float *init_row) {
+void matmul_columns(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+                    const float *init_row) {
     if ((size_t)N * K * M < MIN_PARALLEL_WORK) {
-        matmul_items(out, A, Bmat, N, K, M, accumulate, init_row);
+        matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row);
         return;
     }
 #pragma omp parallel
-    matmul_items(out, A, Bmat, N, K, M, accumulate, init_row);
+    matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row);
+}
+
+void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+            const float *init_row) {
+    matmul_columns(out, (size_t)M, A, Bmat, N, K, M, accumulate, init_row);
 }
 
 void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
                  float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2) {
     if ((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2 < MIN_PARALLEL_WORK) {
-        matmul_items(out1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
-        matmul_items(out2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
+        matmul_items(out1, (size_t)M1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, (size_t)M2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
         return;
     }
 #pragma omp parallel
     {
-        matmul_items(out1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
-        matmul_items(out2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
+        matmul_items(out1, (size_t)M1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, (size_t)M2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
     }
 }
 

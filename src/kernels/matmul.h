@@ -19,6 +19,13 @@
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
             const float *init_row);
 
+// The same with out's rows "ldo" floats apart (ldo >= M): out may be columns
+// [m0, m0+M) of a wider matrix, whose Bmat[K,M] is those columns alone (the
+// head's logits, a slice of the vocabulary at a time: model.c). Each
+// number is the sum matmul would give it.
+void matmul_columns(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
+                    const float *init_row);
+
 // Two independent products (neither reads the other's out), as two calls of
 // matmul without a bias, but in one parallel region whose threads share the
 // work items of both: one start and one wait of the threads instead of two

@@ -47,9 +47,9 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
 
 // linear_forward is these two steps; the model runs them apart.
 // model_forward transposes a block's matrices (transpose_block in model.c,
-// all four in one parallel region), or the head's, into its weight scratch
-// just before they are used. Sampling transposes nothing: its products have
-// one row, and linear_forward_rows reads the weight as it lies.
+// all four in one parallel region), or a slice of the head's rows, into its
+// weight scratch just before they are used. Sampling transposes nothing: its
+// products have one row, and linear_forward_rows reads the weight as it lies.
 // weight_t[C,OC] = weight[OC,C]^T. Inside a parallel region its threads
 // share the work, with no barrier of their own (the region's end waits for
 // it); outside one, the calling thread does it all.
@@ -57,6 +57,12 @@ void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC
 // out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
                                int OC);
+// The same into columns [o0, o0+OC) of a wider out[N, ldo]: weight_t[C,OC]
+// holds those outputs' rows of the weight, transposed, and bias[OC] theirs
+// (the model's head, a slice of the vocabulary at a time). Each output is
+// the number linear_forward_transposed gives it.
+void linear_forward_transposed_columns(float *out, size_t ldo, const float *inp, const float *weight_t,
+                                       const float *bias, int N, int C, int OC);
 // out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
 // (every output the same chain of multiply-adds), on the weight as it lies:
 // for a few rows (sampling's one), where transposing would cost more than

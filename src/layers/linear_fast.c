@@ -43,6 +43,12 @@ void linear_forward_transposed(float *out, const float *inp, const float *weight
     matmul(out, A, weight_t, N, C, OC, false, bias);
 }
 
+void linear_forward_transposed_columns(float *out, size_t ldo, const float *inp, const float *weight_t,
+                                       const float *bias, int N, int C, int OC) {
+    StridedMatrix A = {inp, (size_t)C, 1};
+    matmul_columns(out, ldo, A, weight_t, N, C, OC, false, bias);
+}
+
 // One row of out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], outputs
 // [o0, o0 + 16), with the weight read where it lies. Each output is the
 // engine's chain (tile.h): bias (or 0), then one multiply-add per c in

@@ -404,11 +404,24 @@ static size_t block_weight_floats(const ModelConfig *cfg) {
     return floats;
 }
 
-// The widest weight that is transposed at once: a block's, or the head, V x C.
+// head_slice_rows: how many of the head's V rows training transposes at
+// once (head_in_slices): as many as fit in a block's weights, in whole
+// column tiles of the matmul engine (64, matmul.c's TILE_COLS), so that each
+// slice's tiles are the ones the whole head's product would have; at least
+// one tile, at most V. At GPT-2's size: 9216 of 50257 rows, 28 MB of
+// scratch where the whole head transposed took 154 MB.
+#define HEAD_SLICE_ALIGN 64
+static int head_slice_rows(const ModelConfig *cfg) {
+    const size_t fit = block_weight_floats(cfg) / (size_t)cfg->n_embd / HEAD_SLICE_ALIGN * HEAD_SLICE_ALIGN;
+    const size_t rows = fit > HEAD_SLICE_ALIGN ? fit : HEAD_SLICE_ALIGN;
+    return rows < (size_t)cfg->vocab_size ? (int)rows : cfg->vocab_size;
+}
+
+// The widest weight that is transposed at once: a block's, or a slice of the head.
 static size_t weight_scratch_floats(const ModelConfig *cfg) {
-    const size_t C = (size_t)cfg->n_embd, V = (size_t)cfg->vocab_size;
     const size_t block = block_weight_floats(cfg);
-    return block > V * C ? block : V * C;
+    const size_t head = (size_t)head_slice_rows(cfg) * (size_t)cfg->n_embd;
+    return block > head ? block : head;
 }
 
 size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads) {
@@ -934,10 +947,34 @@ static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, floa
     else ladder_block_forward(m, l, wt, s, dropout_p, key);
 }
 
+// head_in_slices: logits[N,V] = x[N,C] @ head_weight^T (+ head_bias), for
+// model_forward: the fast build transposes head_slice_rows of the head's V
+// rows at a time into m's weight scratch and computes those columns of the
+// logits. The whole head transposed would be the widest scratch of all (V x
+// C, five blocks' worth at GPT-2's size); a slice is a block's at most.
+// Each logit is the same sum over C, in the same order, as from the whole
+// head (matmul.h), so the bits are too.
+static void head_in_slices(Model *m, float *logits, const float *x, int N) {
+    const int C = m->config.n_embd, V = m->config.vocab_size, rows = head_slice_rows(&m->config);
+    const float *weight = m->params.head_weight, *bias = m->params.head_bias;
+    if (USE_REFERENCE) {
+        linear_forward_reference(logits, x, weight, bias, N, C, V);
+        return;
+    }
+    for (int v0 = 0; v0 < V; v0 += rows) {
+        const int n = V - v0 < rows ? V - v0 : rows;
+#pragma omp parallel if ((size_t)n * C >= (1 << 14))
+        linear_transpose_weight(m->weight_scratch, weight + (size_t)v0 * C, C, n);
+        linear_forward_transposed_columns(logits + v0, (size_t)V, x, m->weight_scratch, bias ? bias + v0 : NULL, N,
+                                          C, n);
+    }
+}
+
 // head_forward: logits for the span's rows from the last block's output,
-// through ln_f when the model has it (LayerNorm, or RMSNorm: norm); "head_t"
-// is the head's weight transposed ([C,V]).
-static float *head_forward(Model *m, const float *head_t, Span s) {
+// through ln_f when the model has it (LayerNorm, or RMSNorm: norm). A whole
+// window's product reads the head transposed a slice at a time
+// (head_in_slices); one position's (sampling) reads it as it lies.
+static float *head_forward(Model *m, Span s) {
     const int C = m->config.n_embd, V = m->config.vocab_size;
     const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
     ActTensors *a = &m->acts;
@@ -947,7 +984,8 @@ static float *head_forward(Model *m, const float *head_t, Span s) {
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
-    linear(logits, x, m->params.head_weight, head_t, m->params.head_bias, s.rows, C, V);
+    if (s.position < 0) head_in_slices(m, logits, x, s.rows);
+    else linear(logits, x, m->params.head_weight, NULL, m->params.head_bias, s.rows, C, V);
     return logits;
 }
 
@@ -967,7 +1005,7 @@ static void embed(Model *m, const int *tokens, Span s, float dropout_p, uint64_t
 float model_forward(Model *m, const int *inputs, const int *targets, int B, int T, bool training,
                     uint64_t dropout_key) {
     const ModelConfig *cfg = &m->config;
-    const int C = cfg->n_embd, V = cfg->vocab_size, BT = B * T;
+    const int V = cfg->vocab_size, BT = B * T;
     const float dropout_p = training ? cfg->dropout : 0.0f;
     const Span s = window_span(B, T);
 
@@ -983,8 +1021,7 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
         BlockWeightsT wt = transpose_block(m, l, m->weight_scratch);
         block_forward(m, l, &wt, s, dropout_p, dropout_key);
     }
-    linear_transpose_weight(m->weight_scratch, m->params.head_weight, C, V);
-    head_forward(m, m->weight_scratch, s);
+    head_forward(m, s);
     if (!targets) return 0.0f;
     return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);  // probs over the logits
 }
@@ -999,7 +1036,7 @@ const float *model_forward_position(Model *m, int token, int t) {
     const Span s = position_span(m->config.block_size, t);
     embed(m, &token, s, 0.0f, 0);
     for (int l = 0; l < m->n_layer; l++) block_forward(m, l, &untransposed, s, 0.0f, 0);
-    return head_forward(m, NULL, s);
+    return head_forward(m, s);
 }
 
 // ===========================================================================

@@ -221,8 +221,9 @@ typedef struct {
 
 // A block's weights transposed to [in, out], the layout the fast matmul
 // reads (linear_forward_transposed). Training transposes one block at a
-// time into Model.weight_scratch; sampling's one-row products read the
-// weights as they lie, and pass these as NULL (linear.h).
+// time (and the head a slice of its rows at a time) into
+// Model.weight_scratch; sampling's one-row products read the weights as
+// they lie, and pass these as NULL (linear.h).
 typedef struct {
     float *qkv_weight;       // [C,3C]
     float *proj_weight;      // [C,C]
@@ -249,7 +250,7 @@ typedef struct {
     float *grad_acts_memory;     // [grad_act_table.total]; NULL without grads
     GradActs grad_acts;
 
-    float *weight_scratch;       // one block's weights (or the head's) transposed, for the fast matmul
+    float *weight_scratch;       // one block's weights (or a slice of the head's) transposed, for the fast matmul
     size_t weight_scratch_size;
 
     // What the last forward pass saw, for the backward pass.
