@@ -76,15 +76,18 @@ static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cf
 
 // build_slices: one team of threads through each step (model.h, "Slices"):
 // with N threads, when N divides this rank's rows and the N - 1 more copies
-// of the gradients cost at most a quarter of the activations (a small
-// model on many rows: GPT-2's size on 4 rows would need 0.5 GB more a
-// thread), thread k runs the whole step on rows k*R/N.. of the batch, and
-// the gradients meet once. Else one slice, the model itself, whose every
+// of the gradients cost at most a quarter of the activations and their
+// gradients (a small model on many rows: GPT-2's size on 4 rows would need
+// 0.5 GB more a thread; both tables, since the loss's probs and dlogits
+// are written over the logits, one [B,T,V] buffer where the activations
+// alone had counted two), thread k runs the whole step on rows k*R/N.. of
+// the batch, and the gradients meet once. Else one slice, the model itself, whose every
 // layer shares its rows among the threads.
 static void build_slices(TrainRun *run) {
     const Model *m = &run->model;
     const int threads = omp_get_max_threads();
-    const size_t extra = (size_t)(threads - 1) * model_slice_bytes(m), acts = m->act_table.total * sizeof(float);
+    const size_t extra = (size_t)(threads - 1) * model_slice_bytes(m);
+    const size_t acts = (m->act_table.total + m->grad_act_table.total) * sizeof(float);
     run->n_slices = 1;
     if (threads < 2 || run->rows % threads != 0 || extra > acts / 4) return;
     run->n_slices = threads;
