@@ -3,7 +3,8 @@
 // bytes outside ASCII are drawn as '?' by the bitmap font and as
 // themselves by the TrueType font (DejaVu Sans Mono, fonts-dejavu-core), and
 // canvas_write_png writes a valid PNG of the canvas's size (or names the
-// file it could not write).
+// file it could not write), the very bytes of stb_image_write's encoder
+// though it encodes in the canvas's own pixels, which it leaves as drawn.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,10 @@
 #include "canvas.h"
 #include "helpers.h"
 #include "tests.h"
+
+// stb_image_write's own PNG encoder, compiled into canvas.c (its header
+// declares it only with the implementation).
+unsigned char *stbi_write_png_to_mem(const unsigned char *pixels, int stride_bytes, int x, int y, int n, int *out_len);
 
 static char dir[256];
 
@@ -199,6 +204,48 @@ START_TEST(write_png_writes_a_valid_png_of_the_canvas_size) {
 }
 END_TEST
 
+// canvas_write_png filters the rows in the pixels themselves rather than
+// in a copy of the picture (canvas.c): the file must still be what stb's
+// own encoder makes of the picture, and the picture must be as drawn
+// afterwards. A picture with every filter's case in it: flat white (the
+// rows above and to the left predict it), lines and text (edges), and
+// rows of noise (where no filter predicts well), in sizes whose rows are
+// not a multiple of anything.
+START_TEST(write_png_writes_stbs_bytes_and_leaves_the_pixels_as_drawn) {
+    const int sizes[][2] = {{1, 1}, {2, 3}, {123, 45}, {800, 500}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        Canvas c;
+        const int w = sizes[k][0], h = sizes[k][1];
+        canvas_init(&c, w, h);
+        canvas_fill_rect(&c, w / 4, h / 4, w / 2 + 1, h / 3 + 1, (Rgb){10, 200, 30});
+        canvas_line(&c, 0.5f, 0.5f, (float)w - 1.0f, (float)h - 1.0f, 2.0f, (Rgb){200, 20, 90});
+        canvas_text(&c, 2, 2, "loss 1.23", 2, BLACK);
+        unsigned state = 12345;
+        for (int y = h / 2; y < h && y < h / 2 + 20; y++)
+            for (int i = 0; i < w * 3; i++) c.pixels[(size_t)y * w * 3 + i] = (unsigned char)((state = state * 1103515245u + 12345u) >> 16);
+        const size_t bytes = (size_t)w * h * 3;
+        unsigned char *drawn = malloc(bytes);
+        memcpy(drawn, c.pixels, bytes);
+        int stb_len = 0;
+        unsigned char *stb = stbi_write_png_to_mem(c.pixels, w * 3, w, h, 3, &stb_len);
+        ck_assert_ptr_nonnull(stb);
+        char path[512];
+        snprintf(path, sizeof path, "%s/picture.png", dir);
+        Error err;
+        ck_assert_msg(canvas_write_png(&c, path, &err), "%s", err.msg);
+        size_t len;
+        char *ours = slurp(path, &len);
+        ck_assert_msg(len == (size_t)stb_len && memcmp(ours, stb, len) == 0, "%d x %d: %zu bytes, stb's %d, differ", w,
+                      h, len, stb_len);
+        ck_assert_msg(memcmp(c.pixels, drawn, bytes) == 0, "%d x %d: the pixels changed", w, h);
+        free(ours);
+        free(stb);
+        free(drawn);
+        canvas_free(&c);
+    }
+}
+END_TEST
+
 START_TEST(write_png_into_a_missing_directory_fails_naming_the_file) {
     Canvas c;
     canvas_init(&c, 4, 4);
@@ -224,6 +271,7 @@ Suite *canvas_suite(void) {
     tcase_add_test(tc, without_a_font_utf8_text_is_the_bitmap_font_with_one_question_mark_per_character);
     tcase_add_test(tc, font_load_names_a_missing_file_and_one_that_is_not_a_font);
     tcase_add_test(tc, write_png_writes_a_valid_png_of_the_canvas_size);
+    tcase_add_test(tc, write_png_writes_stbs_bytes_and_leaves_the_pixels_as_drawn);
     tcase_add_test(tc, write_png_into_a_missing_directory_fails_naming_the_file);
     suite_add_tcase(s, tc);
     return s;

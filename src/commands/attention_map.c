@@ -312,7 +312,7 @@ static void layer_names(const Model *m, int layer, const char *out_dir, char *ti
 
 // write_png: "c" to "path", and a line on stderr saying so; a failed write
 // is an error naming the file (exit 1).
-static void write_png(const Canvas *c, const char *path) {
+static void write_png(Canvas *c, const char *path) {
     Error err;
     if (!canvas_write_png(c, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     fprintf(stderr, "wrote %s (%d x %d)\n", path, c->width, c->height);

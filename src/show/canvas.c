@@ -8,6 +8,8 @@
 // tinygpt does.
 #include "canvas.h"
 
+#include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +40,12 @@
 
 #include "utf8.h"  // utf8_decode
 
+// One byte a row more than the pixels: canvas_write_png filters the rows in
+// place, each behind its PNG filter byte.
 void canvas_init(Canvas *c, int width, int height) {
     c->width = width;
     c->height = height;
-    c->pixels = xmalloc((size_t)width * height * 3);
+    c->pixels = xmalloc((size_t)width * height * 3 + (size_t)height);
     memset(c->pixels, 255, (size_t)width * height * 3);
 }
 
@@ -253,16 +257,99 @@ void canvas_text_utf8(Canvas *c, const Font *font, int x, int y, const char *utf
 // ---------------------------------------------------------------------------
 // PNG output
 
-typedef struct {
-    AtomicFile *af;
-    Error *err;
-    bool ok;
-} PngSink;
+// PNG without a second copy of the picture. stb_image_write's
+// stbi_write_png_to_mem filters every row into a buffer as big as the
+// picture (loss.png's 1.2 MB, more than a small model's training steps
+// take besides their own buffers: docs/speed-and-memory.md), then
+// compresses it. Here the same filters, chosen as stb chooses them, go
+// into the pixels themselves: row y, its filter byte first, to
+// y * (3w + 1), one byte per row above it further on than it was drawn
+// (canvas_init leaves room). The rows go bottom up, so a row's filter
+// still reads the drawn row above it. After compression they are undone
+// top down (a filter is undone from the row above, already restored, and
+// the bytes to its left), and the canvas is as it was. The file is, byte
+// for byte, stb's.
 
-// stb_image_write hands over the encoded bytes in pieces.
-static void png_sink_write(void *context, void *data, int size) {
-    PngSink *sink = context;
-    if (sink->ok) sink->ok = write_exact(data, (size_t)size, sink->af->f, sink->af->tmp, sink->err);
+// filter_rows_in_place: every row of "c", filtered, behind its filter byte.
+static void filter_rows_in_place(Canvas *c, signed char *line) {
+    const int w = c->width, h = c->height, stride = w * 3;
+    for (int y = h - 1; y >= 0; y--) {
+        // stb's choice: the filter whose bytes, as signed, sum smallest.
+        int best = 0, best_sum = INT_MAX;
+        for (int filter = 0; filter < 5; filter++) {
+            stbiw__encode_png_line(c->pixels, stride, w, h, y, 3, filter, line);
+            int sum = 0;
+            for (int i = 0; i < stride; i++) sum += abs(line[i]);
+            if (sum < best_sum) best_sum = sum, best = filter;
+        }
+        stbiw__encode_png_line(c->pixels, stride, w, h, y, 3, best, line);
+        unsigned char *row = c->pixels + (size_t)y * (stride + 1);
+        row[0] = (unsigned char)best;
+        memcpy(row + 1, line, (size_t)stride);
+    }
+}
+
+// unfilter_rows_in_place: filter_rows_in_place undone. Row y's byte i goes
+// where its filtered byte i - y - 1 was, which the loop has read already.
+static void unfilter_rows_in_place(Canvas *c) {
+    const int stride = c->width * 3;
+    for (int y = 0; y < c->height; y++) {
+        const unsigned char *in = c->pixels + (size_t)y * (stride + 1);
+        const int filter = in[0];
+        unsigned char *out = c->pixels + (size_t)y * stride;
+        const unsigned char *up = y > 0 ? out - stride : NULL;  // the first row's is zeros
+        for (int i = 0; i < stride; i++) {
+            const int left = i >= 3 ? out[i - 3] : 0, above = up ? up[i] : 0;
+            const int corner = up && i >= 3 ? up[i - 3] : 0;
+            int guess = 0;
+            if (filter == 1) guess = left;
+            else if (filter == 2) guess = above;
+            else if (filter == 3) guess = (left + above) >> 1;
+            else if (filter == 4) guess = stbiw__paeth(left, above, corner);
+            out[i] = (unsigned char)(in[i + 1] + guess);
+        }
+    }
+}
+
+// encode_png: the PNG of "c" (stbi_write_png_to_mem's bytes), "*len" long;
+// NULL if stb could not compress it.
+static unsigned char *encode_png(Canvas *c, int *len) {
+    const int w = c->width, h = c->height;
+    signed char *line = xmalloc((size_t)w * 3);
+    filter_rows_in_place(c, line);
+    free(line);
+    int zlen;
+    unsigned char *zlib = stbi_zlib_compress(c->pixels, h * (w * 3 + 1), &zlen, stbi_write_png_compression_level);
+    unfilter_rows_in_place(c);
+    if (!zlib) return NULL;
+    // Signature, IHDR (13 bytes), IDAT (the compressed rows), IEND; each
+    // chunk is its length, its tag, its bytes, and the CRC of tag and bytes.
+    static const unsigned char signature[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    *len = 8 + 12 + 13 + 12 + zlen + 12;
+    unsigned char *png = xmalloc((size_t)*len), *o = png;
+    memcpy(o, signature, 8);
+    o += 8;
+    stbiw__wp32(o, 13);
+    stbiw__wptag(o, "IHDR");
+    stbiw__wp32(o, w);
+    stbiw__wp32(o, h);
+    *o++ = 8;  // bits per channel
+    *o++ = 2;  // RGB
+    *o++ = 0;  // deflate
+    *o++ = 0;  // the five filters
+    *o++ = 0;  // not interlaced
+    stbiw__wpcrc(&o, 13);
+    stbiw__wp32(o, zlen);
+    stbiw__wptag(o, "IDAT");
+    memcpy(o, zlib, (size_t)zlen);
+    o += zlen;
+    free(zlib);
+    stbiw__wpcrc(&o, zlen);
+    stbiw__wp32(o, 0);
+    stbiw__wptag(o, "IEND");
+    stbiw__wpcrc(&o, 0);
+    assert(o == png + *len);
+    return png;
 }
 
 // Through the one atomic writer (common.h): a viewer never sees half a
@@ -270,12 +357,14 @@ static void png_sink_write(void *context, void *data, int size) {
 // line, and an fsync of the file and its directory each time cost 8% of a
 // tiny run with --log-interval 1 (0.39 s of 4.5 s), to keep a picture that
 // `tinygpt plot` can draw again from log.csv.
-bool canvas_write_png(const Canvas *c, const char *path, Error *err) {
+bool canvas_write_png(Canvas *c, const char *path, Error *err) {
     AtomicFile af;
     if (!atomic_open(&af, path, err)) return false;
     af.sync = false;
-    PngSink sink = {&af, err, true};
-    if (!stbi_write_png_to_func(png_sink_write, &sink, c->width, c->height, 3, c->pixels, c->width * 3) && sink.ok)
-        sink.ok = error_set(err, "could not encode '%s' as PNG (%d x %d)", path, c->width, c->height);
-    return atomic_commit(&af, sink.ok, err);
+    int len;
+    unsigned char *png = encode_png(c, &len);
+    bool ok = png ? write_exact(png, (size_t)len, af.f, af.tmp, err)
+                  : error_set(err, "could not encode '%s' as PNG (%d x %d)", path, c->width, c->height);
+    free(png);
+    return atomic_commit(&af, ok, err);
 }

@@ -73,7 +73,9 @@ int canvas_text_utf8_width(const Font *font, const char *utf8, size_t len, int s
 // canvas_write_png: save as an 8-bit RGB PNG at "path". Writes "path".tmp
 // and renames it over "path" (common.h's atomic writer, without fsync), so
 // a viewer that reloads the picture while training redraws it never sees
-// half a file. False (with "err" naming the file) on an I/O error.
-bool canvas_write_png(const Canvas *c, const char *path, Error *err);
+// half a file. False (with "err" naming the file) on an I/O error. It
+// encodes the picture in its own pixels (no copy of it: the bytes a PNG
+// compresses are filtered rows) and leaves them as they were.
+bool canvas_write_png(Canvas *c, const char *path, Error *err);
 
 #endif
