@@ -311,7 +311,7 @@ static void print_run(TrainRun *run) {
     double scratch = (double)(m->weight_scratch_size + 2 * (size_t)m->max_batch * cfg->block_size);
     double moments = run->optimizer.m ? 2.0 * params : 0.0;  // AdamW's m and v
     // The other threads' slices: each its own gradients and weight scratch.
-    double slices = (double)(run->n_slices - 1) * (double)(model_slice_bytes(m) / sizeof(float));
+    double slices = (double)(run->n_slices - 1) * (double)(run->slice_bytes / sizeof(float));
     fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB",
             params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb, scratch * mb);
     if (run->n_slices > 1)

@@ -44,6 +44,7 @@ typedef struct {
     Model model;            // its rows [0, rows / n_slices) are the first slice's
     int n_slices;           // threads that each run the whole step on their rows (build_slices), or 1
     Model *slices;          // [n_slices - 1] the other threads' slices of model (model.h)
+    size_t slice_bytes;     // what each of those owns (model_slice_bytes)
     Model start;            // --init or --resume: the checkpoint's model, for its weights
     Optimizer optimizer;    // the update rule, and AdamW's moments
     int *inputs, *targets;  // [rows,T] this rank's part of the current micro-batch

@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <float.h>
 #include <math.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -361,14 +362,16 @@ typedef struct {
 } Rows;
 #define ALL_ROWS ((Rows){0, 1})
 
+// "base": the table's offset that sits at memory[0] (0 but for a slice's
+// gradients, model_slice_init, which keep one block's worth).
 static void point_entries(void *views, const TensorEntry *list, int n, const TensorTable *t, int *next,
-                          float *memory, const ModelConfig *cfg, Rows rows) {
+                          float *memory, size_t base, const ModelConfig *cfg, Rows rows) {
     for (int i = 0; i < n; i++) {
         if (!has_part(list[i].part, cfg)) continue;
         const TensorSpec *spec = &t->specs[(*next)++];
         // Every activation's first dimension is the batch's (B*T or B*NH rows).
-        assert(spec->size % rows.of == 0);
-        const size_t offset = spec->offset + rows.first * (spec->size / rows.of);
+        assert(spec->size % rows.of == 0 && spec->offset >= base);
+        const size_t offset = spec->offset - base + rows.first * (spec->size / rows.of);
         if (list[i].view != NO_VIEW && memory) *(float **)((char *)views + list[i].view) = memory + offset;
     }
 }
@@ -379,10 +382,10 @@ static void point_entries(void *views, const TensorEntry *list, int n, const Ten
 static void set_views(void *views, void *blocks, size_t block_size, const Layout *lo, const TensorTable *t,
                       float *memory, const ModelConfig *cfg, Rows rows) {
     int next = 0;
-    point_entries(views, lo->front, lo->n_front, t, &next, memory, cfg, rows);
+    point_entries(views, lo->front, lo->n_front, t, &next, memory, 0, cfg, rows);
     for (int l = 0; lo->block && l < model_layers(cfg); l++)
-        point_entries((char *)blocks + (size_t)l * block_size, lo->block, lo->n_block, t, &next, memory, cfg, rows);
-    point_entries(views, lo->back, lo->n_back, t, &next, memory, cfg, rows);
+        point_entries((char *)blocks + (size_t)l * block_size, lo->block, lo->n_block, t, &next, memory, 0, cfg, rows);
+    point_entries(views, lo->back, lo->n_back, t, &next, memory, 0, cfg, rows);
 }
 
 // share_logits: probs and dlogits are views of the logits' memory, which
@@ -475,7 +478,8 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     set_views(&m->acts, m->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg, ALL_ROWS);
     if (with_grads) {
         m->grads.blocks = xcalloc(L, sizeof(BlockParams));
-        m->grads_memory = xcalloc(m->param_table.total, sizeof(float));
+        m->grads_size = m->param_table.total;
+        m->grads_memory = xcalloc(m->grads_size, sizeof(float));
         set_views(&m->grads, m->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->grads_memory, cfg,
                   ALL_ROWS);
         grad_act_table(&m->grad_act_table, cfg, max_batch);
@@ -495,9 +499,55 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     m->targets = xcalloc(positions, sizeof(int));
 }
 
+// blocks_region: where the blocks' parameters sit in m's table: after the
+// front's (tok_emb, pos_emb) "*front" floats, one block's "*block" after
+// another, then the back's (ln_f, head).
+static void blocks_region(const Model *m, size_t *front, size_t *block) {
+    const TensorTable *t = &m->param_table;
+    size_t first = SIZE_MAX, end = 0;
+    for (int i = 0; i < t->count; i++) {
+        if (strncmp(t->specs[i].name, "blocks.", 7) != 0) continue;
+        if (t->specs[i].offset < first) first = t->specs[i].offset;
+        end = t->specs[i].offset + t->specs[i].size;
+    }
+    assert(first < end);
+    *front = first;
+    *block = (end - first) / (size_t)m->n_layer;
+}
+
+// The gradients of a slice that hands its blocks' on: the front's, then one
+// block's worth, as big as the weight scratch if that is bigger (it is that
+// too), then the back's. Every block's views point at the one block's worth.
+static size_t handing_block_floats(const Model *m, size_t block) {
+    return block > m->weight_scratch_size ? block : m->weight_scratch_size;
+}
+
+static void set_handing_views(Model *slice, const Model *m) {
+    const TensorTable *t = &m->param_table;
+    const ModelConfig *cfg = &m->config;
+    size_t front, block;
+    blocks_region(m, &front, &block);
+    float *mine = slice->grads_memory + front;
+    int next = 0;
+    point_entries(&slice->grads, PARAMS.front, PARAMS.n_front, t, &next, slice->grads_memory, 0, cfg, ALL_ROWS);
+    for (int l = 0; l < m->n_layer; l++)
+        point_entries(&slice->grads.blocks[l], PARAMS.block, PARAMS.n_block, t, &next, mine, front + (size_t)l * block,
+                      cfg, ALL_ROWS);
+    point_entries(&slice->grads, PARAMS.back, PARAMS.n_back, t, &next, mine + handing_block_floats(m, block),
+                  front + (size_t)m->n_layer * block, cfg, ALL_ROWS);
+}
+
+size_t model_slice_bytes(const Model *m, bool hand_on) {
+    if (!hand_on) return (m->param_table.total + m->weight_scratch_size) * sizeof(float);
+    size_t front, block;
+    blocks_region(m, &front, &block);
+    const size_t back = m->param_table.total - front - (size_t)m->n_layer * block;
+    return (front + handing_block_floats(m, block) + back) * sizeof(float);
+}
+
 // A slice shares its model's weights and activation buffers (their rows
 // first_row onwards) and has gradients and a weight scratch of its own.
-void model_slice_init(Model *slice, const Model *m, int first_row, int rows) {
+void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand_on) {
     assert(m->grads_memory && first_row >= 0 && rows >= 1 && first_row + rows <= m->max_batch);
     const ModelConfig *cfg = &m->config;
     const Rows mine = {(size_t)first_row, (size_t)m->max_batch};
@@ -508,25 +558,30 @@ void model_slice_init(Model *slice, const Model *m, int first_row, int rows) {
     set_views(&slice->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, mine);
     share_logits(&slice->acts, &slice->grad_acts, true);
     slice->grads.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockParams));
-    slice->grads_memory = xcalloc(m->param_table.total, sizeof(float));
-    set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, slice->grads_memory,
-              cfg, ALL_ROWS);
+    slice->grads_size = hand_on ? model_slice_bytes(m, true) / sizeof(float) : m->param_table.total;
+    slice->grads_memory = xcalloc(slice->grads_size, sizeof(float));
+    if (hand_on) {
+        size_t front, block;
+        blocks_region(m, &front, &block);
+        set_handing_views(slice, m);
+        slice->weight_scratch = slice->grads_memory + front;  // the one block's worth
+        slice->hands_to = m;
+    } else {
+        set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table,
+                  slice->grads_memory, cfg, ALL_ROWS);
+        slice->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
+    }
     if (m->parts.tied_head) slice->grads.head_weight = slice->grads.tok_emb;
-    slice->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
     slice->inputs = m->inputs + (size_t)first_row * cfg->block_size;
     slice->targets = m->targets + (size_t)first_row * cfg->block_size;
 }
 
 void model_slice_free(Model *slice) {
-    free(slice->weight_scratch);
+    if (!slice->hands_to) free(slice->weight_scratch);
     free(slice->grads_memory);
     free(slice->grads.blocks);
     free(slice->acts.blocks);
     memset(slice, 0, sizeof *slice);
-}
-
-size_t model_slice_bytes(const Model *m) {
-    return (m->param_table.total + m->weight_scratch_size) * sizeof(float);
 }
 
 void model_free(Model *m) {
@@ -1057,7 +1112,30 @@ static void zero_floats(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = 0.0f;
 }
 
-void model_zero_grad(Model *m) { zero_floats(m->grads_memory, m->param_table.total); }
+void model_zero_grad(Model *m) {
+    zero_floats(m->grads_memory, m->grads_size);
+    m->blocks_done = 0;
+}
+
+// block_done: m's backward has ended block l. It says so (a slice may be
+// waiting for it); and a slice that hands its blocks' gradients on
+// (model_slice_init) waits until the model it hands them to has ended
+// block l too, then adds its own to the model's and clears them, so the
+// next block finds them zero. The model's backward never waits.
+static void block_done(Model *m, int l) {
+    const int done = m->n_layer - l;
+    __atomic_store_n(&m->blocks_done, done, __ATOMIC_RELEASE);
+    Model *to = m->hands_to;
+    if (!to) return;
+    while (__atomic_load_n(&to->blocks_done, __ATOMIC_ACQUIRE) < done) sched_yield();
+    size_t front, block;
+    blocks_region(m, &front, &block);
+    float *sum = to->grads_memory + front + (size_t)l * block, *mine = m->grads_memory + front;
+    for (size_t i = 0; i < block; i++) {
+        sum[i] += mine[i];
+        mine[i] = 0.0f;
+    }
+}
 
 static void add_floats(float *sum, const float *x, size_t n) {
 #pragma omp parallel for schedule(static)
@@ -1065,7 +1143,15 @@ static void add_floats(float *sum, const float *x, size_t n) {
 }
 
 void model_add_grads(Model *m, const Model *slice) {
-    add_floats(m->grads_memory, slice->grads_memory, m->param_table.total);
+    if (!slice->hands_to) {
+        add_floats(m->grads_memory, slice->grads_memory, m->param_table.total);
+        return;
+    }
+    size_t front, block;
+    blocks_region(m, &front, &block);
+    const size_t blocks_end = front + (size_t)m->n_layer * block, back = m->param_table.total - blocks_end;
+    add_floats(m->grads_memory, slice->grads_memory, front);
+    add_floats(m->grads_memory + blocks_end, slice->grads_memory + slice->grads_size - back, back);
 }
 
 // through_dropout: the gradient of a branch's output, given dresidual,
@@ -1245,7 +1331,13 @@ void model_backward(Model *m) {
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }
-    for (int l = m->n_layer - 1; l >= 0; l--) block_backward(m, l, dropout_p, key);
+    // A slice that hands its blocks' gradients on: its one block's worth
+    // was the forward's weight scratch.
+    if (m->hands_to) zero_floats(m->weight_scratch, m->weight_scratch_size);
+    for (int l = m->n_layer - 1; l >= 0; l--) {
+        block_backward(m, l, dropout_p, key);
+        block_done(m, l);
+    }
     // The embedding, through its dropout (gpt).
     const float *dencoded = d->dresidual;
     if (m->parts.residual && dropout_p > 0.0f) {

@@ -231,7 +231,7 @@ typedef struct {
     float *mlp_proj_weight;  // [4C,C]  gpt
 } BlockWeightsT;
 
-typedef struct {
+typedef struct Model {
     ModelConfig config;
     ModelParts parts;
     int n_layer;                 // L
@@ -240,7 +240,8 @@ typedef struct {
     TensorTable param_table;
     float *params_memory;        // [param_table.total]
     ParamTensors params;
-    float *grads_memory;         // [param_table.total]; NULL when built without grads
+    float *grads_memory;         // [grads_size]; NULL when built without grads
+    size_t grads_size;           // param_table.total; fewer in a slice that hands its blocks' on (below)
     ParamTensors grads;
 
     TensorTable act_table;
@@ -252,6 +253,13 @@ typedef struct {
 
     float *weight_scratch;       // one block's weights (or a slice of the head's) transposed, for the fast matmul
     size_t weight_scratch_size;
+
+    // The blocks whose backward has ended since model_zero_grad (L - the
+    // lowest), for the slices that wait on it; and in such a slice
+    // (model_slice_init, "hand_on"), the model it hands its blocks'
+    // gradients to, else NULL.
+    int blocks_done;
+    struct Model *hands_to;
 
     // What the last forward pass saw, for the backward pass.
     int *inputs;                 // [max_batch, block_size]
@@ -343,12 +351,22 @@ void model_sgd_step(Model *m, float lr);
 // Set loss_rows and batch_first before each forward, as for a part of a
 // batch. Run a slice's forward and backward on one thread: inside a
 // parallel region (nested parallelism off) every layer's loop does.
+// With "hand_on" (one forward and backward per model_zero_grad: no
+// --grad-accum) the slice keeps the gradients of one block, not of all:
+// as its backward ends a block it waits until m's backward has ended that
+// block too (running at the same time, on another thread), adds its
+// gradients of the block to m's and clears them for the next block. The
+// sums are those model_add_grads would make at the end (m's own rows'
+// gradient plus the slice's), so the bits do not change. That one
+// block's worth is also the slice's weight scratch, which only the forward
+// uses. Without "hand_on" it keeps all of its gradients to the end.
 // model_slice_free releases what the slice owns.
-void model_slice_init(Model *slice, const Model *m, int first_row, int rows);
+void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand_on);
 void model_slice_free(Model *slice);
-// model_slice_bytes: the memory a slice owns: its gradients and scratch.
-size_t model_slice_bytes(const Model *m);
-// model_add_grads: m's gradients += the slice's.
+// model_slice_bytes: the memory a slice of m owns: its gradients and scratch.
+size_t model_slice_bytes(const Model *m, bool hand_on);
+// model_add_grads: m's gradients += the slice's (of a slice that hands its
+// blocks' on, the rest: the embeddings', ln_f's and the head's).
 void model_add_grads(Model *m, const Model *slice);
 
 // model_find_nonfinite: the first tensor of the parameter table, read in
