@@ -1679,76 +1679,84 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Slices (model.h): two threads, each the whole pass on half the rows.
 
-// sliced_pass: "m" and its slice "s" on rows [0, B/2) and [B/2, B) of
-// "inputs", as train.c's model_pass runs them (a thread each, the forward
-// passes, then the backward passes, each in a team of its own), and then
-// the slice's remaining gradients added to m's.
-static void sliced_pass(Model *m, Model *s, const int *inputs, const int *targets, int B, int T) {
-    const int R = B / 2;
-    m->loss_rows = s->loss_rows = (size_t)B;
-    m->batch_first = 0;
-    s->batch_first = (size_t)R;
-    model_zero_grad(m);
-    model_zero_grad(s);
-#pragma omp parallel num_threads(2)
+// sliced_pass: "m" and its slices s[0..n-2] on rows [0, R), [R, 2R), ...
+// of "inputs" (R = B/n), as train.c's model_pass runs them (a thread each,
+// the forward passes, then the backward passes, each in a team of its
+// own), and then the slices' remaining gradients added to m's in turn.
+static void sliced_pass(Model *m, Model *s, int n, const int *inputs, const int *targets, int B, int T) {
+    const int R = B / n;
+    for (int j = 0; j < n; j++) {
+        Model *mine = j == 0 ? m : &s[j - 1];
+        mine->loss_rows = (size_t)B;
+        mine->batch_first = (size_t)j * R;
+        model_zero_grad(mine);
+    }
+#pragma omp parallel num_threads(n)
     {
         const int j = omp_get_thread_num();
-        Model *mine = j == 0 ? m : s;
+        Model *mine = j == 0 ? m : &s[j - 1];
 #pragma omp parallel num_threads(1)
         model_forward(mine, inputs + (size_t)j * R * T, targets + (size_t)j * R * T, R, T, true, 5);
 #pragma omp barrier
 #pragma omp parallel num_threads(1)
         model_backward(mine);
     }
-    model_add_grads(m, s);
+    for (int j = 1; j < n; j++) model_add_grads(m, &s[j - 1]);
 }
 
-// A slice that hands each block's gradients on as its backward ends keeps
-// one block's worth (its weight scratch the same memory) instead of all of
-// them, and the gradients it leaves in the model are, bit for bit, those
-// of a slice that keeps them all to the end: every sum is the model's rows'
-// gradient plus the slice's, whichever way. On card (one block, a bias in
-// the head), gpt with dropout and gpt2 (a bias everywhere).
-START_TEST(a_slice_that_hands_its_blocks_gradients_on_leaves_the_same_gradients_in_less_memory) {
-    ModelConfig cfg = _i == 0 ? SMALL : _i == 1 ? SMALL_GPT : SMALL_GPT2;
+// Slices that hand each block's gradients on as their backward ends keep
+// one block's worth each (their weight scratch the same memory) instead of
+// all of them, and the gradients they leave in the model are, bit for bit,
+// those of slices that keep them all to the end: every sum is the model's
+// rows' gradient plus the first slice's plus the next's, whichever way. On
+// card (one block, a bias in the head), gpt with dropout and gpt2 (a bias
+// everywhere), in 2 and in 3 slices (more threads than this machine's
+// cores is fine: each waits for the one before).
+START_TEST(slices_that_hand_their_blocks_gradients_on_leave_the_same_gradients_in_less_memory) {
+    ModelConfig cfg = _i % 3 == 0 ? SMALL : _i % 3 == 1 ? SMALL_GPT : SMALL_GPT2;
     cfg.dropout = 0.2f;
-    const int B = 4, T = SMALL_T;
+    const int n = _i < 3 ? 2 : 3, B = 2 * n, T = SMALL_T;
     omp_set_max_active_levels(1);
-    Model keep, hand, keep_slice, hand_slice;
+    Model keep, hand, keep_slices[2], hand_slices[2];
     Rng rng;
     model_init(&keep, &cfg, B, true);
     model_init(&hand, &cfg, B, true);
     rng_init(&rng, 31);
     model_init_weights(&keep, &rng);
     memcpy(hand.params_memory, keep.params_memory, keep.param_table.total * sizeof(float));
-    model_slice_init(&keep_slice, &keep, B / 2, B / 2, false);
-    model_slice_init(&hand_slice, &hand, B / 2, B / 2, true);
-    int inputs[4 * SMALL_T], targets[4 * SMALL_T];
+    for (int k = 1; k < n; k++) {
+        model_slice_init(&keep_slices[k - 1], &keep, 2 * k, 2, NULL);
+        model_slice_init(&hand_slices[k - 1], &hand, 2 * k, 2, k == 1 ? &hand : &hand_slices[k - 2]);
+    }
+    int inputs[6 * SMALL_T], targets[6 * SMALL_T];
     for (int step = 0; step < 2; step++) {  // the second pass finds the first's counts and scratch
         random_tokens(inputs, B * T, cfg.vocab_size, &rng);
         random_tokens(targets, B * T, cfg.vocab_size, &rng);
-        sliced_pass(&keep, &keep_slice, inputs, targets, B, T);
-        sliced_pass(&hand, &hand_slice, inputs, targets, B, T);
+        sliced_pass(&keep, keep_slices, n, inputs, targets, B, T);
+        sliced_pass(&hand, hand_slices, n, inputs, targets, B, T);
         for (int i = 0; i < keep.param_table.count; i++) {
             const TensorSpec *spec = &keep.param_table.specs[i];
             ck_assert_msg(memcmp(keep.grads_memory + spec->offset, hand.grads_memory + spec->offset,
-                                 spec->size * sizeof(float)) == 0, "pass %d: the gradient of %s differs", step,
-                          spec->name);
+                                 spec->size * sizeof(float)) == 0, "%d slices, pass %d: the gradient of %s differs",
+                          n, step, spec->name);
         }
     }
-    // Its gradients: everything but the blocks', and one block's worth.
+    // A slice's gradients: everything but the blocks', and one block's worth.
     const size_t total = keep.param_table.total, L = (size_t)keep.n_layer;
     size_t blocks = 0;
     for (int i = 0; i < keep.param_table.count; i++)
         if (strncmp(keep.param_table.specs[i].name, "blocks.", 7) == 0) blocks += keep.param_table.specs[i].size;
     const size_t block = blocks / L, region = block > keep.weight_scratch_size ? block : keep.weight_scratch_size;
-    ck_assert_uint_eq(hand_slice.grads_size, total - blocks + region);
-    ck_assert_uint_eq(model_slice_bytes(&hand, true), hand_slice.grads_size * sizeof(float));
+    const Model *h = &hand_slices[0];
+    ck_assert_uint_eq(h->grads_size, total - blocks + region);
+    ck_assert_uint_eq(model_slice_bytes(&hand, true), h->grads_size * sizeof(float));
     ck_assert_uint_eq(model_slice_bytes(&keep, false), (total + keep.weight_scratch_size) * sizeof(float));
-    ck_assert(hand_slice.weight_scratch >= hand_slice.grads_memory &&
-              hand_slice.weight_scratch + hand_slice.weight_scratch_size <= hand_slice.grads_memory + hand_slice.grads_size);
-    model_slice_free(&hand_slice);
-    model_slice_free(&keep_slice);
+    ck_assert(h->weight_scratch >= h->grads_memory &&
+              h->weight_scratch + h->weight_scratch_size <= h->grads_memory + h->grads_size);
+    for (int k = 1; k < n; k++) {
+        model_slice_free(&hand_slices[k - 1]);
+        model_slice_free(&keep_slices[k - 1]);
+    }
     model_free(&hand);
     model_free(&keep);
 }
@@ -1813,8 +1821,8 @@ Suite *model_suite(void) {
     tcase_add_loop_test(training, sgd_learns_a_repeating_sequence, 0, 2);
     tcase_add_loop_test(training, the_same_seed_gives_bitwise_identical_losses, 0, 2);
     tcase_add_loop_test(training, one_and_two_threads_give_bitwise_identical_losses, 0, 2);
-    tcase_add_loop_test(training, a_slice_that_hands_its_blocks_gradients_on_leaves_the_same_gradients_in_less_memory, 0,
-                        3);
+    tcase_add_loop_test(training, slices_that_hand_their_blocks_gradients_on_leave_the_same_gradients_in_less_memory, 0,
+                        6);
     suite_add_tcase(s, training);
     return s;
 }

@@ -99,7 +99,10 @@ static void build_slices(TrainRun *run) {
     run->slice_bytes = model_slice_bytes(m, hand_on);
     const int rows = run->rows / threads;
     run->slices = xcalloc((size_t)threads - 1, sizeof(Model));
-    for (int k = 1; k < threads; k++) model_slice_init(&run->slices[k - 1], m, k * rows, rows, hand_on);
+    for (int k = 1; k < threads; k++) {
+        const Model *after = !hand_on ? NULL : k == 1 ? m : &run->slices[k - 2];
+        model_slice_init(&run->slices[k - 1], m, k * rows, rows, after);
+    }
     omp_set_max_active_levels(1);  // inside a slice's thread, every layer's loop runs on that thread
 }
 

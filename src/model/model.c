@@ -547,7 +547,7 @@ size_t model_slice_bytes(const Model *m, bool hand_on) {
 
 // A slice shares its model's weights and activation buffers (their rows
 // first_row onwards) and has gradients and a weight scratch of its own.
-void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand_on) {
+void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Model *after) {
     assert(m->grads_memory && first_row >= 0 && rows >= 1 && first_row + rows <= m->max_batch);
     const ModelConfig *cfg = &m->config;
     const Rows mine = {(size_t)first_row, (size_t)m->max_batch};
@@ -558,6 +558,7 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand
     set_views(&slice->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, mine);
     share_logits(&slice->acts, &slice->grad_acts, true);
     slice->grads.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockParams));
+    const bool hand_on = after != NULL;
     slice->grads_size = hand_on ? model_slice_bytes(m, true) / sizeof(float) : m->param_table.total;
     slice->grads_memory = xcalloc(slice->grads_size, sizeof(float));
     if (hand_on) {
@@ -566,6 +567,7 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand
         set_handing_views(slice, m);
         slice->weight_scratch = slice->grads_memory + front;  // the one block's worth
         slice->hands_to = m;
+        slice->after = after;
     } else {
         set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table,
                   slice->grads_memory, cfg, ALL_ROWS);
@@ -1117,24 +1119,26 @@ void model_zero_grad(Model *m) {
     m->blocks_done = 0;
 }
 
-// block_done: m's backward has ended block l. It says so (a slice may be
-// waiting for it); and a slice that hands its blocks' gradients on
-// (model_slice_init) waits until the model it hands them to has ended
-// block l too, then adds its own to the model's and clears them, so the
-// next block finds them zero. The model's backward never waits.
+// block_done: m's backward has ended block l. A slice that hands its
+// blocks' gradients on (model_slice_init) waits until the one before it
+// (the model, or the slice before) is done with block l too, then adds its
+// own to the model's and clears them, so the next block finds them zero.
+// Then m says it is done (a slice may be waiting for that). The model's
+// backward never waits.
 static void block_done(Model *m, int l) {
     const int done = m->n_layer - l;
-    __atomic_store_n(&m->blocks_done, done, __ATOMIC_RELEASE);
     Model *to = m->hands_to;
-    if (!to) return;
-    while (__atomic_load_n(&to->blocks_done, __ATOMIC_ACQUIRE) < done) sched_yield();
-    size_t front, block;
-    blocks_region(m, &front, &block);
-    float *sum = to->grads_memory + front + (size_t)l * block, *mine = m->grads_memory + front;
-    for (size_t i = 0; i < block; i++) {
-        sum[i] += mine[i];
-        mine[i] = 0.0f;
+    if (to) {
+        while (__atomic_load_n(&m->after->blocks_done, __ATOMIC_ACQUIRE) < done) sched_yield();
+        size_t front, block;
+        blocks_region(m, &front, &block);
+        float *sum = to->grads_memory + front + (size_t)l * block, *mine = m->grads_memory + front;
+        for (size_t i = 0; i < block; i++) {
+            sum[i] += mine[i];
+            mine[i] = 0.0f;
+        }
     }
+    __atomic_store_n(&m->blocks_done, done, __ATOMIC_RELEASE);
 }
 
 static void add_floats(float *sum, const float *x, size_t n) {

@@ -255,11 +255,13 @@ typedef struct Model {
     size_t weight_scratch_size;
 
     // The blocks whose backward has ended since model_zero_grad (L - the
-    // lowest), for the slices that wait on it; and in such a slice
-    // (model_slice_init, "hand_on"), the model it hands its blocks'
-    // gradients to, else NULL.
+    // lowest; in a slice that hands its gradients on, once it has), for the
+    // slice that waits on it; and in such a slice (model_slice_init), the
+    // model it hands its blocks' gradients to and the one whose turn comes
+    // just before its own (that model, or the slice before); else NULL.
     int blocks_done;
     struct Model *hands_to;
+    const struct Model *after;
 
     // What the last forward pass saw, for the backward pass.
     int *inputs;                 // [max_batch, block_size]
@@ -351,17 +353,19 @@ void model_sgd_step(Model *m, float lr);
 // Set loss_rows and batch_first before each forward, as for a part of a
 // batch. Run a slice's forward and backward on one thread: inside a
 // parallel region (nested parallelism off) every layer's loop does.
-// With "hand_on" (one forward and backward per model_zero_grad: no
+// With "after" (for one forward and backward per model_zero_grad: no
 // --grad-accum) the slice keeps the gradients of one block, not of all:
-// as its backward ends a block it waits until m's backward has ended that
-// block too (running at the same time, on another thread), adds its
+// as its backward ends a block it waits until "after" has ended that
+// block too (m's backward, or the slice before this one has handed it
+// on; each runs at the same time, on a thread of its own), adds its
 // gradients of the block to m's and clears them for the next block. The
-// sums are those model_add_grads would make at the end (m's own rows'
-// gradient plus the slice's), so the bits do not change. That one
-// block's worth is also the slice's weight scratch, which only the forward
-// uses. Without "hand_on" it keeps all of its gradients to the end.
-// model_slice_free releases what the slice owns.
-void model_slice_init(Model *slice, Model *m, int first_row, int rows, bool hand_on);
+// sums are those model_add_grads would make at the end, slice after slice
+// (m's own rows' gradient, plus the first slice's, plus the next's), so
+// the bits do not change. That one block's worth is also the slice's
+// weight scratch, which only the forward uses. With "after" NULL it keeps
+// all of its gradients to the end. model_slice_free releases what the
+// slice owns.
+void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Model *after);
 void model_slice_free(Model *slice);
 // model_slice_bytes: the memory a slice of m owns: its gradients and scratch.
 size_t model_slice_bytes(const Model *m, bool hand_on);
