@@ -387,37 +387,42 @@ START_TEST(fast_version_matches_reference_version) {
 END_TEST
 
 // The key/value cache of sampling (model_forward_position) runs the fast
-// forward pass in pieces: transpose one position's key and value, then
-// attend from that position. Pieces in that order must give attention_forward's
-// bits exactly.
+// forward pass in pieces: transpose one position's key, then attend from
+// that position, its weights and outputs in rows of their own. Pieces in
+// that order must give attention_forward's bits exactly: every output, and
+// each row's visible weights (the rest of a position's row is scratch).
 START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
-    enum { B = 2, T = 6, C = 32, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
+    enum { B = 2, T = 70, C = 32, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
            N_W = B * NH * T * T };
     Rng rng;
     rng_init(&rng, 15);
-    float qkv[N_QKV], out[N_OUT], weights[N_W], row_out[N_OUT], row_weights[N_W];
+    float *qkv = xmalloc(N_QKV * sizeof(float)), *out = xmalloc(N_OUT * sizeof(float));
+    float *weights = xmalloc(N_W * sizeof(float)), *row_out = xmalloc(N_OUT * sizeof(float));
+    float row_weights[T];
     fill_uniform(qkv, N_QKV, &rng);
-    for (int with_dropout = 0; with_dropout <= 1; with_dropout++) {
-        float p = with_dropout ? 0.3f : 0.0f;
-        Attn whole = attn_new(true, B, T, C, NH, p, 77), rows = attn_new(true, B, T, C, NH, p, 77);
-        attn_forward(&whole, out, weights, qkv);
-        for (int b = 0; b < B; b++) {
-            const float *qkv_b = qkv + (size_t)b * T * 3 * C;
-            for (int t = 0; t < T; t++) {
-                for (int h = 0; h < NH; h++) {
-                    size_t head = (size_t)b * NH + h;
-                    transpose_head(rows.keys_t + head * HS * T, rows.values_t + head * HS * T, qkv_b, t, t + 1, T,
-                                   C, HS, h);
-                    attention_forward_row(row_out, row_weights, rows.dropout_scales, rows.keys_t, qkv, b, h, t, T,
-                                          C, NH, p, 77, 0);
-                }
+    Attn whole = attn_new(true, B, T, C, NH, 0.0f, 77), rows = attn_new(true, B, T, C, NH, 0.0f, 77);
+    attn_forward(&whole, out, weights, qkv);
+    for (int b = 0; b < B; b++) {
+        const float *qkv_b = qkv + (size_t)b * T * 3 * C;
+        float *keys_t_b = rows.keys_t + (size_t)b * NH * HS * T;
+        for (int t = 0; t < T; t++) {
+            for (int h = 0; h < NH; h++) {
+                transpose_head(keys_t_b + (size_t)h * HS * T, NULL, qkv_b, t, t + 1, T, C, HS, h);
+                attention_forward_position(row_out + ((size_t)b * T + t) * C, row_weights, keys_t_b, qkv_b, h, t, T,
+                                           C, NH);
+                const float *expected = weights + (((size_t)b * NH + h) * T + t) * T;
+                ck_assert_msg(memcmp(row_weights, expected, (size_t)(t + 1) * sizeof(float)) == 0,
+                              "b=%d h=%d t=%d: weights differ", b, h, t);
             }
         }
-        attn_free(&rows);
-        attn_free(&whole);
-        ck_assert_msg(memcmp(out, row_out, sizeof out) == 0, "p=%g: outputs differ", (double)p);
-        ck_assert_msg(memcmp(weights, row_weights, sizeof weights) == 0, "p=%g: weights differ", (double)p);
     }
+    ck_assert_msg(memcmp(out, row_out, N_OUT * sizeof(float)) == 0, "outputs differ");
+    attn_free(&rows);
+    attn_free(&whole);
+    free(row_out);
+    free(weights);
+    free(out);
+    free(qkv);
 }
 END_TEST
 

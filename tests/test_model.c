@@ -1303,6 +1303,12 @@ static void randomize_biases(Model *m, Rng *rng) {
     }
 }
 
+static size_t count_nonzero(const float *x, size_t n) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) count += x[i] != 0.0f;
+    return count;
+}
+
 // position_by_position_matches_full_pass: model.h: model_forward_position
 // "runs the same block_forward as model_forward, on one row, so every bit
 // of the result is the same".
@@ -1329,6 +1335,19 @@ static void position_by_position_matches_full_pass(const ModelConfig *cfg) {
                 ck_abort_msg("%s, %d layers: position %d, logit %d: %.9g one position at a time, %.9g in a full pass",
                              arch_name(cfg->arch), full.n_layer, t, v, (double)logits_t[v], (double)expected[v]);
     }
+    // model.h: only the cache (qkv) has a row per position; every other
+    // activation, the logits and a block's output included, is written in
+    // row 0 (the rest of these calloc'd buffers is still zero).
+    const int C = cfg->n_embd;
+    const size_t rest = (size_t)(T - 1) * C;
+    for (int l = 0; l < cached.n_layer; l++) {
+        const BlockActs *a = &cached.acts.blocks[l];
+        ck_assert_msg(count_nonzero(a->qkv + (size_t)(T - 1) * 3 * C, 3 * (size_t)C) > 0, "block %d: no cache row",
+                      l);
+        ck_assert_msg(count_nonzero(a->attn_out + C, rest) == 0 && count_nonzero(a->res_attn + C, rest) == 0,
+                      "block %d: a position's activations written past row 0", l);
+    }
+    ck_assert_msg(count_nonzero(cached.acts.logits + V, (size_t)(T - 1) * V) == 0, "logits written past row 0");
     free(inputs);
     model_free(&cached);
     model_free(&full);

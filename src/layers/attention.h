@@ -65,14 +65,17 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
 //   [T,3C] slice), positions [first, last); each is a [HS,T] slice, and
 //   either may be NULL (not wanted).
-// attention_forward_row: steps 1-5 for position t of sequence b, head h,
-//   reading keys_t for positions 0..t (already transposed) and the values
-//   from qkv itself (values_t is not needed).
+// attention_forward_position: steps 1-3 and 5 (no dropout: sampling) for
+//   position t of one sequence, head h, reading its keys 0..t from keys_t
+//   (already transposed) and their values from qkv[T,3C] itself (values_t
+//   is not needed). The head's HS outputs go in out_row[C] (at h * HS) and
+//   its weights in weights_row[T] (entries 0..t; the rest is scratch): one
+//   row each, wherever the caller keeps it. Each number is the one
+//   attention_forward gives row t.
 void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
                     int h);
-void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
-                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
-                           uint64_t dropout_key, uint64_t dropout_first);
+void attention_forward_position(float *out_row, float *weights_row, const float *keys_t, const float *qkv, int h,
+                                int t, int T, int C, int NH);
 
 // The fast backward: "dweights" as the reference's, one T x T slot per
 // thread; "values_t" [B,NH,HS,T] likewise, one [HS,T] slot per thread for

@@ -188,12 +188,22 @@ static void attention_values_rows(float *attn_out, const float *attn_weights, co
     head_product(out, (size_t)C, weights, scales, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
 }
 
-void attention_forward_row(float *attn_out, float *attn_weights, float *dropout_scales, const float *keys_t,
-                           const float *qkv, int b, int h, int t, int T, int C, int NH, float dropout_p,
-                           uint64_t dropout_key, uint64_t dropout_first) {
-    attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t, 1, T, C, NH, dropout_p, dropout_key,
-                           dropout_first);
-    attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, t, 1, T, C, NH, dropout_p);
+// The same kernels as the two functions above, on row t alone: the score
+// tiles with one row (the query's own, n0 = 0), its softmax, and P V with
+// the weights as a matrix whose every row is weights_row (row stride 0) and
+// whose output rows all land in out_row (ldo 0), so that head_product, asked
+// for row t, sums over keys 0..t as it does for row t of the whole window.
+void attention_forward_position(float *out_row, float *weights_row, const float *keys_t, const float *qkv, int h,
+                                int t, int T, int C, int NH) {
+    const int HS = C / NH;
+    const size_t C3 = 3 * (size_t)C;
+    const float *query = qkv + (size_t)t * C3 + h * HS, *values = qkv + 2 * C + h * HS;
+    for (int j0 = 0; j0 <= t; j0 += 64)
+        matmul_tile_rows(weights_row, query, C3, keys_t + (size_t)h * HS * T, T, HS, 0, 1, j0,
+                         causal_tile_cols(j0, t, T));
+    softmax_rows(weights_row, (size_t)T, weights_row, (size_t)T, 1, t + 1, 1, T, 1.0f / sqrtf((float)HS), NULL);
+    const StridedMatrix weights = {weights_row, 0, 1};
+    head_product(out_row + h * HS, 0, weights, NULL, values, C3, t, 1, T, true, (TileStart){false, NULL}, HS);
 }
 
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,

@@ -773,17 +773,23 @@ static void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, float *a
 
 // Which positions a forward pass computes: the whole window [B,T]
 // (training, evaluation), or only position t of sequence 0 (sampling with
-// the key/value cache; rows before t are already there). Either way the
-// rows to compute are contiguous: [first_row, first_row + rows).
+// the key/value cache). Either way the rows to compute are contiguous:
+// [first_row, first_row + rows). One position's keys and values are the
+// cache, read by every later position: they go in row t of qkv
+// (cache_row). Its other activations are dead once its logits are out, so
+// they all go in row 0, over the last position's: a sample of any length
+// touches one row of them, not one per token (at GPT-2's size a row of
+// every activation is 1.2 MB, 300 fresh pages each token).
 typedef struct {
-    int B, T;       // the layout: T rows per sequence
-    int position;   // -1 for the whole window, else the one position t
-    size_t first_row;
+    int B, T;          // the layout: T rows per sequence
+    int position;      // -1 for the whole window, else the one position t
+    size_t first_row;  // of every activation but qkv
+    size_t cache_row;  // of qkv: first_row, or t
     int rows;
 } Span;
 
-static Span window_span(int B, int T) { return (Span){B, T, -1, 0, B * T}; }
-static Span position_span(int T, int t) { return (Span){1, T, t, (size_t)t, 1}; }
+static Span window_span(int B, int T) { return (Span){B, T, -1, 0, 0, B * T}; }
+static Span position_span(int T, int t) { return (Span){1, T, t, 0, (size_t)t, 1}; }
 
 // The dropout masks of one step: each place dropout acts gets its own key.
 // Block 0's attention uses the step's key itself, as the one-block card
@@ -838,10 +844,12 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
 // rows_of: the span's rows of a [.., width] activation; NULL for a tensor
 // the model does not have (RMSNorm's mean).
 static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? tensor + s.first_row * width : NULL; }
+static float *qkv_rows(BlockActs *a, Span s, int C) { return a->qkv + s.cache_row * 3 * (size_t)C; }
 
 // The attention layer over the span: the whole window at once, or, for one
-// position, each head's new key and value added to the cache and then that
-// row's five steps (see attention.h).
+// position, each head's new key added to the cache (transposed, as the
+// scores read it) and then that row's steps (see attention.h), its weights
+// in the first row of attn_weights, each head's over the last one's.
 static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key,
                            uint64_t first) {
     const int C = cfg->n_embd, NH = cfg->n_head, HS = C / NH;
@@ -851,8 +859,8 @@ static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float d
     }
     for (int h = 0; h < NH; h++) {
         transpose_head(a->keys_t + (size_t)h * HS * s.T, NULL, a->qkv, s.position, s.position + 1, s.T, C, HS, h);
-        attention_forward_row(a->attn_out, a->attn_weights, NULL, a->keys_t, a->qkv, 0, h, s.position, s.T, C, NH,
-                              0.0f, 0, 0);
+        attention_forward_position(rows_of(a->attn_out, s, C), a->attn_weights, a->keys_t, a->qkv, h, s.position,
+                                   s.T, C, NH);
     }
 }
 
@@ -897,7 +905,7 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     // 1. ln1_out = ln1(x)  (+ b)
     layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, p->ln1_bias, n, C);
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]),  attn_out = attention(qkv)
-    linear(rows_of(a->qkv, s, 3 * C), ln1_out, p->qkv_weight, wt->qkv_weight, p->qkv_bias, n, C, 3 * C);
+    linear(qkv_rows(a, s, C), ln1_out, p->qkv_weight, wt->qkv_weight, p->qkv_bias, n, C, 3 * C);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 3. res_attn = x + dropout(attn_out @ Wproj^T  (+ b))
     linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
@@ -921,7 +929,7 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
     const float *x = rows_of(block_input(m, l), s, C);
 
     // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-    linear(rows_of(a->qkv, s, 3 * C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
+    linear(qkv_rows(a, s, C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
     attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
     linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n,
@@ -955,9 +963,9 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
              NULL, n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
-    linear(rows_of(a->qkv, s, 3 * C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
-    if (parts->rope) rope_forward(rows_of(a->qkv, s, 3 * C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
-    if (parts->qk_norm) qk_norm_forward(rows_of(a->qkv, s, 3 * C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
+    linear(qkv_rows(a, s, C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
+    if (parts->rope) rope_forward(qkv_rows(a, s, C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
+    if (parts->qk_norm) qk_norm_forward(qkv_rows(a, s, C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {

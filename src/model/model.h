@@ -319,12 +319,14 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
                     uint64_t dropout_key);
 
 // model_forward_position: the forward pass for position t (< block_size) of a
-// single sequence (row 0 of the batch), dropout off, computing only row t of
-// every activation of every block and reading rows 0..t-1 as an earlier call
-// or forward pass left them. Those rows are the key/value cache: generating
-// a token costs O(L (T*C + C*C)) instead of a forward pass over the whole
-// window. Activations are laid out for T = block_size here, so do not mix it
-// with model_forward on the same rows. It runs the same block_forward as
+// single sequence (row 0 of the batch), dropout off. Each block writes row t
+// of its qkv (and column t of keys_t, the keys transposed) and reads rows
+// 0..t-1 as earlier calls left them: the key/value cache, so generating a token costs
+// O(L (T*C + C*C)) instead of a forward pass over the whole window. Every
+// other activation of position t, its logits included, is written in row 0,
+// over the last position's (only the cache needs memory per position).
+// Activations are laid out for T = block_size here, so do not mix it with
+// model_forward on the same model. It runs the same block_forward as
 // model_forward, on one row, so every bit of the result is the same (its
 // products read the weights as they lie, model_forward's transposed, each
 // output the same multiply-adds in the same order). Returns logits[V] for
