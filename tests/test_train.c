@@ -1241,6 +1241,25 @@ START_TEST(threads_that_each_run_the_step_on_their_rows_give_one_threads_losses)
 }
 END_TEST
 
+// OMP_THREAD_LIMIT below the threads asked for: the step runs on the
+// threads there are, unsliced, and learns what one thread does (a team
+// short of its slices once left half the rows out and summed a loss nobody
+// wrote).
+START_TEST(a_thread_limit_below_the_threads_asked_gives_one_threads_run) {
+    // (--batch 4 with dropout: two threads without a limit slice it, as above.)
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("one"), "--steps", "10", TINY, "--batch", "4", "--dropout",
+                         "0.1", "--threads", "1"),
+                     0);
+    ck_assert_int_eq(setenv("OMP_THREAD_LIMIT", "1", 1), 0);
+    const int status = RUN("train", corpus, "--out", in_work("limited"), "--steps", "10", TINY, "--batch", "4",
+                           "--dropout", "0.1", "--threads", "2");
+    unsetenv("OMP_THREAD_LIMIT");
+    ck_assert_int_eq(status, 0);
+    ck_assert_msg(strstr(last_err(), "more thread") == NULL, "sliced under OMP_THREAD_LIMIT=1: %s", last_err());
+    ck_assert_double_eq(max_weight_difference(in_work("one"), in_work("limited")), 0.0);
+}
+END_TEST
+
 Suite *train_suite(void) {
     Suite *s = suite_create("train");
     TCase *resume = tcase_create("resume");
@@ -1264,6 +1283,7 @@ Suite *train_suite(void) {
     tcase_add_checked_fixture(accum, setup, teardown);
     tcase_set_timeout(accum, TEST_TIMEOUT_SECONDS);
     tcase_add_test(accum, threads_that_each_run_the_step_on_their_rows_give_one_threads_losses);
+    tcase_add_test(accum, a_thread_limit_below_the_threads_asked_gives_one_threads_run);
     tcase_add_test(accum, a_step_of_k_micro_batches_is_one_step_on_k_times_the_rows);
     tcase_add_test(accum, grad_accum_changes_what_a_step_sees);
     suite_add_tcase(s, accum);

@@ -89,7 +89,12 @@ static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cf
 // last bits of their runs, are what they were.
 static void build_slices(TrainRun *run) {
     Model *m = &run->model;
-    const int threads = omp_get_max_threads();
+    // A team of exactly N threads, one per slice (a slice nobody ran would
+    // leave its rows out, and the slices after it waiting): no more than
+    // OMP_THREAD_LIMIT allows, and not fewer at the runtime's whim
+    // (OMP_DYNAMIC).
+    const int threads = omp_get_max_threads() < omp_get_thread_limit() ? omp_get_max_threads() : omp_get_thread_limit();
+    omp_set_dynamic(0);
     const bool hand_on = run->s.grad_accum == 1;
     const size_t extra = (size_t)(threads - 1) * model_slice_bytes(m, false);
     const size_t acts = (m->act_table.total + m->grad_act_table.total) * sizeof(float);
