@@ -160,16 +160,22 @@ END_TEST
 // another order, so each probability and loss agrees to a few roundings
 // (1e-5 relative to max(1, |value|) is far below any indexing mistake).
 
+// Random targets, and rows of logits at scales 10^(n - middle) (row n):
+// tiny, ordinary and huge logits in one batch.
+static void fill_scaled_rows(float *logits, int *targets, int N, int V, int middle, uint64_t seed) {
+    Rng rng;
+    rng_init(&rng, seed);
+    for (int n = 0; n < N; n++) {
+        targets[n] = (int)rng_below(&rng, V);
+        for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - middle)) * rng_normal(&rng);
+    }
+}
+
 START_TEST(fast_forward_matches_the_reference) {
     enum { N = 7, V = 261 };  // V not a multiple of 16: a ragged last vector
     static float logits[N * V], probs[2][N * V], losses[2][N];
     int targets[N];
-    Rng rng;
-    rng_init(&rng, 3);
-    for (int n = 0; n < N; n++) {
-        targets[n] = (int)rng_below(&rng, V);
-        for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - 3)) * rng_normal(&rng);
-    }
+    fill_scaled_rows(logits, targets, N, V, 3, 3);
     float loss[2];
     for (int i = 0; i < 2; i++) loss[i] = FORWARDS[i].forward(losses[i], probs[i], logits, targets, N, V);
     const double tol = 1e-5;
@@ -190,12 +196,7 @@ START_TEST(in_place_forward_and_backward_give_the_bits_of_separate_buffers) {
     static float logits[N * V], probs[N * V], dlogits[N * V], shared[N * V];
     float losses[N], shared_losses[N];
     int targets[N];
-    Rng rng;
-    rng_init(&rng, 4);
-    for (int n = 0; n < N; n++) {
-        targets[n] = (int)rng_below(&rng, V);
-        for (int v = 0; v < V; v++) logits[n * V + v] = powf(10.0f, (float)(n - 2)) * rng_normal(&rng);
-    }
+    fill_scaled_rows(logits, targets, N, V, 2, 4);
     targets[0] = V - 1;  // the last number of a row, written last by no loop
     memcpy(shared, logits, sizeof logits);
     const float loss = FORWARDS[_i].forward(losses, probs, logits, targets, N, V);

@@ -77,10 +77,6 @@ static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
-// Below this many multiply-adds (one row of sampling's forward pass, say),
-// waking the other threads costs more than the work.
-#define MIN_PARALLEL_WORK (1 << 18)
-
 // Each thread's copy of the Bmat block its tiles are reading, rows
 // TILE_COLS floats apart (see matmul).
 static _Thread_local float b_panel[K_BLOCK * TILE_COLS] __attribute__((aligned(64)));

@@ -13,6 +13,11 @@
 
 #include "tile.h"
 
+// Below this many multiply-adds (one row of a small model's sampling, say),
+// waking the other threads costs more than the work: such products run on
+// the calling thread alone (here, and linear_forward_rows).
+#define MIN_PARALLEL_WORK (1 << 18)
+
 // out[N,M] (+)= A(N,K) @ Bmat[K,M], A read through its strides (a matrix or a
 // transposed one). "accumulate" adds to out; otherwise each row of out starts
 // from init_row[M] (a bias) or, when init_row is NULL, from zero.

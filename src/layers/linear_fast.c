@@ -101,11 +101,6 @@ static void row_times_groups(float *out_row, const float *inp_row, const float *
     for (int g = 0; g < groups; g++) row_times_16_outputs(out_row, inp_row, weight, bias, C, 16 * g);
 }
 
-// Below this many multiply-adds a row runs on this thread alone, without
-// starting a parallel region (a small model's whole token is less work than
-// waking the other threads for each of its products; see matmul.c).
-#define ROWS_PARALLEL_WORK (1 << 18)
-
 // Sampling's products have one row: each weight is used once, so the time
 // is the time to read it from memory, and a transposed copy (the engine's
 // layout) would cost as much memory again. From about GPT-2's size on,
@@ -115,7 +110,7 @@ void linear_forward_rows(float *out, const float *inp, const float *weight, cons
     for (int n = 0; n < N; n++) {
         float *out_row = out + (size_t)n * OC;
         const float *inp_row = inp + (size_t)n * C;
-        if ((size_t)C * OC < ROWS_PARALLEL_WORK) {
+        if ((size_t)C * OC < MIN_PARALLEL_WORK) {  // matmul.h
             row_times_groups(out_row, inp_row, weight, bias, C, groups);
         } else {
 #pragma omp parallel

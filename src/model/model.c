@@ -562,10 +562,9 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
     slice->grads_size = hand_on ? model_slice_bytes(m, true) / sizeof(float) : m->param_table.total;
     slice->grads_memory = xcalloc(slice->grads_size, sizeof(float));
     if (hand_on) {
-        size_t front, block;
-        blocks_region(m, &front, &block);
+        blocks_region(m, &slice->blocks_front, &slice->block_floats);
         set_handing_views(slice, m);
-        slice->weight_scratch = slice->grads_memory + front;  // the one block's worth
+        slice->weight_scratch = slice->grads_memory + slice->blocks_front;  // the one block's worth
         slice->hands_to = m;
         slice->after = after;
     } else {
@@ -1138,8 +1137,7 @@ static void block_done(Model *m, int l) {
     Model *to = m->hands_to;
     if (to) {
         while (__atomic_load_n(&m->after->blocks_done, __ATOMIC_ACQUIRE) < done) sched_yield();
-        size_t front, block;
-        blocks_region(m, &front, &block);
+        const size_t front = m->blocks_front, block = m->block_floats;
         float *sum = to->grads_memory + front + (size_t)l * block, *mine = m->grads_memory + front;
         for (size_t i = 0; i < block; i++) {
             sum[i] += mine[i];

@@ -259,9 +259,12 @@ typedef struct Model {
     // slice that waits on it; and in such a slice (model_slice_init), the
     // model it hands its blocks' gradients to and the one whose turn comes
     // just before its own (that model, or the slice before); else NULL.
+    // Such a slice keeps where the blocks' parameters sit in the table: the
+    // front's floats before them, and one block's.
     int blocks_done;
     struct Model *hands_to;
     const struct Model *after;
+    size_t blocks_front, block_floats;
 
     // What the last forward pass saw, for the backward pass.
     int *inputs;                 // [max_batch, block_size]
