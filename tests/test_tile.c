@@ -1,9 +1,10 @@
 // test_tile.c: tests for src/kernels/tile.h, the register tile, and its
 // 16 x 16 transpose.
 //
-// tile_vec (vector registers, constant ROWS and NV) must give exactly the
-// bits of tile_any (plain loops): both add the same terms in the same order,
-// each with one fused multiply-add. Checked for every shape the callers
+// tile_vec (vector registers, constant ROWS and NV) and tile_tail (the
+// columns past the whole vectors) must give exactly the bits of tile_any
+// (plain loops): all add the same terms in the same order, each with one
+// fused multiply-add. Checked for every shape the callers
 // instantiate (rows 1, 4 and 16/NV by NV = 1..4 vectors), for each way a
 // tile starts (zeros, a bias row, the values already in out), with A read
 // as a matrix and as a transposed one, with and without scales, on k ranges
@@ -88,6 +89,42 @@ START_TEST(vector_tile_gives_the_bits_of_the_plain_tile) {
 }
 END_TEST
 
+// tile_tail (the columns past a tile's whole vectors, matmul.c) gives
+// tile_any's bits too, for every width below a vector and both row counts
+// matmul uses, each start, A either way round; and it writes nothing past
+// its columns (the lanes it masks off).
+START_TEST(tail_tile_gives_the_bits_of_the_plain_tile) {
+    Rng rng;
+    rng_init(&rng, 60);
+    static float a_data[A_SIZE], B[K * LDB], bias[LDO], start_out[MAX_ROWS * LDO];
+    static float out_any[MAX_ROWS * LDO], out_tail[MAX_ROWS * LDO];
+    fill_uniform(a_data, A_SIZE, &rng);
+    fill_uniform(B, K * LDB, &rng);
+    fill_uniform(bias, LDO, &rng);
+    fill_uniform(start_out, MAX_ROWS * LDO, &rng);
+    for (int cols = 1; cols < 16; cols++)
+        for (int rows = 1; rows <= 4; rows += 3)
+            for (int transposed = 0; transposed <= 1; transposed++)
+                for (int how = 0; how < 3; how++) {
+                    StridedMatrix A = transposed ? (StridedMatrix){a_data, 1, MAX_ROWS + 1}
+                                                 : (StridedMatrix){a_data, K + 1, 1};
+                    TileStart start = {how == 2, how == 1 ? bias : NULL};
+                    memcpy(out_any, start_out, sizeof out_any);
+                    memcpy(out_tail, start_out, sizeof out_tail);
+                    tile_any(out_any, LDO, A, NULL, B, LDB, K0, K, 0, rows, PAD, cols, start);
+                    if (rows == 4) tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 4);
+                    else tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 1);
+                    for (int i = 0; i < MAX_ROWS * LDO; i++) {
+                        double x = out_any[i], y = out_tail[i];
+                        bool same = TINYGPT_SANITIZED ? fabs(x - y) <= 1e-6 * fmax(1.0, fabs(x)) : x == y;
+                        if (!same)
+                            ck_abort_msg("cols %d rows %d transposed %d start %d: out[%d] plain %.9g vs tail %.9g",
+                                         cols, rows, transposed, how, i, x, y);
+                    }
+                }
+}
+END_TEST
+
 // tile_any against the definition, summed in double, on one ragged shape.
 START_TEST(plain_tile_matches_a_double_precision_sum) {
     enum { ROWS = 3, COLS = 7 };
@@ -147,6 +184,7 @@ Suite *tile_suite(void) {
     Suite *s = suite_create("tile");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, vector_tile_gives_the_bits_of_the_plain_tile, 0, N_SHAPES);
+    tcase_add_test(tc, tail_tile_gives_the_bits_of_the_plain_tile);
     tcase_add_test(tc, plain_tile_matches_a_double_precision_sum);
     tcase_add_test(tc, transpose16x16_moves_every_entry_to_its_mirror_image);
     suite_add_tcase(s, tc);

@@ -40,21 +40,23 @@
 #define K_BLOCK 128
 
 // One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
-// the fastest tile.h kernel that fits: full tiles and the edge tiles whose
-// width is a whole number of vectors (a 32-position score tile in
-// attention, say) run in registers, one row at a time if fewer than
-// TILE_ROWS are left; only widths like a V = 65 head's last column take
-// the plain loops.
+// the fastest tile.h kernel that fits, in registers, one row at a time if
+// fewer than TILE_ROWS are left: the tile's whole vectors of columns (all
+// of a full tile, or of a 32-position score tile in attention), then the
+// columns past them (a V = 65 head's last one) in a vector of their own.
 static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t ldo, StridedMatrix A,
                                                               const float *Bmat, size_t ldb, int k0, int k1, int n0,
                                                               int rows, int m0, int cols, TileStart start) {
-    if (cols % 16 != 0) {
-        tile_any(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0, rows, m0, cols, start);
-        return;
-    }
+    const int whole_cols = cols / 16 * 16, tail = cols - whole_cols;
     for (int r = 0; r < rows; r += rows == TILE_ROWS ? TILE_ROWS : 1) {
         const bool whole = rows == TILE_ROWS;
-        switch (cols / 16) {
+        if (tail > 0) {
+            if (whole) tile_tail(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0 + whole_cols, tail, start, TILE_ROWS);
+            else tile_tail(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0 + whole_cols, tail, start, 1);
+        }
+        switch (whole_cols / 16) {
+        case 0:
+            break;
         case 4:
             if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 4);
             else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 4);

@@ -112,6 +112,16 @@ static inline vec16 load_tail16(const float *x, int count, float pad) {
 #endif
 }
 
+// v's lanes [0, count) (count < 16) into x[0..count), and nothing past
+// them: the store to load_tail16's load.
+static inline void store_tail16(float *x, vec16 v, int count) {
+#if defined(__AVX512F__)
+    _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
+#else
+    memcpy(x, &v, (size_t)count * sizeof(float));
+#endif
+}
+
 // the 16 lanes of v added up, lane 0 first
 static inline float sum16(vec16 v) {
     float sum = 0.0f;

@@ -104,4 +104,31 @@ static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ld
         for (int v = 0; v < NV; v++) store16(out + (size_t)(n0 + r) * ldo + m0 + 16 * v, acc[r][v]);
 }
 
+// The last cols < 16 columns of a tile (a head V = 83 wide leaves 19 past
+// its whole vectors: 16 of them a vector, then 3), in one vector per row
+// whose lanes past cols are never read from B or out nor written
+// (load_tail16, store_tail16). Each lane is its column's chain of fused
+// multiply-adds in increasing k, as in tile_any, so the bits are tile_any's;
+// tile_any's single chain per number waits on each multiply-add in turn,
+// ~16 times slower (at card L, the 19 columns took longer than the head's
+// other 64).
+static inline __attribute__((always_inline)) void tile_tail(float *out, size_t ldo, StridedMatrix A,
+                                                            const float *B, size_t ldb, int k0, int k1, int n0,
+                                                            int m0, int cols, TileStart start, const int ROWS) {
+    vec16 acc[TILE_MAX_ROWS];
+#pragma GCC unroll 16
+    for (int r = 0; r < ROWS; r++)
+        acc[r] = start.accumulate ? load_tail16(out + (size_t)(n0 + r) * ldo + m0, cols, 0.0f)
+                 : start.init_row ? load_tail16(start.init_row + m0, cols, 0.0f)
+                                  : (vec16){0};
+    for (int k = k0; k < k1; k++) {
+        vec16 b = load_tail16(B + (size_t)k * ldb + m0, cols, 0.0f);
+        KEEP_IN_REGISTER(b);
+#pragma GCC unroll 16
+        for (int r = 0; r < ROWS; r++) acc[r] += strided_at(A, n0 + r, k) * b;  // fused: -ffp-contract=fast
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < ROWS; r++) store_tail16(out + (size_t)(n0 + r) * ldo + m0, acc[r], cols);
+}
+
 #endif
