@@ -459,17 +459,18 @@ static bool print_progress(TrainRun *run, long step, double train_loss, float va
 }
 
 // is_last_step: whether step "step" is the run's last: the last of --steps,
-// or, with --time, the one the clock says is: after it, at this process's
-// pace so far (evaluations and saves included), the budget would be spent.
-// The last step is evaluated and sampled, so the run ends on a validation
-// loss of its final weights, give or take that step.
+// or, with --time, the one the clock says is: it might end past the budget,
+// if it took as long as this process's longest step so far (evaluations
+// and saves included). The last step is evaluated and
+// sampled, so the run ends on a validation loss of its final weights, give
+// or take that step. (At the average pace, one slow step on a busy machine
+// ran past the budget before the clock had called any step the last, and
+// the run ended without its final evaluation.)
 static bool is_last_step(const TrainRun *run, long step, double spent) {
     const TrainSettings *s = &run->s;
     if (step == s->steps - 1) return true;
-    long done_here = step - run->start_step;
-    if (s->time <= 0 || done_here == 0) return false;
-    double per_step = (spent - run->seconds_before) / (double)done_here;
-    return spent + per_step >= s->time;
+    if (s->time <= 0 || step == run->start_step) return false;
+    return spent + run->longest_step >= s->time;
 }
 
 // train_loop: steps from run->start_step until --steps or --time ends the
@@ -497,8 +498,11 @@ static long train_loop(TrainRun *run) {
     long result = s->steps;  // what the loop returns unless it stops early
     run->finished = true;    // unless it stops early
     run->clock_start = now_seconds();
+    double previous_spent = run_seconds(run);
     for (long step = run->start_step; step < s->steps; step++) {
         const double spent = run_seconds(run);
+        run->longest_step = fmax(run->longest_step, spent - previous_spent);
+        previous_spent = spent;
         const bool last = dist_rank0_says(&run->dist, is_last_step(run, step, spent));  // every rank's clock differs
         bool evaluate = has_val && (step % s->eval_interval == 0 || last);
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;

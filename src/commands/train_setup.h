@@ -63,6 +63,7 @@ typedef struct {
     double seconds_before;  // the run's training seconds before this process (--resume), for --time
     double clock_start;     // now_seconds() as this process's first step began
     double steps_seconds;   // this process's time in train_step (no evaluations or saves), for the allreduce's share
+    double longest_step;    // this process's longest step so far, evaluation, sample, log and save included, for --time
     Rng batch_rng;          // draws the random batches; saved in checkpoints
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
