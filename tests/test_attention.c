@@ -387,10 +387,12 @@ START_TEST(fast_version_matches_reference_version) {
 END_TEST
 
 // The key/value cache of sampling (model_forward_position) runs the fast
-// forward pass in pieces: transpose one position's key, then attend from
-// that position, its weights and outputs in rows of their own. Pieces in
-// that order must give attention_forward's bits exactly: every output, and
-// each row's visible weights (the rest of a position's row is scratch).
+// forward pass in pieces: cache one position's key, then attend from that
+// position, its weights and outputs in rows of their own. Pieces in that
+// order must give attention_forward's bits exactly: every output, and each
+// row's visible weights (the rest of a position's row is scratch). T = 70:
+// two blocks of cached keys, the second 6 wide, and a score tile across
+// the 64th position.
 START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
     enum { B = 2, T = 70, C = 32, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
            N_W = B * NH * T * T };
@@ -404,12 +406,12 @@ START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
     attn_forward(&whole, out, weights, qkv);
     for (int b = 0; b < B; b++) {
         const float *qkv_b = qkv + (size_t)b * T * 3 * C;
-        float *keys_t_b = rows.keys_t + (size_t)b * NH * HS * T;
+        float *keys_cache = rows.keys_t + (size_t)b * NH * HS * T;
         for (int t = 0; t < T; t++) {
             for (int h = 0; h < NH; h++) {
-                transpose_head(keys_t_b + (size_t)h * HS * T, NULL, qkv_b, t, t + 1, T, C, HS, h);
-                attention_forward_position(row_out + ((size_t)b * T + t) * C, row_weights, keys_t_b, qkv_b, h, t, T,
-                                           C, NH);
+                cache_key(keys_cache, qkv_b, h, t, T, C, NH);
+                attention_forward_position(row_out + ((size_t)b * T + t) * C, row_weights, keys_cache, qkv_b, h, t,
+                                           T, C, NH);
                 const float *expected = weights + (((size_t)b * NH + h) * T + t) * T;
                 ck_assert_msg(memcmp(row_weights, expected, (size_t)(t + 1) * sizeof(float)) == 0,
                               "b=%d h=%d t=%d: weights differ", b, h, t);

@@ -60,21 +60,24 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
 void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
                        const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
                        uint64_t dropout_first);
-// The two pieces attention_forward is made of, for a forward pass one
-// position at a time (sampling with a key/value cache, model.h):
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
 //   [T,3C] slice), positions [first, last); each is a [HS,T] slice, and
 //   either may be NULL (not wanted).
-// attention_forward_position: steps 1-3 and 5 (no dropout: sampling) for
-//   position t of one sequence, head h, reading its keys 0..t from keys_t
-//   (already transposed) and their values from qkv[T,3C] itself (values_t
-//   is not needed). The head's HS outputs go in out_row[C] (at h * HS) and
-//   its weights in weights_row[T] (entries 0..t; the rest is scratch): one
-//   row each, wherever the caller keeps it. Each number is the one
-//   attention_forward gives row t.
 void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
                     int h);
-void attention_forward_position(float *out_row, float *weights_row, const float *keys_t, const float *qkv, int h,
+// For a forward pass one position at a time (sampling with a key/value
+// cache, model.h), the same steps in two pieces:
+// cache_key: sampling's key/value cache keeps the values in qkv and each
+//   head's keys in keys_cache[NH, HS, T], in blocks of positions (see
+//   attention_fast.c): this adds position t's key of head h (from qkv[T,3C]).
+// attention_forward_position: steps 1-3 and 5 (no dropout: sampling) for
+//   position t of one sequence, head h, reading its keys 0..t from
+//   keys_cache and their values from qkv[T,3C] itself. The head's HS
+//   outputs go in out_row[C] (at h * HS) and its weights in weights_row[T]
+//   (entries 0..t; the rest is scratch): one row each, wherever the caller
+//   keeps it. Each number is the one attention_forward gives row t.
+void cache_key(float *keys_cache, const float *qkv, int h, int t, int T, int C, int NH);
+void attention_forward_position(float *out_row, float *weights_row, const float *keys_cache, const float *qkv, int h,
                                 int t, int T, int C, int NH);
 
 // The fast backward: "dweights" as the reference's, one T x T slot per

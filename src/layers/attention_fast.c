@@ -188,19 +188,40 @@ static void attention_values_rows(float *attn_out, const float *attn_weights, co
     head_product(out, (size_t)C, weights, scales, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
 }
 
+// Sampling's cache of a head's keys, [HS, T] in all, in blocks of
+// KEY_BLOCK positions: block b holds positions [b * KEY_BLOCK, +width),
+// width = KEY_BLOCK but for a last, shorter block, as a [HS, width] matrix
+// (each channel's keys side by side, as the scores' tiles read them). Laid
+// out as one [HS, T] matrix instead, one position's key would touch HS rows
+// T floats apart, a page each: the first token of a sample faulted in the
+// whole cache (37 MB at GPT-2's size, ~160 ms here) and every sample kept it.
+#define KEY_BLOCK 64
+static size_t key_block_at(int b, int HS) { return (size_t)b * KEY_BLOCK * HS; }
+static int key_block_width(int b, int T) { return T - b * KEY_BLOCK < KEY_BLOCK ? T - b * KEY_BLOCK : KEY_BLOCK; }
+
+void cache_key(float *keys_cache, const float *qkv, int h, int t, int T, int C, int NH) {
+    const int HS = C / NH, b = t / KEY_BLOCK, width = key_block_width(b, T);
+    const float *key = qkv + (size_t)t * 3 * C + C + h * HS;
+    float *block = keys_cache + (size_t)h * HS * T + key_block_at(b, HS);
+    for (int i = 0; i < HS; i++) block[(size_t)i * width + t - b * KEY_BLOCK] = key[i];
+}
+
 // The same kernels as the two functions above, on row t alone: the score
-// tiles with one row (the query's own, n0 = 0), its softmax, and P V with
-// the weights as a matrix whose every row is weights_row (row stride 0) and
-// whose output rows all land in out_row (ldo 0), so that head_product, asked
-// for row t, sums over keys 0..t as it does for row t of the whole window.
-void attention_forward_position(float *out_row, float *weights_row, const float *keys_t, const float *qkv, int h,
+// tiles with one row (the query's own, n0 = 0), a block of keys each, its
+// softmax, and P V with the weights as a matrix whose every row is
+// weights_row (row stride 0) and whose output rows all land in out_row (ldo
+// 0), so that head_product, asked for row t, sums over keys 0..t as it does
+// for row t of the whole window.
+void attention_forward_position(float *out_row, float *weights_row, const float *keys_cache, const float *qkv, int h,
                                 int t, int T, int C, int NH) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float *query = qkv + (size_t)t * C3 + h * HS, *values = qkv + 2 * C + h * HS;
-    for (int j0 = 0; j0 <= t; j0 += 64)
-        matmul_tile_rows(weights_row, query, C3, keys_t + (size_t)h * HS * T, T, HS, 0, 1, j0,
-                         causal_tile_cols(j0, t, T));
+    for (int b = 0; b * KEY_BLOCK <= t; b++) {
+        const int width = key_block_width(b, T);
+        matmul_tile_rows(weights_row + b * KEY_BLOCK, query, C3, keys_cache + (size_t)h * HS * T + key_block_at(b, HS),
+                         width, HS, 0, 1, 0, width);
+    }
     softmax_rows(weights_row, (size_t)T, weights_row, (size_t)T, 1, t + 1, 1, T, 1.0f / sqrtf((float)HS), NULL);
     const StridedMatrix weights = {weights_row, 0, 1};
     head_product(out_row + h * HS, 0, weights, NULL, values, C3, t, 1, T, true, (TileStart){false, NULL}, HS);

@@ -846,18 +846,19 @@ static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? ten
 static float *qkv_rows(BlockActs *a, Span s, int C) { return a->qkv + s.cache_row * 3 * (size_t)C; }
 
 // The attention layer over the span: the whole window at once, or, for one
-// position, each head's new key added to the cache (transposed, as the
-// scores read it) and then that row's steps (see attention.h), its weights
-// in the first row of attn_weights, each head's over the last one's.
+// position, each head's new key added to the cache (keys_t holds it, laid
+// out for sampling: cache_key) and then that row's steps (see attention.h),
+// its weights in the first row of attn_weights, each head's over the last
+// one's.
 static void attention_span(BlockActs *a, Span s, const ModelConfig *cfg, float dropout_p, uint64_t key,
                            uint64_t first) {
-    const int C = cfg->n_embd, NH = cfg->n_head, HS = C / NH;
+    const int C = cfg->n_embd, NH = cfg->n_head;
     if (s.position < 0) {
         attention(a, s.B, s.T, C, NH, dropout_p, key, first);
         return;
     }
     for (int h = 0; h < NH; h++) {
-        transpose_head(a->keys_t + (size_t)h * HS * s.T, NULL, a->qkv, s.position, s.position + 1, s.T, C, HS, h);
+        cache_key(a->keys_t, a->qkv, h, s.position, s.T, C, NH);
         attention_forward_position(rows_of(a->attn_out, s, C), a->attn_weights, a->keys_t, a->qkv, h, s.position,
                                    s.T, C, NH);
     }

@@ -323,8 +323,9 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
 
 // model_forward_position: the forward pass for position t (< block_size) of a
 // single sequence (row 0 of the batch), dropout off. Each block writes row t
-// of its qkv (and column t of keys_t, the keys transposed) and reads rows
-// 0..t-1 as earlier calls left them: the key/value cache, so generating a token costs
+// of its qkv (and position t of keys_t, which holds the keys as
+// attention.h's cache_key lays them out) and reads positions 0..t-1 as
+// earlier calls left them: the key/value cache, so generating a token costs
 // O(L (T*C + C*C)) instead of a forward pass over the whole window. Every
 // other activation of position t, its logits included, is written in row 0,
 // over the last position's (only the cache needs memory per position).
