@@ -461,11 +461,11 @@ static bool print_progress(TrainRun *run, long step, double train_loss, float va
 // is_last_step: whether step "step" is the run's last: the last of --steps,
 // or, with --time, the one the clock says is: it might end past the budget,
 // if it took as long as this process's longest step so far (evaluations
-// and saves included). The last step is evaluated and
-// sampled, so the run ends on a validation loss of its final weights, give
-// or take that step. (At the average pace, one slow step on a busy machine
-// ran past the budget before the clock had called any step the last, and
-// the run ended without its final evaluation.)
+// and saves included). The last step is evaluated and sampled, so the run
+// ends on a validation loss of its final weights, give or take that step.
+// (At the average pace, one slow step on a busy machine ran past the budget
+// before the clock had called any step the last, and the run ended without
+// its final evaluation.)
 static bool is_last_step(const TrainRun *run, long step, double spent) {
     const TrainSettings *s = &run->s;
     if (step == s->steps - 1) return true;

@@ -104,8 +104,8 @@ static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ld
         for (int v = 0; v < NV; v++) store16(out + (size_t)(n0 + r) * ldo + m0 + 16 * v, acc[r][v]);
 }
 
-// The last cols < 16 columns of a tile (a head V = 83 wide leaves 19 past
-// its whole vectors: 16 of them a vector, then 3), in one vector per row
+// The last cols < 16 columns of a tile (a head V = 83 wide ends in a tile
+// 19 wide: a whole vector, then these 3), in one vector per row
 // whose lanes past cols are never read from B or out nor written
 // (load_tail16, store_tail16). Each lane is its column's chain of fused
 // multiply-adds in increasing k, as in tile_any, so the bits are tile_any's;

@@ -841,7 +841,8 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
 }
 
 // rows_of: the span's rows of a [.., width] activation; NULL for a tensor
-// the model does not have (RMSNorm's mean).
+// the model does not have (RMSNorm's mean). qkv_rows: those of a block's
+// qkv, which for one position is its row of the cache (Span).
 static float *rows_of(float *tensor, Span s, size_t width) { return tensor ? tensor + s.first_row * width : NULL; }
 static float *qkv_rows(BlockActs *a, Span s, int C) { return a->qkv + s.cache_row * 3 * (size_t)C; }
 
