@@ -20,4 +20,16 @@
 #define TINYGPT_SANITIZED 0
 #endif
 
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+// same_or_close: "got" has the bits of "expected", or, in the sanitized
+// build, agrees with it to 1e-6 relative to max(1, |expected|): the check
+// of two code paths that must give the same bits (see above).
+static inline bool same_or_close(float got, float expected) {
+    if (TINYGPT_SANITIZED) return fabs((double)got - (double)expected) <= 1e-6 * fmax(1.0, fabs((double)expected));
+    return memcmp(&got, &expected, sizeof got) == 0;
+}
+
 #endif

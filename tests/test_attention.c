@@ -396,11 +396,6 @@ END_TEST
 // the 64th position. (Under the sanitizer, to 1e-6: the two paths inline
 // the same kernels separately, which clang's instrumented -O1 need not
 // fuse alike; see sanitized.h.)
-static bool same_or_close(float x, float y) {
-    return TINYGPT_SANITIZED ? fabs((double)x - (double)y) <= 1e-6 * fmax(1.0, fabs((double)y))
-                             : memcmp(&x, &y, sizeof x) == 0;
-}
-
 START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
     enum { B = 2, T = 70, C = 32, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
            N_W = B * NH * T * T };

@@ -77,8 +77,7 @@ START_TEST(vector_tile_gives_the_bits_of_the_plain_tile) {
                     // Outside the tile, neither may write; inside, the same
                     // bits (to 1e-6 under the sanitizer: see sanitized.h).
                     double x = out_any[i], y = out_vec[i];
-                    bool same = TINYGPT_SANITIZED ? fabs(x - y) <= 1e-6 * fmax(1.0, fabs(x)) : x == y;
-                    if (!same)
+                    if (!same_or_close(out_vec[i], out_any[i]))
                         ck_abort_msg("rows %d nv %d transposed %d scales %d start %d: out[%d] plain %.9g vs vector "
                                      "%.9g",
                                      rows, shape.nv, transposed, with_scales, how, i, x, y);
@@ -116,8 +115,7 @@ START_TEST(tail_tile_gives_the_bits_of_the_plain_tile) {
                     else tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 1);
                     for (int i = 0; i < MAX_ROWS * LDO; i++) {
                         double x = out_any[i], y = out_tail[i];
-                        bool same = TINYGPT_SANITIZED ? fabs(x - y) <= 1e-6 * fmax(1.0, fabs(x)) : x == y;
-                        if (!same)
+                        if (!same_or_close(out_tail[i], out_any[i]))
                             ck_abort_msg("cols %d rows %d transposed %d start %d: out[%d] plain %.9g vs tail %.9g",
                                          cols, rows, transposed, how, i, x, y);
                     }
