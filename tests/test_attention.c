@@ -55,14 +55,14 @@ typedef struct {
     float p;
     uint64_t key;
     bool fast;
-    float *dropout_scales;  // [B,NH,T,T]   (fast version only)
+    float *dropped_weights; // [B,NH,T,T]   (fast version only)
     float *keys_t;          // [B,NH,HS,T] (fast version only)
     float *values_t;        // [B,NH,HS,T] (fast version only)
 } Attn;
 
 static Attn attn_new(bool fast, int B, int T, int C, int NH, float p, uint64_t key) {
     Attn a = {B, T, C, NH, p, key, fast, NULL, NULL, NULL};
-    a.dropout_scales = xmalloc((size_t)B * NH * T * T * sizeof(float));
+    a.dropped_weights = xmalloc((size_t)B * NH * T * T * sizeof(float));
     a.keys_t = xmalloc((size_t)B * T * C * sizeof(float));
     a.values_t = xmalloc((size_t)B * T * C * sizeof(float));
     return a;
@@ -71,12 +71,12 @@ static Attn attn_new(bool fast, int B, int T, int C, int NH, float p, uint64_t k
 static void attn_free(Attn *a) {
     free(a->values_t);
     free(a->keys_t);
-    free(a->dropout_scales);
+    free(a->dropped_weights);
 }
 
 static void attn_forward(Attn *a, float *out, float *weights, const float *qkv) {
     if (a->fast)
-        attention_forward(out, weights, a->dropout_scales, a->keys_t, qkv, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
+        attention_forward(out, weights, a->dropped_weights, a->keys_t, qkv, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
     else
         attention_forward_reference(out, weights, qkv, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
 }
@@ -86,7 +86,7 @@ static void attn_forward(Attn *a, float *out, float *weights, const float *qkv) 
 static void attn_backward(Attn *a, float *dqkv, float *dweights, const float *dout, const float *qkv,
                           const float *weights) {
     if (a->fast)
-        attention_backward(dqkv, dweights, dout, qkv, weights, a->dropout_scales, a->values_t, a->B, a->T, a->C,
+        attention_backward(dqkv, dweights, dout, qkv, weights, a->dropped_weights, a->values_t, a->B, a->T, a->C,
                            a->NH, a->p);
     else
         attention_backward_reference(dqkv, dweights, dout, qkv, weights, a->B, a->T, a->C, a->NH, a->p, a->key, 0);
@@ -459,6 +459,21 @@ START_TEST(dropout_zeroes_about_p_of_the_weights_and_scales_the_rest) {
     }
     Attn a = attn_new(_i, 1, T, C, NH, p, key);
     attn_forward(&a, out, weights, qkv);
+    if (a.fast) {
+        // What the fast backward reads: each weight times the rule's factor
+        // (rng.h), zero above the diagonal; a kept weight is never 0.
+        for (int t = 0; t < T; t++) {
+            for (int j = 0; j < T; j++) {
+                const size_t at = (size_t)t * T + j;
+                const float expected = j <= t ? weights[at] * dropout_factor(key, at, p, 2.0f) : 0.0f;
+                if (memcmp(&a.dropped_weights[at], &expected, sizeof expected) != 0)
+                    ck_abort_msg("dropped_weights[%d][%d] = %.9g, expected %.9g", t, j,
+                                 (double)a.dropped_weights[at], (double)expected);
+                if (j <= t && dropout_factor(key, at, p, 2.0f) != 0.0f)
+                    ck_assert_msg(a.dropped_weights[at] != 0.0f, "kept weight [%d][%d] is 0", t, j);
+            }
+        }
+    }
     attn_free(&a);
     int dropped = 0, total = 0;
     for (int t = 0; t < T; t++) {

@@ -196,7 +196,7 @@ static void expected_acts(ExpectedTable *x, const ModelConfig *cfg, size_t B) {
         }
         expect(x, 0, BT, 3 * C, "blocks.%d.qkv", l);
         expect(x, 0, B * NH, T * T, "blocks.%d.attn_weights", l);
-        if (cfg->dropout > 0.0f) expect(x, 0, B * NH, T * T, "blocks.%d.dropout_scales", l);
+        if (cfg->dropout > 0.0f) expect(x, 0, B * NH, T * T, "blocks.%d.dropped_weights", l);
         expect(x, 0, B * NH, HS * T, "blocks.%d.keys_t", l);
         expect(x, 0, BT, C, "blocks.%d.attn_out", l);
         expect(x, 0, BT, C, "blocks.%d.res_attn", l);
@@ -233,8 +233,8 @@ START_TEST(act_table_sizes_every_activation_for_the_largest_batch) {
         TensorTable t;
         act_table(&t, &cfg, B);
         assert_table_is(what, &t, &x);
-        ck_assert_msg(with_dropout == (table_find(&t, "blocks.0.dropout_scales") != NULL),
-                      "%s: blocks.0.dropout_scales is %s", what, with_dropout ? "missing" : "there");
+        ck_assert_msg(with_dropout == (table_find(&t, "blocks.0.dropped_weights") != NULL),
+                      "%s: blocks.0.dropped_weights is %s", what, with_dropout ? "missing" : "there");
         table_free(&t);
     }
 }
@@ -301,7 +301,7 @@ START_TEST(act_table_does_not_overflow_for_the_longest_context_check_config_allo
         TensorTable acts, grad_acts;
         act_table(&acts, cfg, B);
         grad_act_table(&grad_acts, cfg, B);
-        const char *names[] = {"blocks.0.attn_weights", "blocks.0.dropout_scales"};
+        const char *names[] = {"blocks.0.attn_weights", "blocks.0.dropped_weights"};
         for (int n = 0; n < 2; n++) {
             const TensorSpec *spec = &acts.specs[table_index(&acts, names[n])];
             ck_assert_msg(spec->size == expected, "%s: %s has %zu floats for T=%zu, expected %zu",
@@ -391,7 +391,7 @@ static void assert_model_views(const Model *m) {
         assert_view(b->ln1_rstd, base, at, "blocks.%d.ln1_rstd", l);
         assert_view(b->qkv, base, at, "blocks.%d.qkv", l);
         assert_view(b->attn_weights, base, at, "blocks.%d.attn_weights", l);
-        assert_view(b->dropout_scales, base, at, "blocks.%d.dropout_scales", l);
+        assert_view(b->dropped_weights, base, at, "blocks.%d.dropped_weights", l);
         assert_view(b->keys_t, base, at, "blocks.%d.keys_t", l);
         assert_view(b->attn_out, base, at, "blocks.%d.attn_out", l);
         assert_view(b->res_attn, base, at, "blocks.%d.res_attn", l);
@@ -445,7 +445,7 @@ static void assert_model_tables(const Model *m, const ModelConfig *cfg, int max_
 
 START_TEST(model_init_points_each_view_at_its_table_entry) {
     ModelConfig cfg = SMALL;
-    cfg.dropout = 0.1f;  // so that dropout_scales is there too
+    cfg.dropout = 0.1f;  // so that dropped_weights is there too
     Model m;
     model_init(&m, &cfg, SMALL_B, true);
     assert_model_tables(&m, &cfg, SMALL_B);
@@ -456,13 +456,13 @@ START_TEST(model_init_points_each_view_at_its_table_entry) {
     ck_assert_ptr_null(m.params.blocks[0].ln1_weight);
     ck_assert_ptr_null(m.params.blocks[0].fc_weight);
     ck_assert_ptr_null(m.params.lnf_weight);
-    ck_assert_ptr_nonnull(m.acts.blocks[0].dropout_scales);
+    ck_assert_ptr_nonnull(m.acts.blocks[0].dropped_weights);
     model_free(&m);
 
     model_init(&m, &SMALL, SMALL_B, false);  // inference only: no gradient buffers
     ck_assert_ptr_null(m.grads_memory);
     ck_assert_ptr_null(m.grad_acts_memory);
-    ck_assert_ptr_null(m.acts.blocks[0].dropout_scales);  // no dropout: no masks
+    ck_assert_ptr_null(m.acts.blocks[0].dropped_weights);  // no dropout: no masks
     assert_model_views(&m);
     model_free(&m);
 }

@@ -7,7 +7,7 @@
 // fused multiply-add. Checked for every shape the callers
 // instantiate (rows 1, 4 and 16/NV by NV = 1..4 vectors), for each way a
 // tile starts (zeros, a bias row, the values already in out), with A read
-// as a matrix and as a transposed one, with and without scales, on k ranges
+// as a matrix and as a transposed one, on k ranges
 // that start past 0, and with out and B slices of wider rows. tile_any in
 // turn is checked against a sum in double precision, so the pair is not
 // just two copies of one mistake.
@@ -27,12 +27,11 @@ enum { MAX_ROWS = 16, MAX_COLS = 64, K = 37, K0 = 5, PAD = 3, LDO = MAX_COLS + 2
 enum { A_SIZE = (MAX_ROWS + 1) * (K + 1) };
 
 // The instantiations the callers use; tile_vec needs its shape as constants.
-static void run_tile_vec(int rows, int nv, float *out, StridedMatrix A, const float *scales, const float *B,
-                         TileStart start) {
-#define CASE(R, NV)                                                                  \
-    if (rows == (R) && nv == (NV)) {                                                 \
-        tile_vec(out, LDO, A, scales, B, LDB, K0, K, 0, PAD, start, (R), (NV));      \
-        return;                                                                      \
+static void run_tile_vec(int rows, int nv, float *out, StridedMatrix A, const float *B, TileStart start) {
+#define CASE(R, NV)                                                          \
+    if (rows == (R) && nv == (NV)) {                                         \
+        tile_vec(out, LDO, A, B, LDB, K0, K, 0, PAD, start, (R), (NV));      \
+        return;                                                              \
     }
     CASE(1, 1) CASE(4, 1) CASE(16, 1)
     CASE(1, 2) CASE(4, 2) CASE(8, 2)
@@ -55,33 +54,28 @@ START_TEST(vector_tile_gives_the_bits_of_the_plain_tile) {
     const int rows = shape.rows, cols = 16 * shape.nv;
     Rng rng;
     rng_init(&rng, 40 + (uint64_t)_i);
-    static float a_data[A_SIZE], scale_data[A_SIZE], B[K * LDB], bias[LDO], start_out[MAX_ROWS * LDO];
+    static float a_data[A_SIZE], B[K * LDB], bias[LDO], start_out[MAX_ROWS * LDO];
     static float out_any[MAX_ROWS * LDO], out_vec[MAX_ROWS * LDO];
     fill_uniform(a_data, A_SIZE, &rng);
-    fill_uniform(scale_data, A_SIZE, &rng);
     fill_uniform(B, K * LDB, &rng);
     fill_uniform(bias, LDO, &rng);
     fill_uniform(start_out, MAX_ROWS * LDO, &rng);
     for (int transposed = 0; transposed <= 1; transposed++) {
         // A(n,k) at n*(K+1) + k, or at k*(MAX_ROWS+1) + n: strides wider than the shape
         StridedMatrix A = transposed ? (StridedMatrix){a_data, 1, MAX_ROWS + 1} : (StridedMatrix){a_data, K + 1, 1};
-        for (int with_scales = 0; with_scales <= 1; with_scales++) {
-            const float *scales = with_scales ? scale_data : NULL;
-            for (int how = 0; how < 3; how++) {
-                TileStart start = {how == 2, how == 1 ? bias : NULL};
-                memcpy(out_any, start_out, sizeof out_any);
-                memcpy(out_vec, start_out, sizeof out_vec);
-                tile_any(out_any, LDO, A, scales, B, LDB, K0, K, 0, rows, PAD, cols, start);
-                run_tile_vec(rows, shape.nv, out_vec, A, scales, B, start);
-                for (int i = 0; i < MAX_ROWS * LDO; i++) {
-                    // Outside the tile, neither may write; inside, the same
-                    // bits (to 1e-6 under the sanitizer: see sanitized.h).
-                    double x = out_any[i], y = out_vec[i];
-                    if (!same_or_close(out_vec[i], out_any[i]))
-                        ck_abort_msg("rows %d nv %d transposed %d scales %d start %d: out[%d] plain %.9g vs vector "
-                                     "%.9g",
-                                     rows, shape.nv, transposed, with_scales, how, i, x, y);
-                }
+        for (int how = 0; how < 3; how++) {
+            TileStart start = {how == 2, how == 1 ? bias : NULL};
+            memcpy(out_any, start_out, sizeof out_any);
+            memcpy(out_vec, start_out, sizeof out_vec);
+            tile_any(out_any, LDO, A, B, LDB, K0, K, 0, rows, PAD, cols, start);
+            run_tile_vec(rows, shape.nv, out_vec, A, B, start);
+            for (int i = 0; i < MAX_ROWS * LDO; i++) {
+                // Outside the tile, neither may write; inside, the same
+                // bits (to 1e-6 under the sanitizer: see sanitized.h).
+                double x = out_any[i], y = out_vec[i];
+                if (!same_or_close(out_vec[i], out_any[i]))
+                    ck_abort_msg("rows %d nv %d transposed %d start %d: out[%d] plain %.9g vs vector %.9g", rows,
+                                 shape.nv, transposed, how, i, x, y);
             }
         }
     }
@@ -110,7 +104,7 @@ START_TEST(tail_tile_gives_the_bits_of_the_plain_tile) {
                     TileStart start = {how == 2, how == 1 ? bias : NULL};
                     memcpy(out_any, start_out, sizeof out_any);
                     memcpy(out_tail, start_out, sizeof out_tail);
-                    tile_any(out_any, LDO, A, NULL, B, LDB, K0, K, 0, rows, PAD, cols, start);
+                    tile_any(out_any, LDO, A, B, LDB, K0, K, 0, rows, PAD, cols, start);
                     if (rows == 4) tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 4);
                     else tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 1);
                     for (int i = 0; i < MAX_ROWS * LDO; i++) {
@@ -128,21 +122,20 @@ START_TEST(plain_tile_matches_a_double_precision_sum) {
     enum { ROWS = 3, COLS = 7 };
     Rng rng;
     rng_init(&rng, 77);
-    static float a_data[A_SIZE], scale_data[A_SIZE], B[K * LDB], start_out[MAX_ROWS * LDO], out[MAX_ROWS * LDO];
+    static float a_data[A_SIZE], B[K * LDB], start_out[MAX_ROWS * LDO], out[MAX_ROWS * LDO];
     fill_uniform(a_data, A_SIZE, &rng);
-    fill_uniform(scale_data, A_SIZE, &rng);
     fill_uniform(B, K * LDB, &rng);
     fill_uniform(start_out, MAX_ROWS * LDO, &rng);
     memcpy(out, start_out, sizeof out);
     StridedMatrix A = {a_data, 1, MAX_ROWS + 1};
-    tile_any(out, LDO, A, scale_data, B, LDB, K0, K, 1, ROWS, PAD, COLS, (TileStart){true, NULL});
+    tile_any(out, LDO, A, B, LDB, K0, K, 1, ROWS, PAD, COLS, (TileStart){true, NULL});
     for (int n = 0; n < MAX_ROWS; n++) {
         for (int m = 0; m < LDO; m++) {
             double expected = start_out[n * LDO + m];
             if (n >= 1 && n < 1 + ROWS && m >= PAD && m < PAD + COLS)
                 for (int k = K0; k < K; k++) {
                     size_t at = (size_t)k * (MAX_ROWS + 1) + (size_t)n;
-                    expected += (double)a_data[at] * scale_data[at] * B[k * LDB + m];
+                    expected += (double)a_data[at] * B[k * LDB + m];
                 }
             // 32 terms of order 1: float32 round-off well below 1e-5
             if (!(fabs(out[n * LDO + m] - expected) <= 1e-5))

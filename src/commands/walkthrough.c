@@ -9,6 +9,7 @@
 #include "attention.h"
 #include "crossentropy.h"
 #include "linear.h"
+#include "rng.h"
 
 enum { T = WALK_T, D_IN = WALK_D_IN, D_OUT = WALK_D_OUT, HEADS = WALK_HEADS, C = WALK_C };
 
@@ -58,7 +59,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     float scratch[3 * C * C > 3 * C * D_IN ? 3 * C * C : 3 * C * D_IN];  // linear_forward's transposed weight
     float transposed[T * T];                   // X^T or values^T: a right-hand factor as a linear weight
     float keys_t[HEADS * D_OUT * T];  // attention_forward's saved keys, transposed
-    float scales[HEADS * T * T] = {0};
+    float dropped[HEADS * T * T] = {0};  // attention_forward's weights after dropout (unused: no dropout)
 
     // Step 1. A linear layer computes inp @ weight^T, so X X^T is a linear
     // layer whose weight is X, and weights X one whose weight is X^T.
@@ -106,15 +107,18 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     softmax_forward(w->masked_weights3, w->masked_scores3, T, T);
     // And what training runs: attention_forward on the packed q, k, v
     // (batch 1, one head of D_OUT channels, dropout off).
-    attention_forward(w->context3, w->attn_weights3, scales, keys_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0, 0);
+    attention_forward(w->context3, w->attn_weights3, dropped, keys_t, w->qkv, 1, T, D_OUT, 1, 0.0f, 0, 0);
 
     // Step 4. The same call with dropout on; attn_weights come out before
-    // dropout, and dropout_scales say what dropout did to each of them.
+    // dropout, dropped_weights after. The factors, from the rule itself
+    // (rng.h), for weight (t, j), index t * T + j of the one head's [T,T].
     float weights4[T * T];
-    attention_forward(w->context4, weights4, w->dropout_scales4, keys_t, w->qkv, 1, T, D_OUT, 1,
-                      WALK_DROPOUT, dropout_key, 0);
+    attention_forward(w->context4, weights4, w->dropped4, keys_t, w->qkv, 1, T, D_OUT, 1, WALK_DROPOUT, dropout_key,
+                      0);
+    const float keep = 1.0f / (1.0f - WALK_DROPOUT);
     for (int t = 0; t < T; t++)
-        for (int j = 0; j <= t; j++) w->dropped4[t * T + j] = weights4[t * T + j] * w->dropout_scales4[t * T + j];
+        for (int j = 0; j <= t; j++)
+            w->dropout_factors4[t * T + j] = dropout_factor(dropout_key, (uint64_t)(t * T + j), WALK_DROPOUT, keep);
 
     // Step 5. Two heads: q, k and v each get C = 2 * D_OUT channels, head h
     // owning channels [h*D_OUT, (h+1)*D_OUT) of each, as in the model.
@@ -126,7 +130,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     set_weight_rows(qkv_weight5, 2 * C, WALK_W_VALUE);
     set_weight_rows(qkv_weight5, 2 * C + D_OUT, WALK_W2_VALUE);
     linear_forward(w->qkv5, X, qkv_weight5, NULL, scratch, T, D_IN, 3 * C);
-    attention_forward(w->concat5, w->attn_weights5, scales, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0, 0);
+    attention_forward(w->concat5, w->attn_weights5, dropped, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0, 0);
     float proj_weight[C * C];  // W_out^T: our layer's [out, in] layout
     transpose(proj_weight, &WALK_W_OUT[0][0], C, C);
     linear_forward(w->out5, w->concat5, proj_weight, WALK_B_OUT, scratch, T, C, C);
@@ -216,14 +220,14 @@ void walkthrough_print(const Walkthrough *w, FILE *out) {
 
     int kept = 0;
     for (int t = 0; t < T; t++)
-        for (int j = 0; j <= t; j++) kept += w->dropout_scales4[t * T + j] != 0.0f;
+        for (int j = 0; j <= t; j++) kept += w->dropout_factors4[t * T + j] != 0.0f;
     fprintf(out, "== Step 4: dropout, p = %.1f (training only; key %llu) ==\n"
                  "Each weight is zeroed with probability p and the kept ones are multiplied by 1/(1-p) = 2,\n"
                  "so the expected weight is unchanged. This mask kept %d of the %d weights.\n\n",
             (double)WALK_DROPOUT, (unsigned long long)w->dropout_key, kept, T * (T + 1) / 2);
-    print_matrix(out, "(4a) dropout factors (attention_forward's dropout_scales)", w->dropout_scales4, T, T, tok,
+    print_matrix(out, "(4a) dropout factors (dropout_factor, rng.h)", w->dropout_factors4, T, T, tok,
                  tok, true);
-    print_matrix(out, "(4b) weights after dropout = (3d) x factors", w->dropped4, T, T, tok, tok, false);
+    print_matrix(out, "(4b) weights after dropout (attention_forward's dropped_weights) = (3d) x factors", w->dropped4, T, T, tok, tok, false);
     print_matrix(out, "(4c) context with dropout (attention_forward)", w->context4, T, D_OUT, tok, VDIMS, false);
 
     fprintf(out, "== Step 5: two heads, then the output projection ==\n"

@@ -58,20 +58,20 @@ static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t
         case 0:
             break;
         case 4:
-            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 4);
-            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 4);
+            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 4);
+            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 4);
             break;
         case 3:
-            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 3);
-            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 3);
+            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 3);
+            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 3);
             break;
         case 2:
-            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 2);
-            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 2);
+            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 2);
+            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 2);
             break;
         default:
-            if (whole) tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 1);
-            else tile_vec(out, ldo, A, NULL, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 1);
+            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 1);
+            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 1);
             break;
         }
     }
@@ -131,7 +131,7 @@ static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, Strid
                     const StridedMatrix A_t = {A_block.data, 1, A_block.col_stride};
                     for (; n0 + 8 <= chunk_end; n0 += 8)
                         for (int m = 0; m < TILE_COLS; m += 32)
-                            tile_vec(out + m0, ldo, A_t, NULL, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
+                            tile_vec(out + m0, ldo, A_t, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
                 }
                 for (; n0 < chunk_end; n0 += TILE_ROWS)
                     matmul_tile(out + m0, ldo, A_block, b_block, ldb, 0, k1 - k0, n0,

@@ -9,8 +9,7 @@
 // tile's result does not depend on how the caller cuts the work.
 //
 // A is read through strides, so one kernel serves a matrix and a transposed
-// one; when "scales" is not NULL, A(n, k) is first multiplied by the scale
-// at the same place (attention's dropout factors). B and out are row-major
+// one. B and out are row-major
 // with their own row strides (ldb, ldo), so both can be slices of a wider
 // tensor, such as one head's channels of qkv.
 //
@@ -49,17 +48,13 @@ typedef struct {
 // It serves the ragged edges (a head V = 65 wide leaves a tile one column
 // wide) and reads as the definition of the vector version below, which
 // must give its bits.
-static inline void tile_any(float *out, size_t ldo, StridedMatrix A, const float *scales, const float *B, size_t ldb,
-                            int k0, int k1, int n0, int rows, int m0, int cols, TileStart start) {
+static inline void tile_any(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int k0, int k1,
+                            int n0, int rows, int m0, int cols, TileStart start) {
     for (int r = 0; r < rows; r++) {
         float *out_row = out + (size_t)(n0 + r) * ldo + m0;
         for (int j = 0; j < cols; j++) {
             float sum = start.accumulate ? out_row[j] : start.init_row ? start.init_row[m0 + j] : 0.0f;
-            for (int k = k0; k < k1; k++) {
-                float a = strided_at(A, n0 + r, k);
-                if (scales) a *= scales[(size_t)(n0 + r) * A.row_stride + (size_t)k * A.col_stride];
-                sum = fmaf(a, B[(size_t)k * ldb + m0 + j], sum);
-            }
+            for (int k = k0; k < k1; k++) sum = fmaf(strided_at(A, n0 + r, k), B[(size_t)k * ldb + m0 + j], sum);
             out_row[j] = sum;
         }
     }
@@ -70,10 +65,9 @@ static inline void tile_any(float *out, size_t ldo, StridedMatrix A, const float
 // accumulators become registers.
 #define TILE_MAX_ROWS 16
 #define TILE_MAX_NV 4
-static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ldo, StridedMatrix A,
-                                                           const float *scales, const float *B, size_t ldb, int k0,
-                                                           int k1, int n0, int m0, TileStart start, const int ROWS,
-                                                           const int NV) {
+static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ldo, StridedMatrix A, const float *B,
+                                                           size_t ldb, int k0, int k1, int n0, int m0, TileStart start,
+                                                           const int ROWS, const int NV) {
     vec16 acc[TILE_MAX_ROWS][TILE_MAX_NV];
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; r++)
@@ -92,8 +86,7 @@ static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ld
         }
 #pragma GCC unroll 16
         for (int r = 0; r < ROWS; r++) {
-            float a = strided_at(A, n0 + r, k);
-            if (scales) a *= scales[(size_t)(n0 + r) * A.row_stride + (size_t)k * A.col_stride];
+            const float a = strided_at(A, n0 + r, k);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];  // fused: -ffp-contract=fast
         }

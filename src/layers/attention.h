@@ -25,7 +25,9 @@
 //   ([HS,T]), only at or left of the diagonal; the T x HS products (the
 //   weighted sum of values and three gradients) on tile.h's tiles directly,
 //   several rows at a time; the dropout factors are computed once per step
-//   into a tensor. Tests check that the two versions agree.
+//   and kept multiplied in, as the weights after dropout, which the
+//   weighted sum and the backward read. Tests check that the two versions
+//   agree.
 #ifndef TINYGPT_ATTENTION_H
 #define TINYGPT_ATTENTION_H
 
@@ -52,12 +54,15 @@ void attention_backward_reference(float *dqkv, float *dweights, const float *dat
                                   uint64_t dropout_key, uint64_t dropout_first);
 
 // The fast forward also fills:
-//   dropout_scales[B,NH,T,T]  0 (dropped) or 1/(1-p) (kept), which the fast
-//                             backward reads; unused when dropout_p = 0
+//   dropped_weights[B,NH,T,T] P, the weights after dropout: attn_weights x
+//                             0 (dropped) or 1/(1-p) (kept), zero above the
+//                             diagonal; the fast backward reads it (for
+//                             dV = P^T dOut, and for the factors: a weight is
+//                             kept where P is not 0); unused when dropout_p = 0
 //   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys,
 //                             transposed (the scores' tiles read them; sampling's
 //                             cache keeps them)
-void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
+void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
                        const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
                        uint64_t dropout_first);
 // transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
@@ -85,7 +90,7 @@ void attention_forward_position(float *out_row, float *weights_row, const float 
 // the head at hand's values transposed, which it fills itself (a copy per
 // block kept from the forward pass would cost L times the memory).
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropout_scales, float *values_t, int B, int T,
+                        const float *attn_weights, const float *dropped_weights, float *values_t, int B, int T,
                         int C, int NH, float dropout_p);
 
 #endif

@@ -5,13 +5,15 @@
 // reference loops these must match. Why the tricks change no result beyond
 // rounding: they only regroup the same sums into tiles, skip products
 // that the mask makes zero, and draw every dropout factor from the same
-// pure function of its index (rng.h); the one approximation is exp
+// pure function of its index (rng.h), once, into the weights after dropout
+// that both passes read; the one approximation is exp
 // (fast_expf, within about one unit in the last place of libm's expf,
 // fastexp.h). The tests hold the two versions together.
 //
 // The same steps as products of whole matrices, each one
 // cut into tile.h's register tiles. Per (batch, head), with Q K V dOut
-// the head's [T,HS] slices, P the weights after dropout and dS the
+// the head's [T,HS] slices, P the weights after dropout (the weights
+// themselves without it) and dS the
 // gradient of the scores:
 //   T x T results:  scores = Q K^T,  dweights = dOut V^T
 //       tiles 4 rows by up to 64 keys (matmul.c's matmul_tile_rows), reading the
@@ -45,53 +47,49 @@ static int causal_tile_cols(int j0, int last, int T) {
 // most that leave registers for B's row and the broadcasts.
 #define HEAD_ROWS(NV) (16 / (NV))
 
-// out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) [* scales(n, k)] * B[k, 0..HS)
+// out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) * B[k, 0..HS)
 // for n in [n0, n0 + rows); per tile of rows, k runs over the union of its
 // rows' ranges, given by the callers as the causal bounds of the tile:
 // "lower" (P V, dS K: k <= n, so k in [0, last row]) or not (P^T dOut,
 // dS^T Q: k >= n, so k in [first row, T)). Outside its own range a row's A
 // is exactly zero (masked), so the extra terms add nothing.
 static inline __attribute__((always_inline)) void head_product_nv(float *out, size_t ldo, StridedMatrix A,
-                                                                  const float *scales, const float *B, size_t ldb,
-                                                                  int n0, int rows, int T, bool lower,
-                                                                  TileStart start, const int NV) {
+                                                                  const float *B, size_t ldb, int n0, int rows,
+                                                                  int T, bool lower, TileStart start, const int NV) {
     int n = n0;
     for (; n + HEAD_ROWS(NV) <= n0 + rows; n += HEAD_ROWS(NV)) {
         int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(NV) : T;
-        tile_vec(out, ldo, A, scales, B, ldb, k0, k1, n, 0, start, HEAD_ROWS(NV), NV);
+        tile_vec(out, ldo, A, B, ldb, k0, k1, n, 0, start, HEAD_ROWS(NV), NV);
     }
     for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(NV), one at a time
-        tile_vec(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
+        tile_vec(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
 }
 
-// head_product_nv with what is known at the call written as constants, so
-// the compiler drops the "scales" test from the tile's inner loop and, for A
-// transposed (row stride 1), addresses its rows' numbers as one pointer plus
-// 0, 1, ... instead of keeping a register per row (as matmul.c does).
+// head_product_nv with A's row stride written as the constant 1 when A is
+// transposed, so the compiler addresses its rows' numbers as one pointer
+// plus 0, 1, ... instead of keeping a register per row (as matmul.c does).
 static inline __attribute__((always_inline)) void head_product_known(float *out, size_t ldo, StridedMatrix A,
-                                                                     const float *scales, const float *B,
-                                                                     size_t ldb, int n0, int rows, int T,
-                                                                     bool lower, TileStart start, const int NV) {
+                                                                     const float *B, size_t ldb, int n0, int rows,
+                                                                     int T, bool lower, TileStart start,
+                                                                     const int NV) {
     if (A.row_stride == 1) {
         const StridedMatrix A_t = {A.data, 1, A.col_stride};
-        if (scales) head_product_nv(out, ldo, A_t, scales, B, ldb, n0, rows, T, lower, start, NV);
-        else head_product_nv(out, ldo, A_t, NULL, B, ldb, n0, rows, T, lower, start, NV);
+        head_product_nv(out, ldo, A_t, B, ldb, n0, rows, T, lower, start, NV);
     } else {
-        if (scales) head_product_nv(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, NV);
-        else head_product_nv(out, ldo, A, NULL, B, ldb, n0, rows, T, lower, start, NV);
+        head_product_nv(out, ldo, A, B, ldb, n0, rows, T, lower, start, NV);
     }
 }
 
-static void head_product(float *out, size_t ldo, StridedMatrix A, const float *scales, const float *B, size_t ldb,
-                         int n0, int rows, int T, bool lower, TileStart start, int HS) {
+static void head_product(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int n0, int rows, int T,
+                         bool lower, TileStart start, int HS) {
     switch (HS % 16 == 0 ? HS / 16 : 0) {
-    case 1: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 1); return;
-    case 2: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 2); return;
-    case 3: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 3); return;
-    case 4: head_product_known(out, ldo, A, scales, B, ldb, n0, rows, T, lower, start, 4); return;
+    case 1: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 1); return;
+    case 2: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 2); return;
+    case 3: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 3); return;
+    case 4: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 4); return;
     default:  // other head sizes: the plain tile, one row at a time
         for (int n = n0; n < n0 + rows; n++)
-            tile_any(out, ldo, A, scales, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
+            tile_any(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
     }
 }
 
@@ -131,21 +129,21 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
     }
 }
 
-// scales[0..T): the dropout factors of the weights with flat indices
-// first_index + j for the n = t + 1 visible j, then zeros for the masked
-// ones (the tiles of P = weights x scales read them). A plain loop over a
-// pure function: it vectorises.
-static void dropout_scales_row(float *scales, int n, int T, uint64_t key, size_t first_index, float p) {
+// dropped[0..T) = weights[0..T) x the dropout factors of the weights with
+// flat indices first_index + j (P, the weights after dropout), for the n =
+// t + 1 visible j; zeros for the masked ones. A plain loop over a pure
+// function: it vectorises.
+static void drop_row(float *dropped, const float *weights, int n, int T, uint64_t key, size_t first_index, float p) {
     const float keep = 1.0f / (1.0f - p);
-    for (int j = 0; j < n; j++) scales[j] = dropout_factor(key, first_index + j, p, keep);
-    for (int j = n; j < T; j++) scales[j] = 0.0f;
+    for (int j = 0; j < n; j++) dropped[j] = weights[j] * dropout_factor(key, first_index + j, p, keep);
+    for (int j = n; j < T; j++) dropped[j] = 0.0f;
 }
 
 // Steps 1-4 for the rows [t0, t0+rows) of one head, rows <= SOFTMAX_BLOCK:
 // the score tiles, 4 rows by up to 64 keys, at or left of the diagonal;
 // then the block's softmaxes at once (softmax_rows: row t over its t + 1
-// visible keys), the masked j > t set to zero, and the dropout factors.
-static void attention_weights_rows(float *attn_weights, float *dropout_scales, const float *keys_t,
+// visible keys), the masked j > t set to zero, and the weights after dropout.
+static void attention_weights_rows(float *attn_weights, float *dropped_weights, const float *keys_t,
                                    const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
                                    float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
@@ -169,23 +167,22 @@ static void attention_weights_rows(float *attn_weights, float *dropout_scales, c
         const size_t row_index = (head * T + t) * T;
         for (int j = t + 1; j < T; j++) attn_weights[row_index + j] = 0.0f;
         if (dropout_p > 0.0f)  // step 4
-            dropout_scales_row(dropout_scales + row_index, t + 1, T, dropout_key, dropout_first + row_index, dropout_p);
+            drop_row(dropped_weights + row_index, attn_weights + row_index, t + 1, T, dropout_key,
+                     dropout_first + row_index, dropout_p);
     }
 }
 
 // Step 5 for the rows [t0, t0+rows) of one head: out_t = sum over j <= t
-// of weights[t,j] * scales[t,j] * v_j, that is out = P V.
-static void attention_values_rows(float *attn_out, const float *attn_weights, const float *dropout_scales,
-                                  const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
-                                  float dropout_p) {
+// of P[t,j] * v_j, that is out = P V (P: "weights", after dropout if any).
+static void attention_values_rows(float *attn_out, const float *weights, const float *qkv, int b, int h, int t0,
+                                  int rows, int T, int C, int NH) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const size_t head = (size_t)b * NH + h;
-    StridedMatrix weights = {attn_weights + head * T * T, (size_t)T, 1};
-    const float *scales = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+    StridedMatrix P = {weights + head * T * T, (size_t)T, 1};
     const float *values = qkv + (size_t)b * T * C3 + 2 * C + h * HS;
     float *out = attn_out + (size_t)b * T * C + h * HS;
-    head_product(out, (size_t)C, weights, scales, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
+    head_product(out, (size_t)C, P, values, C3, t0, rows, T, true, (TileStart){false, NULL}, HS);
 }
 
 // Sampling's cache of a head's keys, [HS, T] in all, in blocks of
@@ -224,10 +221,10 @@ void attention_forward_position(float *out_row, float *weights_row, const float 
     }
     softmax_rows(weights_row, (size_t)T, weights_row, (size_t)T, 1, t + 1, 1, T, 1.0f / sqrtf((float)HS), NULL);
     const StridedMatrix weights = {weights_row, 0, 1};
-    head_product(out_row + h * HS, 0, weights, NULL, values, C3, t, 1, T, true, (TileStart){false, NULL}, HS);
+    head_product(out_row + h * HS, 0, weights, values, C3, t, 1, T, true, (TileStart){false, NULL}, HS);
 }
 
-void attention_forward(float *attn_out, float *attn_weights, float *dropout_scales, float *keys_t,
+void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
                        const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
                        uint64_t dropout_first) {
     const int HS = C / NH;
@@ -238,25 +235,27 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropout_scal
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
             transpose_head(keys_t + head * HS * T, NULL, qkv_b, 0, T, T, C, HS, h);
             for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
-                attention_weights_rows(attn_weights, dropout_scales, keys_t, qkv, b, h, t0,
+                attention_weights_rows(attn_weights, dropped_weights, keys_t, qkv, b, h, t0,
                                        T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key,
                                        dropout_first);
-            attention_values_rows(attn_out, attn_weights, dropout_scales, qkv, b, h, 0, T, T, C, NH, dropout_p);
+            attention_values_rows(attn_out, dropout_p > 0.0f ? dropped_weights : attn_weights, qkv, b, h, 0, T, T, C,
+                                  NH);
         }
     }
 }
 
-// Backward for one (batch, head), as four products (P = dropped weights,
-// dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
+// Backward for one (batch, head), as four products (P = the weights after
+// dropout, dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
 //   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
 //   dS       = softmax backward of dweights, times scale     (row by row, in place)
 //   dV       = P^T dOut;  dQ = dS K;  dK = dS^T Q             (head_product)
 void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropout_scales, float *values_t, int B, int T,
+                        const float *attn_weights, const float *dropped_weights, float *values_t, int B, int T,
                         int C, int NH, float dropout_p) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)HS);
+    const float keep = 1.0f / (1.0f - dropout_p);  // a kept weight's factor, as dropout_factor's
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
@@ -265,7 +264,7 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             float *dqkv_b = dqkv + (size_t)b * T * C3;
             const float *dout_bh = dattn_out + (size_t)b * T * C + h * HS;
             const float *weights_bh = attn_weights + head * T * T;
-            const float *scales_bh = dropout_p > 0.0f ? dropout_scales + head * T * T : NULL;
+            const float *dropped_bh = dropout_p > 0.0f ? dropped_weights + head * T * T : NULL;
             // Scratch for this head's dweights and then dS: one T x T slot per
             // thread, reused head after head, so it stays in cache instead of
             // streaming B*NH*T*T floats out to memory. (A thread gets work
@@ -284,7 +283,11 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                                      j0, causal_tile_cols(j0, last, T));
             }
             // row by row: through dropout (x m_j), then the softmax:
-            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place
+            // dS[t,j] = w_j (dw_j - sum_i w_i dw_i) * scale, in place.
+            // The factor m_j is read off P: a weight is an exp, positive,
+            // so P[t,j] = w_j m_j is 0 exactly where m_j is, but for a w_j
+            // that underflowed to 0, whose dS is 0 whatever m_j (up to the
+            // sign of that 0).
             // (steps 4 and 3 of the derivation above
             // attention_backward_reference).
             // In blocks of rows: each row's sum ends in a chain of 16
@@ -299,8 +302,8 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 for (int r = 0; r < rows; r++) {
                     const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
                     float *dscores_t = dscores_bh + (size_t)t * T;
-                    if (scales_bh)
-                        for (int j = 0; j < whole; j++) dscores_t[j] *= scales_bh[(size_t)t * T + j];
+                    if (dropped_bh)
+                        for (int j = 0; j < whole; j++) dscores_t[j] *= dropped_bh[(size_t)t * T + j] != 0.0f ? keep : 0.0f;
                     lanes[r] = row_dot_lanes(weights_bh + (size_t)t * T, dscores_t, t + 1);
                 }
                 sum16_rows(weighted_sum, lanes, rows);
@@ -320,16 +323,14 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
                 }
             }
             // dV = P^T dOut and dK = dS^T Q: row j of each sums over t >= j
-            StridedMatrix weights_transposed = {weights_bh, 1, (size_t)T};
+            StridedMatrix P_transposed = {dropped_bh ? dropped_bh : weights_bh, 1, (size_t)T};
             StridedMatrix dscores_transposed = {dscores_bh, 1, (size_t)T};
             const TileStart write = {false, NULL};  // each row of each is written by one tile
-            head_product(dqkv_b + 2 * C + h * HS, C3, weights_transposed, scales_bh, dout_bh, (size_t)C, 0, T, T,
-                         false, write, HS);
-            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, NULL, qkv_b + h * HS, C3, 0, T, T, false, write,
-                         HS);
+            head_product(dqkv_b + 2 * C + h * HS, C3, P_transposed, dout_bh, (size_t)C, 0, T, T, false, write, HS);
+            head_product(dqkv_b + C + h * HS, C3, dscores_transposed, qkv_b + h * HS, C3, 0, T, T, false, write, HS);
             // dQ = dS K: row t sums over j <= t
             StridedMatrix dscores = {dscores_bh, (size_t)T, 1};
-            head_product(dqkv_b + h * HS, C3, dscores, NULL, qkv_b + C + h * HS, C3, 0, T, T, true, write, HS);
+            head_product(dqkv_b + h * HS, C3, dscores, qkv_b + C + h * HS, C3, 0, T, T, true, write, HS);
         }
     }
 }

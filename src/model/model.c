@@ -159,7 +159,7 @@ typedef enum {
     IF_HEAD_BIAS,           // its bias (card)
     IF_QK_NORM,             // the statistics of --qk-norm
     IF_RESIDUAL,            // the residual stream's branch buffers
-    IF_DROPOUT,             // dropout's saved scales
+    IF_DROPOUT,             // the attention weights after dropout
     IF_LAYERNORM_OR_RESIDUAL,  // dln_out: where a branch's input gradient goes (see input_grad)
 } Part;
 
@@ -240,7 +240,7 @@ static const TensorEntry ACTS_BLOCK[] = {
     {"qkv", D_BT, D_3C, ALWAYS, offsetof(BlockActs, qkv), 0},
     {"qk_rstd", D_BT, D_2NH, IF_QK_NORM, offsetof(BlockActs, qk_rstd), 0},
     {"attn_weights", D_BNH, D_TT, ALWAYS, offsetof(BlockActs, attn_weights), 0},
-    {"dropout_scales", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropout_scales), 0},
+    {"dropped_weights", D_BNH, D_TT, IF_DROPOUT, offsetof(BlockActs, dropped_weights), 0},
     {"keys_t", D_BNH, D_HST, ALWAYS, offsetof(BlockActs, keys_t), 0},
     {"attn_out", D_BT, D_C, ALWAYS, offsetof(BlockActs, attn_out), 0},
     {"res_attn", D_BT, D_C, ALWAYS, offsetof(BlockActs, res_attn), 0},
@@ -675,7 +675,7 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
     if (USE_REFERENCE)
         attention_forward_reference(a->attn_out, a->attn_weights, a->qkv, B, T, C, NH, dropout_p, key, first);
     else
-        attention_forward(a->attn_out, a->attn_weights, a->dropout_scales, a->keys_t, a->qkv, B, T, C, NH, dropout_p,
+        attention_forward(a->attn_out, a->attn_weights, a->dropped_weights, a->keys_t, a->qkv, B, T, C, NH, dropout_p,
                           key, first);
 }
 
@@ -728,7 +728,7 @@ static void norm_grad(const Model *m, float *dinp, float *dweight, float *dbias,
 
 // attention's backward: dqkv from dattn_out, with dweights and values_t as scratch.
 // The reference recomputes the dropout mask from the key; the fast one
-// reads the factors its forward kept in "a", and transposes each head's
+// reads the weights after dropout its forward kept in "a", and transposes each head's
 // values into "values_t" (scratch) as it goes.
 static void attention_grad(float *dqkv, float *dweights, float *values_t, const float *dattn_out, const BlockActs *a,
                            int B, int T, int C, int NH, float dropout_p, uint64_t key, uint64_t first) {
@@ -736,7 +736,7 @@ static void attention_grad(float *dqkv, float *dweights, float *values_t, const 
         attention_backward_reference(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, B, T, C, NH, dropout_p,
                                      key, first);
     else
-        attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropout_scales, values_t, B, T, C,
+        attention_backward(dqkv, dweights, dattn_out, a->qkv, a->attn_weights, a->dropped_weights, values_t, B, T, C,
                            NH, dropout_p);
 }
 
