@@ -19,10 +19,14 @@
 //   (the tile kernels are in tile.h);
 // - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
 //   for one block (K_BLOCK * TILE_COLS floats, 32 KB) stays in L1 (48 KB on
-//   Zen 4 and 5) while all the row tiles of a chunk use it. Block sizes
-//   measured on the gpt shapes of `make bench` (N = 768 rows, K and M in
-//   128-512): 128-row chunks and 128-deep blocks ran the step's products
-//   ~7% faster than 64 and 256 on one thread, ~5% on two;
+//   Zen 4 and 5) while all the row tiles of a chunk use it: copied into a
+//   panel once per chunk, so the fewer the chunks the fewer the copies.
+//   128-deep blocks ran the gpt shapes of `make bench` ~7% faster than 64
+//   and 256. Chunks of 512 rows (128 before) made card L's step ~3% faster
+//   (29.3-30.2 ms against 30.0-35.1, four runs each, interleaved, on a
+//   2-core Zen 5), where each thread multiplies 2048 rows alone (model.h's
+//   slices). (A product one column tile wide, M <= 64, and at most 512 rows
+//   is now one item, for one thread: only toy widths are that narrow.)
 // - threads: a work item is one column tile of one CHUNK_ROWS-row chunk,
 //   handed out dynamically.
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
@@ -36,7 +40,7 @@
 
 #define TILE_ROWS 4
 #define TILE_COLS 64
-#define CHUNK_ROWS 128
+#define CHUNK_ROWS 512
 #define K_BLOCK 128
 
 // One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
