@@ -1,6 +1,7 @@
 // test_common.c: tests for src/base/common.c: the one error formatter, the
 // one way to quote outside text in a message, the checked open that refuses
-// what would hang or never end, the atomic writer, and paths.
+// what would hang or never end, the atomic writer, and paths; and for
+// src/base/parallel.h: where RUN_SHARED starts a region.
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,8 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "common.h"
 #include "helpers.h"
+#include "parallel.h"
 #include "tests.h"
 
 // Opening a FIFO for reading waits for a writer: if fopen_checked ever does
@@ -200,6 +204,57 @@ START_TEST(atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// parallel.h
+
+enum { LOOP_ITERATIONS = 1000 };
+
+// A loop as the fast kernels write theirs: an orphaned `omp for`. Counts
+// the iterations it ran (every thread's) and, once, the team's size.
+static void shared_loop(int *iterations, int *team) {
+#pragma omp for schedule(static)
+    for (int i = 0; i < LOOP_ITERATIONS; i++) {
+#pragma omp atomic
+        (*iterations)++;
+    }
+#pragma omp single
+    *team = omp_get_num_threads();
+}
+
+START_TEST(run_shared_starts_a_region_only_outside_one_and_for_work_that_pays) {
+    // Outside any region, work that pays: a region of all the threads,
+    // which share the iterations (each runs once).
+    int iterations = 0, team = 0;
+    RUN_SHARED(100, 10, shared_loop(&iterations, &team));
+    ck_assert_int_eq(iterations, LOOP_ITERATIONS);
+    ck_assert_int_eq(team, omp_get_max_threads());
+    // Work too small: no region, this thread alone.
+    iterations = team = 0;
+    RUN_SHARED(5, 10, shared_loop(&iterations, &team));
+    ck_assert_int_eq(iterations, LOOP_ITERATIONS);
+    ck_assert_int_eq(team, 1);
+    // Two slices, each in a team of one of its own (train.c's model_pass):
+    // neither starts a region (a nested team of one, each time, is the cost
+    // parallel.h avoids), and each runs every iteration itself.
+    int slice_iterations[2] = {0, 0}, slice_team[2] = {0, 0}, pays[2] = {1, 1};
+#pragma omp parallel num_threads(2)
+    {
+        const int j = omp_get_thread_num();
+#pragma omp parallel num_threads(1)
+        {
+            pays[j] = own_region_pays(100, 10) || omp_get_num_threads() != 1;
+            RUN_SHARED(100, 10, shared_loop(&slice_iterations[j], &slice_team[j]));
+        }
+    }
+    for (int j = 0; j < 2; j++) {
+        if (omp_get_max_threads() < 2 && j == 1) break;  // one core: the outer team had one thread
+        ck_assert_msg(!pays[j], "slice %d would start a region of its own", j);
+        ck_assert_int_eq(slice_iterations[j], LOOP_ITERATIONS);
+        ck_assert_int_eq(slice_team[j], 1);
+    }
+}
+END_TEST
+
 Suite *common_suite(void) {
     Suite *s = suite_create("common");
     TCase *errors = tcase_create("errors");
@@ -221,5 +276,9 @@ Suite *common_suite(void) {
     tcase_add_test(paths, path_dir_is_the_directory_of_a_file_as_dirname_says);
     tcase_add_test(paths, path_base_is_what_follows_the_last_slash);
     suite_add_tcase(s, paths);
+
+    TCase *parallel = tcase_create("parallel");
+    tcase_add_test(parallel, run_shared_starts_a_region_only_outside_one_and_for_work_that_pays);
+    suite_add_tcase(s, parallel);
     return s;
 }

@@ -145,18 +145,12 @@ static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, Strid
     }
 }
 
-// Small products run on this thread without starting a parallel region at
-// all: even a region with an `if` clause that turns it off starts a team of
-// one and ends it with a futex system call, ~3 us on this machine, which
-// was most of the time of a sampled token (one-row products).
+// Small products, and those a region runs already (a slice's), start no
+// region of their own (parallel.h): a sampled token's one-row products
+// spent most of their time starting and ending teams of one.
 void matmul_columns(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
                     const float *init_row) {
-    if ((size_t)N * K * M < MIN_PARALLEL_WORK) {
-        matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row);
-        return;
-    }
-#pragma omp parallel
-    matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row);
+    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row));
 }
 
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
@@ -166,16 +160,10 @@ void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M,
 
 void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
                  float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2) {
-    if ((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2 < MIN_PARALLEL_WORK) {
+    RUN_SHARED((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2, MIN_PARALLEL_WORK, {
         matmul_items(out1, (size_t)M1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
         matmul_items(out2, (size_t)M2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
-        return;
-    }
-#pragma omp parallel
-    {
-        matmul_items(out1, (size_t)M1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
-        matmul_items(out2, (size_t)M2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
-    }
+    });
 }
 
 void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,

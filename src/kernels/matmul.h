@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "parallel.h"
 #include "tile.h"
 
 // Below this many multiply-adds (one row of a small model's sampling, say),

@@ -29,6 +29,7 @@
 
 #include "attention.h"
 #include "matmul.h"
+#include "parallel.h"
 #include "rng.h"
 #include "softmax.h"
 #include "tile.h"
@@ -224,11 +225,13 @@ void attention_forward_position(float *out_row, float *weights_row, const float 
     head_product(out_row + h * HS, 0, weights, values, C3, t, 1, T, true, (TileStart){false, NULL}, HS);
 }
 
-void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
-                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
-                       uint64_t dropout_first) {
+// The (batch, head) pairs, an orphaned `omp for`: in a region of their own
+// unless one runs them already (a slice's, parallel.h).
+static void attention_forward_heads(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
+                                    const float *qkv, int B, int T, int C, int NH, float dropout_p,
+                                    uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const size_t head = (size_t)b * NH + h;
@@ -244,19 +247,27 @@ void attention_forward(float *attn_out, float *attn_weights, float *dropped_weig
     }
 }
 
+void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
+                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
+                       uint64_t dropout_first) {
+    RUN_SHARED((size_t)B * NH, 2,
+               attention_forward_heads(attn_out, attn_weights, dropped_weights, keys_t, qkv, B, T, C, NH, dropout_p,
+                                       dropout_key, dropout_first));
+}
+
 // Backward for one (batch, head), as four products (P = the weights after
 // dropout, dS = gradient of the scores, Q K V dOut this head's [T,HS] slices):
 //   dweights = dOut V^T, masked, times the dropout factors   (tiles, as the scores)
 //   dS       = softmax backward of dweights, times scale     (row by row, in place)
 //   dV       = P^T dOut;  dQ = dS K;  dK = dS^T Q             (head_product)
-void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropped_weights, float *values_t, int B, int T,
-                        int C, int NH, float dropout_p) {
+static void attention_backward_heads(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
+                                     const float *attn_weights, const float *dropped_weights, float *values_t, int B,
+                                     int T, int C, int NH, float dropout_p) {
     const int HS = C / NH;
     const size_t C3 = 3 * (size_t)C;
     const float scale = 1.0f / sqrtf((float)HS);
     const float keep = 1.0f / (1.0f - dropout_p);  // a kept weight's factor, as dropout_factor's
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const size_t head = (size_t)b * NH + h;
@@ -333,4 +344,12 @@ void attention_backward(float *dqkv, float *dweights, const float *dattn_out, co
             head_product(dqkv_b + h * HS, C3, dscores, qkv_b + C + h * HS, C3, 0, T, T, true, write, HS);
         }
     }
+}
+
+void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
+                        const float *attn_weights, const float *dropped_weights, float *values_t, int B, int T,
+                        int C, int NH, float dropout_p) {
+    RUN_SHARED((size_t)B * NH, 2,
+               attention_backward_heads(dqkv, dweights, dattn_out, qkv, attn_weights, dropped_weights, values_t, B, T,
+                                        C, NH, dropout_p));
 }

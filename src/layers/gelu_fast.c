@@ -13,6 +13,7 @@
 #include "fasterf.h"
 #include "fastexp.h"
 #include "gelu.h"
+#include "parallel.h"
 
 // Below this many elements (one row of the hidden layer when sampling, say),
 // waking the other threads costs more than the work.
@@ -29,19 +30,29 @@ static inline float normal_pdf(float x) {
     return half_x2 < 87.0f ? fast_expf(-half_x2) * GELU_INV_SQRT_2PI : 0.0f;
 }
 
-void gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+// Each pass's loop is an orphaned `omp for`, in a region of its own only
+// when one pays (parallel.h).
+static void gelu_forward_loop(float *out, const float *inp, size_t n) {
+#pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = inp[i] * normal_cdf(inp[i]);
+}
+
+void gelu_forward(float *out, const float *inp, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_forward_loop(out, inp, n));
 }
 
 // In place (dinp == dout) is safe: element i reads dout[i] before it writes
 // dinp[i], and reads no other element.
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+static void gelu_backward_loop(float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         dinp[i] = dout[i] * (normal_cdf(x) + x * normal_pdf(x));
     }
+}
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_backward_loop(dinp, inp, dout, n));
 }
 
 // ---------------------------------------------------------------------------
@@ -68,17 +79,21 @@ static inline float tanh_gate(float x, float *s_slope) {
     return s;
 }
 
-void gelu_tanh_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+static void gelu_tanh_forward_loop(float *out, const float *inp, size_t n) {
+#pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float s_slope;
         out[i] = inp[i] * tanh_gate(inp[i], &s_slope);
     }
 }
 
+void gelu_tanh_forward(float *out, const float *inp, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_forward_loop(out, inp, n));
+}
+
 // In place (dinp == dout) is safe, as in gelu_backward.
-void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+static void gelu_tanh_backward_loop(float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) {
         const float x = inp[i];
         float s_slope;
@@ -86,4 +101,8 @@ void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t
         const float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
         dinp[i] = dout[i] * (s + x * 2.0f * s_slope * du);
     }
+}
+
+void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_backward_loop(dinp, inp, dout, n));
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "layernorm.h"
+#include "parallel.h"
 #include "simd.h"
 
 // Below this many numbers (a row or a few, when sampling), waking the other
@@ -45,8 +46,11 @@ static void row_statistics(float *mean, float *rstd, const float *x, int C) {
     *rstd = 1.0f / sqrtf(sum16(squares) / (float)C + LAYERNORM_EPS);
 }
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
+// The rows, an orphaned `omp for`, in a region of their own only when one
+// pays (parallel.h).
+static void layernorm_forward_rows(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
+                                   int C) {
+#pragma omp for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *inp_n = inp + (size_t)n * C;
         float *out_n = out + (size_t)n * C;
@@ -56,6 +60,10 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
         mean[n] = mean_n;
         rstd[n] = rstd_n;
     }
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C) {
+    RUN_SHARED((size_t)N * C, MIN_PARALLEL_WORK, layernorm_forward_rows(out, mean, rstd, inp, weight, N, C));
 }
 
 // Backward of one row: dinp_n[C] += dloss/dx, given dout_n[C], as derived
@@ -89,36 +97,38 @@ static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n,
     }
 }
 
+// The two loops below write different tensors from the same inputs, so
+// they share one parallel region (parallel.h), and a thread done with its
+// rows of the first goes on to the second without waiting ("nowait").
+static void layernorm_backward_loops(float *dinp, float *dweight, const float *dout, const float *inp,
+                                     const float *weight, const float *mean, const float *rstd, int N, int C) {
+    // dinp: rows are independent, one thread per row.
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        const size_t row = (size_t)n * C;
+        row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
+    }
+    // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
+    // the threads split the channels instead, in runs of CHANNEL_RUN. Each
+    // channel adds its rows in increasing n, whatever the thread count; each
+    // run reads dout and inp a row at a time (a column at a time would touch
+    // a new cache line for every number).
+#pragma omp for schedule(static) nowait
+    for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
+        const int width = min_int(C - c0, CHANNEL_RUN);
+        float sum[CHANNEL_RUN];
+        for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
+        for (int n = 0; n < N; n++) {
+            const float *dout_n = dout + (size_t)n * C + c0;
+            const float *inp_n = inp + (size_t)n * C + c0;
+            for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
+        }
+        for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
+    }
+}
+
 void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                         const float *mean, const float *rstd, int N, int C) {
-    const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
-    // The two loops below write different tensors from the same inputs, so
-    // they share one parallel region, and a thread done with its rows of the
-    // first goes on to the second without waiting ("nowait").
-#pragma omp parallel if (parallel)
-    {
-        // dinp: rows are independent, one thread per row.
-#pragma omp for schedule(static) nowait
-        for (int n = 0; n < N; n++) {
-            const size_t row = (size_t)n * C;
-            row_backward(dinp + row, dout + row, inp + row, weight, mean[n], rstd[n], C);
-        }
-        // dweight[c] += sum over n of dout[n,c] * xhat[n,c]: a sum over rows, so
-        // the threads split the channels instead, in runs of CHANNEL_RUN. Each
-        // channel adds its rows in increasing n, whatever the thread count; each
-        // run reads dout and inp a row at a time (a column at a time would touch
-        // a new cache line for every number).
-#pragma omp for schedule(static) nowait
-        for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
-            const int width = min_int(C - c0, CHANNEL_RUN);
-            float sum[CHANNEL_RUN];
-            for (int c = 0; c < width; c++) sum[c] = dweight[c0 + c];
-            for (int n = 0; n < N; n++) {
-                const float *dout_n = dout + (size_t)n * C + c0;
-                const float *inp_n = inp + (size_t)n * C + c0;
-                for (int c = 0; c < width; c++) sum[c] += dout_n[c] * ((inp_n[c] - mean[n]) * rstd[n]);
-            }
-            for (int c = 0; c < width; c++) dweight[c0 + c] = sum[c];
-        }
-    }
+    RUN_SHARED((size_t)N * C, MIN_PARALLEL_WORK,
+               layernorm_backward_loops(dinp, dweight, dout, inp, weight, mean, rstd, N, C));
 }

@@ -132,24 +132,27 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
     linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
 }
 
+// (3) dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
+// run reads dout row by row (a column at a time would touch a new cache
+// line for every number) and adds across the run in vectors. The runs are
+// an orphaned `omp for` (parallel.h).
+static void bias_grad_runs(float *dbias, const float *dout, int N, int OC) {
+#pragma omp for schedule(static)
+    for (int o0 = 0; o0 < OC; o0 += 64) {
+        const int width = min_int(OC - o0, 64);
+        float sum[64];
+        for (int o = 0; o < width; o++) sum[o] = dbias[o0 + o];
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < width; o++) sum[o] += dout[(size_t)n * OC + o0 + o];
+        for (int o = 0; o < width; o++) dbias[o0 + o] = sum[o];
+    }
+}
+
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC) {
     StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
     matmul_pair(dinp, dout_rows, weight, N, OC, C, false,     // (1) dinp = dout @ weight
                 dweight, dout_cols, inp, OC, N, C, true);    // (2) dweight += dout^T @ inp
-    if (dbias) {
-        // (3) dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each
-        // run reads dout row by row (a column at a time would touch a new
-        // cache line for every number) and adds across the run in vectors.
-#pragma omp parallel for schedule(static)
-        for (int o0 = 0; o0 < OC; o0 += 64) {
-            const int width = min_int(OC - o0, 64);
-            float sum[64];
-            for (int o = 0; o < width; o++) sum[o] = dbias[o0 + o];
-            for (int n = 0; n < N; n++)
-                for (int o = 0; o < width; o++) sum[o] += dout[(size_t)n * OC + o0 + o];
-            for (int o = 0; o < width; o++) dbias[o0 + o] = sum[o];
-        }
-    }
+    if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
 }

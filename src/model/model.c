@@ -25,6 +25,7 @@
 #include "layernorm.h"
 #include "linear.h"
 #include "mlp.h"
+#include "parallel.h"
 #include "relu2.h"
 #include "swiglu.h"
 #include "residual.h"
@@ -826,17 +827,17 @@ static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
         wt.fc_weight = wt.proj_weight + (size_t)C * C;
         wt.mlp_proj_weight = wt.fc_weight + (size_t)FC * C;
     }
-    // One parallel region for all four: each transpose shares its blocks
-    // among the threads without waiting, and the region's end waits once.
-#pragma omp parallel if ((size_t)C * C >= (1 << 14))
-    {
+    // One parallel region for all four (parallel.h): each transpose shares
+    // its blocks among the threads without waiting, and the region's end
+    // waits once.
+    RUN_SHARED((size_t)C * C, 1 << 14, {
         linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
         linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
         if (m->parts.mlp) {
             linear_transpose_weight(wt.fc_weight, p->fc_weight, C, FC);
             linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, H, C);
         }
-    }
+    });
     return wt;
 }
 
@@ -1029,8 +1030,7 @@ static void head_in_slices(Model *m, float *logits, const float *x, int N) {
     }
     for (int v0 = 0; v0 < V; v0 += rows) {
         const int n = V - v0 < rows ? V - v0 : rows;
-#pragma omp parallel if ((size_t)n * C >= (1 << 14))
-        linear_transpose_weight(m->weight_scratch, weight + (size_t)v0 * C, C, n);
+        RUN_SHARED((size_t)n * C, 1 << 14, linear_transpose_weight(m->weight_scratch, weight + (size_t)v0 * C, C, n));
         linear_forward_transposed_columns(logits + v0, (size_t)V, x, m->weight_scratch, bias ? bias + v0 : NULL, N,
                                           C, n);
     }
@@ -1117,11 +1117,13 @@ const float *model_forward_position(Model *m, int token, int t) {
 // LayerNorm, and the skip path), and the chain rule sums over consumers.
 
 // Split over threads: at the L size of `make bench` this is 30 MB of memory
-// to clear every step, too much for one core's bandwidth.
-static void zero_floats(float *p, size_t n) {
-#pragma omp parallel for schedule(static)
+// to clear every step, too much for one core's bandwidth. (A slice's
+// dresidual, cleared in its team of one, opens no region: parallel.h.)
+static void zero_loop(float *p, size_t n) {
+#pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) p[i] = 0.0f;
 }
+static void zero_floats(float *p, size_t n) { RUN_SHARED(n, 1 << 16, zero_loop(p, n)); }
 
 void model_zero_grad(Model *m) {
     zero_floats(m->grads_memory, m->grads_size);
