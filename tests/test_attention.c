@@ -336,8 +336,9 @@ END_TEST
 // differs: the reference leaves dloss/dweights there, the fast version
 // dloss/dscores.) T = 1 (one position), T = 17 (not a multiple of any vector
 // width), T = 70 (more than one 64-wide score tile); head sizes 64, 48,
-// 32, 16 (vector tiles of 4, 3, 2 and 1 vectors), 8 and 72 (plain tiles;
-// 72 is wider than one); with and without dropout.
+// 32, 16 (vector tiles of 4, 3, 2 and 1 vectors), 8 and 72 (the engine's
+// tiles, whole vectors and then the rest; 72 takes two 64-column blocks);
+// with and without dropout.
 START_TEST(fast_version_matches_reference_version) {
     enum { B = 2, MAX_C = 144, MAX_NH = 8, MAX_T = 70 };
     static const int lengths[] = {1, 17, MAX_T};
@@ -393,12 +394,17 @@ END_TEST
 // order must give attention_forward's bits exactly: every output, and each
 // row's visible weights (the rest of a position's row is scratch). T = 70:
 // two blocks of cached keys, the second 6 wide, and a score tile across
-// the 64th position. (Under the sanitizer, to 1e-6: the two paths inline
-// the same kernels separately, which clang's instrumented -O1 need not
-// fuse alike; see sanitized.h.)
+// the 64th position. Head sizes 16 (a vector tile), 8 and 72 (the engine's
+// tiles, whole vectors and then the rest). (Under the sanitizer, to 1e-6:
+// the two paths inline the same kernels separately, which clang's
+// instrumented -O1 need not fuse alike; see sanitized.h.)
 START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
-    enum { B = 2, T = 70, C = 32, NH = 2, HS = C / NH, N_QKV = B * T * 3 * C, N_OUT = B * T * C,
-           N_W = B * NH * T * T };
+    static const struct {
+        int C, NH;
+    } heads[] = {{32, 2}, {24, 3}, {144, 2}};
+    const int C = heads[_i].C, NH = heads[_i].NH, HS = C / NH;
+    enum { B = 2, T = 70 };
+    const size_t N_QKV = (size_t)B * T * 3 * C, N_OUT = (size_t)B * T * C, N_W = (size_t)B * NH * T * T;
     Rng rng;
     rng_init(&rng, 15);
     float *qkv = xmalloc(N_QKV * sizeof(float)), *out = xmalloc(N_OUT * sizeof(float));
@@ -417,14 +423,15 @@ START_TEST(one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass) {
                                            T, C, NH);
                 const float *expected = weights + (((size_t)b * NH + h) * T + t) * T;
                 for (int j = 0; j <= t; j++)
-                    ck_assert_msg(same_or_close(row_weights[j], expected[j]), "b=%d h=%d t=%d: weight %d: %.9g, %.9g",
-                                  b, h, t, j, (double)row_weights[j], (double)expected[j]);
+                    ck_assert_msg(same_or_close(row_weights[j], expected[j]),
+                                  "HS %d b=%d h=%d t=%d: weight %d: %.9g, %.9g", HS, b, h, t, j,
+                                  (double)row_weights[j], (double)expected[j]);
             }
         }
     }
-    for (int i = 0; i < N_OUT; i++)
-        ck_assert_msg(same_or_close(row_out[i], out[i]), "output %d: %.9g one position at a time, %.9g whole", i,
-                      (double)row_out[i], (double)out[i]);
+    for (size_t i = 0; i < N_OUT; i++)
+        ck_assert_msg(same_or_close(row_out[i], out[i]), "HS %d: output %zu: %.9g one position at a time, %.9g whole",
+                      HS, i, (double)row_out[i], (double)out[i]);
     attn_free(&rows);
     attn_free(&whole);
     free(row_out);
@@ -572,7 +579,7 @@ Suite *attention_suite(void) {
     tcase_add_loop_test(tc, backward_matches_finite_differences_for_every_element_of_qkv, 0, 16);
     tcase_add_loop_test(tc, backward_results_do_not_depend_on_what_the_buffers_held, 0, 2);
     tcase_add_test(tc, fast_version_matches_reference_version);
-    tcase_add_test(tc, one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass);
+    tcase_add_loop_test(tc, one_position_at_a_time_gives_the_bits_of_a_whole_forward_pass, 0, 3);
     tcase_add_loop_test(tc, dropout_zeroes_about_p_of_the_weights_and_scales_the_rest, 0, 2);
     tcase_add_test(tc, both_versions_drop_the_same_weights);
     tcase_add_loop_test(tc, zero_dropout_ignores_the_key_and_matches_no_dropout, 0, 2);

@@ -172,3 +172,8 @@ void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat,
     matmul_tile(out, (size_t)M, a, Bmat, (size_t)M, 0, K, n0, rows, m0, cols, (TileStart){false, NULL});
 }
 
+void matmul_tile_strided(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int k0, int k1, int n0,
+                         int rows, int m0, int cols, TileStart start) {
+    matmul_tile(out, ldo, A, B, ldb, k0, k1, n0, rows, m0, cols, start);
+}
+

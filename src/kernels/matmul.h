@@ -46,4 +46,13 @@ void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int 
 void matmul_tile_rows(float *out, const float *A, size_t lda, const float *Bmat, int M, int K, int n0, int rows,
                       int m0, int cols);
 
+// The same tile with everything said: out's rows ldo floats apart, A read
+// through its strides, B[k, m] at B[k * ldb + m], k in [k0, k1), and the
+// tile's start (tile.h):
+//   out[n,m] (+)= sum over k in [k0, k1) of A(n,k) * B[k,m]
+// attention_fast.c's head products for heads the size of no vector tile
+// (HS not 16, 32, 48 or 64) run on it, 64 columns at a time.
+void matmul_tile_strided(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int k0, int k1, int n0,
+                         int rows, int m0, int cols, TileStart start);
+
 #endif

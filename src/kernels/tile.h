@@ -44,10 +44,10 @@ typedef struct {
     const float *init_row;
 } TileStart;
 
-// The plain tile: any rows and cols, one float at a time.
-// It serves the ragged edges (a head V = 65 wide leaves a tile one column
-// wide) and reads as the definition of the vector version below, which
-// must give its bits.
+// The plain tile: any rows and cols, one float at a time. The definition
+// of the vector tiles below, which must give its bits (test_tile holds
+// them to it); no fast product runs on it any more: the columns past a
+// tile's whole vectors run in tile_tail, a vector each.
 static inline void tile_any(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int k0, int k1,
                             int n0, int rows, int m0, int cols, TileStart start) {
     for (int r = 0; r < rows; r++) {

@@ -88,9 +88,13 @@ static void head_product(float *out, size_t ldo, StridedMatrix A, const float *B
     case 2: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 2); return;
     case 3: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 3); return;
     case 4: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 4); return;
-    default:  // other head sizes: the plain tile, one row at a time
-        for (int n = n0; n < n0 + rows; n++)
-            tile_any(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 1, 0, HS, start);
+    default:  // other head sizes: tiles of 4 rows by up to 64 columns, whole vectors and then the rest (matmul.h)
+        for (int n = n0; n < n0 + rows; n += 4) {
+            const int tile_rows = n0 + rows - n < 4 ? n0 + rows - n : 4;
+            for (int m0 = 0; m0 < HS; m0 += 64)
+                matmul_tile_strided(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + tile_rows : T, n, tile_rows, m0,
+                                    HS - m0 < 64 ? HS - m0 : 64, start);
+        }
     }
 }
 
