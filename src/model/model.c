@@ -523,11 +523,11 @@ static size_t handing_block_floats(const Model *m, size_t block) {
     return block > m->weight_scratch_size ? block : m->weight_scratch_size;
 }
 
+// (slice->blocks_front and block_floats already say where m's blocks are.)
 static void set_handing_views(Model *slice, const Model *m) {
     const TensorTable *t = &m->param_table;
     const ModelConfig *cfg = &m->config;
-    size_t front, block;
-    blocks_region(m, &front, &block);
+    const size_t front = slice->blocks_front, block = slice->block_floats;
     float *mine = slice->grads_memory + front;
     int next = 0;
     point_entries(&slice->grads, PARAMS.front, PARAMS.n_front, t, &next, slice->grads_memory, 0, cfg, ALL_ROWS);
@@ -1161,8 +1161,7 @@ void model_add_grads(Model *m, const Model *slice) {
         add_floats(m->grads_memory, slice->grads_memory, m->param_table.total);
         return;
     }
-    size_t front, block;
-    blocks_region(m, &front, &block);
+    const size_t front = slice->blocks_front, block = slice->block_floats;
     const size_t blocks_end = front + (size_t)m->n_layer * block, back = m->param_table.total - blocks_end;
     add_floats(m->grads_memory, slice->grads_memory, front);
     add_floats(m->grads_memory + blocks_end, slice->grads_memory + slice->grads_size - back, back);
