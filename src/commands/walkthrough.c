@@ -227,7 +227,8 @@ void walkthrough_print(const Walkthrough *w, FILE *out) {
             (double)WALK_DROPOUT, (unsigned long long)w->dropout_key, kept, T * (T + 1) / 2);
     print_matrix(out, "(4a) dropout factors (dropout_factor, rng.h)", w->dropout_factors4, T, T, tok,
                  tok, true);
-    print_matrix(out, "(4b) weights after dropout (attention_forward's dropped_weights) = (3d) x factors", w->dropped4, T, T, tok, tok, false);
+    print_matrix(out, "(4b) weights after dropout (attention_forward's dropped_weights) = (3d) x factors", w->dropped4,
+                 T, T, tok, tok, false);
     print_matrix(out, "(4c) context with dropout (attention_forward)", w->context4, T, D_OUT, tok, VDIMS, false);
 
     fprintf(out, "== Step 5: two heads, then the output projection ==\n"

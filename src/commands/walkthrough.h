@@ -79,7 +79,7 @@ typedef struct {
     float context3[WALK_T * WALK_D_OUT];      // [T,D_OUT] attention_forward's output
     // step 4
     float dropout_factors4[WALK_T * WALK_T];  // [T,T] 0 or 1/(1-p) on and below the diagonal
-    float dropped4[WALK_T * WALK_T];          // [T,T] attention_forward's weights after dropout: attn_weights3 x factors
+    float dropped4[WALK_T * WALK_T];          // [T,T] attention_forward's weights after dropout: (3d) x factors
     float context4[WALK_T * WALK_D_OUT];      // [T,D_OUT] attention_forward's output with dropout
     // step 5
     float qkv5[WALK_T * 3 * WALK_C];          // [T,3C] both heads' queries | keys | values

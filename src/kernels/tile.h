@@ -9,9 +9,8 @@
 // tile's result does not depend on how the caller cuts the work.
 //
 // A is read through strides, so one kernel serves a matrix and a transposed
-// one. B and out are row-major
-// with their own row strides (ldb, ldo), so both can be slices of a wider
-// tensor, such as one head's channels of qkv.
+// one. B and out are row-major with their own row strides (ldb, ldo), so
+// both can be slices of a wider tensor, such as one head's channels of qkv.
 //
 // Why it is fast: the ROWS x (16 * NV) block of out lives in ROWS * NV
 // vector registers while k runs. Each k loads NV vectors of B's row k and

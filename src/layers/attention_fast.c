@@ -5,16 +5,15 @@
 // reference loops these must match. Why the tricks change no result beyond
 // rounding: they only regroup the same sums into tiles, skip products
 // that the mask makes zero, and draw every dropout factor from the same
-// pure function of its index (rng.h), once, into the weights after dropout
-// that both passes read; the one approximation is exp
+// pure function of its index (rng.h), once, multiplied into the weights
+// after dropout that both passes read; the one approximation is exp
 // (fast_expf, within about one unit in the last place of libm's expf,
 // fastexp.h). The tests hold the two versions together.
 //
 // The same steps as products of whole matrices, each one
 // cut into tile.h's register tiles. Per (batch, head), with Q K V dOut
 // the head's [T,HS] slices, P the weights after dropout (the weights
-// themselves without it) and dS the
-// gradient of the scores:
+// themselves without it) and dS the gradient of the scores:
 //   T x T results:  scores = Q K^T,  dweights = dOut V^T
 //       tiles 4 rows by up to 64 keys (matmul.c's matmul_tile_rows), reading the
 //       keys and values transposed ([HS,T], filled by transpose_head);
@@ -88,7 +87,7 @@ static void head_product(float *out, size_t ldo, StridedMatrix A, const float *B
     case 2: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 2); return;
     case 3: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 3); return;
     case 4: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 4); return;
-    default:  // other head sizes: tiles of 4 rows by up to 64 columns, whole vectors and then the rest (matmul.h)
+    default:  // other sizes: tiles of 4 rows by up to 64 columns, whole vectors then the rest (matmul.h)
         for (int n = n0; n < n0 + rows; n += 4) {
             const int tile_rows = n0 + rows - n < 4 ? n0 + rows - n : 4;
             for (int m0 = 0; m0 < HS; m0 += 64)
@@ -318,7 +317,8 @@ static void attention_backward_heads(float *dqkv, float *dweights, const float *
                     const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;
                     float *dscores_t = dscores_bh + (size_t)t * T;
                     if (dropped_bh)
-                        for (int j = 0; j < whole; j++) dscores_t[j] *= dropped_bh[(size_t)t * T + j] != 0.0f ? keep : 0.0f;
+                        for (int j = 0; j < whole; j++)
+                            dscores_t[j] *= dropped_bh[(size_t)t * T + j] != 0.0f ? keep : 0.0f;
                     lanes[r] = row_dot_lanes(weights_bh + (size_t)t * T, dscores_t, t + 1);
                 }
                 sum16_rows(weighted_sum, lanes, rows);
