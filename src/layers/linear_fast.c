@@ -110,12 +110,7 @@ void linear_forward_rows(float *out, const float *inp, const float *weight, cons
     for (int n = 0; n < N; n++) {
         float *out_row = out + (size_t)n * OC;
         const float *inp_row = inp + (size_t)n * C;
-        if ((size_t)C * OC < MIN_PARALLEL_WORK) {  // matmul.h
-            row_times_groups(out_row, inp_row, weight, bias, C, groups);
-        } else {
-#pragma omp parallel
-            row_times_groups(out_row, inp_row, weight, bias, C, groups);
-        }
+        RUN_SHARED((size_t)C * OC, MIN_PARALLEL_WORK, row_times_groups(out_row, inp_row, weight, bias, C, groups));
         for (int o = 16 * groups; o < OC; o++) row_times_1_output(out_row, inp_row, weight, bias, C, o);
     }
 }
