@@ -123,7 +123,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(heads), SETTING_INT, "--heads", "NH", "attention heads; must divide --embd", SAME("4"), .min = 1,
      .max = 1 << 16, .kept = KEPT_IN_MODEL, .key = "n_head"},
     {FIELD(dropout), SETTING_DOUBLE, "--dropout", "P",
-     "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", .gpt_default = "0",
+     "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", .gpt_default = "0.05",
      .card_default = "0.1", .max = 0.999, .init_may_change = true, .kept = KEPT_IN_MODEL, .key = "dropout"},
     // ---- The optimizer and its schedule ----
     {FIELD(optimizer), SETTING_CHOICE, "--optimizer", "NAME",
