@@ -28,8 +28,9 @@
 #include "watch.h"
 
 // How long the run's start measures the CPU's peak (fma_peak.h): long
-// enough for a steady number, short beside any run worth measuring.
-static const double PEAK_PROBE_SECONDS = 0.05;
+// enough for a steady number (windows of 10 ms, a few dozen of the loop's
+// chunks each), short beside any run worth measuring.
+static const double PEAK_PROBE_SECONDS = 0.1;
 
 // ---- Stopping on a signal -------------------------------------------------------
 // A signal handler may only touch a volatile sig_atomic_t and call

@@ -101,11 +101,16 @@ double peak_fma_loop(long rounds, float start);
 #define PEAK_FLOPS_PER_ROUND (2.0 * PEAK_ACCUMULATORS * PEAK_VECTOR_FLOATS)
 
 // peak_measure: GFLOP/s (10^9 FLOPs a second) of "threads" OpenMP threads
-// (0 or less: OpenMP's default, all of them) each running peak_fma_loop
-// until "seconds" have passed: all the threads' FLOPs over the wall time from
-// their start to the last one's end. A short untimed run first (a tenth of
-// "seconds", at most 0.1 s) wakes the threads and lets the clock rise.
-// "seconds" must be positive. Takes about 1.1 x "seconds".
+// (0 or less: OpenMP's default, all of them) each running peak_fma_loop:
+// the best of PEAK_WINDOWS windows that fill "seconds", each window's rate
+// all the threads' FLOPs over the wall time from their start to the last
+// one's end. The best, not the mean: the peak is what the cores can do,
+// and whatever else runs on the machine (another process, the host of a
+// virtual machine) only ever takes some away, so a window it touched reads
+// low and one it left alone reads true. A short untimed run first (a
+// tenth of "seconds", at most 0.1 s) wakes the threads and lets the clock
+// rise. "seconds" must be positive. Takes about 1.1 x "seconds".
+#define PEAK_WINDOWS 10
 double peak_measure(int threads, double seconds);
 
 #endif
