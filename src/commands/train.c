@@ -28,8 +28,8 @@
 #include "watch.h"
 
 // How long the run's start measures the CPU's peak (fma_peak.h): long
-// enough for a steady number (windows of 10 ms, a few dozen of the loop's
-// chunks each), short beside any run worth measuring.
+// enough for a steady number (PEAK_WINDOWS windows of 10 ms, about twenty
+// of the loop's chunks each), short beside any run worth measuring.
 static const double PEAK_PROBE_SECONDS = 0.1;
 
 // ---- Stopping on a signal -------------------------------------------------------
