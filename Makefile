@@ -292,6 +292,28 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 	@test -x /usr/bin/python3 || scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(BENCH_DATA) $(if $(TIME),--time $(TIME)) $(if $(STEPS),--steps $(STEPS))
 
+# The benchmarks' own code, end to end on a small text (the README and
+# docs/, ~200 KB), a few steps each: make bench's training rows S and gpt,
+# its sampling and its report; make learn; make ladder; make kernels (with
+# perf). Their numbers mean nothing here; what is checked is that each
+# runs to its report and exits 0, so a slip in a report's code fails CI
+# instead of the end of a long benchmark (make learn's report named a peak
+# it never measured until 2026-11-26). About 1.5 minutes. Needs
+# python3-torch; .ci/run runs it after make parity.
+SMOKE = $(BUILD)/bench-smoke
+.PHONY: bench-smoke
+bench-smoke: tinygpt
+	scripts/setup.sh --quiet --python
+	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
+	cat README.md docs/*.md > $(SMOKE)/text.txt
+	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(SMOKE)/text.txt --configs S,gpt --rounds 1 --warmup 2 --timed 3 --out $(SMOKE)/results.md
+	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out-dir $(SMOKE)/learn --out $(SMOKE)/learn.md
+	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 10 --runs $(SMOKE)/ladder --out $(SMOKE)/ladder.md
+	@if command -v perf >/dev/null; then /usr/bin/python3 scripts/kernel_split.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out $(SMOKE)/kernels.md; \
+	else echo "bench-smoke: no perf, so make kernels' script is not run"; fi
+	@for f in results.md learn.md ladder.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
+	@echo "bench-smoke: every benchmark ran to its report ($(SMOKE))"
+
 # Which recipe learns most in a fixed time: every candidate of
 # scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:
 # the corpus; DATA="a.txt b.txt" for several) and scored in bits per byte of
