@@ -184,17 +184,18 @@ export-check: tinygpt gpt2-tokenizer-check
 	scripts/setup.sh --quiet --python --regex
 	/usr/bin/python3 scripts/export_check.py --tinygpt ./tinygpt --gpt2-dir build/gpt2-tokenizer/gpt2
 
+# The builds of the other variants (reference, sanitized, valgrind's, the
+# fuzz targets) are make's own sub-builds; each compiles every source again,
+# so they run one job per core: with the sanitizers a serial build took 3
+# minutes on a 2-core Cascade Lake.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's
 # backward. tests/test_gradcheck_model.c runs its `gradcheck` and expects
 # exactly the tensors upstream of that softmax to fail: proof that the check
 # can fail, and on the right tensors. A separate binary, rather than a hook
 # in the real one, keeps every line of the shipped backward honest.
-# The builds of the other variants (reference, sanitized, valgrind's, the
-# fuzz targets) are make's own sub-builds; each compiles every source again,
-# so they run one job per core: with the sanitizers a serial build took 3
-# minutes on a 2-core Cascade Lake.
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BROKEN_BIN = $(BUILD)/tinygpt-broken
 
 $(BUILD)/broken/attention_fast.o: src/layers/attention_fast.c $(HEADERS) | deps
