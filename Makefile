@@ -304,7 +304,7 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 # perf). Their numbers mean nothing here; what is checked is that each
 # runs to its report and exits 0, so a slip in a report's code fails CI
 # instead of the end of a long benchmark (make learn's report named a peak
-# it never measured until 2026-11-26). About 1.5 minutes. Needs
+# it never measured until 2026-11-26). About 2 minutes. Needs
 # python3-torch; .ci/run runs it after make parity.
 SMOKE = $(BUILD)/bench-smoke
 .PHONY: bench-smoke
@@ -318,7 +318,7 @@ bench-smoke: tinygpt
 	@if command -v perf >/dev/null; then /usr/bin/python3 scripts/kernel_split.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out $(SMOKE)/kernels.md; \
 	else echo "bench-smoke: no perf, so make kernels' script is not run"; fi
 	@for f in results.md learn.md ladder.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
-	@echo "bench-smoke: every benchmark ran to its report ($(SMOKE))"
+	@echo "bench-smoke: bench, learn, ladder and kernels ran to their reports ($(SMOKE))"
 
 # Which recipe learns most in a fixed time: every candidate of
 # scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:
