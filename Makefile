@@ -123,7 +123,8 @@ data/sotu.txt:
 	scripts/get_corpus.sh $@
 
 # The suites in two processes at once, one per core (scripts/run_tests.sh).
-test: tinygpt $(BUILD)/run_tests bpe-check readme-check
+# Their binaries are built first, one job per core (test-bins, below).
+test: test-bins bpe-check readme-check
 	scripts/run_tests.sh $(BUILD)/run_tests
 
 # README.md and docs/*.md against the program, so the docs cannot drift
@@ -189,6 +190,13 @@ export-check: tinygpt gpt2-tokenizer-check
 # so they run one job per core: with the sanitizers a serial build took 3
 # minutes on a 2-core Cascade Lake.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# make test's own binaries the same way: the build is the part of make test
+# that can run in parallel; its checks and suites cannot share make's jobs
+# (the timed tests measure the machine they run on).
+.PHONY: test-bins
+test-bins:
+	$(MAKE) --no-print-directory -j$(JOBS) tinygpt $(BUILD)/run_tests $(BROKEN_BIN)
 
 # A deliberately wrong tinygpt, for the tests only: attention_fast.c compiled with
 # -DTINYGPT_BREAK_SOFTMAX_BACKWARD, which drops one term of softmax's

@@ -62,14 +62,19 @@ static void json_value(const char *json, const char *key, char *out, size_t cap)
 
 // A run of --time alone trains until its time is spent, evaluates its last
 // step, ends its cosine there (near --min-lr), and records the steps it
-// reached in all three places.
+// reached in all three places. Its budget in seconds, a number; BUDGET_TEXT
+// is the same as text, the flag's value as train prints it.
+#define BUDGET 1.5
+#define TEXT_OF(x) #x
+#define AS_TEXT(x) TEXT_OF(x)
+#define BUDGET_TEXT AS_TEXT(BUDGET)
 START_TEST(a_timed_run_ends_with_its_time_and_records_the_steps_reached) {
     char args[1024];
-    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 1.5 --warmup 0 --lr 1e-3 --min-lr 1e-4", corpus,
-             dir);
+    snprintf(args, sizeof args,
+             "train %s --out %s/run " TINY " --time " BUDGET_TEXT " --warmup 0 --lr 1e-3 --min-lr 1e-4", corpus, dir);
     RunResult *r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "train --time failed (%d): %s", r->status, r->err);
-    ck_assert_msg(strstr(r->err, "of --time 1.5") != NULL, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "of --time " BUDGET_TEXT) != NULL, "%s", r->err);
     ck_assert_msg(strstr(r->out, " left\n") != NULL, "the progress lines do not show the time left: %s", r->out);
 
     size_t len;
@@ -91,16 +96,16 @@ START_TEST(a_timed_run_ends_with_its_time_and_records_the_steps_reached) {
         longest = fmax(longest, previous_gap + gap);
         previous_gap = gap;
     }
-    ck_assert_msg(longest < 0.75, "a step took up to %g s, half the budget: too slow to test --time", longest);
-    ck_assert_msg(seconds >= 1.5 - longest && seconds < 30.0, "the run's time is %g s (its longest step at most %g s)",
+    ck_assert_msg(longest < BUDGET / 2, "a step took up to %g s, half the budget: too slow to test --time", longest);
+    ck_assert_msg(seconds >= BUDGET - longest && seconds < 30.0, "the run's time is %g s (its longest step at most %g s)",
                   seconds, longest);
     ck_assert_msg(!isnan(log_field(log, n - 1, 2)), "the last step was not evaluated");
     // The cosine ends with the time: the last step began within its longest
-    // step of the end, so at a fraction of the budget f >= 1 - longest / 1.5,
+    // step of the end, so at a fraction of the budget f >= 1 - longest / BUDGET,
     // where the rate, 1e-4 + 9e-4 (1 + cos(pi f)) / 2, is near --min-lr (about
     // 1.6e-4 at most when a step takes milliseconds).
     double last_lr = log_field(log, n - 1, 3);
-    const double f_min = 1.0 - longest / 1.5, lr_bound = 1e-4 + 9e-4 * 0.5 * (1.0 + cos(M_PI * f_min));
+    const double f_min = 1.0 - longest / BUDGET, lr_bound = 1e-4 + 9e-4 * 0.5 * (1.0 + cos(M_PI * f_min));
     ck_assert_msg(last_lr <= lr_bound * (1.0 + 1e-6), "the last step's lr is %g, above %g: far from --min-lr 1e-4",
                   last_lr, lr_bound);
     for (int i = 1; i < n; i++)
