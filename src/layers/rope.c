@@ -10,26 +10,30 @@
 // forward rotation, -1 its inverse). Row r sits at position
 // t = first_pos + r % T, so the rows of one position (one in each of the
 // B windows) share their angles: each cos and sin is computed once for
-// all of them, and the positions are shared among the threads.
+// all of them, into cos_t and sin_t, and the positions are shared among
+// the threads. The loop over a head's pairs then reads and writes
+// consecutive floats, which the compiler turns into vector instructions.
 static void rotate(float *rows, int N, int T, int first_pos, int C, int NH, float direction) {
     const int HS = C / NH, half = HS / 2;
     const int positions = N < T ? N : T;
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= (1 << 15))
     for (int t0 = 0; t0 < positions; t0++) {
         const int t = first_pos + t0;
+        float cos_t[half], sin_t[half];
         for (int i = 0; i < half; i++) {
             const float inv_freq = powf(ROPE_BASE, -2.0f * (float)i / (float)HS);  // base^(-2i/HS)
             const float angle = (float)t * inv_freq;
-            const float c = cosf(angle), s = direction * sinf(angle);
-            for (int r = t0; r < N; r += T) {
-                float *row = rows + (size_t)r * 3 * C;
-                for (int part = 0; part < 2; part++) {  // q, then k
-                    for (int h = 0; h < NH; h++) {
-                        float *x = row + (size_t)part * C + (size_t)h * HS;
-                        const float x1 = x[i], x2 = x[i + half];  // 1.
-                        x[i] = x1 * c - x2 * s;                    // 2.
-                        x[i + half] = x1 * s + x2 * c;
-                    }
+            cos_t[i] = cosf(angle);
+            sin_t[i] = direction * sinf(angle);
+        }
+        for (int r = t0; r < N; r += T) {
+            float *row = rows + (size_t)r * 3 * C;
+            for (int head = 0; head < 2 * NH; head++) {  // q's NH heads, then k's: the first 2C columns
+                float *x = row + (size_t)head * HS;
+                for (int i = 0; i < half; i++) {
+                    const float x1 = x[i], x2 = x[i + half];  // 1.
+                    x[i] = x1 * cos_t[i] - x2 * sin_t[i];     // 2.
+                    x[i + half] = x1 * sin_t[i] + x2 * cos_t[i];
                 }
             }
         }
