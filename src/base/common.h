@@ -57,7 +57,9 @@ Shown show(const char *s, size_t len);
 _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Checked allocation. On failure: one line naming size and call site, exit(1).
-// Memory from xmalloc/xcalloc is released with plain free().
+// xmalloc's and xcalloc's blocks start on a 64-byte boundary, a cache line
+// (common.c says why); they are released with plain free(). xrealloc keeps a
+// block's contents, not its alignment: it grows lists, not the model's buffers.
 void *xmalloc_at(size_t size, const char *file, int line);
 void *xcalloc_at(size_t count, size_t size, const char *file, int line);
 void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
