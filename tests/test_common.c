@@ -1,7 +1,7 @@
 // test_common.c: tests for src/base/common.c: the one error formatter, the
 // one way to quote outside text in a message, the checked open that refuses
-// what would hang or never end, the atomic writer, paths, and the checked
-// allocations (on a cache line, zeroed, or a clear exit); and for
+// what would hang or never end, the atomic writer, paths, and the big
+// buffers' allocation (on a cache line, zeroed, or a clear exit); and for
 // src/base/parallel.h: where RUN_SHARED starts a region.
 #include <signal.h>
 #include <stdarg.h>
@@ -257,32 +257,32 @@ START_TEST(run_shared_starts_a_region_only_outside_one_and_for_work_that_pays) {
 }
 END_TEST
 
-// ---- xmalloc / xcalloc -------------------------------------------------------------
+// ---- xcalloc_lines -------------------------------------------------------------------
 
 // Small blocks and large ones alike (glibc serves a large one from its own
-// pages, with its pointer 16 bytes past a page's start: the case that was
-// misaligned) start on a 64-byte line, and xcalloc's are zero throughout.
-START_TEST(allocations_start_on_a_cache_line_and_xcalloc_clears_them) {
+// pages, with calloc's pointer 16 bytes past a page's start: the case that
+// was misaligned) start on a 64-byte line, are zero throughout and can be
+// written throughout; xfree_lines gives them back (valgrind and ASan would
+// see a wrong pointer freed, or a leak).
+START_TEST(xcalloc_lines_starts_on_a_cache_line_and_is_zeroed) {
     const size_t sizes[] = {1, 100, 4096, 1 << 20, 64 << 20};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        unsigned char *plain = xmalloc(sizes[i]);
-        ck_assert_msg((uintptr_t)plain % 64 == 0, "xmalloc(%zu) gave %p", sizes[i], (void *)plain);
-        memset(plain, 0xAB, sizes[i]);  // writable, all of it
-        float *zeroed = xcalloc(sizes[i], sizeof(float));
-        ck_assert_msg((uintptr_t)zeroed % 64 == 0, "xcalloc(%zu, 4) gave %p", sizes[i], (void *)zeroed);
+        float *block = xcalloc_lines(sizes[i], sizeof(float));
+        ck_assert_msg((uintptr_t)block % 64 == 0, "xcalloc_lines(%zu, 4) gave %p", sizes[i], (void *)block);
         size_t first_nonzero = 0;
-        while (first_nonzero < sizes[i] && zeroed[first_nonzero] == 0.0f) first_nonzero++;
-        ck_assert_msg(first_nonzero == sizes[i], "xcalloc's element %zu is not 0", first_nonzero);
-        free(plain);
-        free(zeroed);
+        while (first_nonzero < sizes[i] && block[first_nonzero] == 0.0f) first_nonzero++;
+        ck_assert_msg(first_nonzero == sizes[i], "element %zu of %zu is not 0", first_nonzero, sizes[i]);
+        memset(block, 0xAB, sizes[i] * sizeof(float));
+        xfree_lines(block);
     }
+    xfree_lines(NULL);
 }
 END_TEST
 
 // A count times a size past SIZE_MAX is not a small block: it is an exit
-// with the out-of-memory message, as calloc's NULL was.
-START_TEST(xcalloc_exits_when_count_times_size_overflows) {
-    (void)xcalloc(SIZE_MAX / 2, 4);
+// with the out-of-memory message.
+START_TEST(xcalloc_lines_exits_when_count_times_size_overflows) {
+    (void)xcalloc_lines(SIZE_MAX / 2, 4);
 }
 END_TEST
 
@@ -309,8 +309,8 @@ Suite *common_suite(void) {
     suite_add_tcase(s, paths);
 
     TCase *memory = tcase_create("memory");
-    tcase_add_test(memory, allocations_start_on_a_cache_line_and_xcalloc_clears_them);
-    tcase_add_exit_test(memory, xcalloc_exits_when_count_times_size_overflows, EXIT_RUNTIME);
+    tcase_add_test(memory, xcalloc_lines_starts_on_a_cache_line_and_is_zeroed);
+    tcase_add_exit_test(memory, xcalloc_lines_exits_when_count_times_size_overflows, EXIT_RUNTIME);
     suite_add_tcase(s, memory);
 
     TCase *parallel = tcase_create("parallel");

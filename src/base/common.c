@@ -71,35 +71,45 @@ void die(int status, const char *fmt, ...) {
     exit(status);
 }
 
-// Every block starts on a cache line (ALLOC_ALIGN bytes, one AVX-512 vector),
-// so a vector load at the start of a buffer, or at any multiple of 16 floats
-// into it, reads one line, not two. calloc and malloc align to 16 bytes
-// only, and glibc gives a large block (the model's weights, activations and
-// gradients) a pointer 16 bytes past a page's start: then every 64-byte load
-// and store of the fast kernels straddled two lines. On a 2-core Intel
-// Cascade Lake, aligned, card L's fastest steps were ~5% faster (69-71 ms
-// to 65-67, four runs each, interleaved) and the baby gpt's ~8%; the same
-// binaries' bits. posix_memalign does not zero: xcalloc clears the block
-// itself.
-#define ALLOC_ALIGN 64
-
-// NULL when there is no memory for it.
-static void *aligned_block(size_t size) {
-    void *ptr = NULL;
-    return posix_memalign(&ptr, ALLOC_ALIGN, size ? size : 1) == 0 ? ptr : NULL;
-}
-
 void *xmalloc_at(size_t size, const char *file, int line) {
-    void *ptr = aligned_block(size);
+    void *ptr = malloc(size ? size : 1);
     if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu bytes (%s:%d); try smaller --batch/--context/--embd", size, file, line);
     return ptr;
 }
 
 void *xcalloc_at(size_t count, size_t size, const char *file, int line) {
-    size_t bytes;
-    void *ptr = __builtin_mul_overflow(count, size, &bytes) ? NULL : aligned_block(bytes);
+    void *ptr = calloc(count ? count : 1, size ? size : 1);
     if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
-    return memset(ptr, 0, bytes);
+    return ptr;
+}
+
+// The big buffers start on a cache line (LINE_BYTES, one AVX-512 vector),
+// so a vector load at a multiple of 16 floats into one reads one line, not
+// two. calloc aligns to 16 bytes only, and glibc gives a large block a
+// pointer 16 bytes past a page's start: every 64-byte load and store of the
+// fast kernels straddled two lines. On a 2-core Intel Cascade Lake, aligned,
+// card L's fastest steps were ~5% faster (69-71 ms to 65-67, four runs
+// each, interleaved) and the baby gpt's ~8%, with the same bits. The block
+// still comes from calloc, a line and a pointer larger, so pages the run
+// never writes are never touched (posix_memalign would need a memset, and
+// the memory the run holds grew by up to a fifth); the pointer calloc gave
+// sits just below the aligned one, for xfree_lines.
+#define LINE_BYTES 64
+
+void *xcalloc_lines_at(size_t count, size_t size, const char *file, int line) {
+    size_t bytes;
+    unsigned char *raw = NULL;
+    if (!__builtin_mul_overflow(count, size, &bytes) && bytes <= SIZE_MAX - LINE_BYTES - sizeof(void *))
+        raw = calloc(1, bytes + LINE_BYTES + sizeof(void *));
+    if (!raw) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
+    const uintptr_t past_pointer = (uintptr_t)(raw + sizeof(void *));
+    void **aligned = (void **)(raw + (LINE_BYTES - past_pointer % LINE_BYTES) % LINE_BYTES + sizeof(void *));
+    aligned[-1] = raw;
+    return aligned;
+}
+
+void xfree_lines(void *ptr) {
+    if (ptr) free(((void **)ptr)[-1]);
 }
 
 void *xrealloc_at(void *old, size_t size, const char *file, int line) {

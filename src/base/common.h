@@ -57,15 +57,21 @@ Shown show(const char *s, size_t len);
 _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Checked allocation. On failure: one line naming size and call site, exit(1).
-// xmalloc's and xcalloc's blocks start on a 64-byte boundary, a cache line
-// (common.c says why); they are released with plain free(). xrealloc keeps a
-// block's contents, not its alignment: it grows lists, not the model's buffers.
+// Memory from xmalloc/xcalloc is released with plain free().
 void *xmalloc_at(size_t size, const char *file, int line);
 void *xcalloc_at(size_t count, size_t size, const char *file, int line);
 void *xrealloc_at(void *ptr, size_t size, const char *file, int line);
 #define xmalloc(size) xmalloc_at((size), __FILE__, __LINE__)
 #define xcalloc(count, size) xcalloc_at((count), (size), __FILE__, __LINE__)
 #define xrealloc(ptr, size) xrealloc_at((ptr), (size), __FILE__, __LINE__)
+
+// xcalloc_lines: xcalloc for the big numeric buffers the fast kernels read
+// in vectors (the model's weights, gradients and activations, the
+// optimizer's state): zeroed, starting on a 64-byte cache line (common.c
+// says why), released with xfree_lines (NULL is fine), never with free().
+void *xcalloc_lines_at(size_t count, size_t size, const char *file, int line);
+void xfree_lines(void *ptr);
+#define xcalloc_lines(count, size) xcalloc_lines_at((count), (size), __FILE__, __LINE__)
 
 // fopen_checked: like fopen, but on failure fills "err" with the path, the
 // reason and what to do, and returns NULL. Directories are refused too, and

@@ -469,22 +469,22 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
     m->max_batch = max_batch;
     const size_t L = (size_t)m->n_layer;
     param_table(&m->param_table, cfg);
-    m->params_memory = xcalloc(m->param_table.total, sizeof(float));
+    m->params_memory = xcalloc_lines(m->param_table.total, sizeof(float));
     m->params.blocks = xcalloc(L, sizeof(BlockParams));
     set_views(&m->params, m->params.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->params_memory, cfg,
               ALL_ROWS);
     act_table(&m->act_table, cfg, max_batch);
-    m->acts_memory = xcalloc(m->act_table.total, sizeof(float));
+    m->acts_memory = xcalloc_lines(m->act_table.total, sizeof(float));
     m->acts.blocks = xcalloc(L, sizeof(BlockActs));
     set_views(&m->acts, m->acts.blocks, sizeof(BlockActs), &ACTS, &m->act_table, m->acts_memory, cfg, ALL_ROWS);
     if (with_grads) {
         m->grads.blocks = xcalloc(L, sizeof(BlockParams));
         m->grads_size = m->param_table.total;
-        m->grads_memory = xcalloc(m->grads_size, sizeof(float));
+        m->grads_memory = xcalloc_lines(m->grads_size, sizeof(float));
         set_views(&m->grads, m->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table, m->grads_memory, cfg,
                   ALL_ROWS);
         grad_act_table(&m->grad_act_table, cfg, max_batch);
-        m->grad_acts_memory = xcalloc(m->grad_act_table.total, sizeof(float));
+        m->grad_acts_memory = xcalloc_lines(m->grad_act_table.total, sizeof(float));
         set_views(&m->grad_acts, NULL, 0, &GRAD_ACTS, &m->grad_act_table, m->grad_acts_memory, cfg, ALL_ROWS);
     }
     share_logits(&m->acts, &m->grad_acts, with_grads);
@@ -494,7 +494,7 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
         m->grads.head_weight = m->grads.tok_emb;
     }
     m->weight_scratch_size = weight_scratch_floats(cfg);
-    m->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
+    m->weight_scratch = xcalloc_lines(m->weight_scratch_size, sizeof(float));
     size_t positions = (size_t)max_batch * cfg->block_size;
     m->inputs = xcalloc(positions, sizeof(int));
     m->targets = xcalloc(positions, sizeof(int));
@@ -561,7 +561,7 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
     slice->grads.blocks = xcalloc((size_t)m->n_layer, sizeof(BlockParams));
     const bool hand_on = after != NULL;
     slice->grads_size = hand_on ? model_slice_bytes(m, true) / sizeof(float) : m->param_table.total;
-    slice->grads_memory = xcalloc(slice->grads_size, sizeof(float));
+    slice->grads_memory = xcalloc_lines(slice->grads_size, sizeof(float));
     if (hand_on) {
         blocks_region(m, &slice->blocks_front, &slice->block_floats);
         set_handing_views(slice, m);
@@ -571,7 +571,7 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
     } else {
         set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table,
                   slice->grads_memory, cfg, ALL_ROWS);
-        slice->weight_scratch = xcalloc(m->weight_scratch_size, sizeof(float));
+        slice->weight_scratch = xcalloc_lines(m->weight_scratch_size, sizeof(float));
     }
     if (m->parts.tied_head) slice->grads.head_weight = slice->grads.tok_emb;
     slice->inputs = m->inputs + (size_t)first_row * cfg->block_size;
@@ -579,8 +579,8 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
 }
 
 void model_slice_free(Model *slice) {
-    if (!slice->hands_to) free(slice->weight_scratch);
-    free(slice->grads_memory);
+    if (!slice->hands_to) xfree_lines(slice->weight_scratch);
+    xfree_lines(slice->grads_memory);
     free(slice->grads.blocks);
     free(slice->acts.blocks);
     memset(slice, 0, sizeof *slice);
@@ -589,16 +589,16 @@ void model_slice_free(Model *slice) {
 void model_free(Model *m) {
     free(m->targets);
     free(m->inputs);
-    free(m->weight_scratch);
-    free(m->grad_acts_memory);
+    xfree_lines(m->weight_scratch);
+    xfree_lines(m->grad_acts_memory);
     table_free(&m->grad_act_table);
     free(m->grads.blocks);
-    free(m->grads_memory);
+    xfree_lines(m->grads_memory);
     free(m->acts.blocks);
-    free(m->acts_memory);
+    xfree_lines(m->acts_memory);
     table_free(&m->act_table);
     free(m->params.blocks);
-    free(m->params_memory);
+    xfree_lines(m->params_memory);
     table_free(&m->param_table);
     memset(m, 0, sizeof *m);
 }

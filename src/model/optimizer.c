@@ -40,11 +40,11 @@ void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *mod
     opt->cfg = *cfg;
     opt->size = model->param_table.total;
     if (cfg->kind == OPT_ADAMW || cfg->kind == OPT_MUON) {
-        opt->m = xcalloc(opt->size, sizeof *opt->m);
-        opt->v = xcalloc(opt->size, sizeof *opt->v);
+        opt->m = xcalloc_lines(opt->size, sizeof *opt->m);
+        opt->v = xcalloc_lines(opt->size, sizeof *opt->v);
     }
     if (cfg->kind == OPT_MUON) {
-        opt->momentum = xcalloc(opt->size, sizeof *opt->momentum);
+        opt->momentum = xcalloc_lines(opt->size, sizeof *opt->momentum);
         size_t scratch = 0;  // Newton-Schulz's X, X^T and X's next value [m,n], A and its square [m,m]
         for (int k = 0; k < model->param_table.count; k++) {
             const TensorSpec *spec = &model->param_table.specs[k];
@@ -53,15 +53,15 @@ void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *mod
             const size_t n = spec->size / m;
             if (3 * m * n + 2 * m * m > scratch) scratch = 3 * m * n + 2 * m * m;
         }
-        opt->ns_scratch = xmalloc((scratch ? scratch : 1) * sizeof *opt->ns_scratch);
+        opt->ns_scratch = xcalloc_lines(scratch ? scratch : 1, sizeof *opt->ns_scratch);
     }
 }
 
 void optimizer_free(Optimizer *opt) {
-    free(opt->ns_scratch);
-    free(opt->momentum);
-    free(opt->v);
-    free(opt->m);
+    xfree_lines(opt->ns_scratch);
+    xfree_lines(opt->momentum);
+    xfree_lines(opt->v);
+    xfree_lines(opt->m);
     opt->m = opt->v = opt->momentum = opt->ns_scratch = NULL;
 }
 
