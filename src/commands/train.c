@@ -450,7 +450,7 @@ static void recheck_peak(TrainRun *run, long step) {
     const double measured = peak_measure(0, PEAK_RECHECK_SECONDS) * run->dist.size;
     run->peak_measured_at = now_seconds();
     if (measured < PEAK_RAISE * run->peak_gflops) return;
-    fprintf(stderr, "speed: the FMA peak measured again at step %ld: %.0f GFLOP/s, not the %.0f of before (a CPU was held up then); shares of the peak are of %.0f from here on\n",
+    fprintf(stderr, "speed: the FMA peak measured again at step %ld: %.0f GFLOP/s, not the %.0f of before (a CPU was busy or held up then); shares of the peak are of %.0f from here on\n",
             step, measured, run->peak_gflops, measured);
     run->peak_gflops = measured;
 }
