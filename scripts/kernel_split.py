@@ -38,7 +38,7 @@ PARTS = [
     ("loss (cross-entropy)", r"crossentropy|cross_entropy"),
     ("embeddings and residual", r"encoder|embedding|residual"),
     ("optimizer (clip, update, checks)", r"adamw|sgd|muon|optimizer|clip|nonfinite|beyond|zero_grad"),
-    ("the peak probe as train starts", r"peak_fma"),
+    ("the peak probe (as train starts, and its rechecks)", r"peak_fma"),
     ("memory copies and clears", r"memset|memcpy|memmove"),
 ]
 
