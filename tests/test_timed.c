@@ -259,12 +259,14 @@ END_TEST
 
 // A start whose probe read low is corrected: the run is confined to one of
 // this process's CPUs (taskset), where four busy loops share it with the
-// run's two threads for its first 3 s, so the start's probe gets a third
-// of the CPU or so; when it is measured again, at an evaluation 10 s on
-// (train.c's PEAK_RECHECK_INTERVAL), the loops are gone and the reading is
-// clearly higher (the other test process, `make test` runs two, may share
-// the CPU throughout: it lowers both readings). The run says so on stderr,
-// and the progress lines from that step on give their share of the new peak.
+// run's two threads until its start has measured the peak (the `speed:`
+// line on stderr), so the probe gets a third of the CPU or so; when it is
+// measured again, at an evaluation 10 s on (train.c's
+// PEAK_RECHECK_INTERVAL), the loops are gone and the reading is clearly
+// higher (the other test process, `make test` runs two, may share the CPU
+// throughout: it lowers both readings). The run says so on stderr, and the
+// progress lines from that step on give their share of the new peak. (The
+// loops end after a minute in any case, should the test be stopped.)
 START_TEST(a_peak_the_start_read_low_is_raised_when_measured_again) {
     cpu_set_t allowed;
     ck_assert_int_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
@@ -272,10 +274,12 @@ START_TEST(a_peak_the_start_read_low_is_raised_when_measured_again) {
     while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &allowed)) cpu++;
     char args[2048];
     snprintf(args, sizeof args,
-             "-c 'for i in 1 2 3 4; do timeout 3 taskset -c %d sh -c \"while :; do :; done\" & done; "
+             "-c 'for i in 1 2 3 4; do timeout 60 taskset -c %d sh -c \"while :; do :; done\" & loops=\"$loops $!\"; done; "
              "taskset -c %d %s train %s --out %s/run --batch 4 --context 16 --embd 16 --heads 2 --layers 2 "
-             "--seed 9 --threads 2 --time 13 --eval-interval 100; status=$?; wait; exit $status'",
-             cpu, cpu, tinygpt_binary(), corpus, dir);
+             "--seed 9 --threads 2 --time 13 --eval-interval 100 & run=$!; "
+             "while kill -0 $run 2>/dev/null && ! grep -q \"FMA peak on\" %s/stderr.txt; do sleep 0.05; done; "
+             "kill $loops; wait $run'",
+             cpu, cpu, tinygpt_binary(), corpus, dir, dir);
     RunResult *r = run_binary("sh", dir, args);
     ck_assert_msg(r->status == 0, "%s", r->err);
     const char *at = strstr(r->err, "FMA peak on 2 threads: ");
