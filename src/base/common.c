@@ -102,8 +102,9 @@ void *xcalloc_lines_at(size_t count, size_t size, const char *file, int line) {
     if (!__builtin_mul_overflow(count, size, &bytes) && bytes <= SIZE_MAX - LINE_BYTES - sizeof(void *))
         raw = calloc(1, bytes + LINE_BYTES + sizeof(void *));
     if (!raw) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
-    const uintptr_t past_pointer = (uintptr_t)(raw + sizeof(void *));
-    void **aligned = (void **)(raw + (LINE_BYTES - past_pointer % LINE_BYTES) % LINE_BYTES + sizeof(void *));
+    // the first line boundary with room for one pointer before it
+    const uintptr_t first = ((uintptr_t)raw + sizeof(void *) + LINE_BYTES - 1) / LINE_BYTES * LINE_BYTES;
+    void **aligned = (void **)first;
     aligned[-1] = raw;
     return aligned;
 }
