@@ -22,7 +22,13 @@ HEADERS = $(wildcard src/*/*.h)
 # GNU mode, not clang's); linear_fast.c relies on it to match linear.c's loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash libutf8proc)
+# -mprefer-vector-width=512: on an AVX-512 CPU, the loops gcc vectorises
+# itself (GELU, the norms, the optimizers) use 16-float vectors, as the
+# matmul's own do; gcc's default for Intel's is 8. On a 2-core Cascade Lake
+# the baby gpt's step went from 29.5-30.6 to 28.1-28.3 ms, card L's from
+# 63.4-64.4 to 61.9-62.2 (fastest of 200 and 60 steps, three rounds,
+# interleaved); the same bits. Without AVX-512 it does nothing.
+CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -mprefer-vector-width=512 -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash libutf8proc)
 LDLIBS = $(shell pkg-config --libs libxxhash libutf8proc) -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
 BUILD ?= build
