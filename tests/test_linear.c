@@ -22,6 +22,7 @@
 #include "common.h"
 #include "gradcheck.h"
 #include "linear.h"
+#include "matmul.h"
 #include "rng.h"
 #include "sanitized.h"
 #include "helpers.h"
@@ -80,10 +81,10 @@ START_TEST(reference_forward_matches_a_hand_worked_case) {
 END_TEST
 
 START_TEST(fast_forward_matches_the_same_hand_worked_case) {
-    float out[HN * HOC], weight_t[HC * HOC];
-    linear_forward(out, HAND_INP, HAND_WEIGHT, HAND_BIAS, weight_t, HN, HC, HOC);
+    float out[HN * HOC];
+    linear_forward(out, HAND_INP, HAND_WEIGHT, HAND_BIAS, HN, HC, HOC);
     for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT[i]);
-    linear_forward(out, HAND_INP, HAND_WEIGHT, NULL, weight_t, HN, HC, HOC);
+    linear_forward(out, HAND_INP, HAND_WEIGHT, NULL, HN, HC, HOC);
     for (int i = 0; i < HN * HOC; i++) ck_assert_float_eq(out[i], HAND_OUT_NO_BIAS[i]);
 }
 END_TEST
@@ -113,9 +114,8 @@ static void linear_case_init(LinearCase *lc, uint64_t seed, bool use_fast) {
 // L = sum(out * R) in double.
 static double linear_loss(void *ctx) {
     LinearCase *lc = ctx;
-    float weight_t[GC * GOC];
     if (lc->use_fast)
-        linear_forward(lc->out, lc->inp, lc->weight, lc->bias, weight_t, GN, GC, GOC);
+        linear_forward(lc->out, lc->inp, lc->weight, lc->bias, GN, GC, GOC);
     else
         linear_forward_reference(lc->out, lc->inp, lc->weight, lc->bias, GN, GC, GOC);
     double loss = 0;
@@ -163,11 +163,13 @@ END_TEST
 // 3. Fast vs reference over a grid of shapes. One loop-test iteration per N,
 // so each runs (and is timed) in its own forked process.
 
-// matmul.c cuts rows into chunks of CHUNK_ROWS = 128 and k into blocks of
-// K_BLOCK = 128.
-// N: one row, ragged row tiles, and 130 = two row chunks (and the dweight
-// k: two k blocks).
-static const int ROW_COUNTS[] = {1, 3, 5, 17, 130};
+// matmul.c cuts rows into chunks of CHUNK_ROWS = 512 and k into blocks of
+// K_BLOCK = 128; linear_forward runs fewer than 4 rows on
+// linear_forward_rows, more on the engine.
+// N: one row, ragged row tiles, 130 (the dweight k: two k blocks) and 515 =
+// two row chunks, the second of 3 rows (which the forward's turned weight
+// must still be packed for).
+static const int ROW_COUNTS[] = {1, 3, 5, 17, 130, 515};
 // C: the forward k (129 = two k blocks) and the dinp column tiles.
 static const int IN_WIDTHS[] = {1, 7, 64, 65, 129};
 // OC: column tiles around multiples of 64, and the dinp k (129 and 200: two
@@ -178,7 +180,7 @@ static const int OUT_WIDTHS[] = {1, 3, 63, 64, 65, 129, 200};
 // values, non-zero so the tests see that backward adds to dweight and dbias
 // (and writes dinp whatever it held).
 typedef struct {
-    float *inp, *weight, *bias, *weight_t, *dout;
+    float *inp, *weight, *bias, *dout;
     float *out_ref, *out_fast;
     float *dinp_ref, *dweight_ref, *dbias_ref;
     float *dinp_fast, *dweight_fast, *dbias_fast;
@@ -191,7 +193,6 @@ static Shape shape_new(int N, int C, int OC, Rng *rng) {
     s.inp = xmalloc(nc * sizeof(float));
     s.weight = xmalloc(oc * sizeof(float));
     s.bias = xmalloc((size_t)OC * sizeof(float));
-    s.weight_t = xmalloc(oc * sizeof(float));
     s.dout = xmalloc(no * sizeof(float));
     s.out_ref = xmalloc(no * sizeof(float));
     s.out_fast = xmalloc(no * sizeof(float));
@@ -215,7 +216,7 @@ static Shape shape_new(int N, int C, int OC, Rng *rng) {
 }
 
 static void shape_free(Shape *s) {
-    float *all[] = {s->inp,        s->weight,      s->bias,       s->weight_t,     s->dout,      s->out_ref,
+    float *all[] = {s->inp,        s->weight,      s->bias,       s->dout,      s->out_ref,
                     s->out_fast,   s->dinp_ref,    s->dinp_fast,  s->dinp_start,   s->dweight_ref,
                     s->dweight_fast, s->dweight_start, s->dbias_ref, s->dbias_fast, s->dbias_start};
     for (int i = 0; i < COUNT(all); i++) free(all[i]);
@@ -232,7 +233,7 @@ START_TEST(fast_forward_matches_reference_on_ragged_shapes) {
             for (int with_bias = 0; with_bias <= 1; with_bias++) {
                 const float *bias = with_bias ? s.bias : NULL;
                 linear_forward_reference(s.out_ref, s.inp, s.weight, bias, N, C, OC);
-                linear_forward(s.out_fast, s.inp, s.weight, bias, s.weight_t, N, C, OC);
+                linear_forward(s.out_fast, s.inp, s.weight, bias, N, C, OC);
                 assert_close(with_bias ? "out (bias)" : "out (no bias)", s.out_fast, s.out_ref, (size_t)N * OC,
                              N, C, OC);
             }
@@ -243,7 +244,7 @@ START_TEST(fast_forward_matches_reference_on_ragged_shapes) {
 END_TEST
 
 // Sampling's one-row products (linear_forward_rows) read the weight as it
-// lies, training's (linear_forward) transposed; model_forward_position's
+// lies, training's the engine's panels (matmul_turned); model_forward_position's
 // bits equal model_forward's only if every output is the same chain of
 // multiply-adds in both. The ragged shapes cover the 16-output groups and
 // the outputs and columns left over; the last, GPT-2's q/k/v product, runs
@@ -252,7 +253,7 @@ static void expect_rows_kernel_gives_the_engine_s_bits(int N, int C, int OC, Rng
     Shape s = shape_new(N, C, OC, rng);
     for (int with_bias = 0; with_bias <= 1; with_bias++) {
         const float *bias = with_bias ? s.bias : NULL;
-        linear_forward(s.out_ref, s.inp, s.weight, bias, s.weight_t, N, C, OC);
+        matmul_turned(s.out_ref, (StridedMatrix){s.inp, (size_t)C, 1}, s.weight, N, C, OC, bias);
         linear_forward_rows(s.out_fast, s.inp, s.weight, bias, N, C, OC);
         if (TINYGPT_SANITIZED) {  // sanitized.h: no bit-for-bit promise there
             assert_close("rows kernel", s.out_fast, s.out_ref, (size_t)N * OC, N, C, OC);
@@ -260,7 +261,7 @@ static void expect_rows_kernel_gives_the_engine_s_bits(int N, int C, int OC, Rng
         }
         for (size_t i = 0; i < (size_t)N * OC; i++)
             if (memcmp(&s.out_fast[i], &s.out_ref[i], sizeof(float)) != 0)
-                ck_abort_msg("N %d, C %d, OC %d, bias %d: out[%zu] %.9g on the weight as it lies, %.9g transposed", N,
+                ck_abort_msg("N %d, C %d, OC %d, bias %d: out[%zu] %.9g on the weight as it lies, %.9g by the engine", N,
                              C, OC, with_bias, i, (double)s.out_fast[i], (double)s.out_ref[i]);
     }
     shape_free(&s);

@@ -45,7 +45,7 @@ typedef struct {
     int N, C, H, FC, DH;
     MlpKind act;
     bool bias;                                                           // fc_bias and proj_bias are passed
-    float *inp, *fc_weight, *proj_weight, *fc_weight_t, *proj_weight_t;  // [N,C], [FC,C], [C,H], [C,FC], [H,C]
+    float *inp, *fc_weight, *proj_weight;                                // [N,C], [FC,C], [C,H]
     float *fc_bias, *proj_bias, *dfc_bias, *dproj_bias;                  // [FC], [C], [FC], [C]
     float *fc_out, *act_out, *out;                                       // [N,FC], [N,H], [N,C]
     float *dout, *dinp, *dfc_weight, *dproj_weight, *dhidden;            // [N,C], [N,C], [FC,C], [C,H], [N,DH]
@@ -72,8 +72,6 @@ static Mlp mlp_new(int N, int C, uint64_t seed, int k) {
     m.inp = xmalloc(nc * sizeof(float));
     m.fc_weight = xmalloc(fc * sizeof(float));
     m.proj_weight = xmalloc(hc * sizeof(float));
-    m.fc_weight_t = xmalloc(fc * sizeof(float));
-    m.proj_weight_t = xmalloc(hc * sizeof(float));
     m.fc_out = xmalloc((size_t)N * m.FC * sizeof(float));
     m.act_out = xmalloc(nh * sizeof(float));
     m.out = xmalloc(nc * sizeof(float));
@@ -104,7 +102,7 @@ static Mlp mlp_new(int N, int C, uint64_t seed, int k) {
 }
 
 static void mlp_free(Mlp *m) {
-    float *all[] = {m->inp,    m->fc_weight, m->proj_weight, m->fc_weight_t, m->proj_weight_t,
+    float *all[] = {m->inp,    m->fc_weight, m->proj_weight,
                     m->fc_out, m->act_out,   m->out,         m->dout,        m->dinp,
                     m->dfc_weight, m->dproj_weight, m->dhidden, m->fc_bias, m->proj_bias, m->dfc_bias,
                     m->dproj_bias};
@@ -112,12 +110,9 @@ static void mlp_free(Mlp *m) {
     free(m->R);
 }
 
-// Transpose the weights (they may have changed) and run mlp_forward.
 static void mlp_run_forward(Mlp *m) {
-    linear_transpose_weight(m->fc_weight_t, m->fc_weight, m->C, m->FC);
-    linear_transpose_weight(m->proj_weight_t, m->proj_weight, m->H, m->C);
-    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight, m->fc_weight_t, m->bias ? m->fc_bias : NULL,
-                m->proj_weight, m->proj_weight_t, m->bias ? m->proj_bias : NULL, m->N, m->C, m->act);
+    mlp_forward(m->out, m->fc_out, m->act_out, m->inp, m->fc_weight, m->bias ? m->fc_bias : NULL, m->proj_weight,
+                m->bias ? m->proj_bias : NULL, m->N, m->C, m->act);
 }
 
 static void mlp_run_backward(Mlp *m) {
@@ -235,11 +230,10 @@ START_TEST(backward_adds_to_the_weight_gradients_and_writes_dinp) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// 3. Sampling runs the MLP on one position, on the weights as they lie
-// (linear_forward_rows), training on all of them, on the weights transposed
-// (large enough here, 64 x 64 -> 256, for matmul.c and gelu_fast.c to use
-// both threads); the model needs the same bits either way. The one row runs
-// both ways.
+// 3. Sampling runs the MLP on one position (its products on
+// linear_forward_rows), training on all of them (on the engine, large
+// enough here, 64 x 64 -> 256, for matmul.c and gelu_fast.c to use both
+// threads); the model needs the same bits either way.
 
 START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     enum { N = 64, C = 64, H = 4 * C };
@@ -250,24 +244,20 @@ START_TEST(one_row_alone_gives_the_same_bits_as_inside_a_batch) {
     const int rows[] = {0, 29, N - 1};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const int n = rows[r];
-        for (int transposed = 0; transposed < 2; transposed++) {
-            static float out[C], fc_out[2 * H], act_out[H];  // room for the widest: SwiGLU's fc_out, 2 * 176
-            mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight,
-                        transposed ? m.fc_weight_t : NULL, m.bias ? m.fc_bias : NULL, m.proj_weight,
-                        transposed ? m.proj_weight_t : NULL, m.bias ? m.proj_bias : NULL, 1, C, m.act);
-            if (TINYGPT_SANITIZED && !transposed) {  // sanitized.h: two loops, no promise of the same bits there
-                assert_all_close("fc_out", fc_out, m.fc_out + (size_t)n * m.FC, m.FC, MATCHES_REFERENCE_STEPS_RTOL);
-                assert_all_close("act_out", act_out, m.act_out + (size_t)n * m.H, m.H, MATCHES_REFERENCE_STEPS_RTOL);
-                assert_all_close("out", out, m.out + (size_t)n * C, C, MATCHES_REFERENCE_STEPS_RTOL);
-                continue;
-            }
-            ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * m.FC, m.FC * sizeof(float)) == 0,
-                          "fc_out of row %d differs (transposed %d)", n, transposed);
-            ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * m.H, m.H * sizeof(float)) == 0,
-                          "act_out of row %d differs (transposed %d)", n, transposed);
-            ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs (transposed %d)",
-                          n, transposed);
+        static float out[C], fc_out[2 * H], act_out[H];  // room for the widest: SwiGLU's fc_out, 2 * 176
+        mlp_forward(out, fc_out, act_out, m.inp + (size_t)n * C, m.fc_weight, m.bias ? m.fc_bias : NULL, m.proj_weight,
+                    m.bias ? m.proj_bias : NULL, 1, C, m.act);
+        if (TINYGPT_SANITIZED) {  // sanitized.h: two loops, no promise of the same bits there
+            assert_all_close("fc_out", fc_out, m.fc_out + (size_t)n * m.FC, m.FC, MATCHES_REFERENCE_STEPS_RTOL);
+            assert_all_close("act_out", act_out, m.act_out + (size_t)n * m.H, m.H, MATCHES_REFERENCE_STEPS_RTOL);
+            assert_all_close("out", out, m.out + (size_t)n * C, C, MATCHES_REFERENCE_STEPS_RTOL);
+            continue;
         }
+        ck_assert_msg(memcmp(fc_out, m.fc_out + (size_t)n * m.FC, m.FC * sizeof(float)) == 0, "fc_out of row %d differs",
+                      n);
+        ck_assert_msg(memcmp(act_out, m.act_out + (size_t)n * m.H, m.H * sizeof(float)) == 0,
+                      "act_out of row %d differs", n);
+        ck_assert_msg(memcmp(out, m.out + (size_t)n * C, sizeof out) == 0, "out of row %d differs", n);
     }
     set_threads(saved_threads);
     mlp_free(&m);

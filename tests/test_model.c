@@ -603,37 +603,27 @@ START_TEST(memory_bytes_is_exactly_what_model_init_allocates) {
     const ModelConfig configs[] = {
         SMALL,
         {.vocab_size = 65, .block_size = 16, .n_embd = 12, .n_head = 3, .dropout = 0.1f},
-        // V*C smaller than a block's weights: the scratch is sized by the block.
         {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f},
         SMALL_GPT,
         {.vocab_size = 65, .block_size = 16, .n_embd = 12, .n_head = 3, .dropout = 0.1f, .arch = ARCH_GPT,
          .n_layer = 3},
         {.vocab_size = 3, .block_size = 4, .n_embd = 4, .n_head = 4, .dropout = 0.0f, .arch = ARCH_GPT,
          .n_layer = 1},
-        // V*C larger than a gpt block's 12 C^2 weights: the head is transposed in slices.
         {.vocab_size = 200, .block_size = 4, .n_embd = 8, .n_head = 2, .dropout = 0.0f, .arch = ARCH_GPT,
          .n_layer = 2},
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         const ModelConfig *cfg = &configs[i];
-        const size_t C = (size_t)cfg->n_embd, V = (size_t)cfg->vocab_size;
         for (int with_grads = 0; with_grads <= 1; with_grads++) {
             Model m;
             model_init(&m, cfg, 3, with_grads);
-            size_t floats = m.param_table.total + m.act_table.total + m.weight_scratch_size;
+            size_t floats = m.param_table.total + m.act_table.total;
             if (with_grads) floats += m.param_table.total + m.grad_act_table.total;
             size_t ints = 2 * (size_t)m.max_batch * (size_t)cfg->block_size;
             ck_assert_msg(model_memory_bytes(cfg, 3, with_grads) == floats * sizeof(float) + ints * sizeof(int),
                           "config %zu (%s), with_grads %d: model_memory_bytes says %zu, model_init allocates %zu", i,
                           arch_name(cfg->arch), with_grads, model_memory_bytes(cfg, 3, with_grads),
                           floats * sizeof(float) + ints * sizeof(int));
-            // The scratch holds one block's weights, or a slice of the head's
-            // rows (at least 64 of them, or all V, and no more than fit in
-            // a block's weights or 64), transposed.
-            const size_t block = (cfg->arch == ARCH_GPT ? 12 : 4) * C * C;
-            const size_t slice = (V < 64 ? V : 64) * C;
-            ck_assert_uint_ge(m.weight_scratch_size, block > slice ? block : slice);
-            ck_assert_uint_le(m.weight_scratch_size, block > 64 * C ? block : 64 * C);
             model_free(&m);
         }
     }
@@ -1251,40 +1241,6 @@ START_TEST(probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffe
 }
 END_TEST
 
-// model_forward transposes the head a slice of its rows at a time (model.c,
-// head_in_slices); its logits are those of the whole head transposed at
-// once, bit for bit. card: V 65 in slices of 64 and 1, with a bias; gpt:
-// V 200 in 64, 64, 64 and 8, tied to tok_emb. 3 x 8 rows: more than one
-// row tile, so the engine packs its panels as it does in training.
-START_TEST(the_head_transposed_in_slices_gives_the_logits_of_the_whole_head) {
-    enum { B = 3, T = 8 };
-    static const ModelConfig configs[] = {
-        {.vocab_size = 65, .block_size = T, .n_embd = 12, .n_head = 3},
-        {.vocab_size = 200, .block_size = T, .n_embd = 8, .n_head = 2, .arch = ARCH_GPT, .n_layer = 2},
-    };
-    const ModelConfig *cfg = &configs[_i];
-    const int V = cfg->vocab_size, C = cfg->n_embd, BT = B * T;
-    Model m;
-    Rng rng;
-    rng_init(&rng, 24);
-    model_init(&m, cfg, B, false);
-    model_init_weights(&m, &rng);
-    ck_assert_uint_lt(m.weight_scratch_size, (size_t)V * C);  // the head does not fit whole
-    int inputs[BT];
-    random_tokens(inputs, BT, V, &rng);
-    model_forward(&m, inputs, NULL, B, T, false, 0);
-    const float *x = m.parts.layernorm ? m.acts.lnf_out : m.acts.blocks[m.n_layer - 1].res_attn;
-    float *logits = xmalloc((size_t)BT * V * sizeof(float)), *head_t = xmalloc((size_t)V * C * sizeof(float));
-    linear_forward(logits, x, m.params.head_weight, m.params.head_bias, head_t, BT, C, V);
-    for (int i = 0; i < BT * V; i++)
-        if (memcmp(&logits[i], &m.acts.logits[i], sizeof(float)) != 0)
-            ck_abort_msg("%s: logit %d of row %d: %.9g in slices, %.9g from the whole head", arch_name(cfg->arch),
-                         i % V, i / V, (double)m.acts.logits[i], (double)logits[i]);
-    free(head_t);
-    free(logits);
-    model_free(&m);
-}
-END_TEST
 
 // Under the sanitizers (helpers.h, TINYGPT_SANITIZED) the two paths may
 // differ by FMA rounding, a few units in the last place; 1e-6 still catches
@@ -1724,7 +1680,7 @@ static void sliced_pass(Model *m, Model *s, int n, const int *inputs, const int 
 }
 
 // Slices that hand each block's gradients on as their backward ends keep
-// one block's worth each (their weight scratch the same memory) instead of
+// one block's worth each instead of
 // all of them, and the gradients they leave in the model are, bit for bit,
 // those of slices that keep them all to the end: every sum is the model's
 // rows' gradient plus the first slice's plus the next's, whichever way. On
@@ -1748,7 +1704,7 @@ START_TEST(slices_that_hand_their_blocks_gradients_on_leave_the_same_gradients_i
         model_slice_init(&hand_slices[k - 1], &hand, 2 * k, 2, k == 1 ? &hand : &hand_slices[k - 2]);
     }
     int inputs[6 * SMALL_T], targets[6 * SMALL_T];
-    for (int step = 0; step < 2; step++) {  // the second pass finds the first's counts and scratch
+    for (int step = 0; step < 2; step++) {  // the second pass finds the first's counts
         random_tokens(inputs, B * T, cfg.vocab_size, &rng);
         random_tokens(targets, B * T, cfg.vocab_size, &rng);
         sliced_pass(&keep, keep_slices, n, inputs, targets, B, T);
@@ -1765,13 +1721,10 @@ START_TEST(slices_that_hand_their_blocks_gradients_on_leave_the_same_gradients_i
     size_t blocks = 0;
     for (int i = 0; i < keep.param_table.count; i++)
         if (strncmp(keep.param_table.specs[i].name, "blocks.", 7) == 0) blocks += keep.param_table.specs[i].size;
-    const size_t block = blocks / L, region = block > keep.weight_scratch_size ? block : keep.weight_scratch_size;
     const Model *h = &hand_slices[0];
-    ck_assert_uint_eq(h->grads_size, total - blocks + region);
+    ck_assert_uint_eq(h->grads_size, total - blocks + blocks / L);
     ck_assert_uint_eq(model_slice_bytes(&hand, true), h->grads_size * sizeof(float));
-    ck_assert_uint_eq(model_slice_bytes(&keep, false), (total + keep.weight_scratch_size) * sizeof(float));
-    ck_assert(h->weight_scratch >= h->grads_memory &&
-              h->weight_scratch + h->weight_scratch_size <= h->grads_memory + h->grads_size);
+    ck_assert_uint_eq(model_slice_bytes(&keep, false), total * sizeof(float));
     for (int k = 1; k < n; k++) {
         model_slice_free(&hand_slices[k - 1]);
         model_slice_free(&keep_slices[k - 1]);
@@ -1825,7 +1778,6 @@ Suite *model_suite(void) {
     tcase_add_loop_test(passes, a_smaller_batch_gives_the_logits_of_a_model_built_for_that_size, 0, 2);
     tcase_add_loop_test(passes, dropout_changes_only_training_and_zero_dropout_changes_nothing, 0, 2);
     tcase_add_loop_test(passes, probs_and_dlogits_written_over_the_logits_are_those_of_separate_buffers, 0, 2);
-    tcase_add_loop_test(passes, the_head_transposed_in_slices_gives_the_logits_of_the_whole_head, 0, 2);
     tcase_add_loop_test(passes, forward_position_by_position_gives_the_logits_of_a_full_forward_pass, 0, 3);
     tcase_add_test(passes, gpt2_with_zero_biases_and_exact_gelu_computes_the_gpt_bit_for_bit);
     tcase_add_loop_test(passes, forward_position_by_position_with_the_recipe_s_swaps_gives_the_logits_of_a_full_pass, 0,

@@ -318,19 +318,20 @@ static void print_run(TrainRun *run) {
             tokenizer_kind_name(run->tok.kind));
     // Counted in floats (an int, of the model's inputs and targets, is as big).
     double mb = sizeof(float) / 1e6;
-    double params = (double)m->param_table.total, acts = (double)m->act_table.total;
+    // The activations include the batch's inputs and targets, the tokens the model reads first.
+    double params = (double)m->param_table.total;
+    double acts = (double)m->act_table.total + 2.0 * (double)m->max_batch * cfg->block_size;
     double grad_acts = (double)m->grad_act_table.total;
-    double scratch = (double)(m->weight_scratch_size + 2 * (size_t)m->max_batch * cfg->block_size);
     double moments = run->optimizer.m ? 2.0 * params : 0.0;  // AdamW's m and v
-    // The other threads' slices: each its own gradients and weight scratch.
+    // The other threads' slices: each its own gradients.
     double slices = (double)(run->n_slices - 1) * (double)(run->slice_bytes / sizeof(float));
-    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB + scratch %.1f MB",
-            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb, scratch * mb);
+    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB",
+            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb);
     if (run->n_slices > 1)
         fprintf(stderr, " + gradients of %d more thread%s %.1f MB (each of %d threads runs the step on %d of the %d rows)",
                 run->n_slices - 1, run->n_slices > 2 ? "s" : "", slices * mb, run->n_slices, run->rows / run->n_slices,
                 run->rows);
-    fprintf(stderr, " = %.1f MB\n", (2.0 * params + moments + acts + grad_acts + scratch + slices) * mb);
+    fprintf(stderr, " = %.1f MB\n", (2.0 * params + moments + acts + grad_acts + slices) * mb);
     const OptimizerConfig *o = &run->optimizer.cfg;
     fprintf(stderr, "optimizer: %s, lr %g", OPTIMIZER_NAMES[o->kind], o->lr);
     if (o->warmup_steps > 0) fprintf(stderr, " after %ld warmup steps", o->warmup_steps);

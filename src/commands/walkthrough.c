@@ -56,7 +56,6 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     memset(w, 0, sizeof *w);
     w->dropout_key = dropout_key;
     const float *X = &WALK_X[0][0];  // [T, D_IN]
-    float scratch[3 * C * C > 3 * C * D_IN ? 3 * C * C : 3 * C * D_IN];  // linear_forward's transposed weight
     float transposed[T * T];                   // X^T or values^T: a right-hand factor as a linear weight
     float keys_t[HEADS * D_OUT * T];  // attention_forward's saved keys, transposed
     float dropped[HEADS * T * T] = {0};  // attention_forward's weights after dropout (unused: no dropout)
@@ -75,7 +74,7 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     set_weight_rows(qkv_weight, 0, WALK_W_QUERY);
     set_weight_rows(qkv_weight, D_OUT, WALK_W_KEY);
     set_weight_rows(qkv_weight, 2 * D_OUT, WALK_W_VALUE);
-    linear_forward(w->qkv, X, qkv_weight, NULL, scratch, T, D_IN, 3 * D_OUT);
+    linear_forward(w->qkv, X, qkv_weight, NULL, T, D_IN, 3 * D_OUT);
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < D_OUT; i++) {
             w->queries[t * D_OUT + i] = w->qkv[t * 3 * D_OUT + i];
@@ -129,11 +128,11 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key) {
     set_weight_rows(qkv_weight5, C + D_OUT, WALK_W2_KEY);
     set_weight_rows(qkv_weight5, 2 * C, WALK_W_VALUE);
     set_weight_rows(qkv_weight5, 2 * C + D_OUT, WALK_W2_VALUE);
-    linear_forward(w->qkv5, X, qkv_weight5, NULL, scratch, T, D_IN, 3 * C);
+    linear_forward(w->qkv5, X, qkv_weight5, NULL, T, D_IN, 3 * C);
     attention_forward(w->concat5, w->attn_weights5, dropped, keys_t, w->qkv5, 1, T, C, HEADS, 0.0f, 0, 0);
     float proj_weight[C * C];  // W_out^T: our layer's [out, in] layout
     transpose(proj_weight, &WALK_W_OUT[0][0], C, C);
-    linear_forward(w->out5, w->concat5, proj_weight, WALK_B_OUT, scratch, T, C, C);
+    linear_forward(w->out5, w->concat5, proj_weight, WALK_B_OUT, T, C, C);
 }
 
 // ---------------------------------------------------------------------------

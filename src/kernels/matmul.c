@@ -9,9 +9,11 @@
 //     out[n,m] (+)= sum over k of A(n,k) * Bmat[k,m]
 // with Bmat row-major [K,M] and A read through strides, so A can be a matrix
 // or a transposed one:
-//     forward:  out = inp @ weight_t          A = inp [N,C]      Bmat = weight_t [C,OC]
+//     forward:  out = inp @ weight^T          A = inp [N,C]      Bmat = weight^T [C,OC]
 //     dinp:     dinp = dout @ weight          A = dout [N,OC]    Bmat = weight [OC,C]
 //     dweight:  dweight += dout^T @ inp       A = dout^T [OC,N]  Bmat = inp [N,C]
+// The forward's Bmat is the weight read turned: its panels (below) are
+// copied from the weight's rows, so no transposed copy of it is kept.
 //
 // Speed comes from three levels of reuse:
 // - registers: a TILE_ROWS x TILE_COLS block of out (16 AVX-512 vectors) is
@@ -93,8 +95,31 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
         for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bmat[(size_t)k * M + m0 + j];
 }
 
-// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], out's rows "ldo"
-// floats apart (M for a whole matrix), shared among the
+// The same panel when Bmat comes as its transpose, Bt[M,K] (a linear
+// layer's weight [OC,C]): panel[k - k0, j] = Bt[m0 + j, k]. Bt's rows are
+// the panel's columns, so it is turned as it is copied, 16 x 16 floats at a
+// time in registers (transpose16x16, simd.h): 16 loads of a row piece each,
+// 16 stores of a panel row piece each. What no whole 16 x 16 block covers
+// (a head of V = 65 columns, K not a multiple of 16) goes one float at a time.
+static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, int k1, int m0, int cols) {
+    int j0 = 0;
+    for (; j0 + 16 <= cols; j0 += 16) {
+        int k = k0;
+        for (; k + 16 <= k1; k += 16) {
+            vec16 block[16];
+            for (int r = 0; r < 16; r++) block[r] = load16(Bt + (size_t)(m0 + j0 + r) * K + k);
+            transpose16x16(block);  // block[c][r] = Bt[m0 + j0 + r, k + c]
+            for (int c = 0; c < 16; c++) store16(panel + (size_t)(k - k0 + c) * TILE_COLS + j0, block[c]);
+        }
+        for (; k < k1; k++)
+            for (int j = j0; j < j0 + 16; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
+    }
+    for (int j = j0; j < cols; j++)
+        for (int k = k0; k < k1; k++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
+}
+
+// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], or, when "turned",
+// of out[N,M] = A(N,K) @ Bt[M,K]^T ("Bmat" then points at Bt), shared among the
 // threads of the parallel region the caller is in: an orphaned `omp for`,
 // which binds to that region, or runs them all when there is none. "nowait":
 // no barrier after them; the region's end is the barrier, so a region can
@@ -103,8 +128,9 @@ static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1
 // (One copy of it, called by matmul and matmul_pair alike, with the tile kernels
 // compiled into it: left to itself gcc made two copies and called
 // matmul_tile as a function, ~2% slower.)
-static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N,
+static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, bool turned, int N,
                                                    int K, int M, bool accumulate, const float *init_row) {
+    const size_t ldo = (size_t)M;
     int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
     int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
     // Dynamic scheduling: work items differ in cost (a ragged edge tile of
@@ -119,11 +145,13 @@ static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, Strid
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 int k1 = min_int(K, k0 + K_BLOCK);
                 // The panel pays for its copy only when several row tiles
-                // reuse it; one row (sampling) reads Bmat where it lies.
-                const bool reused = chunk_end - rc * CHUNK_ROWS > TILE_ROWS;
-                if (reused) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
-                const float *b_block = reused ? b_panel : Bmat + (size_t)k0 * M + m0;
-                const size_t ldb = reused ? TILE_COLS : (size_t)M;
+                // reuse it; a few rows read Bmat where it lies. Bt cannot
+                // be read so: its panel is always turned into place.
+                const bool packed = turned || chunk_end - rc * CHUNK_ROWS > TILE_ROWS;
+                if (turned) pack_panel_turned(b_panel, Bmat, (size_t)K, k0, k1, m0, cols);
+                else if (packed) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+                const float *b_block = packed ? b_panel : Bmat + (size_t)k0 * M + m0;
+                const size_t ldb = packed ? TILE_COLS : (size_t)M;
                 StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
                 TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
                 int n0 = rc * CHUNK_ROWS;
@@ -148,21 +176,20 @@ static __attribute__((noinline)) void matmul_items(float *out, size_t ldo, Strid
 // Small products, and those a region runs already (a slice's), start no
 // region of their own (parallel.h): a sampled token's one-row products
 // spent most of their time starting and ending teams of one.
-void matmul_columns(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
-                    const float *init_row) {
-    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, ldo, A, Bmat, N, K, M, accumulate, init_row));
-}
-
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
             const float *init_row) {
-    matmul_columns(out, (size_t)M, A, Bmat, N, K, M, accumulate, init_row);
+    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, A, Bmat, false, N, K, M, accumulate, init_row));
+}
+
+void matmul_turned(float *out, StridedMatrix A, const float *Bt, int N, int K, int M, const float *init_row) {
+    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, A, Bt, true, N, K, M, false, init_row));
 }
 
 void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
                  float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2) {
     RUN_SHARED((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2, MIN_PARALLEL_WORK, {
-        matmul_items(out1, (size_t)M1, A1, Bmat1, N1, K1, M1, accumulate1, NULL);
-        matmul_items(out2, (size_t)M2, A2, Bmat2, N2, K2, M2, accumulate2, NULL);
+        matmul_items(out1, A1, Bmat1, false, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, A2, Bmat2, false, N2, K2, M2, accumulate2, NULL);
     });
 }
 

@@ -25,12 +25,11 @@
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
             const float *init_row);
 
-// The same with out's rows "ldo" floats apart (ldo >= M): out may be columns
-// [m0, m0+M) of a wider matrix, whose Bmat[K,M] is those columns alone (the
-// head's logits, a slice of the vocabulary at a time: model.c). Each
-// number is the sum matmul would give it.
-void matmul_columns(float *out, size_t ldo, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
-                    const float *init_row);
+// out[N,M] = A(N,K) @ Bt[M,K]^T (+ init_row[M]): the same product with Bmat
+// given as its transpose, row-major (a linear layer's weight [OC,C], so
+// out = inp @ weight^T + bias), read turned into the engine's panels. Each
+// number is the sum matmul would give it on Bt transposed.
+void matmul_turned(float *out, StridedMatrix A, const float *Bt, int N, int K, int M, const float *init_row);
 
 // Two independent products (neither reads the other's out), as two calls of
 // matmul without a bias, but in one parallel region whose threads share the

@@ -38,39 +38,29 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
 
-// Fast versions (linear_fast.c). "weight_t" is scratch for weight transposed, [C,OC]: with it
-// the innermost loop runs along a contiguous row of outputs.
-void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
-                    int N, int C, int OC);
+// Fast versions (linear_fast.c), the same sums as the reference's. The
+// forward reads the weight as it lies, [OC,C], turning it into the engine's
+// panels as it goes (matmul_turned in matmul.h); for fewer rows than the
+// engine's register tile (sampling's one) it runs linear_forward_rows.
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC);
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
+// (every output the same chain of multiply-adds), one row at a time: each
+// weight is read once a row, where the engine would copy all of it first.
+void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
 
-// linear_forward is these two steps; the model runs them apart.
-// model_forward transposes a block's matrices (transpose_block in model.c,
-// all four in one parallel region), or a slice of the head's rows, into its
-// weight scratch just before they are used. Sampling transposes nothing: its
-// products have one row, and linear_forward_rows reads the weight as it lies.
-// weight_t[C,OC] = weight[OC,C]^T. Inside a parallel region its threads
-// share the work, with no barrier of their own (the region's end waits for
-// it); outside one, the calling thread does it all.
-void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
-// out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], exactly as linear_forward
+// out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], for a caller that holds
+// the weight transposed already: Muon's products (optimizer.c) are plain
+// a @ b. The engine reads weight_t where it lies.
 void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
                                int OC);
-// The same into columns [o0, o0+OC) of a wider out[N, ldo]: weight_t[C,OC]
-// holds those outputs' rows of the weight, transposed, and bias[OC] theirs
-// (the model's head, a slice of the vocabulary at a time). Each output is
-// the number linear_forward_transposed gives it.
-void linear_forward_transposed_columns(float *out, size_t ldo, const float *inp, const float *weight_t,
-                                       const float *bias, int N, int C, int OC);
-// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
-// (every output the same chain of multiply-adds), on the weight as it lies:
-// for a few rows (sampling's one), where transposing would cost more than
-// the product.
-void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-// linear_forward_transposed on weight_t when the caller has it, else
-// linear_forward_rows on weight.
-void linear_forward_with(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
-                         int N, int C, int OC);
+
+// weight_t[C,OC] = weight[OC,C]^T: not used by the layer itself, but where a
+// matrix must be turned (Muon's tall matrices, GPT-2's Conv1D weights,
+// which Hugging Face stores [in, out]). Inside a parallel region its
+// threads share the work, with no barrier of their own (the region's end
+// waits for it); outside one, the calling thread does it all.
+void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
 
 #endif

@@ -1,7 +1,7 @@
-// linear_fast.c: y = x W^T + b, the fast versions (see linear.h): the three
-// products of linear_backward_reference's derivation, (1) dinp = dout W,
-// (2) dW += dout^T x and (3) db += the column sums of dout, on matmul.h's
-// engine.
+// linear_fast.c: y = x W^T + b, the fast versions (see linear.h): the
+// forward, and the three products of linear_backward_reference's
+// derivation, (1) dinp = dout W, (2) dW += dout^T x and (3) db += the
+// column sums of dout, on matmul.h's engine.
 //
 // Reading order: file 17, after matmul.c, the engine, and linear.c (file 4),
 // the loops these must equal. Why the trick is exact: each output is the
@@ -22,8 +22,7 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 // within a block, the 16 lines read and the 16 written stay in L1.
 // The blocks are shared among the threads of the caller's parallel region
 // (an orphaned `omp for`; alone, one thread does them all), with no wait at
-// the end: the model transposes a block's four matrices in one region
-// (transpose_block in model.c), not four.
+// the end.
 #define TRANSPOSE_BLOCK 16
 void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC) {
 #pragma omp for schedule(static) nowait
@@ -41,12 +40,6 @@ void linear_forward_transposed(float *out, const float *inp, const float *weight
                                int OC) {
     StridedMatrix A = {inp, (size_t)C, 1};
     matmul(out, A, weight_t, N, C, OC, false, bias);
-}
-
-void linear_forward_transposed_columns(float *out, size_t ldo, const float *inp, const float *weight_t,
-                                       const float *bias, int N, int C, int OC) {
-    StridedMatrix A = {inp, (size_t)C, 1};
-    matmul_columns(out, ldo, A, weight_t, N, C, OC, false, bias);
 }
 
 // One row of out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], outputs
@@ -102,9 +95,9 @@ static void row_times_groups(float *out_row, const float *inp_row, const float *
 }
 
 // Sampling's products have one row: each weight is used once, so the time
-// is the time to read it from memory, and a transposed copy (the engine's
-// layout) would cost as much memory again. From about GPT-2's size on,
-// both threads read their share of the outputs' rows.
+// is the time to read it from memory, and the engine's panels would copy
+// it first. From about GPT-2's size on, both threads read their share of
+// the outputs' rows.
 void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
     const int groups = OC / 16;
     for (int n = 0; n < N; n++) {
@@ -115,16 +108,16 @@ void linear_forward_rows(float *out, const float *inp, const float *weight, cons
     }
 }
 
-void linear_forward_with(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
-                         int N, int C, int OC) {
-    if (weight_t) linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
-    else linear_forward_rows(out, inp, weight, bias, N, C, OC);
-}
-
-void linear_forward(float *out, const float *inp, const float *weight, const float *bias, float *weight_t,
-                    int N, int C, int OC) {
-    linear_transpose_weight(weight_t, weight, C, OC);
-    linear_forward_transposed(out, inp, weight_t, bias, N, C, OC);
+// Below a register tile's rows (4, matmul.c) the engine would copy every
+// weight into its panels for fewer uses than that copy costs.
+#define ENGINE_MIN_ROWS 4
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
+    if (N < ENGINE_MIN_ROWS) {
+        linear_forward_rows(out, inp, weight, bias, N, C, OC);
+        return;
+    }
+    StridedMatrix A = {inp, (size_t)C, 1};
+    matmul_turned(out, A, weight, N, C, OC, bias);  // Bt = weight [OC,C]
 }
 
 // (3) dbias[o] += sum over n of dout[n,o], in runs of 64 outputs: each

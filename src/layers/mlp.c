@@ -29,12 +29,11 @@ static void activation(float *act_out, const float *fc_out, int N, int H, MlpKin
 }
 
 void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight,
-                 const float *fc_weight_t, const float *fc_bias, const float *proj_weight, const float *proj_weight_t,
-                 const float *proj_bias, int N, int C, MlpKind act) {
+                 const float *fc_bias, const float *proj_weight, const float *proj_bias, int N, int C, MlpKind act) {
     const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);  // hidden width; fc_out's
-    linear_forward_with(fc_out, inp, fc_weight, fc_weight_t, fc_bias, N, C, FC);  // 1. widen
-    activation(act_out, fc_out, N, H, act);                                      // 2. bend (or gate)
-    linear_forward_with(out, act_out, proj_weight, proj_weight_t, proj_bias, N, H, C);  // 3. project back
+    linear_forward(fc_out, inp, fc_weight, fc_bias, N, C, FC);   // 1. widen
+    activation(act_out, fc_out, N, H, act);                      // 2. bend (or gate)
+    linear_forward(out, act_out, proj_weight, proj_bias, N, H, C);  // 3. project back
 }
 
 // Backward, derived. The MLP is three functions in a row, so its backward

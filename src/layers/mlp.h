@@ -54,12 +54,9 @@ int mlp_dhidden_width(int C, MlpKind act);
 // out[N,C]      = act_out @ proj_weight[C,4C]^T + proj_bias[C]
 // (either bias NULL: none)
 // (with SwiGLU: fc_out[N,2H], act_out[N,H], fc_weight [2H,C], proj_weight [C,H])
-// The products read the weights TRANSPOSED ([in,out], linear_forward_transposed in linear.h),
-// fc_weight_t[C,4C] and proj_weight_t[4C,C], or, when those are NULL (sampling's one row), as they
-// lie (linear_forward_rows). fc_out and act_out are written; backward reads fc_out.
+// fc_out and act_out are written; backward reads fc_out.
 void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, const float *fc_weight,
-                 const float *fc_weight_t, const float *fc_bias, const float *proj_weight, const float *proj_weight_t,
-                 const float *proj_bias, int N, int C, MlpKind act);
+                 const float *fc_bias, const float *proj_weight, const float *proj_bias, int N, int C, MlpKind act);
 
 // Backward, given dout[N,C], the steps in reverse:
 //   dinp[N,C] written; dfc_weight[4C,C] and dproj_weight[C,4C] added to, and
@@ -67,7 +64,6 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 //   act_out[N,4C] is recomputed here from fc_out (the model does not keep one per layer: memory for compute, as
 //   llm.c does), dhidden[N,4C] is scratch (the gradient of act_out, then in place of fc_out; with SwiGLU
 //   [N, mlp_dhidden_width]: fc_out's gradient in its first N*2H floats, act_out's in the N*H after).
-// The weights here are the untransposed ones, fc_weight[4C,C] and proj_weight[C,4C].
 void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
                   float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act);

@@ -398,36 +398,6 @@ static void share_logits(ActTensors *a, GradActs *g, bool with_grads) {
     if (with_grads) g->dlogits = a->logits;
 }
 
-// block_weight_floats: a block's matrices, transposed at once: (3C + C +
-// 4C + 4C) x C in gpt ((3C + C + 2H + H) x C with SwiGLU), (3C + C) x C in card.
-static size_t block_weight_floats(const ModelConfig *cfg) {
-    const ModelParts p = model_parts(cfg);
-    const size_t C = (size_t)cfg->n_embd;
-    size_t floats = 4 * C * C;
-    if (p.mlp) floats += (size_t)(mlp_fc_width((int)C, p.activation) + mlp_hidden((int)C, p.activation)) * C;
-    return floats;
-}
-
-// head_slice_rows: how many of the head's V rows training transposes at
-// once (head_in_slices): as many as fit in a block's weights, in whole
-// column tiles of the matmul engine (64, matmul.c's TILE_COLS), so that each
-// slice's tiles are the ones the whole head's product would have; at least
-// one tile, at most V. At GPT-2's size: 9216 of 50257 rows, 28 MB of
-// scratch where the whole head transposed took 154 MB.
-#define HEAD_SLICE_ALIGN 64
-static int head_slice_rows(const ModelConfig *cfg) {
-    const size_t fit = block_weight_floats(cfg) / (size_t)cfg->n_embd / HEAD_SLICE_ALIGN * HEAD_SLICE_ALIGN;
-    const size_t rows = fit > HEAD_SLICE_ALIGN ? fit : HEAD_SLICE_ALIGN;
-    return rows < (size_t)cfg->vocab_size ? (int)rows : cfg->vocab_size;
-}
-
-// The widest weight that is transposed at once: a block's, or a slice of the head.
-static size_t weight_scratch_floats(const ModelConfig *cfg) {
-    const size_t block = block_weight_floats(cfg);
-    const size_t head = (size_t)head_slice_rows(cfg) * (size_t)cfg->n_embd;
-    return block > head ? block : head;
-}
-
 size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads) {
     TensorTable params, acts, grad_acts;
     param_table(&params, cfg);
@@ -438,7 +408,6 @@ size_t model_memory_bytes(const ModelConfig *cfg, int max_batch, bool with_grads
         floats = sat_add(floats, sat_add(params.total, grad_acts.total));
         table_free(&grad_acts);
     }
-    floats = sat_add(floats, weight_scratch_floats(cfg));
     size_t positions = sat_mul((size_t)max_batch, (size_t)cfg->block_size);
     table_free(&acts);
     table_free(&params);
@@ -493,8 +462,6 @@ void model_init(Model *m, const ModelConfig *cfg, int max_batch, bool with_grads
         m->params.head_weight = m->params.tok_emb;
         m->grads.head_weight = m->grads.tok_emb;
     }
-    m->weight_scratch_size = weight_scratch_floats(cfg);
-    m->weight_scratch = xcalloc_lines(m->weight_scratch_size, sizeof(float));
     size_t positions = (size_t)max_batch * cfg->block_size;
     m->inputs = xcalloc(positions, sizeof(int));
     m->targets = xcalloc(positions, sizeof(int));
@@ -517,12 +484,8 @@ static void blocks_region(const Model *m, size_t *front, size_t *block) {
 }
 
 // The gradients of a slice that hands its blocks' on: the front's, then one
-// block's worth, as big as the weight scratch if that is bigger (it is that
-// too), then the back's. Every block's views point at the one block's worth.
-static size_t handing_block_floats(const Model *m, size_t block) {
-    return block > m->weight_scratch_size ? block : m->weight_scratch_size;
-}
-
+// block's worth, then the back's. Every block's views point at the one
+// block's worth.
 // (slice->blocks_front and block_floats already say where m's blocks are.)
 static void set_handing_views(Model *slice, const Model *m) {
     const TensorTable *t = &m->param_table;
@@ -534,20 +497,20 @@ static void set_handing_views(Model *slice, const Model *m) {
     for (int l = 0; l < m->n_layer; l++)
         point_entries(&slice->grads.blocks[l], PARAMS.block, PARAMS.n_block, t, &next, mine, front + (size_t)l * block,
                       cfg, ALL_ROWS);
-    point_entries(&slice->grads, PARAMS.back, PARAMS.n_back, t, &next, mine + handing_block_floats(m, block),
+    point_entries(&slice->grads, PARAMS.back, PARAMS.n_back, t, &next, mine + block,
                   front + (size_t)m->n_layer * block, cfg, ALL_ROWS);
 }
 
 size_t model_slice_bytes(const Model *m, bool hand_on) {
-    if (!hand_on) return (m->param_table.total + m->weight_scratch_size) * sizeof(float);
+    if (!hand_on) return m->param_table.total * sizeof(float);
     size_t front, block;
     blocks_region(m, &front, &block);
     const size_t back = m->param_table.total - front - (size_t)m->n_layer * block;
-    return (front + handing_block_floats(m, block) + back) * sizeof(float);
+    return (front + block + back) * sizeof(float);
 }
 
 // A slice shares its model's weights and activation buffers (their rows
-// first_row onwards) and has gradients and a weight scratch of its own.
+// first_row onwards) and has gradients of its own.
 void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Model *after) {
     assert(m->grads_memory && first_row >= 0 && rows >= 1 && first_row + rows <= m->max_batch);
     const ModelConfig *cfg = &m->config;
@@ -565,13 +528,11 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
     if (hand_on) {
         blocks_region(m, &slice->blocks_front, &slice->block_floats);
         set_handing_views(slice, m);
-        slice->weight_scratch = slice->grads_memory + slice->blocks_front;  // the one block's worth
         slice->hands_to = m;
         slice->after = after;
     } else {
         set_views(&slice->grads, slice->grads.blocks, sizeof(BlockParams), &PARAMS, &m->param_table,
                   slice->grads_memory, cfg, ALL_ROWS);
-        slice->weight_scratch = xcalloc_lines(m->weight_scratch_size, sizeof(float));
     }
     if (m->parts.tied_head) slice->grads.head_weight = slice->grads.tok_emb;
     slice->inputs = m->inputs + (size_t)first_row * cfg->block_size;
@@ -579,7 +540,6 @@ void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Mod
 }
 
 void model_slice_free(Model *slice) {
-    if (!slice->hands_to) xfree_lines(slice->weight_scratch);
     xfree_lines(slice->grads_memory);
     free(slice->grads.blocks);
     free(slice->acts.blocks);
@@ -589,7 +549,6 @@ void model_slice_free(Model *slice) {
 void model_free(Model *m) {
     free(m->targets);
     free(m->inputs);
-    xfree_lines(m->weight_scratch);
     xfree_lines(m->grad_acts_memory);
     table_free(&m->grad_act_table);
     free(m->grads.blocks);
@@ -644,13 +603,10 @@ static const bool USE_REFERENCE = true;
 static const bool USE_REFERENCE = false;
 #endif
 
-// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]; the fast kernels read
-// the weight transposed, weight_t[C,OC] (training), or, when weight_t is
-// NULL (sampling), as it lies (linear.h).
-static void linear(float *out, const float *inp, const float *weight, const float *weight_t, const float *bias,
-                   int N, int C, int OC) {
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]
+static void linear(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
     if (USE_REFERENCE) linear_forward_reference(out, inp, weight, bias, N, C, OC);
-    else linear_forward_with(out, inp, weight, weight_t, bias, N, C, OC);
+    else linear_forward(out, inp, weight, bias, N, C, OC);
 }
 
 // LayerNorm, and then, when "bias" is not NULL (gpt2), its bias added.
@@ -684,8 +640,8 @@ static void attention(BlockActs *a, int B, int T, int C, int NH, float dropout_p
 // (mlp.h; the biases gpt2's, NULL in gpt), act GELU (either form) or
 // ReLU^2 or SwiGLU; the reference build runs its three steps one by one
 // (ReLU^2 and SwiGLU have one version).
-static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p,
-                const BlockWeightsT *wt, int n, int C, MlpKind act) {
+static void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p, int n, int C,
+                MlpKind act) {
     if (USE_REFERENCE) {
         const int H = mlp_hidden(C, act);
         linear_forward_reference(fc_out, inp, p->fc_weight, p->fc_bias, n, C, mlp_fc_width(C, act));
@@ -695,8 +651,8 @@ static void mlp(float *out, float *fc_out, float *act_out, const float *inp, con
         else gelu_forward_reference(act_out, fc_out, (size_t)n * H);
         linear_forward_reference(out, act_out, p->mlp_proj_weight, p->mlp_proj_bias, n, H, C);
     } else {
-        mlp_forward(out, fc_out, act_out, inp, p->fc_weight, wt->fc_weight, p->fc_bias, p->mlp_proj_weight,
-                    wt->mlp_proj_weight, p->mlp_proj_bias, n, C, act);
+        mlp_forward(out, fc_out, act_out, inp, p->fc_weight, p->fc_bias, p->mlp_proj_weight, p->mlp_proj_bias, n, C,
+                    act);
     }
 }
 
@@ -814,33 +770,6 @@ static uint64_t weights_first(const Model *m, int T) {
     return (uint64_t)m->batch_first * (uint64_t)m->config.n_head * (uint64_t)T * (uint64_t)T;
 }
 
-// transpose_block: block l's matrices into "wt" (in m's weight scratch), for
-// the fast matmul.
-static BlockWeightsT transpose_block(const Model *m, int l, float *memory) {
-    const int C = m->config.n_embd;
-    const int H = mlp_hidden(C, m->parts.activation), FC = mlp_fc_width(C, m->parts.activation);
-    const BlockParams *p = &m->params.blocks[l];
-    BlockWeightsT wt = {0};
-    wt.qkv_weight = memory;
-    wt.proj_weight = wt.qkv_weight + (size_t)3 * C * C;
-    if (m->parts.mlp) {
-        wt.fc_weight = wt.proj_weight + (size_t)C * C;
-        wt.mlp_proj_weight = wt.fc_weight + (size_t)FC * C;
-    }
-    // One parallel region for all four (parallel.h): each transpose shares
-    // its blocks among the threads without waiting, and the region's end
-    // waits once.
-    RUN_SHARED((size_t)C * C, 1 << 14, {
-        linear_transpose_weight(wt.qkv_weight, p->qkv_weight, C, 3 * C);
-        linear_transpose_weight(wt.proj_weight, p->proj_weight, C, C);
-        if (m->parts.mlp) {
-            linear_transpose_weight(wt.fc_weight, p->fc_weight, C, FC);
-            linear_transpose_weight(wt.mlp_proj_weight, p->mlp_proj_weight, H, C);
-        }
-    });
-    return wt;
-}
-
 // rows_of: the span's rows of a [.., width] activation; NULL for a tensor
 // the model does not have (RMSNorm's mean). qkv_rows: those of a block's
 // qkv, which for one position is its row of the cache (Span).
@@ -894,7 +823,7 @@ static float *block_input(const Model *m, int l) { return l == 0 ? m->acts.encod
 // branch_out before it joins the stream. It is gpt2's block too: gpt2 adds
 // a bias to each step's layers (the "+ b" below), which in a gpt are NULL,
 // and its GELU may be the tanh form (parts.activation).
-static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+static void gpt_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const int C = cfg->n_embd, n = s.rows;
     const BlockParams *p = &m->params.blocks[l];
@@ -907,16 +836,16 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
     // 1. ln1_out = ln1(x)  (+ b)
     layernorm(ln1_out, a->ln1_mean + s.first_row, a->ln1_rstd + s.first_row, x, p->ln1_weight, p->ln1_bias, n, C);
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]),  attn_out = attention(qkv)
-    linear(qkv_rows(a, s, C), ln1_out, p->qkv_weight, wt->qkv_weight, p->qkv_bias, n, C, 3 * C);
+    linear(qkv_rows(a, s, C), ln1_out, p->qkv_weight, p->qkv_bias, n, C, 3 * C);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 3. res_attn = x + dropout(attn_out @ Wproj^T  (+ b))
-    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
+    linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n, C, C);
     residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH),
                      stream_first(m, s.T));
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)  (each + b)
     layernorm(ln2_out, a->ln2_mean + s.first_row, a->ln2_rstd + s.first_row, res_attn, p->ln2_weight, p->ln2_bias,
               n, C);
-    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, wt, n, C,
+    mlp(branch, rows_of(a->fc_out, s, 4 * C), rows_of(m->acts.act_out, s, 4 * C), ln2_out, p, n, C,
         m->parts.activation);
     residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH),
                      stream_first(m, s.T));
@@ -924,17 +853,17 @@ static void gpt_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, 
 
 // card_block_forward: card's one block, attention and nothing around it,
 // in two steps.
-static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+static void card_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t key) {
     const int C = m->config.n_embd, n = s.rows;
     const BlockParams *p = &m->params.blocks[l];
     BlockActs *a = &m->acts.blocks[l];
     const float *x = rows_of(block_input(m, l), s, C);
 
     // 1. qkv = x @ [Wq;Wk;Wv]^T, attn_out = attention(qkv)
-    linear(qkv_rows(a, s, C), x, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);
+    linear(qkv_rows(a, s, C), x, p->qkv_weight, NULL, n, C, 3 * C);
     attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
-    linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n,
+    linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n,
            C, C);
 }
 
@@ -951,7 +880,7 @@ static void card_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s,
 // card) instead of being added to it; without the MLP the block ends after
 // step 3. With every part present and none swapped it computes what
 // gpt_block_forward does.
-static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
+static void ladder_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t key) {
     const ModelConfig *cfg = &m->config;
     const ModelParts *parts = &m->parts;
     const int C = cfg->n_embd, n = s.rows;
@@ -965,18 +894,18 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
              NULL, n, C);
         attn_in = rows_of(a->ln1_out, s, C);
     }
-    linear(qkv_rows(a, s, C), attn_in, p->qkv_weight, wt->qkv_weight, NULL, n, C, 3 * C);  // 2.
+    linear(qkv_rows(a, s, C), attn_in, p->qkv_weight, NULL, n, C, 3 * C);  // 2.
     if (parts->rope) rope_forward(qkv_rows(a, s, C), n, s.T, s.position < 0 ? 0 : s.position, C, cfg->n_head);
     if (parts->qk_norm) qk_norm_forward(qkv_rows(a, s, C), rows_of(a->qk_rstd, s, 2 * (size_t)cfg->n_head), n, C, cfg->n_head);
     attention_span(a, s, cfg, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     float *res_attn = rows_of(a->res_attn, s, C);  // 3.
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
-        linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
+        linear(branch, rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n, C, C);
         residual_forward(res_attn, x, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_ATTN_BRANCH),
                      stream_first(m, s.T));
     } else {
-        linear(res_attn, rows_of(a->attn_out, s, C), p->proj_weight, wt->proj_weight, p->proj_bias, n, C, C);
+        linear(res_attn, rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n, C, C);
     }
     if (!parts->mlp) return;
     const float *mlp_in = res_attn;  // 4.
@@ -990,11 +919,11 @@ static void ladder_block_forward(Model *m, int l, const BlockWeightsT *wt, Span 
     float *act_out = rows_of(m->acts.act_out, s, (size_t)mlp_hidden(C, parts->activation));
     if (parts->residual) {
         float *branch = rows_of(m->acts.branch_out, s, C);
-        mlp(branch, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
+        mlp(branch, fc_out, act_out, mlp_in, p, n, C, parts->activation);
         residual_forward(res_mlp, res_attn, branch, (size_t)n * C, dropout_p, site_key(key, l, SITE_MLP_BRANCH),
                      stream_first(m, s.T));
     } else {
-        mlp(res_mlp, fc_out, act_out, mlp_in, p, wt, n, C, parts->activation);
+        mlp(res_mlp, fc_out, act_out, mlp_in, p, n, C, parts->activation);
     }
 }
 
@@ -1008,38 +937,14 @@ static bool plain_gpt(const Model *m) {
 }
 
 // block_forward: block l over the span's rows, by its architecture.
-static void block_forward(Model *m, int l, const BlockWeightsT *wt, Span s, float dropout_p, uint64_t key) {
-    if (m->config.arch == ARCH_CARD) card_block_forward(m, l, wt, s, dropout_p, key);
-    else if (plain_gpt(m)) gpt_block_forward(m, l, wt, s, dropout_p, key);
-    else ladder_block_forward(m, l, wt, s, dropout_p, key);
-}
-
-// head_in_slices: logits[N,V] = x[N,C] @ head_weight^T (+ head_bias), for
-// model_forward: the fast build transposes head_slice_rows of the head's V
-// rows at a time into m's weight scratch and computes those columns of the
-// logits. The whole head transposed would be the widest scratch of all (V x
-// C, five blocks' worth at GPT-2's size); a slice is a block's at most.
-// Each logit is the same sum over C, in the same order, as from the whole
-// head (matmul.h), so the bits are too.
-static void head_in_slices(Model *m, float *logits, const float *x, int N) {
-    const int C = m->config.n_embd, V = m->config.vocab_size, rows = head_slice_rows(&m->config);
-    const float *weight = m->params.head_weight, *bias = m->params.head_bias;
-    if (USE_REFERENCE) {
-        linear_forward_reference(logits, x, weight, bias, N, C, V);
-        return;
-    }
-    for (int v0 = 0; v0 < V; v0 += rows) {
-        const int n = V - v0 < rows ? V - v0 : rows;
-        RUN_SHARED((size_t)n * C, 1 << 14, linear_transpose_weight(m->weight_scratch, weight + (size_t)v0 * C, C, n));
-        linear_forward_transposed_columns(logits + v0, (size_t)V, x, m->weight_scratch, bias ? bias + v0 : NULL, N,
-                                          C, n);
-    }
+static void block_forward(Model *m, int l, Span s, float dropout_p, uint64_t key) {
+    if (m->config.arch == ARCH_CARD) card_block_forward(m, l, s, dropout_p, key);
+    else if (plain_gpt(m)) gpt_block_forward(m, l, s, dropout_p, key);
+    else ladder_block_forward(m, l, s, dropout_p, key);
 }
 
 // head_forward: logits for the span's rows from the last block's output,
-// through ln_f when the model has it (LayerNorm, or RMSNorm: norm). A whole
-// window's product reads the head transposed a slice at a time
-// (head_in_slices); one position's (sampling) reads it as it lies.
+// through ln_f when the model has it (LayerNorm, or RMSNorm: norm).
 static float *head_forward(Model *m, Span s) {
     const int C = m->config.n_embd, V = m->config.vocab_size;
     const float *x = rows_of(block_output(m, m->n_layer - 1), s, C);
@@ -1050,8 +955,7 @@ static float *head_forward(Model *m, Span s) {
         x = rows_of(a->lnf_out, s, C);
     }
     float *logits = rows_of(a->logits, s, V);
-    if (s.position < 0) head_in_slices(m, logits, x, s.rows);
-    else linear(logits, x, m->params.head_weight, NULL, m->params.head_bias, s.rows, C, V);
+    linear(logits, x, m->params.head_weight, m->params.head_bias, s.rows, C, V);
     return logits;
 }
 
@@ -1083,25 +987,20 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
     m->last_dropout_key = dropout_key;
 
     embed(m, inputs, s, dropout_p, dropout_key);
-    for (int l = 0; l < m->n_layer; l++) {
-        BlockWeightsT wt = transpose_block(m, l, m->weight_scratch);
-        block_forward(m, l, &wt, s, dropout_p, dropout_key);
-    }
+    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, s, dropout_p, dropout_key);
     head_forward(m, s);
     if (!targets) return 0.0f;
     return crossentropy(m->acts.losses, m->acts.probs, m->acts.logits, targets, BT, V);  // probs over the logits
 }
 
 // The same blocks as model_forward, on one row: every kernel computes a row
-// the same way whether it runs on one row or many, so the bits agree. No
-// weight is transposed ("untransposed": every pointer NULL): the products
-// read the weights as they lie (linear_forward_rows), each output the same
-// chain of multiply-adds as the engine's.
+// the same way whether it runs on one row or many, so the bits agree (the
+// products of one row run linear_forward_rows, each output the same chain
+// of multiply-adds as the engine's).
 const float *model_forward_position(Model *m, int token, int t) {
-    static const BlockWeightsT untransposed = {0};
     const Span s = position_span(m->config.block_size, t);
     embed(m, &token, s, 0.0f, 0);
-    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, &untransposed, s, 0.0f, 0);
+    for (int l = 0; l < m->n_layer; l++) block_forward(m, l, s, 0.0f, 0);
     return head_forward(m, s);
 }
 
@@ -1344,9 +1243,6 @@ void model_backward(Model *m) {
     } else {
         linear_grad(d->dresidual, g->head_weight, g->head_bias, d->dlogits, top, p->head_weight, BT, C, V);
     }
-    // A slice that hands its blocks' gradients on: its one block's worth
-    // was the forward's weight scratch.
-    if (m->hands_to) zero_floats(m->weight_scratch, m->weight_scratch_size);
     for (int l = m->n_layer - 1; l >= 0; l--) {
         block_backward(m, l, dropout_p, key);
         block_done(m, l);

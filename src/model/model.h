@@ -219,18 +219,6 @@ typedef struct {
     float *dhidden;        // [B,T,4C]   scratch of mlp_backward (gpt)
 } GradActs;
 
-// A block's weights transposed to [in, out], the layout the fast matmul
-// reads (linear_forward_transposed). Training transposes one block at a
-// time (and the head a slice of its rows at a time) into
-// Model.weight_scratch; sampling's one-row products read the weights as
-// they lie, and pass these as NULL (linear.h).
-typedef struct {
-    float *qkv_weight;       // [C,3C]
-    float *proj_weight;      // [C,C]
-    float *fc_weight;        // [C,4C]  gpt
-    float *mlp_proj_weight;  // [4C,C]  gpt
-} BlockWeightsT;
-
 typedef struct Model {
     ModelConfig config;
     ModelParts parts;
@@ -250,9 +238,6 @@ typedef struct Model {
     TensorTable grad_act_table;
     float *grad_acts_memory;     // [grad_act_table.total]; NULL without grads
     GradActs grad_acts;
-
-    float *weight_scratch;       // one block's weights (or a slice of the head's) transposed, for the fast matmul
-    size_t weight_scratch_size;
 
     // The blocks whose backward has ended since model_zero_grad (L - the
     // lowest; in a slice that hands its gradients on, once it has), for the

@@ -45,13 +45,13 @@ void optimizer_init(Optimizer *opt, const OptimizerConfig *cfg, const Model *mod
     }
     if (cfg->kind == OPT_MUON) {
         opt->momentum = xcalloc_lines(opt->size, sizeof *opt->momentum);
-        size_t scratch = 0;  // Newton-Schulz's X, X^T and X's next value [m,n], A and its square [m,m]
+        size_t scratch = 0;  // Newton-Schulz's X and X's next value [m,n], A and its square [m,m]
         for (int k = 0; k < model->param_table.count; k++) {
             const TensorSpec *spec = &model->param_table.specs[k];
             if (!optimizer_uses_muon(spec)) continue;
             const size_t m = spec->shape[0] < spec->shape[1] ? spec->shape[0] : spec->shape[1];
             const size_t n = spec->size / m;
-            if (3 * m * n + 2 * m * m > scratch) scratch = 3 * m * n + 2 * m * m;
+            if (2 * m * n + 2 * m * m > scratch) scratch = 2 * m * n + 2 * m * m;
         }
         opt->ns_scratch = xcalloc_lines(scratch ? scratch : 1, sizeof *opt->ns_scratch);
     }
@@ -311,10 +311,11 @@ static void adamw_step(Optimizer *opt, Model *model, double lr, bool skip_muon) 
 // ---- Muon ------------------------------------------------------------------
 // optimizer.h says why; here is how, for one matrix W [rows, cols] at a time.
 // Each product is a matrix times a matrix, which is what the linear layer
-// computes (linear.h: out[N,OC] = inp[N,C] @ weight_t[C,OC]), so Muon runs
-// on the same fast, thread-count-independent engine as the model.
+// computes (linear.h), so Muon runs on the same fast,
+// thread-count-independent engine as the model.
 
-// matmul_into: out[N,M] = a[N,K] @ b[K,M].
+// matmul_into: out[N,M] = a[N,K] @ b[K,M] (b as the linear layer's weight
+// already transposed).
 static void matmul_into(float *out, const float *a, const float *b, int N, int K, int M) {
     linear_forward_transposed(out, a, b, NULL, N, K, M);
 }
@@ -324,15 +325,14 @@ static void matmul_into(float *out, const float *a, const float *b, int N, int K
 //   A = X X^T;  B = b A + c A A;  X = a X + B X
 // which is X -> a X + b (X X^T) X + c (X X^T)^2 X: each singular value s of
 // X goes to a s + b s^3 + c s^5 and U, V stay (X X^T = U S^2 U^T).
-// "scratch" holds X^T and the next X [n,m], [m,n], then A and A A [m,m].
+// "scratch" holds the next X [m,n], then A and A A [m,m].
 static void newton_schulz(float *X, int m, int n, float *scratch) {
     const size_t mn = (size_t)m * n, mm = (size_t)m * m;
-    float *Xt = scratch, *BX = Xt + mn, *A = BX + mn, *B = A + mm;
+    float *BX = scratch, *A = BX + mn, *B = A + mm;
     const float a = (float)MUON_NS_A, b = (float)MUON_NS_B, c = (float)MUON_NS_C;
     for (int step = 0; step < MUON_NS_STEPS; step++) {
-        linear_transpose_weight(Xt, X, n, m);  // Xt[n,m] = X^T
-        matmul_into(A, X, Xt, m, n, m);        // A = X X^T, [m,m], symmetric
-        matmul_into(B, A, A, m, m, m);         // A A (A^T = A, so A itself is its own "weight_t")
+        linear_forward(A, X, X, NULL, m, n, m);  // A = X X^T, [m,m], symmetric (X as the layer's input and weight)
+        matmul_into(B, A, A, m, m, m);           // A A
         for (size_t i = 0; i < mm; i++) B[i] = b * A[i] + c * B[i];  // B = b A + c A A
         matmul_into(BX, B, X, m, m, n);        // B X, [m,n]
         for (size_t i = 0; i < mn; i++) X[i] = a * X[i] + BX[i];     // X = a X + B X

@@ -188,7 +188,7 @@ typedef struct {
     // Newton-Schulz scratch, sized for the largest matrix; NULL otherwise.
     // AdamW's m and v are kept for the rest.
     float *momentum;     // [size]
-    float *ns_scratch;   // [3 m n + 2 m^2] for the largest matrix, m <= n its sides
+    float *ns_scratch;   // [2 m n + 2 m^2] for the largest matrix, m <= n its sides
 } Optimizer;
 
 // optimizer_init: an optimizer for "model"'s parameters, at step 0, with
