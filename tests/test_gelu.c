@@ -8,7 +8,8 @@
 //    and at the extremes;
 // 3. both backwards match central finite differences of L = sum(gelu(x) * R);
 // 4. the edges: in place, NaN, and bits that do not depend on where an
-//    element sits in the array or on the thread count;
+//    element sits in the array or on the thread count, or on whether the
+//    forward and backward run apart or in one pass (both forms);
 // 5. GPT-2's tanh approximation, both versions: hand values (python's
 //    math.tanh), fast against reference, finite differences, in place, NaN.
 #include <float.h>
@@ -219,6 +220,41 @@ START_TEST(backward_in_place_gives_the_same_bits_as_out_of_place) {
 }
 END_TEST
 
+// The MLP's backward runs GELU both ways in one pass (gelu_forward_backward,
+// and the tanh form's), in place on dout; its two outputs must be the bits
+// of the forward and the backward run apart, or training's checkpoints
+// would change with the fusion. Over x in [-6, 6) (both sides of erf's
+// clamp at 4 / sqrt 2), NaN in the vector body and the ragged end, on 2
+// threads at a size that splits (1 << 16 + 37 elements).
+START_TEST(forward_backward_in_one_pass_gives_the_bits_of_the_two) {
+    static const GeluForward forwards[2] = {gelu_forward, gelu_tanh_forward};
+    static const GeluBackward backwards[2] = {gelu_backward, gelu_tanh_backward};
+    static void (*const both[2])(float *, float *, const float *, const float *, size_t) = {
+        gelu_forward_backward, gelu_tanh_forward_backward};
+    enum { N = (1 << 16) + 37 };
+    float *x = xmalloc(N * sizeof(float)), *dout = xmalloc(N * sizeof(float));
+    float *out = xmalloc(N * sizeof(float)), *dinp = xmalloc(N * sizeof(float));
+    float *out_both = xmalloc(N * sizeof(float)), *dinp_both = xmalloc(N * sizeof(float));
+    Rng rng;
+    rng_init(&rng, 43);
+    for (int i = 0; i < N; i++) x[i] = 12.0f * rng_uniform(&rng) - 6.0f;
+    x[5] = x[N - 2] = NAN;
+    fill_uniform(dout, N, &rng);
+    const int saved_threads = get_threads();
+    set_threads(2);
+    forwards[_i](out, x, N);
+    backwards[_i](dinp, x, dout, N);
+    memcpy(dinp_both, dout, N * sizeof(float));
+    both[_i](out_both, dinp_both, x, dinp_both, N);
+    set_threads(saved_threads);
+    ck_assert_msg(memcmp(out_both, out, N * sizeof(float)) == 0, "%s: the output differs", _i ? "tanh" : "erf");
+    ck_assert_msg(memcmp(dinp_both, dinp, N * sizeof(float)) == 0, "%s: the gradient differs", _i ? "tanh" : "erf");
+    ck_assert(isnan(out_both[5]) && isnan(dinp_both[N - 2]));
+    float *all[] = {x, dout, out, dinp, out_both, dinp_both};
+    for (int i = 0; i < COUNT(all); i++) free(all[i]);
+}
+END_TEST
+
 // A NaN means something upstream went wrong; it must reach the loss rather
 // than be clamped into a number. NaNs sit inside the vectorised body (3) and
 // in the ragged end (37); their neighbours stay finite.
@@ -398,6 +434,7 @@ Suite *gelu_suite(void) {
     tcase_add_loop_test(tc, backward_matches_finite_differences, 0, 2);
     tcase_add_loop_test(tc, backward_in_place_gives_the_same_bits_as_out_of_place, 0, 2);
     tcase_add_loop_test(tc, nan_in_gives_nan_out, 0, 2);
+    tcase_add_loop_test(tc, forward_backward_in_one_pass_gives_the_bits_of_the_two, 0, 2);
     tcase_add_test(tc, an_element_gets_the_same_bits_alone_in_a_batch_and_on_any_thread_count);
     tcase_add_loop_test(tc, tanh_form_gives_hand_checked_values_and_differs_from_erf, 0, 2);
     tcase_add_test(tc, tanh_form_fast_matches_reference_over_a_dense_range_and_extremes);

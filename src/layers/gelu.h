@@ -47,6 +47,11 @@ void gelu_backward_reference(float *dinp, const float *inp, const float *dout, s
 // The fast versions (gelu_fast.c), the same two, which training runs.
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+// Both in one pass, for mlp_backward, which needs the forward's output
+// again (it is not kept) just as it takes the backward: out = gelu(inp)
+// and dinp = dout * gelu'(inp), Phi(x) computed once for the two; the bits
+// of gelu_forward and gelu_backward. dinp may be dout (in place).
+void gelu_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
 // GPT-2's tanh approximation, the same four functions.
 #define GELU_SQRT_2_OVER_PI 0.79788456080286536f  // sqrt(2 / pi)
@@ -64,5 +69,6 @@ void gelu_tanh_backward_reference(float *dinp, const float *inp, const float *do
 // 2e-6 max(1, |dout|) backward (the tests hold them to that).
 void gelu_tanh_forward(float *out, const float *inp, size_t n);
 void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n);
+void gelu_tanh_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
 #endif

@@ -55,6 +55,21 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_backward_loop(dinp, inp, dout, n));
 }
 
+// The two loops above as one: each element's x and Phi(x) serve both
+// lines, so erf runs once an element where the two passes ran it twice.
+static void gelu_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i], cdf = normal_cdf(x);
+        out[i] = x * cdf;
+        dinp[i] = dout[i] * (cdf + x * normal_pdf(x));
+    }
+}
+
+void gelu_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_forward_backward_loop(out, dinp, inp, dout, n));
+}
+
 // ---------------------------------------------------------------------------
 // GPT-2's tanh approximation. With u = sqrt(2/pi) (x + 0.044715 x^3) and
 // e = e^(-2u):
@@ -105,4 +120,21 @@ static void gelu_tanh_backward_loop(float *dinp, const float *inp, const float *
 
 void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_backward_loop(dinp, inp, dout, n));
+}
+
+// Both at once, as gelu_forward_backward: one exp an element, not two.
+static void gelu_tanh_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        float s_slope;
+        const float s = tanh_gate(x, &s_slope);
+        const float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
+        out[i] = x * s;
+        dinp[i] = dout[i] * (s + x * 2.0f * s_slope * du);
+    }
+}
+
+void gelu_tanh_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
+    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_forward_backward_loop(out, dinp, inp, dout, n));
 }

@@ -45,6 +45,12 @@ void linear_backward_reference(float *dinp, float *dweight, float *dbias, const 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC);
+// linear_backward's two halves, for a caller with work between them
+// (mlp_backward): dinp alone, then dweight and dbias, each with
+// linear_backward's bits. (linear_backward runs the two products in one
+// parallel region: one start and one wait of the threads, not two.)
+void linear_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC);
+void linear_backward_params(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC);
 // out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
 // (every output the same chain of multiply-adds), one row at a time: each
 // weight is read once a row, where the engine would copy all of it first.

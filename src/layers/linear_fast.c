@@ -144,3 +144,14 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                 dweight, dout_cols, inp, OC, N, C, true);    // (2) dweight += dout^T @ inp
     if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
 }
+
+void linear_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC) {
+    StridedMatrix dout_rows = {dout, (size_t)OC, 1};
+    matmul(dinp, dout_rows, weight, N, OC, C, false, NULL);  // (1)
+}
+
+void linear_backward_params(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC) {
+    StridedMatrix dout_cols = {dout, 1, (size_t)OC};
+    matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);  // (2)
+    if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
+}

@@ -52,7 +52,10 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 //        dinp = dfc_out @ fc_weight;       dfc_weight += dfc_out^T @ inp
 //        (dfc_bias += dfc_out summed over the rows)
 // Step 3's weight gradient needs act_out, its input, which the model does
-// not keep: step 2 runs again first.
+// not keep: step 2 runs again. Step 3's input gradient does not need it,
+// so it comes first, and then step 2 runs both ways in one pass (for GELU,
+// whose erf is dear, one call of it an element instead of two), and step 3
+// ends with its weight's gradient.
 void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
                   float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {
@@ -61,15 +64,20 @@ void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_
     // dact_out: dhidden itself, made dfc_out in place; with SwiGLU the N*H
     // floats after dfc_out's N*2H
     float *dact = act == MLP_SWIGLU ? dhidden + (size_t)N * FC : dhidden;
-    // step 2 again: its output is step 3's input
-    activation(act_out, fc_out, N, H, act);
-    // 3. out = act_out @ proj_weight^T:  dact_out (written), dproj_weight +=
-    linear_backward(dact, dproj_weight, dproj_bias, dout, act_out, proj_weight, N, H, C);
-    // 2. act_out = act(fc_out):  dhidden becomes dfc_out
-    if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
-    else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
-    else if (act == MLP_GELU_TANH) gelu_tanh_backward(dhidden, fc_out, dhidden, n);
-    else gelu_backward(dhidden, fc_out, dhidden, n);
+    // 3, first half. out = act_out @ proj_weight^T:  dact_out (written)
+    linear_backward_input(dact, dout, proj_weight, N, H, C);
+    // 2. act_out = act(fc_out) again (step 3's input), and dhidden becomes dfc_out
+    if (act == MLP_GELU) {
+        gelu_forward_backward(act_out, dhidden, fc_out, dhidden, n);
+    } else if (act == MLP_GELU_TANH) {
+        gelu_tanh_forward_backward(act_out, dhidden, fc_out, dhidden, n);
+    } else {
+        activation(act_out, fc_out, N, H, act);
+        if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
+        else relu2_backward(dhidden, fc_out, dhidden, n);
+    }
+    // 3, second half:  dproj_weight += dout^T @ act_out  (and dproj_bias +=)
+    linear_backward_params(dproj_weight, dproj_bias, dout, act_out, N, H, C);
     // 1. fc_out = inp @ fc_weight^T:  dinp (written), dfc_weight +=
     linear_backward(dinp, dfc_weight, dfc_bias, dhidden, inp, fc_weight, N, C, FC);
 }
