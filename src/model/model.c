@@ -863,8 +863,7 @@ static void card_block_forward(Model *m, int l, Span s, float dropout_p, uint64_
     linear(qkv_rows(a, s, C), x, p->qkv_weight, NULL, n, C, 3 * C);
     attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 2. res_attn = attn_out @ Wproj^T + bproj, the block's output
-    linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n,
-           C, C);
+    linear(rows_of(a->res_attn, s, C), rows_of(a->attn_out, s, C), p->proj_weight, p->proj_bias, n, C, C);
 }
 
 // ladder_block_forward: gpt_block_forward's four steps with each removed

@@ -317,7 +317,7 @@ float model_forward(Model *m, const int *inputs, const int *targets, int B, int 
 // Activations are laid out for T = block_size here, so do not mix it with
 // model_forward on the same model. It runs the same block_forward as
 // model_forward, on one row, so every bit of the result is the same (its
-// products read the weights as they lie, model_forward's transposed, each
+// products run linear_forward_rows, model_forward's the matmul engine, each
 // output the same multiply-adds in the same order). Returns logits[V] for
 // position t.
 const float *model_forward_position(Model *m, int token, int t);
@@ -339,8 +339,7 @@ void model_sgd_step(Model *m, float lr);
 // model_slice_init: "slice" becomes rows [first_row, first_row + rows) of
 // m's batch: it reads m's weights, keeps its activations in m's buffers at
 // those rows (so two slices never touch one element), and has gradients of
-// its own (two slices adding to one buffer would race) and its own weight
-// scratch. m must have gradients; m itself serves as the slice of row 0.
+// its own (two slices adding to one buffer would race). m must have gradients; m itself serves as the slice of row 0.
 // Set loss_rows and batch_first before each forward, as for a part of a
 // batch. Run a slice's forward and backward on one thread: inside a
 // parallel region (nested parallelism off) every layer's loop does.
@@ -352,13 +351,12 @@ void model_sgd_step(Model *m, float lr);
 // gradients of the block to m's and clears them for the next block. The
 // sums are those model_add_grads would make at the end, slice after slice
 // (m's own rows' gradient, plus the first slice's, plus the next's), so
-// the bits do not change. That one block's worth is also the slice's
-// weight scratch, which only the forward uses. With "after" NULL it keeps
+// the bits do not change. With "after" NULL it keeps
 // all of its gradients to the end. model_slice_free releases what the
 // slice owns.
 void model_slice_init(Model *slice, Model *m, int first_row, int rows, const Model *after);
 void model_slice_free(Model *slice);
-// model_slice_bytes: the memory a slice of m owns: its gradients and scratch.
+// model_slice_bytes: the memory a slice of m owns: its gradients.
 size_t model_slice_bytes(const Model *m, bool hand_on);
 // model_add_grads: m's gradients += the slice's (of a slice that hands its
 // blocks' on, the rest: the embeddings', ln_f's and the head's).
