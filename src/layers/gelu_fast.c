@@ -41,22 +41,10 @@ void gelu_forward(float *out, const float *inp, size_t n) {
     RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_forward_loop(out, inp, n));
 }
 
-// In place (dinp == dout) is safe: element i reads dout[i] before it writes
-// dinp[i], and reads no other element.
-static void gelu_backward_loop(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        dinp[i] = dout[i] * (normal_cdf(x) + x * normal_pdf(x));
-    }
-}
-
-void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_backward_loop(dinp, inp, dout, n));
-}
-
-// The two loops above as one: each element's x and Phi(x) serve both
-// lines, so erf runs once an element where the two passes ran it twice.
+// The forward again and the backward, in one pass (mlp_backward needs
+// both at once): each element's x and Phi(x) serve both lines, so erf runs
+// once an element, not twice. In place (dinp == dout) is safe: element i
+// reads dout[i] before it writes dinp[i], and reads no other element.
 static void gelu_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -106,23 +94,8 @@ void gelu_tanh_forward(float *out, const float *inp, size_t n) {
     RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_forward_loop(out, inp, n));
 }
 
-// In place (dinp == dout) is safe, as in gelu_backward.
-static void gelu_tanh_backward_loop(float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        float s_slope;
-        const float s = tanh_gate(x, &s_slope);
-        const float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
-        dinp[i] = dout[i] * (s + x * 2.0f * s_slope * du);
-    }
-}
-
-void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, size_t n) {
-    RUN_SHARED(n, MIN_PARALLEL_ELEMENTS, gelu_tanh_backward_loop(dinp, inp, dout, n));
-}
-
-// Both at once, as gelu_forward_backward: one exp an element, not two.
+// The forward again and the backward in one pass, as gelu_forward_backward:
+// one exp an element, not two. In place (dinp == dout) is safe.
 static void gelu_tanh_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
     for (size_t i = 0; i < n; i++) {
