@@ -136,13 +136,19 @@ static void bias_grad_runs(float *dbias, const float *dout, int N, int OC) {
     }
 }
 
+// (3) for linear_backward and linear_backward_params alike: nothing when
+// the layer has no bias, and a region of its own only when one pays.
+static void bias_grad(float *dbias, const float *dout, int N, int OC) {
+    if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
+}
+
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC) {
     StridedMatrix dout_rows = {dout, (size_t)OC, 1};  // dout as [N,OC]
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};  // dout^T as [OC,N]
     matmul_pair(dinp, dout_rows, weight, N, OC, C, false,     // (1) dinp = dout @ weight
                 dweight, dout_cols, inp, OC, N, C, true);    // (2) dweight += dout^T @ inp
-    if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
+    bias_grad(dbias, dout, N, OC);  // (3)
 }
 
 void linear_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC) {
@@ -153,5 +159,5 @@ void linear_backward_input(float *dinp, const float *dout, const float *weight, 
 void linear_backward_params(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC) {
     StridedMatrix dout_cols = {dout, 1, (size_t)OC};
     matmul(dweight, dout_cols, inp, OC, N, C, true, NULL);  // (2)
-    if (dbias) RUN_SHARED((size_t)N * OC, MIN_PARALLEL_WORK / 64, bias_grad_runs(dbias, dout, N, OC));
+    bias_grad(dbias, dout, N, OC);  // (3)
 }
