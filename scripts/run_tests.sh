@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run_tests.sh: run the Check suites of RUN_TESTS in two processes at once,
-# each on half the suites (TINYGPT_TEST_SHARD, tests/test_main.c), so both
-# cores work; each process's report is printed whole once both have ended.
+# so both cores work: whenever one is free it takes the next suite neither
+# has taken (TINYGPT_TEST_QUEUE, tests/test_main.c), so they end together.
+# Each process's report is printed whole once both have ended, then the
+# count of suites, checks and failures.
 #
 #   scripts/run_tests.sh RUN_TESTS        (make test, make sanitize)
 #
@@ -12,13 +14,17 @@ set -uo pipefail
 bin=${1:?usage: scripts/run_tests.sh RUN_TESTS}
 logs=$(mktemp -d /tmp/tinygpt_tests_XXXXXX)
 trap 'rm -rf "$logs"' EXIT
+echo 0 >"$logs/queue"
 
-TINYGPT_TEST_SHARD=0/2 "$bin" >"$logs/0" 2>&1 &
+TINYGPT_TEST_QUEUE="$logs/queue" "$bin" >"$logs/0" 2>&1 &
 first=$!
-TINYGPT_TEST_SHARD=1/2 "$bin" >"$logs/1" 2>&1 &
+TINYGPT_TEST_QUEUE="$logs/queue" "$bin" >"$logs/1" 2>&1 &
 second=$!
 status=0
 wait "$first" || status=1
 wait "$second" || status=1
 cat "$logs/0" "$logs/1"
+# The sum of Check's lines "N%: Checks: C, Failures: F, Errors: E".
+cat "$logs/0" "$logs/1" | awk -F'[:,] *' '/^[0-9]+%: Checks:/ { suites++; checks += $3; failed += $5 + $7 }
+    END { printf "run_tests: %d suites, %d checks, %d failed\n", suites, checks, failed }'
 exit "$status"

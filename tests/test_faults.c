@@ -177,14 +177,21 @@ START_TEST(a_sigterm_at_any_point_saves_and_exits_as_it_should) {
 }
 END_TEST
 
-Suite *faults_suite(void) {
-    Suite *s = suite_create("faults");
+// Three suites, one test each, so that two processes can run them side by
+// side (each starts a few hundred runs).
+static Suite *faults_suite(const char *name, const TTest *test) {
+    Suite *s = suite_create(name);
     TCase *tc = tcase_create("every operation");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
-    tcase_add_test(tc, a_failing_write_at_any_point_loses_nothing);
-    tcase_add_test(tc, a_kill_at_any_point_loses_nothing);
-    tcase_add_test(tc, a_sigterm_at_any_point_saves_and_exits_as_it_should);
+    tcase_add_test(tc, test);
     suite_add_tcase(s, tc);
     return s;
+}
+Suite *faults_failing_write_suite(void) {
+    return faults_suite("faults_failing_write", a_failing_write_at_any_point_loses_nothing);
+}
+Suite *faults_kill_suite(void) { return faults_suite("faults_kill", a_kill_at_any_point_loses_nothing); }
+Suite *faults_sigterm_suite(void) {
+    return faults_suite("faults_sigterm", a_sigterm_at_any_point_saves_and_exits_as_it_should);
 }
