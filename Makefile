@@ -372,9 +372,11 @@ bench-mpi: mpi-bin $(BENCH_DATA_DEP) gpt2-tokenizer-check
 .PHONY: large-file-check crash-check
 
 # Kill a training run at least 50 times at random moments, resuming after
-# each, and check that it ends exactly as the run left alone (about 2 minutes).
+# each, and check that it ends exactly as the run left alone: two runs side
+# by side (one thread each, one per core), 25 kills each (about 2 minutes).
 crash-check: tinygpt
-	scripts/crash_check.sh ./tinygpt 50
+	@status=0; scripts/crash_check.sh ./tinygpt 25 & first=$$!; \
+	scripts/crash_check.sh ./tinygpt 25 || status=1; wait $$first || status=1; exit $$status
 
 # Train on a generated 100 MB file; fail if peak memory passes 1.1 x its size.
 large-file-check: tinygpt
@@ -435,7 +437,8 @@ $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
 # tokenizer's UTF-8 handling, the flag parser, the BPE and GPT-2's tokenizer
 # files (vocab.json, merges.txt), and a Hugging Face GPT-2 directory's
 # config.json and model.safetensors, tests/fuzz/fuzz_*.c, each
-# run for FUZZ_SECONDS under ASan+UBSan. Seeds are read from
+# run for FUZZ_SECONDS under ASan+UBSan, two at a time (libFuzzer runs on
+# one core). Seeds are read from
 # tests/fuzz/corpus/TARGET/ (committed); what the fuzzer adds goes to
 # build/fuzz/corpus/TARGET/, kept between runs; a crashing input is saved as
 # build/fuzz/crash-TARGET-* and fails the target. A crash found this way
@@ -451,16 +454,22 @@ fuzz-build:
 	$(MAKE) -j$(JOBS) BUILD=$(FUZZ_BUILD) CC=$(SAN_CC) OPT="$(FUZZ_OPT)" $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 fuzz: fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
-	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
-	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	@fuzz_one() { \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$1; \
+	    echo "== fuzz_$$1 for $(FUZZ_SECONDS) s"; \
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	    $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	        -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
-	        2>$(FUZZ_BUILD)/fuzz_$$t.log \
-	        || { tail -60 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; }; \
-	    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $(FUZZ_BUILD)/fuzz_$$t.log || true; \
-	done
+	    $(FUZZ_BUILD)/fuzz_$$1 -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crash-$$1- $(FUZZ_BUILD)/corpus/$$1 tests/fuzz/corpus/$$1 \
+	        2>$(FUZZ_BUILD)/fuzz_$$1.log \
+	        || { tail -60 $(FUZZ_BUILD)/fuzz_$$1.log; return 1; }; \
+	    grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $(FUZZ_BUILD)/fuzz_$$1.log | sed "s/^/fuzz_$$1: /" || true; \
+	}; \
+	status=0; set -- $(FUZZ_TARGETS); \
+	while [ $$# -gt 0 ]; do \
+	    fuzz_one $$1 & first=$$!; \
+	    if [ $$# -gt 1 ]; then fuzz_one $$2 || status=1; shift; fi; \
+	    wait $$first || status=1; shift; \
+	done; exit $$status
 
 .PRECIOUS: $(BUILD)/fuzz/%.o
 $(BUILD)/fuzz/%.o: tests/fuzz/%.c $(HEADERS) | deps
