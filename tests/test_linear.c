@@ -316,6 +316,42 @@ START_TEST(fast_backward_matches_reference_on_ragged_shapes) {
 }
 END_TEST
 
+// dweight's A is dout read transposed: matmul.c copies it into strips of 8
+// rows, once per k block for a group of column tiles (all of them on one
+// thread, fewer on two). Shapes with two row chunks (OC 605: 512 rows, then
+// 11 strips and 5 rows left over), two k blocks (N 130) and four column
+// tiles, the last 8 wide (C 200), or three row chunks and a last tile 1
+// wide (C 129): the same bits on one thread as on two, close to the reference.
+START_TEST(dweight_on_strips_is_the_same_on_one_thread_and_two) {
+    static const int SHAPES[][3] = {{130, 200, 605}, {130, 129, 1030}};
+    Rng rng;
+    rng_init(&rng, 400);
+    const int saved_threads = get_threads();
+    for (int i = 0; i < COUNT(SHAPES); i++) {
+        const int N = SHAPES[i][0], C = SHAPES[i][1], OC = SHAPES[i][2];
+        const size_t oc = (size_t)OC * C;
+        Shape s = shape_new(N, C, OC, &rng);
+        float *dweight_two = xmalloc(oc * sizeof(float));
+        memcpy(s.dweight_ref, s.dweight_start, oc * sizeof(float));
+        memcpy(s.dweight_fast, s.dweight_start, oc * sizeof(float));
+        memcpy(dweight_two, s.dweight_start, oc * sizeof(float));
+        linear_backward_reference(s.dinp_ref, s.dweight_ref, NULL, s.dout, s.inp, s.weight, N, C, OC);
+        set_threads(1);
+        linear_backward_params(s.dweight_fast, NULL, s.dout, s.inp, N, C, OC);
+        set_threads(2);
+        linear_backward_params(dweight_two, NULL, s.dout, s.inp, N, C, OC);
+        assert_close("dweight (one thread)", s.dweight_fast, s.dweight_ref, oc, N, C, OC);
+        for (size_t j = 0; j < oc; j++)
+            if (memcmp(&s.dweight_fast[j], &dweight_two[j], sizeof(float)) != 0)
+                ck_abort_msg("N %d, C %d, OC %d: dweight[%zu] %.9g on one thread, %.9g on two", N, C, OC, j,
+                             (double)s.dweight_fast[j], (double)dweight_two[j]);
+        free(dweight_two);
+        shape_free(&s);
+    }
+    set_threads(saved_threads);
+}
+END_TEST
+
 // For both versions: dweight and dbias from a start equal start + what
 // they are from zero; dinp is written whatever it held (NaN here).
 START_TEST(backward_adds_to_parameter_gradients_and_writes_dinp) {
@@ -373,6 +409,7 @@ Suite *linear_suite(void) {
     tcase_add_loop_test(shapes, fast_forward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
     tcase_add_loop_test(shapes, fast_backward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
     tcase_add_test(shapes, rows_kernel_gives_the_engine_s_bits);
+    tcase_add_test(shapes, dweight_on_strips_is_the_same_on_one_thread_and_two);
     suite_add_tcase(s, shapes);
     return s;
 }

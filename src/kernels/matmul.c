@@ -29,13 +29,18 @@
 //   2-core Zen 5), where each thread multiplies 2048 rows alone (model.h's
 //   slices). (A product one column tile wide, M <= 64, and at most 512 rows
 //   is now one item, for one thread: only toy widths are that narrow.)
-// - threads: a work item is one column tile of one CHUNK_ROWS-row chunk,
-//   handed out dynamically.
+// - threads: a work item is one column tile of one CHUNK_ROWS-row chunk
+//   (more tiles when A is transposed, below), handed out dynamically.
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
 // are 8 rows by 32 columns instead (the same 16 accumulators), taking 8
-// numbers from each line: dweight at L went from ~74 to ~80 GFLOP/s.
+// numbers from each line: dweight at L went from ~74 to ~80 GFLOP/s. And
+// before the tiles run, their numbers are copied into strips (pack_strips),
+// reading dout row after row, in order, as the prefetcher likes it, once
+// per k block for all the column tiles of an item: the tiles then read
+// their A in order too. dweight's product on one thread (a slice's),
+// Cascade Lake: [OC 768, C 256] over 2048 rows ~62 -> ~100 GFLOP/s.
 // Each out element still adds its k terms in increasing order (the block
 // boundaries only store and reload the partial sum), so the result does not
 // depend on the number of threads, and matches the reference loops.
@@ -118,6 +123,58 @@ static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, i
         for (int k = k0; k < k1; k++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
 }
 
+// Each thread's copy of A's numbers for its tiles when A comes transposed:
+// strip s holds rows [n0 + 8s, +8) for k in [k0, k1), k after k, the 8
+// rows' numbers side by side (see pack_strips). The strips lie 16 floats
+// more than 4 KB apart: 4 KB apart, the 64 strips a row of dout is copied
+// into would all fall in one set of the L1 cache (8 lines).
+#define STRIP_STRIDE (K_BLOCK * 8 + 16)
+static _Thread_local float a_strips[CHUNK_ROWS / 8 * STRIP_STRIDE] __attribute__((aligned(64)));
+
+// strips[s, k - k0, r] = A(n0 + 8s + r, k) for k in [k0, k1) ("A" starting
+// at k0, "depth" = k1 - k0; "count" strips), when A is transposed (row
+// stride 1): A's numbers for one k are a row of the matrix in memory,
+// read in order.
+static void pack_strips(float *strips, StridedMatrix A, int n0, int count, int depth) {
+    for (int k = 0; k < depth; k++) {
+        const float *from = A.data + (size_t)k * A.col_stride + n0;
+        for (int s = 0; s < count; s++)
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; r++) strips[(size_t)s * STRIP_STRIDE + k * 8 + r] = from[8 * s + r];
+    }
+}
+
+// One column tile [m0, m0 + cols) of the rows [n0, chunk_end) for the
+// k block [k0, k1) ("A" starting at k0, "start" where its sums start): its
+// Bmat panel packed (or not, see below), then its row tiles; when A is
+// transposed, the full rows of 8 read from "strips" (pack_strips), packed
+// for these rows and this k block.
+static inline __attribute__((always_inline)) void column_tile_block(float *out, size_t ldo, StridedMatrix A,
+                                                                    const float *strips, const float *Bmat,
+                                                                    bool turned, int K, int M, int n0, int chunk_end,
+                                                                    int k0, int k1, int m0, int cols,
+                                                                    TileStart start) {
+    // The panel pays for its copy only when several row tiles reuse it; a
+    // few rows read Bmat where it lies. Bt cannot be read so: its panel is
+    // always turned into place.
+    const bool packed = turned || chunk_end - n0 > TILE_ROWS;
+    if (turned) pack_panel_turned(b_panel, Bmat, (size_t)K, k0, k1, m0, cols);
+    else if (packed) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+    const float *b_block = packed ? b_panel : Bmat + (size_t)k0 * M + m0;
+    const size_t ldb = packed ? TILE_COLS : (size_t)M;
+    if (strips && cols == TILE_COLS) {
+        // A transposed: taller tiles, see above, each reading its 8 x (k1 -
+        // k0) numbers in order from a strip (row stride 1, column stride 8).
+        for (const float *strip = strips; n0 + 8 <= chunk_end; n0 += 8, strip += STRIP_STRIDE) {
+            const StridedMatrix A_strip = {strip, 1, 8};
+            for (int m = 0; m < TILE_COLS; m += 32)
+                tile_vec(out + m0 + (size_t)n0 * ldo, ldo, A_strip, b_block, ldb, 0, k1 - k0, 0, m, start, 8, 2);
+        }
+    }
+    for (; n0 < chunk_end; n0 += TILE_ROWS)
+        matmul_tile(out + m0, ldo, A, b_block, ldb, 0, k1 - k0, n0, min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
+}
+
 // The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], or, when "turned",
 // of out[N,M] = A(N,K) @ Bt[M,K]^T ("Bmat" then points at Bt), shared among the
 // threads of the parallel region the caller is in: an orphaned `omp for`,
@@ -125,49 +182,43 @@ static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, i
 // no barrier after them; the region's end is the barrier, so a region can
 // run two independent products back to back (matmul_pair) and a thread done
 // with the first starts on the second.
+// An item is one CHUNK_ROWS-row chunk by one column tile, or, when A is
+// transposed, by as many column tiles as still leave two items a thread
+// (all of them on one thread, a slice's): its strips, packed once per k
+// block, serve them all.
 // (One copy of it, called by matmul and matmul_pair alike, with the tile kernels
 // compiled into it: left to itself gcc made two copies and called
 // matmul_tile as a function, ~2% slower.)
 static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, bool turned, int N,
                                                    int K, int M, bool accumulate, const float *init_row) {
     const size_t ldo = (size_t)M;
-    int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
-    int col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
+    const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
+    const bool transposed = A.row_stride == 1 && A.col_stride != 1;
+    int tiles_per_item = 1;
+    if (transposed) {
+        const int groups_wanted = (2 * omp_get_num_threads() + row_chunks - 1) / row_chunks;
+        tiles_per_item = groups_wanted >= col_tiles ? 1 : (col_tiles + groups_wanted - 1) / groups_wanted;
+    }
+    const int groups = (col_tiles + tiles_per_item - 1) / tiles_per_item;
     // Dynamic scheduling: work items differ in cost (a ragged edge tile of
     // the head, V = 65 columns, is one column wide), and a static split can
     // hand one thread all the full tiles. Which thread computes a tile does
     // not change its bits.
 #pragma omp for collapse(2) schedule(dynamic) nowait
-    for (int ct = 0; ct < col_tiles; ct++) {
+    for (int group = 0; group < groups; group++) {
         for (int rc = 0; rc < row_chunks; rc++) {
-            int m0 = ct * TILE_COLS, cols = min_int(TILE_COLS, M - m0);
-            int chunk_end = min_int(N, (rc + 1) * CHUNK_ROWS);
+            const int n0 = rc * CHUNK_ROWS, chunk_end = min_int(N, n0 + CHUNK_ROWS);
+            const int ct_end = min_int(col_tiles, (group + 1) * tiles_per_item);
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
-                int k1 = min_int(K, k0 + K_BLOCK);
-                // The panel pays for its copy only when several row tiles
-                // reuse it; a few rows read Bmat where it lies. Bt cannot
-                // be read so: its panel is always turned into place.
-                const bool packed = turned || chunk_end - rc * CHUNK_ROWS > TILE_ROWS;
-                if (turned) pack_panel_turned(b_panel, Bmat, (size_t)K, k0, k1, m0, cols);
-                else if (packed) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
-                const float *b_block = packed ? b_panel : Bmat + (size_t)k0 * M + m0;
-                const size_t ldb = packed ? TILE_COLS : (size_t)M;
-                StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
-                TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
-                int n0 = rc * CHUNK_ROWS;
-                if (A.row_stride == 1 && A.col_stride != 1 && cols == TILE_COLS) {
-                    // A transposed: taller tiles, see above. Its row stride
-                    // written as the constant 1, so the compiler addresses
-                    // the 8 numbers as one pointer plus 0..7 rather than
-                    // keeping 8 offsets, more than the free registers.
-                    const StridedMatrix A_t = {A_block.data, 1, A_block.col_stride};
-                    for (; n0 + 8 <= chunk_end; n0 += 8)
-                        for (int m = 0; m < TILE_COLS; m += 32)
-                            tile_vec(out + m0, ldo, A_t, b_block, ldb, 0, k1 - k0, n0, m, start, 8, 2);
+                const int k1 = min_int(K, k0 + K_BLOCK);
+                const StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
+                if (transposed) pack_strips(a_strips, A_block, n0, (chunk_end - n0) / 8, k1 - k0);
+                for (int ct = group * tiles_per_item; ct < ct_end; ct++) {
+                    const int m0 = ct * TILE_COLS;
+                    const TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
+                    column_tile_block(out, ldo, A_block, transposed ? a_strips : NULL, Bmat, turned, K, M, n0,
+                                      chunk_end, k0, k1, m0, min_int(TILE_COLS, M - m0), start);
                 }
-                for (; n0 < chunk_end; n0 += TILE_ROWS)
-                    matmul_tile(out + m0, ldo, A_block, b_block, ldb, 0, k1 - k0, n0,
-                                min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
             }
         }
     }
