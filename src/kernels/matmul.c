@@ -30,7 +30,12 @@
 //   slices). (A product one column tile wide, M <= 64, and at most 512 rows
 //   is now one item, for one thread: only toy widths are that narrow.)
 // - threads: a work item is one column tile of one CHUNK_ROWS-row chunk
-//   (more tiles when A is transposed, below), handed out dynamically.
+//   (more tiles when A is transposed, below), handed out dynamically,
+//   chunk after chunk: a chunk's column tiles come one after another, so
+//   its rows of A stay in L2 (1-2 MB) for all of them. Column tile after
+//   column tile instead, a thread's A (2 MB at card L) came back from L3
+//   for each: card L's step ~3% faster (fastest 54.6-55.3 -> 51.7-53.9 ms,
+//   four interleaved runs, Cascade Lake).
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
@@ -205,8 +210,8 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
     // hand one thread all the full tiles. Which thread computes a tile does
     // not change its bits.
 #pragma omp for collapse(2) schedule(dynamic) nowait
-    for (int group = 0; group < groups; group++) {
-        for (int rc = 0; rc < row_chunks; rc++) {
+    for (int rc = 0; rc < row_chunks; rc++) {
+        for (int group = 0; group < groups; group++) {
             const int n0 = rc * CHUNK_ROWS, chunk_end = min_int(N, n0 + CHUNK_ROWS);
             const int ct_end = min_int(col_tiles, (group + 1) * tiles_per_item);
             // Only whole column tiles read strips: none, if the group's first
