@@ -71,15 +71,23 @@ void die(int status, const char *fmt, ...) {
     exit(status);
 }
 
+// The allocators' one message: the request, the line that made it, and the
+// flags that size the big buffers.
+static _Noreturn void out_of_memory(size_t count, size_t size, const char *file, int line) {
+    const char *fix = "try smaller --batch/--context/--embd";
+    if (count == 1) die(EXIT_RUNTIME, "out of memory allocating %zu bytes (%s:%d); %s", size, file, line, fix);
+    die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); %s", count, size, file, line, fix);
+}
+
 void *xmalloc_at(size_t size, const char *file, int line) {
     void *ptr = malloc(size ? size : 1);
-    if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu bytes (%s:%d); try smaller --batch/--context/--embd", size, file, line);
+    if (!ptr) out_of_memory(1, size, file, line);
     return ptr;
 }
 
 void *xcalloc_at(size_t count, size_t size, const char *file, int line) {
     void *ptr = calloc(count ? count : 1, size ? size : 1);
-    if (!ptr) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
+    if (!ptr) out_of_memory(count, size, file, line);
     return ptr;
 }
 
@@ -101,7 +109,7 @@ void *xcalloc_lines_at(size_t count, size_t size, const char *file, int line) {
     unsigned char *raw = NULL;
     if (!__builtin_mul_overflow(count, size, &bytes) && bytes <= SIZE_MAX - LINE_BYTES - sizeof(void *))
         raw = calloc(1, bytes + LINE_BYTES + sizeof(void *));
-    if (!raw) die(EXIT_RUNTIME, "out of memory allocating %zu x %zu bytes (%s:%d); try smaller --batch/--context/--embd", count, size, file, line);
+    if (!raw) out_of_memory(count, size, file, line);
     // the first line boundary with room for one pointer before it
     const uintptr_t first = ((uintptr_t)raw + sizeof(void *) + LINE_BYTES - 1) / LINE_BYTES * LINE_BYTES;
     void **aligned = (void **)first;
@@ -115,7 +123,7 @@ void xfree_lines(void *ptr) {
 
 void *xrealloc_at(void *old, size_t size, const char *file, int line) {
     void *ptr = realloc(old, size ? size : 1);
-    if (!ptr) die(EXIT_RUNTIME, "out of memory growing a buffer to %zu bytes (%s:%d)", size, file, line);
+    if (!ptr) out_of_memory(1, size, file, line);
     return ptr;
 }
 
