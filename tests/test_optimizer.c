@@ -18,6 +18,7 @@
 // tensors: gpt its LayerNorm weights, card its biases), with weights and
 // gradients drawn uniform in [-1, 1) rather than from a forward pass, so
 // every expected number is a function of the numbers put in.
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -449,6 +450,28 @@ START_TEST(grad_norm_is_the_square_root_of_the_sum_of_every_gradient_squared) {
 }
 END_TEST
 
+// train_step searches the gradients for a NaN or an infinity only when
+// their norm is not finite: so the norm must be finite exactly when every
+// gradient is, even one at FLT_MAX (whose square overflows a float).
+START_TEST(grad_norm_is_finite_exactly_when_every_gradient_is) {
+    Model m;
+    random_model(&m, &TINY_GPT, 9);
+    float *g = m.grads_memory;
+    const size_t last = m.param_table.total - 1;
+    ck_assert(isfinite(optimizer_grad_norm(&m)));
+    g[last] = FLT_MAX;
+    g[0] = -FLT_MAX;
+    ck_assert(isfinite(optimizer_grad_norm(&m)));
+    const float broken[] = {NAN, INFINITY, -INFINITY};
+    for (int b = 0; b < 3; b++) {
+        g[last / 2] = broken[b];
+        ck_assert_msg(!isfinite(optimizer_grad_norm(&m)), "gradient %g, norm %g", (double)broken[b],
+                      optimizer_grad_norm(&m));
+    }
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(clipping_below_the_threshold_returns_the_norm_and_leaves_the_gradients_alone) {
     Model m;
     random_model(&m, &TINY_GPT, 6);
@@ -725,6 +748,7 @@ Suite *optimizer_suite(void) {
 
     TCase *clipping = tcase_create("clipping");
     tcase_add_loop_test(clipping, grad_norm_is_the_square_root_of_the_sum_of_every_gradient_squared, 0, 3);
+    tcase_add_test(clipping, grad_norm_is_finite_exactly_when_every_gradient_is);
     tcase_add_test(clipping, clipping_below_the_threshold_returns_the_norm_and_leaves_the_gradients_alone);
     tcase_add_test(clipping, clipping_above_the_threshold_scales_every_gradient_down_to_max_norm);
     tcase_add_test(clipping, clipping_at_zero_is_off_but_still_returns_the_norm);

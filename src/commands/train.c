@@ -437,8 +437,11 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
     dist_sum_doubles(&run->dist, &loss_sum, 1);
     *loss = (float)(loss_sum / ((double)B * K));  // with K = 1 and one process, exactly the forward's
     if (!check_loss(run, step, *loss)) return false;
-    if (!check_tensors(run, step, run->model.grads_memory, "gradient")) return false;
-    *grad_norm = optimizer_clip_grads(&run->model, run->optimizer.cfg.grad_clip);
+    // The gradients are searched for the tensor to name only when their
+    // norm says one broke (optimizer_grad_norm): a pass saved a step.
+    *grad_norm = optimizer_grad_norm(&run->model);
+    if (!isfinite(*grad_norm) && !check_tensors(run, step, run->model.grads_memory, "gradient")) return false;
+    optimizer_scale_grads(&run->model, *grad_norm, run->optimizer.cfg.grad_clip);
     optimizer_step(&run->optimizer, &run->model, lr);
     return check_tensors(run, step, run->model.params_memory, "weight");
 }

@@ -122,8 +122,7 @@ double optimizer_grad_norm(const Model *model) {
 // factor is 1 (which changes no bit), and so does this. A NaN norm gives a
 // NaN factor (the clamp keeps NaN), so a broken gradient stays visibly
 // broken for the NaN guard after the step.
-double optimizer_clip_grads(Model *model, double max_norm) {
-    const double norm = optimizer_grad_norm(model);
+void optimizer_scale_grads(Model *model, double norm, double max_norm) {
     if (max_norm > 0.0) {
         float scale = (1.0f / ((float)norm + (float)CLIP_NORM_EPS)) * (float)max_norm;
         if (scale > 1.0f) scale = 1.0f;
@@ -132,6 +131,11 @@ double optimizer_clip_grads(Model *model, double max_norm) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
         for (size_t i = 0; i < n; i++) grad[i] *= scale;
     }
+}
+
+double optimizer_clip_grads(Model *model, double max_norm) {
+    const double norm = optimizer_grad_norm(model);
+    optimizer_scale_grads(model, norm, max_norm);
     return norm;
 }
 

@@ -221,10 +221,15 @@ bool optimizer_uses_muon(const TensorSpec *spec);
 
 // optimizer_grad_norm: the L2 norm of all of "model"'s gradients together,
 // summed in double in an order that does not depend on the thread count.
+// It is finite exactly when every gradient is: a float's square cannot
+// overflow a double, and a NaN or an infinity carries into the sum.
 double optimizer_grad_norm(const Model *model);
-// optimizer_clip_grads: when "max_norm" > 0, scale every gradient by
-// min(1, max_norm / (norm + 1e-6)); 0 leaves them alone. Returns the norm
-// before clipping (computed either way, for the training log).
+// optimizer_scale_grads: when "max_norm" > 0, scale every gradient by
+// min(1, max_norm / (norm + 1e-6)), "norm" being optimizer_grad_norm's;
+// 0 leaves them alone.
+void optimizer_scale_grads(Model *model, double norm, double max_norm);
+// optimizer_clip_grads: the two above; returns the norm before clipping
+// (computed either way, for the training log).
 double optimizer_clip_grads(Model *model, double max_norm);
 
 // optimizer_step: one update of "model"'s weights from its gradients with
