@@ -258,10 +258,12 @@ parity: tinygpt gpt2-tokenizer-check export-check
 # report to bench/results.md, every training speed also as a share of the
 # CPU's peak (`tinygpt peak`, measured first); then time the bpe tokenizer, learning 512
 # tokens from 1, 10 and 100 MB of DATA and encoding it
-# (bench/tokenizers-speed.md). Needs python3-torch; takes a few minutes.
+# (bench/tokenizers-speed.md), and tinygpt's products alone beside PyTorch's
+# (make products). Needs python3-torch; takes a few minutes.
 bench: tinygpt $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(BENCH_DATA)
+	/usr/bin/python3 scripts/torch_reference.py products --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/tokenizers.py speed --tinygpt ./tinygpt --data $(BENCH_DATA)
 	@if command -v perf >/dev/null; then $(MAKE) --no-print-directory kernels; \
 	else echo "bench: no perf (apt-get install linux-perf), so no split of the step by kernel"; fi
@@ -275,6 +277,16 @@ bench: tinygpt $(BENCH_DATA_DEP)
 .PHONY: bench-gpt2
 bench-gpt2: tinygpt $(BENCH_DATA_DEP) gpt2-tokenizer-check
 	/usr/bin/python3 scripts/bench_gpt2.py --tinygpt ./tinygpt --data $(BENCH_DATA)
+
+# A linear layer's three products (forward, input gradient, weight
+# gradient) alone on one thread, at the shapes the bench's models and the
+# default gpt multiply: tinygpt (`tinygpt peak --product`) beside PyTorch's
+# torch.mm (its BLAS), each as a share of the CPU's 1-thread peak:
+# bench/products.md. About a minute. Needs python3-torch.
+.PHONY: products
+products: tinygpt
+	scripts/setup.sh --quiet --python
+	/usr/bin/python3 scripts/torch_reference.py products --tinygpt ./tinygpt
 
 # Where the default gpt's training step spends its time, kernel by kernel
 # (perf record over 300 steps): bench/kernels.md. Needs perf. About 15 s.
@@ -314,7 +326,7 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 
 # The benchmarks' own code, end to end on a small text (the README and
 # docs/, ~200 KB), a few steps each: make bench's training rows S and gpt,
-# its sampling and its report; make learn; make ladder; make kernels (with
+# its sampling and its report; make products; make learn; make ladder; make kernels (with
 # perf). Their numbers mean nothing here; what is checked is that each
 # runs to its report and exits 0, so a slip in a report's code fails CI
 # instead of the end of a long benchmark (make learn's report named a peak
@@ -327,12 +339,13 @@ bench-smoke: tinygpt
 	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
 	cat README.md docs/*.md > $(SMOKE)/text.txt
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(SMOKE)/text.txt --configs S,gpt --rounds 1 --warmup 2 --timed 3 --out $(SMOKE)/results.md
+	/usr/bin/python3 scripts/torch_reference.py products --tinygpt ./tinygpt --seconds 0.01 --rounds 1 --out $(SMOKE)/products.md
 	/usr/bin/python3 scripts/torch_reference.py learn --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out-dir $(SMOKE)/learn --out $(SMOKE)/learn.md
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 10 --runs $(SMOKE)/ladder --out $(SMOKE)/ladder.md
 	@if command -v perf >/dev/null; then /usr/bin/python3 scripts/kernel_split.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out $(SMOKE)/kernels.md; \
 	else echo "bench-smoke: no perf, so make kernels' script is not run"; fi
-	@for f in results.md learn.md ladder.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
-	@echo "bench-smoke: bench, learn, ladder and kernels ran to their reports ($(SMOKE))"
+	@for f in results.md products.md learn.md ladder.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
+	@echo "bench-smoke: bench, products, learn, ladder and kernels ran to their reports ($(SMOKE))"
 
 # Which recipe learns most in a fixed time: every candidate of
 # scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:

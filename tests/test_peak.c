@@ -1,8 +1,8 @@
 // test_peak.c: tests for src/commands/peak.c (`tinygpt peak`), run as a
 // child process the way a user runs it: its JSON, read back by the
 // project's strict parser, with every key documented; the text; --threads
-// 1 measuring once; bad flags as one-line usage errors (exit 2); and a
-// failed write to standard output as exit 1.
+// 1 measuring once; --product's three speeds; bad flags as one-line usage
+// errors (exit 2); and a failed write to standard output as exit 1.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,6 +87,41 @@ START_TEST(one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector
 }
 END_TEST
 
+// --product: the three products' speeds at the shape asked for (sizes no
+// tile divides, so the ragged edges run too), in the JSON and the text.
+START_TEST(product_reports_the_three_products_at_the_shape_asked_for) {
+    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.02 --threads 2 --product 70,40,130");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    JsonValue *root;
+    Error err;
+    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    ck_assert_int_eq((int)root->count, 15);
+    const JsonValue *product = json_get(root, "product");
+    ck_assert_msg(product && product->type == JSON_OBJECT && product->count == 6, "%s", r->out);
+    ck_assert_double_eq(number(product, "rows"), 70);
+    ck_assert_double_eq(number(product, "in"), 40);
+    ck_assert_double_eq(number(product, "out"), 130);
+    RunResult *help = run_tinygpt(work_dir, "peak --help");
+    const char *speeds[] = {"forward", "input_gradient", "weight_gradient"};
+    for (int i = 0; i < 3; i++) {
+        const double gflops = number(product, speeds[i]);
+        ck_assert_msg(gflops > 0 && isfinite(gflops), "%s: %s", speeds[i], r->out);
+    }
+    for (size_t i = 0; i < product->count; i++) {
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "\"%s\"", product->items[i].key);
+        ck_assert_msg(strstr(help->out, quoted), "--help does not name %s: %s", quoted, help->out);
+    }
+    json_free(root);
+
+    r = run_tinygpt(work_dir, "peak --seconds 0.02 --product 70,40,130");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    ck_assert_msg(strstr(r->out, "product inp[70,40] @ weight[130,40]^T, 1 thread: forward ") &&
+                      strstr(r->out, "input gradient") && strstr(r->out, "weight gradient"),
+                  "%s", r->out);
+}
+END_TEST
+
 START_TEST(bad_flags_are_one_line_usage_errors_that_name_the_flag) {
     expect_run_fails(work_dir, "peak --seconds 0", 2, "--seconds");
     expect_run_fails(work_dir, "peak --seconds 601", 2, "--seconds");
@@ -95,6 +130,11 @@ START_TEST(bad_flags_are_one_line_usage_errors_that_name_the_flag) {
     expect_run_fails(work_dir, "peak --threads", 2, "--threads");
     expect_run_fails(work_dir, "peak --fast", 2, "--fast");
     expect_run_fails(work_dir, "peak now", 2, "now");
+    expect_run_fails(work_dir, "peak --product 70,40", 2, "--product '70,40'");
+    expect_run_fails(work_dir, "peak --product 70,0,130", 2, "--product '70,0,130'");
+    expect_run_fails(work_dir, "peak --product 70,40,130,1", 2, "--product");
+    expect_run_fails(work_dir, "peak --product 70,40,130x", 2, "--product");
+    expect_run_fails(work_dir, "peak --product 70,40,65537", 2, "--product");
 }
 END_TEST
 
@@ -113,6 +153,7 @@ Suite *peak_suite(void) {
     tcase_set_timeout(tc, 30);  // runs the binary a dozen times
     tcase_add_test(tc, json_is_one_object_with_every_key_the_help_lists);
     tcase_add_test(tc, one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector);
+    tcase_add_test(tc, product_reports_the_three_products_at_the_shape_asked_for);
     tcase_add_test(tc, bad_flags_are_one_line_usage_errors_that_name_the_flag);
     tcase_add_test(tc, a_result_that_cannot_be_written_is_an_error);
     suite_add_tcase(s, tc);

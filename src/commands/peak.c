@@ -9,11 +9,75 @@
 #include "common.h"
 #include "fma_peak.h"
 #include "json.h"
+#include "linear.h"
+#include "rng.h"
+
+// --product ROWS,IN,OUT: how near the peak tinygpt's products come, alone.
+// A linear layer's three products, each timed on one thread, as each thread
+// runs them on its slice of a training step (model.h's slices):
+//   forward          out[N,OC]    = inp[N,C] @ weight[OC,C]^T
+//   input gradient   dinp[N,C]    = dout[N,OC] @ weight[OC,C]
+//   weight gradient  dweight[OC,C] += dout[N,OC]^T @ inp[N,C]
+// each 2 N C OC FLOPs; the best of as many runs as fit in "seconds" (at
+// least 3), so a run the machine held up does not count.
+typedef struct {
+    int rows, in, out;
+    double forward, input_gradient, weight_gradient;  // GFLOP/s
+} ProductSpeed;
+
+static void parse_product(const Command *cmd, const char *text, ProductSpeed *p) {
+    char extra;
+    if (sscanf(text, "%d,%d,%d%c", &p->rows, &p->in, &p->out, &extra) != 3 || p->rows < 1 || p->in < 1 ||
+        p->out < 1 || p->rows > 65536 || p->in > 65536 || p->out > 65536)
+        usage_error(cmd, "--product '%s': expected ROWS,IN,OUT, three whole numbers from 1 to 65536, such as 768,128,2048",
+                    text);
+}
+
+// best_gflops: product "which" (0 forward, 1 input gradient, 2 weight
+// gradient) timed as described above (time_products sets the one thread).
+static double best_gflops(int which, const ProductSpeed *p, float *const buffers[6], double seconds) {
+    float *inp = buffers[0], *weight = buffers[1], *out = buffers[2], *dout = buffers[3], *dinp = buffers[4],
+          *dweight = buffers[5];
+    const int N = p->rows, C = p->in, OC = p->out;
+    double best = 0.0;
+    const double start = now_seconds();
+    for (int run = 0; run < 3 || now_seconds() - start < seconds; run++) {
+        double t = now_seconds();
+        if (which == 0) linear_forward(out, inp, weight, NULL, N, C, OC);
+        else if (which == 1) linear_backward_input(dinp, dout, weight, N, C, OC);
+        else linear_backward_params(dweight, NULL, dout, inp, N, C, OC);
+        t = now_seconds() - t;
+        if (best == 0.0 || t < best) best = t;
+    }
+    return 2.0 * N * C * OC / best / 1e9;
+}
+
+static void time_products(ProductSpeed *p, double seconds) {
+    const size_t N = (size_t)p->rows, C = (size_t)p->in, OC = (size_t)p->out;
+    const size_t sizes[6] = {N * C, OC * C, N * OC, N * OC, N * C, OC * C};
+    float *buffers[6];
+    Rng rng;
+    rng_init(&rng, 1);
+    for (int b = 0; b < 6; b++) {
+        buffers[b] = xcalloc_lines(sizes[b], sizeof(float));
+        for (size_t i = 0; i < sizes[b]; i++) buffers[b][i] = rng_uniform(&rng) - 0.5f;
+    }
+    // One thread: the products then start no team of their own (a team of
+    // one is no parallel region to omp_in_parallel, parallel.h).
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    p->forward = best_gflops(0, p, buffers, seconds);
+    p->input_gradient = best_gflops(1, p, buffers, seconds);
+    p->weight_gradient = best_gflops(2, p, buffers, seconds);
+    omp_set_num_threads(threads);
+    for (int b = 0; b < 6; b++) xfree_lines(buffers[b]);
+}
 
 // print_json: the result as one JSON object on a line (the keys are listed
 // in docs/speed-and-memory.md, "The peak"). The CPU's name and vendor come
 // from the CPU itself, so they go through json_buf_string's escapes.
-static void print_json(const CpuInfo *cpu, int threads, double seconds, double one, double all) {
+static void print_json(const CpuInfo *cpu, int threads, double seconds, double one, double all,
+                       const ProductSpeed *product) {
     JsonBuf b = {0};
     json_buf_printf(&b, "{\"cpu\": ");
     json_buf_string(&b, cpu->name, strlen(cpu->name));
@@ -24,8 +88,14 @@ static void print_json(const CpuInfo *cpu, int threads, double seconds, double o
                     cpu->vector_floats);
     json_buf_string(&b, cpu->instructions, strlen(cpu->instructions));
     json_buf_printf(&b, ", \"fused\": %s, \"accumulators\": %d", cpu->fused ? "true" : "false", PEAK_ACCUMULATORS);
-    json_buf_printf(&b, ", \"threads\": %d, \"seconds\": %g, \"gflops_1_thread\": %.3f, \"gflops_all_threads\": %.3f}\n",
+    json_buf_printf(&b, ", \"threads\": %d, \"seconds\": %g, \"gflops_1_thread\": %.3f, \"gflops_all_threads\": %.3f",
                     threads, seconds, one, all);
+    if (product)
+        json_buf_printf(&b, ", \"product\": {\"rows\": %d, \"in\": %d, \"out\": %d, \"forward\": %.3f, "
+                            "\"input_gradient\": %.3f, \"weight_gradient\": %.3f}",
+                        product->rows, product->in, product->out, product->forward, product->input_gradient,
+                        product->weight_gradient);
+    json_buf_printf(&b, "}\n");
     fwrite(b.data, 1, b.len, stdout);
     json_buf_free(&b);
 }
@@ -34,26 +104,32 @@ int cmd_peak(int argc, char **argv) {
     double seconds = 1.0;  // each measurement's length: the command takes about 2.2 x this
     int threads = 0;       // the "all threads" measurement's team; 0 = OpenMP's default
     bool json = false;     // one JSON object instead of text
+    const char *product_shape = NULL;  // --product ROWS,IN,OUT, or none
     Flag flags[] = {
         {"--seconds", FLAG_DOUBLE, &seconds, "S", "seconds each of the two measurements runs (1 thread, then all); longer is steadier", 0.01, 600, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "threads of the second measurement, 0 = OpenMP's default (all cores)", 0, 1024, false, NULL, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"}", 0, 0, false, NULL, NULL},
+        {"--product", FLAG_STRING, &product_shape, "ROWS,IN,OUT", "also time a linear layer's three products (forward, input gradient, weight gradient) on 1 thread, inp[ROWS,IN] and weight[OUT,IN], each the best of its runs over --seconds", 0, 0, false, NULL, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
     };
     Command cmd = {"peak", NULL,
                    "Measure this CPU's peak: GFLOP/s of a loop of fused multiply-adds that touches no memory, "
-                   "on 1 thread and on all threads, at the widest vector this build uses; and name the CPU.",
+                   "on 1 thread and on all threads, at the widest vector this build uses; and name the CPU. "
+                   "With --product, also how fast tinygpt's own products run at one shape, alone.",
                    "tinygpt peak --seconds 2 --json", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     if (threads == 0) threads = omp_get_max_threads();
+    ProductSpeed product = {0};
+    if (product_shape) parse_product(&cmd, product_shape, &product);
 
     CpuInfo cpu;
     peak_cpu_info(&cpu);
     const double one = peak_measure(1, seconds);
     // One thread is also "all" when there is one: measured once.
     const double all = threads == 1 ? one : peak_measure(threads, seconds);
+    if (product_shape) time_products(&product, seconds);
 
     if (json) {
-        print_json(&cpu, threads, seconds, one, all);
+        print_json(&cpu, threads, seconds, one, all, product_shape ? &product : NULL);
     } else {
         printf("cpu: %s (%s, family %d, model %d, stepping %d)\n", cpu.name, cpu.vendor[0] ? cpu.vendor : "unknown vendor",
                cpu.family, cpu.model, cpu.stepping);
@@ -64,6 +140,12 @@ int cmd_peak(int argc, char **argv) {
         snprintf(label, sizeof label, "peak, %d thread%s:", threads, threads == 1 ? "" : "s");
         printf("%-18s %8.1f GFLOP/s\n", "peak, 1 thread:", one);
         if (threads != 1) printf("%-18s %8.1f GFLOP/s (%.2fx 1 thread)\n", label, all, all / one);
+        if (product_shape)
+            printf("product inp[%d,%d] @ weight[%d,%d]^T, 1 thread: forward %.1f GFLOP/s (%.0f%% of 1 thread's peak), "
+                   "input gradient %.1f (%.0f%%), weight gradient %.1f (%.0f%%)\n",
+                   product.rows, product.in, product.out, product.in, product.forward, 100 * product.forward / one,
+                   product.input_gradient, 100 * product.input_gradient / one, product.weight_gradient,
+                   100 * product.weight_gradient / one);
     }
     stdout_flush_or_die("the result");
     return 0;
