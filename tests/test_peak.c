@@ -135,6 +135,7 @@ START_TEST(bad_flags_are_one_line_usage_errors_that_name_the_flag) {
     expect_run_fails(work_dir, "peak --product 70,40,130,1", 2, "--product");
     expect_run_fails(work_dir, "peak --product 70,40,130x", 2, "--product");
     expect_run_fails(work_dir, "peak --product 70,40,65537", 2, "--product");
+    expect_run_fails(work_dir, "peak --product 16384,16384,16384", 2, "6144 MB");
 }
 END_TEST
 

@@ -25,12 +25,20 @@ typedef struct {
     double forward, input_gradient, weight_gradient;  // GFLOP/s
 } ProductSpeed;
 
+// The six matrices' memory, at most (a product that size takes minutes).
+#define PRODUCT_MAX_MB 1024.0
+
 static void parse_product(const Command *cmd, const char *text, ProductSpeed *p) {
     char extra;
     if (sscanf(text, "%d,%d,%d%c", &p->rows, &p->in, &p->out, &extra) != 3 || p->rows < 1 || p->in < 1 ||
         p->out < 1 || p->rows > 65536 || p->in > 65536 || p->out > 65536)
         usage_error(cmd, "--product '%s': expected ROWS,IN,OUT, three whole numbers from 1 to 65536, such as 768,128,2048",
                     text);
+    const double N = p->rows, C = p->in, OC = p->out;
+    const double mb = 2 * (N * C + OC * C + N * OC) * sizeof(float) / (1024.0 * 1024.0);
+    if (mb > PRODUCT_MAX_MB)
+        usage_error(cmd, "--product '%s': its six matrices would take %.0f MB, more than the %.0f allowed; give smaller "
+                    "ROWS, IN or OUT", text, mb, PRODUCT_MAX_MB);
 }
 
 // best_gflops: product "which" (0 forward, 1 input gradient, 2 weight
