@@ -3,8 +3,9 @@
 // tinygpt's own products run beside it.
 //
 // Reading order: file 42 (glue code), after fma_peak.h (file 21b), which
-// measures the peak, and linear.h (file 17), whose products --product
-// times; this file reads the flags, times the products and prints. The
+// measures the peak, and linear.h (file 4), whose fast products
+// (linear_fast.c, file 17) --product times; this file reads the flags,
+// times the products and prints. The
 // numbers are the denominator of "% of peak": a speed in GFLOP/s (flops.h)
 // over the peak of as many threads (docs/speed-and-memory.md, "The peak").
 #ifndef TINYGPT_PEAK_H
