@@ -256,10 +256,10 @@ parity: tinygpt gpt2-tokenizer-check export-check
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
 # threads, and sampling) on DATA (default: the corpus) and write a markdown
 # report to bench/results.md, every training speed also as a share of the
-# CPU's peak (`tinygpt peak`, measured first); then time the bpe tokenizer, learning 512
-# tokens from 1, 10 and 100 MB of DATA and encoding it
-# (bench/tokenizers-speed.md), and tinygpt's products alone beside PyTorch's
-# (make products). Needs python3-torch; takes a few minutes.
+# CPU's peak (`tinygpt peak`, measured first); then tinygpt's products
+# alone beside PyTorch's (make products); then time the bpe tokenizer,
+# learning 512 tokens from 1, 10 and 100 MB of DATA and encoding it
+# (bench/tokenizers-speed.md). Needs python3-torch; takes a few minutes.
 bench: tinygpt $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt --data $(BENCH_DATA)
@@ -326,11 +326,12 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 
 # The benchmarks' own code, end to end on a small text (the README and
 # docs/, ~200 KB), a few steps each: make bench's training rows S and gpt,
-# its sampling and its report; make products; make learn; make ladder; make kernels (with
-# perf). Their numbers mean nothing here; what is checked is that each
-# runs to its report and exits 0, so a slip in a report's code fails CI
-# instead of the end of a long benchmark (make learn's report named a peak
-# it never measured until 2026-11-26). About 2 minutes. Needs
+# its sampling and its report; make products; make learn; make ladder;
+# make kernels (with perf). Their numbers mean nothing here; what is
+# checked is that each runs to its report and exits 0, so a slip in a
+# report's code fails CI instead of the end of a long benchmark (make
+# learn's report named a peak it never measured until 2026-11-26). About
+# 2 minutes. Needs
 # python3-torch; .ci/run runs it after make parity.
 SMOKE = $(BUILD)/bench-smoke
 .PHONY: bench-smoke
