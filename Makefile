@@ -331,8 +331,7 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 # checked is that each runs to its report and exits 0, so a slip in a
 # report's code fails CI instead of the end of a long benchmark (make
 # learn's report named a peak it never measured until 2026-11-26). About
-# 2 minutes. Needs
-# python3-torch; .ci/run runs it after make parity.
+# 2 minutes. Needs python3-torch; .ci/run runs it after make parity.
 SMOKE = $(BUILD)/bench-smoke
 .PHONY: bench-smoke
 bench-smoke: tinygpt
