@@ -34,8 +34,9 @@
 //   chunk after chunk: a chunk's column tiles come one after another, so
 //   its rows of A (512 KB at card L: 512 rows of K = 256) stay in L2 (1-2
 //   MB) for all of them. Column tile after column tile instead, a
-//   thread's whole A (2 MB at card L) came back from L3 for each: card L's step ~4% faster (fastest 56.1-61.6 -> 52.2-57.5 ms,
-//   eight interleaved runs each, Cascade Lake).
+//   thread's whole A (2 MB at card L) came back from L3 for each: card
+//   L's step ~4% faster (fastest 56.1-61.6 -> 52.2-57.5 ms, eight
+//   interleaved runs each, Cascade Lake).
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
