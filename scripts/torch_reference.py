@@ -9,9 +9,11 @@ loss `tinygpt eval` reports, also on a GPT checkpoint written here with
 weights of order 1; then the GPT trained by AdamW (torch.optim.AdamW,
 nanoGPT's learning-rate schedule, clip_grad_norm_), comparing the logged
 learning rate and gradient norm too. `bench` times tinygpt against the same
-models written as ordinary nn.Modules, and writes a markdown report. `learn`
-trains the default gpt with nanoGPT's recipe in tinygpt and in PyTorch and
-compares the validation loss each reaches in its training time.
+models written as ordinary nn.Modules, and writes a markdown report.
+`products` times a linear layer's three products alone on one thread,
+tinygpt's beside torch.mm's. `learn` trains the default gpt with nanoGPT's
+recipe in tinygpt and in PyTorch and compares the validation loss each
+reaches in its training time.
 
     /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE]
                                                        [--only card|gpt|adamw|recipe]
