@@ -2679,6 +2679,8 @@ PRODUCT_SHAPES = [  # (rows, in, out, what): a thread's slice at 2 threads
     (384, 128, 512, "baby gpt: MLP in"),
     (384, 512, 128, "baby gpt: MLP out"),
     (768, 128, 2048, "the default gpt (B 24, T 64): the head, V 2048"),
+    (512, 768, 3072, "GPT-2 124M fine-tuned (B 4, T 256, make bench-gpt2): MLP in"),
+    (512, 3072, 768, "GPT-2 124M: MLP out"),
 ]
 PRODUCT_SECONDS = 0.5
 PRODUCT_ROUNDS = 2

@@ -352,6 +352,39 @@ START_TEST(dweight_on_strips_is_the_same_on_one_thread_and_two) {
 }
 END_TEST
 
+// dinp's A is dout, [N, OC]: when a row chunk of it (up to 512 rows of all
+// OC) passes matmul.c's L2 budget, 512 KB, an item takes a group of column
+// tiles that share each k block. Shapes past it: two row chunks, three k
+// blocks and a last column tile 8 wide (N 700, OC 300, C 200), or one
+// chunk, nine k blocks and a last tile 1 wide (N 130, OC 1100, C 129):
+// close to the reference, and the same bits on one thread as on two.
+START_TEST(dinp_past_the_l2_budget_is_the_same_on_one_thread_and_two) {
+    static const int SHAPES[][3] = {{700, 200, 300}, {130, 129, 1100}};
+    Rng rng;
+    rng_init(&rng, 500);
+    const int saved_threads = get_threads();
+    for (int i = 0; i < COUNT(SHAPES); i++) {
+        const int N = SHAPES[i][0], C = SHAPES[i][1], OC = SHAPES[i][2];
+        const size_t nc = (size_t)N * C;
+        Shape s = shape_new(N, C, OC, &rng);
+        float *dinp_two = xmalloc(nc * sizeof(float));
+        linear_backward_reference(s.dinp_ref, s.dweight_ref, NULL, s.dout, s.inp, s.weight, N, C, OC);
+        set_threads(1);
+        linear_backward_input(s.dinp_fast, s.dout, s.weight, N, C, OC);
+        set_threads(2);
+        linear_backward_input(dinp_two, s.dout, s.weight, N, C, OC);
+        assert_close("dinp (one thread)", s.dinp_fast, s.dinp_ref, nc, N, C, OC);
+        for (size_t j = 0; j < nc; j++)
+            if (memcmp(&s.dinp_fast[j], &dinp_two[j], sizeof(float)) != 0)
+                ck_abort_msg("N %d, C %d, OC %d: dinp[%zu] %.9g on one thread, %.9g on two", N, C, OC, j,
+                             (double)s.dinp_fast[j], (double)dinp_two[j]);
+        free(dinp_two);
+        shape_free(&s);
+    }
+    set_threads(saved_threads);
+}
+END_TEST
+
 // For both versions: dweight and dbias from a start equal start + what
 // they are from zero; dinp is written whatever it held (NaN here).
 START_TEST(backward_adds_to_parameter_gradients_and_writes_dinp) {
@@ -410,6 +443,7 @@ Suite *linear_suite(void) {
     tcase_add_loop_test(shapes, fast_backward_matches_reference_on_ragged_shapes, 0, COUNT(ROW_COUNTS));
     tcase_add_test(shapes, rows_kernel_gives_the_engine_s_bits);
     tcase_add_test(shapes, dweight_on_strips_is_the_same_on_one_thread_and_two);
+    tcase_add_test(shapes, dinp_past_the_l2_budget_is_the_same_on_one_thread_and_two);
     suite_add_tcase(s, shapes);
     return s;
 }

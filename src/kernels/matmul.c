@@ -36,7 +36,9 @@
 //   MB) for all of them. Column tile after column tile instead, a
 //   thread's whole A (2 MB at card L) came back from L3 for each: card
 //   L's step ~4% faster (fastest 56.1-61.6 -> 52.2-57.5 ms, eight
-//   interleaved runs each, Cascade Lake).
+//   interleaved runs each, Cascade Lake). (A chunk too big for that, at
+//   GPT-2's widths, shares each k block among its column tiles instead:
+//   matmul_items.)
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
@@ -55,6 +57,7 @@
 #define TILE_COLS 64
 #define CHUNK_ROWS 512
 #define K_BLOCK 128
+#define CHUNK_L2_BYTES (512 * 1024)  // half of a 1 MB L2 (Cascade Lake, Zen 4 and 5)
 
 // One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
 // the fastest tile.h kernel that fits, in registers, one row at a time if
@@ -200,8 +203,17 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
     const size_t ldo = (size_t)M;
     const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
     const bool transposed = A.row_stride == 1 && A.col_stride != 1;
+    // A chunk's rows of A, all K of them, too big to stay in L2 while each
+    // column tile reads them (a GPT-2 layer's dinp: 512 rows of K = 3072,
+    // 6 MB): the item's column tiles then share each k block of A instead,
+    // as the strips do (see above). One thread, Cascade Lake: the input
+    // gradient at GPT-2's shapes (`tinygpt peak --product 1024,768,3072`,
+    // `512,768,2304`) 64-85 -> 84-96 GFLOP/s; a gpt 768 wide (T 256, B 8)
+    // 7-15% faster a step. Not for the forward (Bt turned into panels):
+    // there it ran no faster, or slower.
+    const bool chunk_past_l2 = (size_t)min_int(N, CHUNK_ROWS) * (size_t)K * sizeof(float) > CHUNK_L2_BYTES;
     int tiles_per_item = 1;
-    if (transposed) {
+    if (transposed || (chunk_past_l2 && !turned)) {
         const int groups_wanted = (2 * omp_get_num_threads() + row_chunks - 1) / row_chunks;
         tiles_per_item = groups_wanted >= col_tiles ? 1 : (col_tiles + groups_wanted - 1) / groups_wanted;
     }
