@@ -37,8 +37,8 @@
 //   thread's whole A (2 MB at card L) came back from L3 for each: card
 //   L's step ~4% faster (fastest 56.1-61.6 -> 52.2-57.5 ms, eight
 //   interleaved runs each, Cascade Lake). (A chunk too big for that, at
-//   GPT-2's widths, shares each k block among its column tiles instead:
-//   matmul_items.)
+//   GPT-2's widths, shares each k block among its column tiles instead,
+//   but in the forward: matmul_items.)
 // When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
