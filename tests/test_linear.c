@@ -50,6 +50,15 @@ static void assert_close(const char *what, const float *a, const float *b, size_
     }
 }
 
+// expect_same_bits: "one" (computed on one thread) and "two" (on two) hold
+// the same bits, element for element.
+static void expect_same_bits(const char *what, const float *one, const float *two, size_t n, int N, int C, int OC) {
+    for (size_t j = 0; j < n; j++)
+        if (memcmp(&one[j], &two[j], sizeof(float)) != 0)
+            ck_abort_msg("N %d, C %d, OC %d: %s[%zu] %.9g on one thread, %.9g on two", N, C, OC, what, j,
+                         (double)one[j], (double)two[j]);
+}
+
 // ---------------------------------------------------------------------------
 // 1. A hand-worked case: N=2 rows, C=3 inputs, OC=2 outputs. Every product
 // and sum is a small dyadic number, exact in float32, so we compare with ==.
@@ -341,10 +350,7 @@ START_TEST(dweight_on_strips_is_the_same_on_one_thread_and_two) {
         set_threads(2);
         linear_backward_params(dweight_two, NULL, s.dout, s.inp, N, C, OC);
         assert_close("dweight (one thread)", s.dweight_fast, s.dweight_ref, oc, N, C, OC);
-        for (size_t j = 0; j < oc; j++)
-            if (memcmp(&s.dweight_fast[j], &dweight_two[j], sizeof(float)) != 0)
-                ck_abort_msg("N %d, C %d, OC %d: dweight[%zu] %.9g on one thread, %.9g on two", N, C, OC, j,
-                             (double)s.dweight_fast[j], (double)dweight_two[j]);
+        expect_same_bits("dweight", s.dweight_fast, dweight_two, oc, N, C, OC);
         free(dweight_two);
         shape_free(&s);
     }
@@ -374,10 +380,7 @@ START_TEST(dinp_past_the_l2_budget_is_the_same_on_one_thread_and_two) {
         set_threads(2);
         linear_backward_input(dinp_two, s.dout, s.weight, N, C, OC);
         assert_close("dinp (one thread)", s.dinp_fast, s.dinp_ref, nc, N, C, OC);
-        for (size_t j = 0; j < nc; j++)
-            if (memcmp(&s.dinp_fast[j], &dinp_two[j], sizeof(float)) != 0)
-                ck_abort_msg("N %d, C %d, OC %d: dinp[%zu] %.9g on one thread, %.9g on two", N, C, OC, j,
-                             (double)s.dinp_fast[j], (double)dinp_two[j]);
+        expect_same_bits("dinp", s.dinp_fast, dinp_two, nc, N, C, OC);
         free(dinp_two);
         shape_free(&s);
     }

@@ -31,14 +31,33 @@ static const char *string(const JsonValue *root, const char *key) {
     return v->string;
 }
 
-START_TEST(json_is_one_object_with_every_key_the_help_lists) {
-    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.05 --threads 2");
+// run_json: `tinygpt ARGS` (a --json run of peak), which must exit 0 and
+// print one JSON object; parsed into "*root" (json_free it). Returns the
+// run, for its output in messages.
+static RunResult *run_json(const char *args, JsonValue **root) {
+    RunResult *r = run_tinygpt(work_dir, args);
     ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
-    ck_assert_msg(strchr(r->out, '\n') == r->out + strlen(r->out) - 1, "not one line: %s", r->out);
-    JsonValue *root;
     Error err;
-    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
-    ck_assert_int_eq(root->type, JSON_OBJECT);
+    ck_assert_msg(json_parse(r->out, strlen(r->out), root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    ck_assert_int_eq((*root)->type, JSON_OBJECT);
+    return r;
+}
+
+// expect_help_names_keys: every key of "object" is in `peak --help` (the
+// --json flag's line), so the help documents them all.
+static void expect_help_names_keys(const JsonValue *object) {
+    RunResult *help = run_tinygpt(work_dir, "peak --help");
+    for (size_t i = 0; i < object->count; i++) {
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "\"%s\"", object->items[i].key);
+        ck_assert_msg(strstr(help->out, quoted), "--help does not name %s: %s", quoted, help->out);
+    }
+}
+
+START_TEST(json_is_one_object_with_every_key_the_help_lists) {
+    JsonValue *root;
+    RunResult *r = run_json("peak --json --seconds 0.05 --threads 2", &root);
+    ck_assert_msg(strchr(r->out, '\n') == r->out + strlen(r->out) - 1, "not one line: %s", r->out);
     ck_assert_msg(strlen(string(root, "cpu")) > 0, "%s", r->out);
     string(root, "vendor");
     ck_assert_str_eq(string(root, "instructions"), PEAK_INSTRUCTIONS);
@@ -56,23 +75,14 @@ START_TEST(json_is_one_object_with_every_key_the_help_lists) {
     ck_assert_msg(one > 0 && isfinite(one) && all > 0 && isfinite(all), "%s", r->out);
     ck_assert_int_eq((int)root->count, 14);  // no key the help does not name
 
-    // Every key is in --json's help line, so the help documents them all.
-    RunResult *help = run_tinygpt(work_dir, "peak --help");
-    for (size_t i = 0; i < root->count; i++) {
-        char quoted[64];
-        snprintf(quoted, sizeof quoted, "\"%s\"", root->items[i].key);
-        ck_assert_msg(strstr(help->out, quoted), "--help does not name %s: %s", quoted, help->out);
-    }
+    expect_help_names_keys(root);
     json_free(root);
 }
 END_TEST
 
 START_TEST(one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector) {
-    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.05 --threads 1");
-    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
     JsonValue *root;
-    Error err;
-    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    RunResult *r = run_json("peak --json --seconds 0.05 --threads 1", &root);
     ck_assert_double_eq(number(root, "gflops_1_thread"), number(root, "gflops_all_threads"));
     json_free(root);
 
@@ -90,28 +100,20 @@ END_TEST
 // --product: the three products' speeds at the shape asked for (sizes no
 // tile divides, so the ragged edges run too), in the JSON and the text.
 START_TEST(product_reports_the_three_products_at_the_shape_asked_for) {
-    RunResult *r = run_tinygpt(work_dir, "peak --json --seconds 0.02 --threads 2 --product 70,40,130");
-    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
     JsonValue *root;
-    Error err;
-    ck_assert_msg(json_parse(r->out, strlen(r->out), &root, &err), "invalid JSON (%s): %s", err.msg, r->out);
+    RunResult *r = run_json("peak --json --seconds 0.02 --threads 2 --product 70,40,130", &root);
     ck_assert_int_eq((int)root->count, 15);
     const JsonValue *product = json_get(root, "product");
     ck_assert_msg(product && product->type == JSON_OBJECT && product->count == 6, "%s", r->out);
     ck_assert_double_eq(number(product, "rows"), 70);
     ck_assert_double_eq(number(product, "in"), 40);
     ck_assert_double_eq(number(product, "out"), 130);
-    RunResult *help = run_tinygpt(work_dir, "peak --help");
     const char *speeds[] = {"forward", "input_gradient", "weight_gradient"};
     for (int i = 0; i < 3; i++) {
         const double gflops = number(product, speeds[i]);
         ck_assert_msg(gflops > 0 && isfinite(gflops), "%s: %s", speeds[i], r->out);
     }
-    for (size_t i = 0; i < product->count; i++) {
-        char quoted[64];
-        snprintf(quoted, sizeof quoted, "\"%s\"", product->items[i].key);
-        ck_assert_msg(strstr(help->out, quoted), "--help does not name %s: %s", quoted, help->out);
-    }
+    expect_help_names_keys(product);
     json_free(root);
 
     r = run_tinygpt(work_dir, "peak --seconds 0.02 --product 70,40,130");
