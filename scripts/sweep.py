@@ -93,6 +93,16 @@ CANDIDATES = [
     Candidate("r3-min0", "r3 with the cosine down to 0", R3 + ["--min-lr", "0"]),
     Candidate("r3-drop0.1-min0", "r3 with dropout 0.1 and the cosine down to 0", R3 + ["--dropout", "0.1", "--min-lr", "0"]),
     Candidate("r3-lr3e-3-min0", "r3 at lr 3e-3 with the cosine down to 0", R3 + ["--lr", "3e-3", "--min-lr", "0"]),
+    # The fifth round: the context, which no round had varied, on a slower
+    # CPU (a 2-core Cascade Lake, ~900 steps in a minute where the Zen 5 ran
+    # ~1750): the same tokens a step in longer or shorter windows.
+    Candidate("d-T128-B12", "the defaults with T 128 and batch 12", ["--context", "128", "--batch", "12"]),
+    Candidate("d-T128", "the defaults with T 128", ["--context", "128"]),
+    Candidate("d-T32-B48", "the defaults with T 32 and batch 48", ["--context", "32", "--batch", "48"]),
+    # and, with half the Zen 5's steps, less regularisation or fewer blocks:
+    Candidate("d-drop0", "the defaults without dropout (r3)", ["--dropout", "0"]),
+    Candidate("d-L2", "the defaults with 2 blocks", ["--layers", "2"]),
+    Candidate("d-lr3e-3", "the defaults at lr 3e-3", ["--lr", "3e-3"]),
 ]
 
 
