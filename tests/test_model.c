@@ -1,4 +1,4 @@
-// test_model.c: tests for src/model/model.c (the tables, the whole forward
+// test_model.c: tests for src/model/model_tensors.c and model.c (the tables, the whole forward
 // and backward pass, and SGD), for both architectures: card, the one-block
 // attention model, and gpt, L blocks of LayerNorm, attention and MLP on a
 // residual stream with the head tied to tok_emb.

@@ -4,7 +4,7 @@
 // parameters, their gradients, its activations and their gradients each in
 // one contiguous buffer of floats; a table says where each named tensor
 // sits in its buffer and what shape it has. The model builds its tables
-// (model.c), the optimizer walks them, and a safetensors file (io/) is
+// (model_tensors.c), the optimizer walks them, and a safetensors file (io/) is
 // written from one and checked against one.
 #ifndef TINYGPT_TENSOR_TABLE_H
 #define TINYGPT_TENSOR_TABLE_H
@@ -19,7 +19,7 @@ typedef struct {
     size_t shape[2];   // shape[1] unused when ndim == 1
     size_t offset;     // in floats, from the start of the buffer
     size_t size;       // number of floats
-    int init;          // how the table's builder starts its values (model.c's ParamInit); 0 if unused
+    int init;          // how the table's builder starts its values (model_tensors.c's ParamInit); 0 if unused
 } TensorSpec;
 
 // A table: the tensors of one buffer, in buffer order.
