@@ -59,21 +59,6 @@
 #define K_BLOCK 128
 #define CHUNK_L2_BYTES (512 * 1024)  // half of a 1 MB L2 (Cascade Lake, Zen 4 and 5)
 
-// One product as the engine runs it: out[N,M] (+)= A(N,K) @ Bmat[K,M], out's
-// rows starting from themselves ("accumulate"), else from init_row[M] (a
-// bias), else from zero. For matmul_turned, Bmat points at Bt[M,K], the
-// matrix transposed (a linear layer's weight [OC,C]): the functions below
-// take that as "turned", a parameter apart, so that gcc compiles
-// matmul_items once for each value (the faster for it).
-typedef struct {
-    float *out;
-    StridedMatrix A;
-    const float *Bmat;
-    int N, K, M;
-    bool accumulate;
-    const float *init_row;
-} Product;
-
 // One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
 // the fastest tile.h kernel that fits, in registers, one row at a time if
 // fewer than TILE_ROWS are left: the tile's whole vectors of columns (all
@@ -113,11 +98,6 @@ static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t
 }
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
-
-// A's columns from k0 on: A(n, k0 + k) at (n, k)
-static inline StridedMatrix columns_from(StridedMatrix A, int k0) {
-    return (StridedMatrix){A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
-}
 
 // Each thread's copy of the Bmat block its tiles are reading, rows
 // TILE_COLS floats apart (see matmul).
@@ -173,25 +153,24 @@ static void pack_strips(float *strips, StridedMatrix A, int n0, int count, int d
     }
 }
 
-// One column tile [m0, m0 + TILE_COLS) (or to M) of p's rows [n0,
-// chunk_end) for the k block [k0, k1): its Bmat panel packed (or not, see
-// below), then its row tiles; when A is transposed, the full rows of 8 read
-// from "strips" (pack_strips), packed for these rows and this k block.
-static inline __attribute__((always_inline)) void column_tile_block(const Product *p, bool turned, const float *strips,
-                                                                    int n0, int chunk_end, int k0, int k1, int m0) {
-    const size_t ldo = (size_t)p->M;
-    const int cols = min_int(TILE_COLS, p->M - m0);
-    const StridedMatrix A = columns_from(p->A, k0);
-    const TileStart start = {p->accumulate || k0 > 0, p->init_row ? p->init_row + m0 : NULL};
+// One column tile [m0, m0 + cols) of the rows [n0, chunk_end) for the
+// k block [k0, k1) ("A" starting at k0, "start" where its sums start): its
+// Bmat panel packed (or not, see below), then its row tiles; when A is
+// transposed, the full rows of 8 read from "strips" (pack_strips), packed
+// for these rows and this k block.
+static inline __attribute__((always_inline)) void column_tile_block(float *out, size_t ldo, StridedMatrix A,
+                                                                    const float *strips, const float *Bmat,
+                                                                    bool turned, int K, int M, int n0, int chunk_end,
+                                                                    int k0, int k1, int m0, int cols,
+                                                                    TileStart start) {
     // The panel pays for its copy only when several row tiles reuse it; a
     // few rows read Bmat where it lies. Bt cannot be read so: its panel is
     // always turned into place.
     const bool packed = turned || chunk_end - n0 > TILE_ROWS;
-    if (turned) pack_panel_turned(b_panel, p->Bmat, (size_t)p->K, k0, k1, m0, cols);
-    else if (packed) pack_panel(b_panel, p->Bmat, ldo, k0, k1, m0, cols);
-    const float *b_block = packed ? b_panel : p->Bmat + (size_t)k0 * ldo + m0;
-    const size_t ldb = packed ? TILE_COLS : ldo;
-    float *out = p->out;
+    if (turned) pack_panel_turned(b_panel, Bmat, (size_t)K, k0, k1, m0, cols);
+    else if (packed) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
+    const float *b_block = packed ? b_panel : Bmat + (size_t)k0 * M + m0;
+    const size_t ldb = packed ? TILE_COLS : (size_t)M;
     if (strips && cols == TILE_COLS) {
         // A transposed: taller tiles, see above, each reading its 8 x (k1 -
         // k0) numbers in order from a strip (row stride 1, column stride 8).
@@ -205,8 +184,9 @@ static inline __attribute__((always_inline)) void column_tile_block(const Produc
         matmul_tile(out + m0, ldo, A, b_block, ldb, 0, k1 - k0, n0, min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
 }
 
-// The work items of product p, shared among the threads of the parallel
-// region the caller is in: an orphaned `omp for`,
+// The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], or, when "turned",
+// of out[N,M] = A(N,K) @ Bt[M,K]^T ("Bmat" then points at Bt), shared among the
+// threads of the parallel region the caller is in: an orphaned `omp for`,
 // which binds to that region, or runs them all when there is none. "nowait":
 // no barrier after them; the region's end is the barrier, so a region can
 // run two independent products back to back (matmul_pair) and a thread done
@@ -218,10 +198,11 @@ static inline __attribute__((always_inline)) void column_tile_block(const Produc
 // (One copy of it, called by matmul and matmul_pair alike, with the tile kernels
 // compiled into it: left to itself gcc made two copies and called
 // matmul_tile as a function, ~2% slower.)
-static __attribute__((noinline)) void matmul_items(const Product *p, bool turned) {
-    const int N = p->N, K = p->K, M = p->M;
+static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, bool turned, int N,
+                                                   int K, int M, bool accumulate, const float *init_row) {
+    const size_t ldo = (size_t)M;
     const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
-    const bool transposed = p->A.row_stride == 1 && p->A.col_stride != 1;
+    const bool transposed = A.row_stride == 1 && A.col_stride != 1;
     // A chunk's rows of A, all K of them, too big to stay in L2 while each
     // column tile reads them (a GPT-2 layer's dinp: 512 rows of K = 3072,
     // 6 MB): the item's column tiles then share each k block of A instead,
@@ -251,9 +232,14 @@ static __attribute__((noinline)) void matmul_items(const Product *p, bool turned
             const bool strips = transposed && M - group * tiles_per_item * TILE_COLS >= TILE_COLS;
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 const int k1 = min_int(K, k0 + K_BLOCK);
-                if (strips) pack_strips(a_strips, columns_from(p->A, k0), n0, (chunk_end - n0) / 8, k1 - k0);
-                for (int ct = group * tiles_per_item; ct < ct_end; ct++)
-                    column_tile_block(p, turned, strips ? a_strips : NULL, n0, chunk_end, k0, k1, ct * TILE_COLS);
+                const StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
+                if (strips) pack_strips(a_strips, A_block, n0, (chunk_end - n0) / 8, k1 - k0);
+                for (int ct = group * tiles_per_item; ct < ct_end; ct++) {
+                    const int m0 = ct * TILE_COLS;
+                    const TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
+                    column_tile_block(out, ldo, A_block, strips ? a_strips : NULL, Bmat, turned, K, M, n0,
+                                      chunk_end, k0, k1, m0, min_int(TILE_COLS, M - m0), start);
+                }
             }
         }
     }
@@ -264,22 +250,18 @@ static __attribute__((noinline)) void matmul_items(const Product *p, bool turned
 // spent most of their time starting and ending teams of one.
 void matmul(float *out, StridedMatrix A, const float *Bmat, int N, int K, int M, bool accumulate,
             const float *init_row) {
-    const Product p = {out, A, Bmat, N, K, M, accumulate, init_row};
-    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(&p, false));
+    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, A, Bmat, false, N, K, M, accumulate, init_row));
 }
 
 void matmul_turned(float *out, StridedMatrix A, const float *Bt, int N, int K, int M, const float *init_row) {
-    const Product p = {out, A, Bt, N, K, M, false, init_row};
-    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(&p, true));
+    RUN_SHARED((size_t)N * K * M, MIN_PARALLEL_WORK, matmul_items(out, A, Bt, true, N, K, M, false, init_row));
 }
 
 void matmul_pair(float *out1, StridedMatrix A1, const float *Bmat1, int N1, int K1, int M1, bool accumulate1,
                  float *out2, StridedMatrix A2, const float *Bmat2, int N2, int K2, int M2, bool accumulate2) {
-    const Product p1 = {out1, A1, Bmat1, N1, K1, M1, accumulate1, NULL};
-    const Product p2 = {out2, A2, Bmat2, N2, K2, M2, accumulate2, NULL};
     RUN_SHARED((size_t)N1 * K1 * M1 + (size_t)N2 * K2 * M2, MIN_PARALLEL_WORK, {
-        matmul_items(&p1, false);
-        matmul_items(&p2, false);
+        matmul_items(out1, A1, Bmat1, false, N1, K1, M1, accumulate1, NULL);
+        matmul_items(out2, A2, Bmat2, false, N2, K2, M2, accumulate2, NULL);
     });
 }
 
