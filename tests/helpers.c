@@ -218,6 +218,35 @@ void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n) {
                   r.failures, n, r.worst_index, r.worst_analytic, r.worst_numeric);
 }
 
+void expect_backward_adds(NormBackward backward, void *ctx, size_t n_inp, size_t n_weight, uint64_t seed,
+                          double rtol) {
+    const size_t n[2] = {n_inp, n_weight};
+    float *from_zero[2], *start[2], *got[2], *want[2];
+    for (int b = 0; b < 2; b++) {
+        from_zero[b] = xcalloc(n[b], sizeof(float));
+        start[b] = xmalloc(n[b] * sizeof(float));
+        got[b] = xmalloc(n[b] * sizeof(float));
+        want[b] = xmalloc(n[b] * sizeof(float));
+    }
+    backward(ctx, from_zero[0], from_zero[1]);
+    Rng rng;
+    rng_init(&rng, seed);
+    for (int b = 0; b < 2; b++) {
+        fill_uniform(start[b], n[b], &rng);
+        memcpy(got[b], start[b], n[b] * sizeof(float));
+        for (size_t i = 0; i < n[b]; i++) want[b][i] = start[b][i] + from_zero[b][i];
+    }
+    backward(ctx, got[0], got[1]);
+    assert_all_close("dinp", got[0], want[0], n[0], rtol);
+    assert_all_close("dweight", got[1], want[1], n[1], rtol);
+    for (int b = 0; b < 2; b++) {
+        free(from_zero[b]);
+        free(start[b]);
+        free(got[b]);
+        free(want[b]);
+    }
+}
+
 void chunks_joined(const char *text, size_t len, ChunkRules rules, char *out) {
     size_t n = 0;
     for (size_t pos = 0; pos < len;) {

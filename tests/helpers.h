@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "chunk.h"
 #include "gradcheck.h"
@@ -120,6 +121,14 @@ void assert_all_close(const char *what, const float *got, const float *want, siz
 // assert_gradcheck_passes: no element of the "n" that "r" checked failed;
 // else the test fails with the worst one.
 void assert_gradcheck_passes(const char *what, GradCheckResult r, size_t n);
+
+// expect_backward_adds: a norm's backward adds to its two gradients, dinp
+// (the residual stream's, which has two consumers) and dweight: "backward"
+// (its test's case in "ctx") run on zeros gives g; run on random start
+// values (drawn with "seed"), it must give start + g, within "rtol".
+typedef void (*NormBackward)(void *ctx, float *dinp, float *dweight);
+void expect_backward_adds(NormBackward backward, void *ctx, size_t n_inp, size_t n_weight, uint64_t seed,
+                          double rtol);
 
 // chunks_joined: the chunks of "text" ("len" bytes) under "rules", joined by
 // '|', into "out" (room for 2 * len + 1 bytes), NUL-terminated; each chunk

@@ -102,26 +102,17 @@ START_TEST(backward_matches_finite_differences_for_inp_and_weight) {
 }
 END_TEST
 
+// rmsnorm_case_backward for expect_backward_adds
+static void rmsnorm_case_backward_adds(void *ctx, float *dinp, float *dweight) {
+    rmsnorm_case_backward(ctx, dinp, dweight);
+}
+
 // dinp collects the residual stream's gradient from two consumers, so the
 // values it held must stay and the gradient be added; dweight likewise.
 START_TEST(backward_adds_to_dinp_and_dweight) {
     RmsNormCase rc;
     rmsnorm_case_init(&rc, 172);
-    float from_zero_inp[GN * GC] = {0}, from_zero_weight[GC] = {0};
-    rmsnorm_case_backward(&rc, from_zero_inp, from_zero_weight);
-    float start_inp[GN * GC], start_weight[GC], dinp[GN * GC], dweight[GC];
-    Rng rng;
-    rng_init(&rng, 173);
-    fill_uniform(start_inp, GN * GC, &rng);
-    fill_uniform(start_weight, GC, &rng);
-    memcpy(dinp, start_inp, sizeof dinp);
-    memcpy(dweight, start_weight, sizeof dweight);
-    rmsnorm_case_backward(&rc, dinp, dweight);
-    float want_inp[GN * GC], want_weight[GC];
-    for (int i = 0; i < GN * GC; i++) want_inp[i] = start_inp[i] + from_zero_inp[i];
-    for (int c = 0; c < GC; c++) want_weight[c] = start_weight[c] + from_zero_weight[c];
-    assert_all_close("dinp", dinp, want_inp, GN * GC, ADDS_TO_START_RTOL);
-    assert_all_close("dweight", dweight, want_weight, GC, ADDS_TO_START_RTOL);
+    expect_backward_adds(rmsnorm_case_backward_adds, &rc, GN * GC, GC, 173, ADDS_TO_START_RTOL);
 }
 END_TEST
 
