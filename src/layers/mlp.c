@@ -56,8 +56,7 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 // so it comes first, and then step 2 runs both ways in one pass (for GELU,
 // whose erf is dear, one call of it an element instead of two; for ReLU^2,
 // one read of fc_out; SwiGLU's forward and backward run one after the
-// other), and step 3
-// ends with its weight's gradient.
+// other), and step 3 ends with its weight's gradient.
 void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
                   float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {
