@@ -32,16 +32,3 @@ void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) 
         dinp[i] = dout[i] * 2.0f * r;
     }
 }
-
-// The forward again and the backward, in one pass, for mlp_backward, which
-// needs both (as gelu_forward_backward): each element's max(x, 0) serves
-// both lines, and fc_out is read once, not twice. In place (dinp == dout)
-// is safe: element i reads dout[i] before it writes dinp[i].
-void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
-    for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] > 0.0f ? inp[i] : 0.0f;
-        out[i] = r * r;
-        dinp[i] = dout[i] * 2.0f * r;
-    }
-}
