@@ -103,6 +103,16 @@ CANDIDATES = [
     Candidate("d-drop0", "the defaults without dropout (r3)", ["--dropout", "0"]),
     Candidate("d-L2", "the defaults with 2 blocks", ["--layers", "2"]),
     Candidate("d-lr3e-3", "the defaults at lr 3e-3", ["--lr", "3e-3"]),
+    # The sixth round, on the same slower CPU: what no round had varied, the
+    # optimizer's settings and the warmup (100 steps are ~12% of its minute),
+    # and a smaller vocabulary or batch for more steps a minute.
+    Candidate("d-warmup50", "the defaults with 50 warmup steps", ["--warmup", "50"]),
+    Candidate("d-beta2-0.95", "the defaults with AdamW's beta2 0.95", ["--beta2", "0.95"]),
+    Candidate("d-wd0", "the defaults without weight decay", ["--weight-decay", "0"]),
+    Candidate("d-v1024", "the defaults with 1024 bpe tokens", ["--vocab-size", "1024"]),
+    Candidate("d-B16", "the defaults with batch 16", ["--batch", "16"]),
+    Candidate("d-B12", "the defaults with batch 12", ["--batch", "12"]),
+    Candidate("d-B16-v1024", "the defaults with batch 16 and 1024 bpe tokens", ["--batch", "16", "--vocab-size", "1024"]),
 ]
 
 
