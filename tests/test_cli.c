@@ -853,6 +853,68 @@ START_TEST(eval_split_val_scores_the_split_train_held_out_and_nothing_else) {
 }
 END_TEST
 
+// "-" names standard input, as Unix tools do: train and eval read the text
+// from a pipe as from the file, run.json keeps "-", and a resumed run
+// reads its text from standard input again (and still checks it is the
+// run's). run_binary's own stdin is /dev/null, so each pipe is built in sh.
+START_TEST(train_and_eval_read_the_text_from_standard_input_given_as_a_dash) {
+    const char *flags = "--layers 1 --embd 8 --heads 2 --context 8 --batch 4 --warmup 2 --eval-interval 10 --threads 1 "
+                        "--tokenizer char";
+    char args[3 * 4096];  // room for the binary's absolute path and the flags
+    snprintf(args, sizeof args, "train %s --out %s --steps 12 %s", in_work("corpus.txt"), in_work("file"), flags);
+    ck_assert_msg(run_tinygpt(work_dir, args)->status == 0, "%s", args);
+    // A file named "-" where it runs is not what "-" means.
+    write_text_file(in_work("-"), "not the text\n");
+    char binary[4096];
+    ck_assert_msg(realpath(tinygpt_binary(), binary) != NULL, "%s", tinygpt_binary());
+    snprintf(args, sizeof args, "-c \"cd %s && cat corpus.txt | %s train - --out pipe --steps 12 %s\"", work_dir,
+             binary, flags);
+    RunResult *r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "train - failed: %s", r->err);
+    char run_json[512];
+    read_text_file(in_work("pipe/run.json"), run_json, sizeof run_json);
+    ck_assert_msg(strstr(run_json, "\"data\":\"-\""), "run.json: %s", run_json);
+    // The same weights: the same loss on the file, to the bit.
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("file/model.safetensors"), in_work("corpus.txt"));
+    EvalJson from_file = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("pipe/model.safetensors"), in_work("corpus.txt"));
+    assert_same_result(eval_json(args), from_file, "trained from a pipe");
+    // eval - reads the text from a pipe: the same line as from the file.
+    snprintf(args, sizeof args, "eval --model %s %s --split val", in_work("file/model.safetensors"), in_work("corpus.txt"));
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    char *file_line = strdup(r->out);
+    snprintf(args, sizeof args, "-c \"cat %s | %s eval - --model %s --split val\"", in_work("corpus.txt"),
+             tinygpt_binary(), in_work("file/model.safetensors"));
+    r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "eval - failed: %s", r->err);
+    ck_assert_str_eq(r->out, file_line);
+    free(file_line);
+    // Resumed, each from where its text comes from: the same model again.
+    snprintf(args, sizeof args, "train --resume %s --steps 16", in_work("file"));
+    ck_assert_msg(run_tinygpt(work_dir, args)->status == 0, "%s", args);
+    snprintf(args, sizeof args, "-c \"cat %s | %s train --resume %s --steps 16\"", in_work("corpus.txt"),
+             tinygpt_binary(), in_work("pipe"));
+    r = run_binary("sh", work_dir, args);
+    ck_assert_msg(r->status == 0, "train --resume from a pipe failed: %s", r->err);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("file/model.safetensors"), in_work("corpus.txt"));
+    from_file = eval_json(args);
+    snprintf(args, sizeof args, "eval --model %s %s --json", in_work("pipe/model.safetensors"), in_work("corpus.txt"));
+    assert_same_result(eval_json(args), from_file, "resumed from a pipe");
+    // Another text on standard input is refused by the name it came by;
+    // nothing, or a device, is no text.
+    snprintf(args, sizeof args, "-c \"head -c 300 %s | %s train --resume %s --steps 20\"", in_work("corpus.txt"),
+             tinygpt_binary(), in_work("pipe"));
+    expect_failure(run_binary("sh", work_dir, args), "train --resume from another text", 1,
+                   "'standard input' is not the text this run was trained on");
+    snprintf(args, sizeof args, "-c \"printf '' | %s train - --out %s %s\"", tinygpt_binary(), in_work("empty"), flags);
+    expect_failure(run_binary("sh", work_dir, args), "train - from an empty pipe", 1, "'standard input' is empty");
+    snprintf(args, sizeof args, "-c \"%s eval - --model %s < /dev/zero\"", tinygpt_binary(),
+             in_work("file/model.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "eval - < /dev/zero", 1, "standard input is a character device");
+}
+END_TEST
+
 START_TEST(eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so) {
     train_eval_model("m", "");
     char args[4096];
@@ -1012,6 +1074,7 @@ Suite *cli_suite(void) {
     tcase_add_test(eval, eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so);
     tcase_add_test(eval, eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error);
     tcase_add_test(eval, eval_and_attention_fail_when_standard_output_cannot_be_written);
+    tcase_add_test(eval, train_and_eval_read_the_text_from_standard_input_given_as_a_dash);
     suite_add_tcase(s, eval);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);

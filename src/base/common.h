@@ -160,6 +160,13 @@ bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t
 // docs/guarantees.md, "Large files").
 #define STDIN_MAX_BYTES ((size_t)1 << 30)
 
+// read_text_source: the whole text "path" names, as read_file reads it,
+// where "-" names standard input (read_stream, at most "max_bytes" from a
+// pipe or a terminal). text_source_name: how errors name it: the path, or
+// "standard input".
+bool read_text_source(const char *path, size_t max_bytes, char **out, size_t *len, Error *err);
+const char *text_source_name(const char *path);
+
 // sync_dir: fsync the directory "dir", which makes a rename or a new file
 // in it durable (a file system that cannot sync a directory is let be).
 bool sync_dir(const char *dir, Error *err);

@@ -154,7 +154,7 @@ int cmd_eval(int argc, char **argv) {
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
     };
     Command cmd = {"eval", "TEXTFILE",
-                   "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file, or of its validation split.",
+                   "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file (- reads standard input), or of its validation split.",
                    "tinygpt eval --model runs/default/model.safetensors data/moby-dick.txt --split val", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     const char *text_path = parse_flags(&cmd, argc, argv);
@@ -171,7 +171,8 @@ int cmd_eval(int argc, char **argv) {
     size_t len;
     int *tokens;
     size_t n, split_chars = 0;
-    if (!read_file(text_path, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!read_text_source(text_path, STDIN_MAX_BYTES, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    text_path = text_source_name(text_path);  // "-" is "standard input" in what follows
     if (split == EVAL_ALL) {
         if (!tokenizer_encode(&tok, text, len, &tokens, &n, text_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     } else {

@@ -200,9 +200,7 @@ static void emit_token(const Tokenizer *tok, Utf8Stream *stream, int id, bool *e
 static char *read_prompt_file(const char *path, size_t max_bytes, size_t *len) {
     char *text = NULL;
     Error err;
-    bool ok = strcmp(path, "-") == 0 ? read_stream(stdin, "standard input", max_bytes, &text, len, &err)
-                                     : read_file(path, &text, len, &err);
-    if (!ok) die(EXIT_RUNTIME, "--prompt-file: %s", err.msg);
+    if (!read_text_source(path, max_bytes, &text, len, &err)) die(EXIT_RUNTIME, "--prompt-file: %s", err.msg);
     return text;
 }
 

@@ -124,7 +124,7 @@ static void continue_from_state(TrainRun *run) {
             path);
     if (run->data.n_tokens != tokens || run->data_hash != hash)
         die(EXIT_RUNTIME, "'%s' is not the text this run was trained on (%zu tokens; the checkpoint's had %llu, with another fingerprint); give the original file, or start a new run from these weights with --init",
-            run->s.data_path, run->data.n_tokens, (unsigned long long)tokens);
+            text_source_name(run->s.data_path), run->data.n_tokens, (unsigned long long)tokens);
     run->batch_rng.state = batch_rng;
     run->last_saved_step = run->start_step;
     // The best validation so far (a checkpoint from before best.safetensors
@@ -216,7 +216,9 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     run->best_step = -1;
     generator_init(&run->preview, &run->model, SAMPLE_LINE_TOKENS + 1, false);
     run->preview_scratch = xmalloc(2 * (size_t)run->tok.vocab_size * sizeof(float));
-    absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
+    // Standard input stays "-": a resumed run reads it again (pipe the same text in).
+    if (strcmp(s->data_path, "-") == 0) snprintf(run->data_absolute, sizeof run->data_absolute, "-");
+    else absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
 
     // Everything has loaded: the first write into DIR (a resumed run has
     // claimed it already, before reading its checkpoint).
@@ -380,7 +382,7 @@ void train_setup(TrainRun *run, int argc, char **argv) {
         dist_abort(&run->dist, EXIT_RUNTIME);
     TrainSettings *s = &run->s;
     Command *cmd = &run->cmd;
-    *cmd = (Command){"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file; writes DIR/model.safetensors, DIR/log.csv, DIR/loss.png and DIR/run.json (and DIR/optimizer.safetensors with AdamW).",
+    *cmd = (Command){"train", "[FILE]", "Train a GPT (--arch gpt) or the one-block attention model (--arch card) on a UTF-8 text file (- reads standard input); writes DIR/model.safetensors, DIR/log.csv, DIR/loss.png and DIR/run.json (and DIR/optimizer.safetensors with AdamW).",
                      "tinygpt train data/moby-dick.txt --out runs/moby --layers 2 --steps 1000", NULL, 0};
     settings_command(cmd, run->flags, s);
     Given given, from_file;

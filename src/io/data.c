@@ -157,7 +157,8 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const
     // 1-2. Read, refuse an empty file, find the split.
     char *text;
     size_t len;
-    if (!read_file(path, &text, &len, err)) return false;
+    if (!read_text_source(path, STDIN_MAX_BYTES, &text, &len, err)) return false;
+    path = text_source_name(path);  // "-" is "standard input" in what follows
     if (len == 0) {
         free(text);
         return error_set(err, "'%s' is empty; give a text file with some text in it", path);

@@ -46,7 +46,7 @@ typedef struct {
 // Build a char tokenizer from the file (dataset_load's "learn").
 static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0, false};
 
-// dataset_load: read and encode "path". If "learn" is not NULL, the
+// dataset_load: read and encode "path" ("-": standard input). If "learn" is not NULL, the
 // tokenizer is built from the file as it says; otherwise "tok" already holds
 // one (from a checkpoint), and for char a character outside its vocabulary is
 // an error. The validation split is the last floor(n_chars * val_fraction)
