@@ -912,6 +912,15 @@ START_TEST(train_and_eval_read_the_text_from_standard_input_given_as_a_dash) {
     snprintf(args, sizeof args, "-c \"%s eval - --model %s < /dev/zero\"", tinygpt_binary(),
              in_work("file/model.safetensors"));
     expect_failure(run_binary("sh", work_dir, args), "eval - < /dev/zero", 1, "standard input is a character device");
+    // More than --max-bytes is refused (an endless pipe ends there), as by sample and tokenize.
+    snprintf(args, sizeof args, "-c \"cat %s | %s train - --out %s --max-bytes 1000 %s\"", in_work("corpus.txt"),
+             tinygpt_binary(), in_work("big"), flags);
+    expect_failure(run_binary("sh", work_dir, args), "train - --max-bytes 1000", 1,
+                   "standard input holds more than 1000 bytes (--max-bytes)");
+    snprintf(args, sizeof args, "-c \"yes the lazy dog | %s eval - --model %s --max-bytes 1000\"", tinygpt_binary(),
+             in_work("file/model.safetensors"));
+    expect_failure(run_binary("sh", work_dir, args), "yes | eval - --max-bytes 1000", 1,
+                   "standard input holds more than 1000 bytes (--max-bytes)");
 }
 END_TEST
 

@@ -71,7 +71,7 @@ START_TEST(load_splits_at_the_floor_of_n_tokens_times_val_fraction) {
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, cases[i].val_fraction, 1, &err),
+        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, cases[i].val_fraction, 1, &err),
                       "val_fraction %g: %s", cases[i].val_fraction, err.msg);
         ck_assert_uint_eq(ds.n_tokens, 1000);
         ck_assert_msg(ds.n_train == 1000 - cases[i].n_val, "val_fraction %g: n_train %zu, want %zu",
@@ -88,7 +88,7 @@ START_TEST(load_encodes_the_whole_file_with_a_vocabulary_built_from_it) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 4, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.0, 4, &err), "%s", err.msg);
     char back[64];
     size_t back_len = 0;
     for (size_t i = 0; i < ds.n_tokens; i++) {
@@ -111,7 +111,7 @@ START_TEST(load_with_a_given_vocabulary_uses_it_and_keeps_it) {
     ck_assert(tokenizer_from_vocab(&tok, "abceg", 5, NULL));  // no 'd': not the text's own vocabulary
     Dataset ds;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, NULL, path, 0.0, 2, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, NULL, path, STDIN_MAX_BYTES, 0.0, 2, &err), "%s", err.msg);
     const int want[] = {2, 0, 1, 1, 0, 4, 3};  // ids in the given vocabulary: a=0 b=1 c=2 e=3 g=4
     ck_assert_uint_eq(ds.n_tokens, 7);
     for (size_t i = 0; i < 7; i++) ck_assert_int_eq(token_at(dataset_train(&ds), i), want[i]);
@@ -127,7 +127,7 @@ START_TEST(load_with_a_given_vocabulary_rejects_an_unknown_character) {
     ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
     Dataset ds;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, NULL, path, 0.0, 1, &err));
+    ck_assert(!dataset_load(&ds, &tok, NULL, path, STDIN_MAX_BYTES, 0.0, 1, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "U+0064") && strstr(err.msg, "byte 3"),
                   "message was: %s", err.msg);
     ck_assert_int_eq(tok.vocab_size, 3);  // the caller's tokenizer is left alone
@@ -141,7 +141,7 @@ START_TEST(load_rejects_a_missing_file_naming_the_path) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "no such file; check the name"), "message was: %s", err.msg);
 }
 END_TEST
@@ -155,7 +155,7 @@ START_TEST(load_with_a_given_vocabulary_reports_a_binary_file_as_binary) {
     ck_assert(tokenizer_from_vocab(&tok, "abc", 3, NULL));
     Dataset ds;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, NULL, path, 0.0, 1, &err));
+    ck_assert(!dataset_load(&ds, &tok, NULL, path, STDIN_MAX_BYTES, 0.0, 1, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "looks like binary data"), "message was: %s", err.msg);
     tokenizer_free(&tok);
 }
@@ -172,7 +172,7 @@ START_TEST(load_refuses_a_fifo_or_a_device_instead_of_blocking_or_reading_foreve
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, paths[i], 0.1, 8, &err));
+        ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, paths[i], STDIN_MAX_BYTES, 0.1, 8, &err));
         ck_assert_msg(strstr(err.msg, paths[i]) && strstr(err.msg, kinds[i]) && !strchr(err.msg, '\n'),
                       "message was: %s", err.msg);
     }
@@ -184,7 +184,7 @@ START_TEST(load_rejects_a_directory) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, temp_dir, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, temp_dir, STDIN_MAX_BYTES, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, temp_dir) && strstr(err.msg, "directory"), "message was: %s", err.msg);
 }
 END_TEST
@@ -198,7 +198,7 @@ START_TEST(load_rejects_an_empty_file) {
         Dataset ds;
         Tokenizer built;
         Error err = {0};
-        ck_assert(!dataset_load(&ds, build_vocab[i] ? &built : &given, build_vocab[i] ? &LEARN_CHARS : NULL, path, 0.1, 8, &err));
+        ck_assert(!dataset_load(&ds, build_vocab[i] ? &built : &given, build_vocab[i] ? &LEARN_CHARS : NULL, path, STDIN_MAX_BYTES, 0.1, 8, &err));
         ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is empty"), "message was: %s", err.msg);
     }
     tokenizer_free(&given);
@@ -212,7 +212,7 @@ START_TEST(load_rejects_a_file_larger_than_memory_before_reading_it) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 8, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.1, 8, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "is 1099.5 GB, more than the") && strstr(err.msg, "head -c"),
                   "message was: %s", err.msg);
 }
@@ -223,7 +223,7 @@ START_TEST(load_rejects_invalid_utf8_naming_the_file_and_byte) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 2, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.0, 2, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "not valid UTF-8 at byte 2"), "message was: %s",
                   err.msg);
 }
@@ -236,12 +236,12 @@ START_TEST(load_rejects_a_training_split_shorter_than_one_window) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, short_path, 0.0, 64, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, short_path, STDIN_MAX_BYTES, 0.0, 64, &err));
     ck_assert_msg(strstr(err.msg, short_path) && strstr(err.msg, "only 64 training tokens") &&
                       strstr(err.msg, "--context 64 + 1") && strstr(err.msg, "smaller --context"),
                   "message was: %s", err.msg);
     ck_assert_ptr_null(tok.chars.codepoints);  // the vocabulary built for it was freed
-    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, exact_path, 0.0, 64, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, exact_path, STDIN_MAX_BYTES, 0.0, 64, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_train, 65);
     dataset_free(&ds);
     tokenizer_free(&tok);
@@ -255,11 +255,11 @@ START_TEST(load_rejects_a_short_validation_split_but_allows_none) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.01, 16, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.01, 16, &err));
     ck_assert_msg(strstr(err.msg, path) && strstr(err.msg, "only 10 validation tokens") &&
                       strstr(err.msg, "--val-fraction 0"),
                   "message was: %s", err.msg);
-    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 16, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.0, 16, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_train, 1000);
     dataset_free(&ds);
     tokenizer_free(&tok);
@@ -271,9 +271,9 @@ START_TEST(load_rejects_a_val_fraction_outside_zero_one) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, 1.0, 4, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 1.0, 4, &err));
     ck_assert_msg(strstr(err.msg, "--val-fraction 1"), "message was: %s", err.msg);
-    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, -0.1, 4, &err));
+    ck_assert(!dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, -0.1, 4, &err));
     ck_assert_msg(strstr(err.msg, "--val-fraction -0.1"), "message was: %s", err.msg);
 }
 END_TEST
@@ -331,7 +331,7 @@ START_TEST(load_stores_ids_in_the_fewest_bytes_that_hold_the_vocabulary) {
         Dataset ds;
         Tokenizer tok;
         Error err = {0};
-        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.0, 1, &err), "%s", err.msg);
+        ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.0, 1, &err), "%s", err.msg);
         ck_assert_int_eq(tok.vocab_size, (int)cases[i].count + 1);
         ck_assert_int_eq(ds.width, cases[i].width);
         ck_assert_uint_eq(ds.n_tokens, cases[i].count + 1);
@@ -349,9 +349,9 @@ START_TEST(hash_is_the_same_for_the_same_text_and_differs_for_another) {
     ck_assert(tokenizer_from_vocab(&tok, " ,aehlstw", 9, NULL));
     Dataset first, again, other;
     Error err = {0};
-    ck_assert_msg(dataset_load(&first, &tok, NULL, a, 0.0, 1, &err), "%s", err.msg);
-    ck_assert_msg(dataset_load(&again, &tok, NULL, a, 0.0, 1, &err), "%s", err.msg);
-    ck_assert_msg(dataset_load(&other, &tok, NULL, b, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&first, &tok, NULL, a, STDIN_MAX_BYTES, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&again, &tok, NULL, a, STDIN_MAX_BYTES, 0.0, 1, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&other, &tok, NULL, b, STDIN_MAX_BYTES, 0.0, 1, &err), "%s", err.msg);
     ck_assert_uint_eq(dataset_hash(&first), dataset_hash(&again));
     ck_assert_uint_ne(dataset_hash(&first), dataset_hash(&other));
     dataset_free(&first);
@@ -418,7 +418,7 @@ START_TEST(loading_a_large_file_takes_about_its_own_size_in_memory) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.1, 64, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.1, 64, &err), "%s", err.msg);
     long peak_kb = status_kb("VmHWM");
     ck_assert(before_kb > 0 && peak_kb > 0);
     double ratio = (double)(peak_kb - before_kb) * 1024.0 / LARGE_FILE_BYTES;
@@ -459,7 +459,7 @@ START_TEST(bpe_learns_from_the_training_split_only_and_encodes_each_split_apart)
     Tokenizer tok;
     Error err = {0};
     TokenizerSpec spec = {TOKENIZER_BPE, 258, false};  // "ab", then " ab": all the training text has to merge
-    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.4, 4, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, STDIN_MAX_BYTES, 0.4, 4, &err), "%s", err.msg);
     ck_assert_int_eq(tok.kind, TOKENIZER_BPE);
     for (int m = 0; m < tok.bpe.n_merges; m++) {
         BpeMerge merge = tok.bpe.merges[m];
@@ -479,7 +479,7 @@ START_TEST(bpe_learns_from_the_training_split_only_and_encodes_each_split_apart)
 
     // Given the tokenizer (a checkpoint's), the same file gives the same ids.
     Dataset again;
-    ck_assert_msg(dataset_load(&again, &tok, NULL, path, 0.4, 4, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&again, &tok, NULL, path, STDIN_MAX_BYTES, 0.4, 4, &err), "%s", err.msg);
     ck_assert_uint_eq(again.n_train, n_train);
     ck_assert_uint_eq(again.n_tokens, n_tokens);
     dataset_free(&again);
@@ -495,14 +495,14 @@ START_TEST(the_split_is_the_same_text_for_char_and_bpe_and_counts_its_bytes) {
     Dataset ds;
     Tokenizer tok;
     Error err = {0};
-    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, 0.34, 2, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &LEARN_CHARS, path, STDIN_MAX_BYTES, 0.34, 2, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.n_tokens, 30);
     ck_assert_uint_eq(ds.n_tokens - ds.n_train, 10);
     ck_assert_uint_eq(ds.val_bytes, 14);
     dataset_free(&ds);
     tokenizer_free(&tok);
     TokenizerSpec spec = {TOKENIZER_BPE, 257, false};
-    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, 0.34, 2, &err), "%s", err.msg);
+    ck_assert_msg(dataset_load(&ds, &tok, &spec, path, STDIN_MAX_BYTES, 0.34, 2, &err), "%s", err.msg);
     ck_assert_uint_eq(ds.val_bytes, 14);
     char back[64];
     ck_assert_uint_eq(decode_span(&tok, dataset_val(&ds), back, sizeof back), 14);

@@ -145,6 +145,7 @@ int cmd_eval(int argc, char **argv) {
     bool json = false;              // print one JSON object instead of text
     int batch = 16;                 // windows per forward pass (speed only)
     int threads = 0;                // 0 = OpenMP's default
+    long max_bytes = STDIN_MAX_BYTES;  // with TEXTFILE -: the most of standard input read
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
@@ -152,6 +153,7 @@ int cmd_eval(int argc, char **argv) {
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
+        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with TEXTFILE -: the most text read from standard input; more is an error", 1, 1e15, false, NULL, NULL},
     };
     Command cmd = {"eval", "TEXTFILE",
                    "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file (- reads standard input), or of its validation split.",
@@ -171,7 +173,7 @@ int cmd_eval(int argc, char **argv) {
     size_t len;
     int *tokens;
     size_t n, split_chars = 0;
-    if (!read_text_source(text_path, STDIN_MAX_BYTES, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!read_text_source(text_path, (size_t)max_bytes, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     text_path = text_source_name(text_path);  // "-" is "standard input" in what follows
     if (split == EVAL_ALL) {
         if (!tokenizer_encode(&tok, text, len, &tokens, &n, text_path, &err)) die(EXIT_RUNTIME, "%s", err.msg);

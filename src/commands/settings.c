@@ -50,6 +50,8 @@ const Setting TRAIN_SETTINGS[] = {
     // ---- Where the run reads and writes ----
     {FIELD(data_path), SETTING_PATH, "FILE", "FILE", NULL, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN_JSON,
      .key = "data"},
+    {FIELD(max_bytes), SETTING_LONG, "--max-bytes", "N", "with FILE -: the most text read from standard input; more is an error",
+     SAME("1073741824"), .min = 1, .max = 1e15, .resume = RESUME_MAY_CHANGE},  // STDIN_MAX_BYTES, as sample's
     {FIELD(out_dir), SETTING_PATH, "--out", "DIR",
      "output directory for model.safetensors, log.csv and loss.png; one that holds a run is refused (see --resume, --force)",
      .derived = "out", .derive = derive_out_dir},

@@ -32,7 +32,8 @@
 // the enum they name (ARCH_NAMES[ARCH_GPT] is "gpt").
 typedef struct {
     // Where the run reads and writes.
-    const char *data_path;   // FILE: the training text
+    const char *data_path;   // FILE: the training text ("-": standard input)
+    long max_bytes;          // --max-bytes: the most text read from standard input
     const char *out_dir;     // --out
     bool force;              // --force: replace the run already in --out
     const char *init_path;   // --init: start from these weights

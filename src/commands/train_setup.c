@@ -197,7 +197,8 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     if (read_gpt2 && !tokenizer_load_gpt2(&run->tok, s->tokenizer_dir, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     // Rank 0 reads the text (share_data sends it); if it cannot, every rank stops.
     bool loaded = !run->writer || dataset_load(&run->data, &run->tok, s->init_path || read_gpt2 ? NULL : &learn,
-                                               s->data_path, s->val_fraction, s->context, &err);
+                                               s->data_path, (size_t)s->max_bytes, s->val_fraction, s->context,
+                                               &err);
     if (dist_rank0_result(&run->dist, loaded ? 0 : EXIT_RUNTIME, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     share_data(run, !s->init_path && !read_gpt2);
     ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);

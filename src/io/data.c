@@ -145,7 +145,7 @@ static void *load_bpe(Tokenizer *tok, const TokenizerSpec *learn, char *text, si
 //   6. check that each non-empty split holds at least one window of
 //      context + 1 tokens (T inputs and, shifted by one, T targets).
 // On failure "ds" is left empty, and "tok" is freed only if it was built here.
-bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path,
+bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path, size_t max_bytes,
                   double val_fraction, int context, Error *err) {
     assert(context >= 1);
     memset(ds, 0, sizeof *ds);
@@ -157,7 +157,7 @@ bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const
     // 1-2. Read, refuse an empty file, find the split.
     char *text;
     size_t len;
-    if (!read_text_source(path, STDIN_MAX_BYTES, &text, &len, err)) return false;
+    if (!read_text_source(path, max_bytes, &text, &len, err)) return false;
     path = text_source_name(path);  // "-" is "standard input" in what follows
     if (len == 0) {
         free(text);

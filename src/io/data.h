@@ -46,7 +46,8 @@ typedef struct {
 // Build a char tokenizer from the file (dataset_load's "learn").
 static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0, false};
 
-// dataset_load: read and encode "path" ("-": standard input). If "learn" is not NULL, the
+// dataset_load: read and encode "path" ("-": standard input, at most
+// "max_bytes" of it). If "learn" is not NULL, the
 // tokenizer is built from the file as it says; otherwise "tok" already holds
 // one (from a checkpoint), and for char a character outside its vocabulary is
 // an error. The validation split is the last floor(n_chars * val_fraction)
@@ -59,7 +60,7 @@ static const TokenizerSpec LEARN_CHARS = {TOKENIZER_CHAR, 0, false};
 // non-empty split is shorter than one window of context + 1 tokens, or
 // "val_fraction" is outside [0, 1). On failure nothing is left allocated:
 // "ds" is empty, and a tokenizer built here has been freed again.
-bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path,
+bool dataset_load(Dataset *ds, Tokenizer *tok, const TokenizerSpec *learn, const char *path, size_t max_bytes,
                   double val_fraction, int context, Error *err);
 // dataset_free: release the tokens; safe on a zeroed or freed dataset.
 void dataset_free(Dataset *ds);
