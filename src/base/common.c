@@ -317,12 +317,12 @@ bool read_file(const char *path, char **out, size_t *len, Error *err) {
     return ok;
 }
 
+const char *text_source_name(const char *path) { return strcmp(path, "-") == 0 ? "standard input" : path; }
+
 bool read_text_source(const char *path, size_t max_bytes, char **out, size_t *len, Error *err) {
     if (strcmp(path, "-") == 0) return read_stream(stdin, text_source_name(path), max_bytes, out, len, err);
     return read_file(path, out, len, err);
 }
-
-const char *text_source_name(const char *path) { return strcmp(path, "-") == 0 ? "standard input" : path; }
 
 bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t *len, Error *err) {
     // A regular file's buffer is its size plus one byte (where fread finds
