@@ -924,6 +924,49 @@ START_TEST(train_and_eval_read_the_text_from_standard_input_given_as_a_dash) {
 }
 END_TEST
 
+// same_output: "command" run with "--model PATH" for each of two paths
+// prints the same, and succeeds.
+static void same_output(const char *command, const char *model_a, const char *model_b) {
+    char args[4096];
+    snprintf(args, sizeof args, command, model_a);
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+    char *first = strdup(r->out);
+    snprintf(args, sizeof args, command, model_b);
+    r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "'%s' exited %d: %s", args, r->status, r->err);
+    ck_assert_msg(strcmp(first, r->out) == 0, "'%s' printed\n%s\nwhere the file gave\n%s", args, r->out, first);
+    free(first);
+}
+
+// A run directory given as --model stands for its model.safetensors in
+// every command that takes one; a directory that is neither a run nor a
+// Hugging Face GPT-2 directory is refused, saying what it lacks.
+START_TEST(a_run_directory_given_as_model_is_its_model_safetensors) {
+    train_eval_model("m", "");
+    const char *dir = in_work("m"), *file = in_work("m/model.safetensors");
+    char eval[512];
+    snprintf(eval, sizeof eval, "eval --model %%s %s --split val", in_work("corpus.txt"));
+    same_output(eval, file, dir);
+    same_output("sample --model %s --prompt 'the ' --tokens 20 --seed 3", file, dir);
+    same_output("tokenize --model %s 'the cat sat'", file, dir);
+    // attention draws into the checkpoint's directory: the run's own.
+    char args[4096];
+    snprintf(args, sizeof args, "attention --model %s --prompt 'the cat'", dir);
+    RunResult *r = run_tinygpt(work_dir, args);
+    ck_assert_msg(r->status == 0, "%s: %s", args, r->err);
+    struct stat info;
+    ck_assert_msg(stat(in_work("m/attention_layer1.png"), &info) == 0, "no m/attention_layer1.png: %s", r->err);
+    // export reads it too (and refuses this char model for its tokenizer, naming the file).
+    snprintf(args, sizeof args, "export --model %s --out %s", dir, in_work("exported"));
+    expect_run_fails(work_dir, args, 1, "cannot export '");
+    ck_assert_msg(strstr(run_tinygpt(work_dir, args)->err, "m/model.safetensors"), "export did not read the run's model");
+    ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
+    snprintf(args, sizeof args, "sample --model %s", in_work("empty"));
+    expect_run_fails(work_dir, args, 1, "neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory");
+}
+END_TEST
+
 START_TEST(eval_split_val_takes_a_given_fraction_or_else_trains_default_and_says_so) {
     train_eval_model("m", "");
     char args[4096];
@@ -1084,6 +1127,7 @@ Suite *cli_suite(void) {
     tcase_add_test(eval, eval_json_is_valid_json_and_a_loss_it_cannot_measure_is_an_error);
     tcase_add_test(eval, eval_and_attention_fail_when_standard_output_cannot_be_written);
     tcase_add_test(eval, train_and_eval_read_the_text_from_standard_input_given_as_a_dash);
+    tcase_add_test(eval, a_run_directory_given_as_model_is_its_model_safetensors);
     suite_add_tcase(s, eval);
     TCase *sample = tcase_create("sample");
     tcase_add_checked_fixture(sample, sample_setup, teardown);

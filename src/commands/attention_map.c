@@ -327,7 +327,7 @@ int cmd_attention(int argc, char **argv) {
     bool each_head = false;         // one picture per head, instead of one per layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL, NULL},
         {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}.png for gpt, attention.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
@@ -342,6 +342,8 @@ int cmd_attention(int argc, char **argv) {
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     if (!model_path) usage_error(&cmd, "missing --model FILE");
+    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
+    model_path = run_model_path(model_path, run_model, sizeof run_model);
     if (!prompt || !prompt[0]) usage_error(&cmd, "missing --prompt TEXT (at least one character)");
     if (threads > 0) omp_set_num_threads(threads);
     char dir[4096];

@@ -147,7 +147,7 @@ int cmd_eval(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     long max_bytes = STDIN_MAX_BYTES;  // with TEXTFILE -: the most of standard input read
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
         {"--val-fraction", FLAG_DOUBLE_ABOVE_MIN, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
@@ -163,6 +163,8 @@ int cmd_eval(int argc, char **argv) {
     const bool fraction_given = command_flag(&cmd, "--val-fraction")->seen;
     if (fraction_given && split != EVAL_VAL) usage_error(&cmd, "--val-fraction is for --split val");
     if (!model_path) usage_error(&cmd, "missing --model FILE");
+    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
+    model_path = run_model_path(model_path, run_model, sizeof run_model);
     if (threads > 0) omp_set_num_threads(threads);
 
     Model model;

@@ -28,6 +28,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "gpt2_tokenizer.h"
+#include "hf_gpt2.h"
 #include "json.h"
 #include "layernorm.h"
 
@@ -269,7 +270,7 @@ int cmd_export(int argc, char **argv) {
     const char *out = NULL;         // the directory to write (required)
     bool force = false;             // write into a directory that holds files
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (required): a gpt of GPT-2's parts with a bpe tokenizer", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (or its run directory) (required): a gpt of GPT-2's parts with a bpe tokenizer", 0, 0, false, NULL, NULL},
         {"--out", FLAG_STRING, &out, "DIR", "the Hugging Face GPT-2 directory to write (required): created if missing, and empty unless --force", 0, 0, false, NULL, NULL},
         {"--force", FLAG_SWITCH, &force, NULL, "write into a directory that holds files, replacing config.json, model.safetensors, vocab.json and merges.txt", 0, 0, false, NULL, NULL},
     };
@@ -279,6 +280,8 @@ int cmd_export(int argc, char **argv) {
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     if (!model_path) usage_error(&cmd, "missing --model FILE");
+    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
+    model_path = run_model_path(model_path, run_model, sizeof run_model);
     if (!out) usage_error(&cmd, "missing --out DIR");
 
     Model model;

@@ -219,7 +219,7 @@ int cmd_sample(int argc, char **argv) {
     bool past_end_of_text = false;   // gpt2 tokenizer: go on after <|endoftext|> instead of stopping there
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train', or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
         {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL, NULL},
         {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL, NULL},
@@ -240,6 +240,8 @@ int cmd_sample(int argc, char **argv) {
     sampler.temperature = (float)temperature;  // the sampler computes in float
     sampler.top_p = (float)top_p;
     if (!model_path) usage_error(&cmd, "missing --model FILE");
+    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
+    model_path = run_model_path(model_path, run_model, sizeof run_model);
     // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
     if (prompt_arg && prompt_file)
         usage_error(&cmd, "give --prompt or --prompt-file, not both");

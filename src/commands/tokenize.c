@@ -97,7 +97,7 @@ int cmd_tokenize(int argc, char **argv) {
     bool json = false;              // with --learn: one JSON line of numbers
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint, or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use", 0, 0, false, NULL, NULL},
+        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint (or its run directory), or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use", 0, 0, false, NULL, NULL},
         {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL, NULL},
         {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
@@ -110,6 +110,8 @@ int cmd_tokenize(int argc, char **argv) {
                    (int)(sizeof flags / sizeof flags[0])};
     const char *text_arg = parse_flags(&cmd, argc, argv);
     if (!model_path == !learn_path) usage_error(&cmd, "give one of --model PATH or --learn FILE");
+    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
+    if (model_path) model_path = run_model_path(model_path, run_model, sizeof run_model);
     if (!learn_path && (command_flag(&cmd, "--vocab-size")->seen || json))
         usage_error(&cmd, "--vocab-size and --json go with --learn; drop them");
 

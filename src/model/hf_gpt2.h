@@ -53,12 +53,20 @@ bool hf_gpt2_load(const char *dir, Model *m, Tokenizer *tok, int max_batch, bool
 
 // model_load: a model from "path": a Hugging Face GPT-2 directory
 // (hf_gpt2_load) when it is a directory, else a tinygpt checkpoint
-// (checkpoint_load, without its step): what `--model` names in sample,
-// eval and attention.
+// (checkpoint_load, without its step), or a run directory's (see
+// run_model_path): what `--model` names in sample, eval and attention.
 bool model_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err);
 
 // path_is_directory: whether "path" names a directory (a --model that is
 // one is a Hugging Face GPT-2's).
 bool path_is_directory(const char *path);
+
+// run_model_path: what a --model that names a run directory means. A
+// directory that holds model.safetensors and no config.json is a tinygpt
+// run (`train --out DIR`): it stands for DIR/model.safetensors, written
+// into "buf" [cap]. Anything else (a checkpoint, a Hugging Face GPT-2
+// directory, a path that is not there) is "path" itself, for the loader
+// to read or to refuse. The commands that take --model call it first.
+const char *run_model_path(const char *path, char *buf, size_t cap);
 
 #endif
