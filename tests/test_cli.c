@@ -940,8 +940,9 @@ static void same_output(const char *command, const char *model_a, const char *mo
 }
 
 // A run directory given as --model stands for its model.safetensors in
-// every command that takes one; a directory that is neither a run nor a
-// Hugging Face GPT-2 directory is refused, saying what it lacks.
+// every command that takes one, and as train's --init; a directory that
+// is neither a run nor a Hugging Face GPT-2 directory is refused, saying
+// what it lacks.
 START_TEST(a_run_directory_given_as_model_is_its_model_safetensors) {
     train_eval_model("m", "");
     const char *dir = in_work("m"), *file = in_work("m/model.safetensors");
@@ -961,8 +962,15 @@ START_TEST(a_run_directory_given_as_model_is_its_model_safetensors) {
     snprintf(args, sizeof args, "export --model %s --out %s", dir, in_work("exported"));
     expect_run_fails(work_dir, args, 1, "cannot export '");
     ck_assert_msg(strstr(run_tinygpt(work_dir, args)->err, "m/model.safetensors"), "export did not read the run's model");
+    // train --init DIR starts from the run's weights: at step 0, its model.
+    snprintf(args, sizeof args, "train %s --init %s --out %s --steps 0 --threads 1", in_work("corpus.txt"), dir,
+             in_work("again"));
+    ck_assert_msg(run_tinygpt(work_dir, args)->status == 0, "%s", args);
+    same_output(eval, file, in_work("again"));
     ck_assert_int_eq(mkdir(in_work("empty"), 0700), 0);
     snprintf(args, sizeof args, "sample --model %s", in_work("empty"));
+    expect_run_fails(work_dir, args, 1, "neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory");
+    snprintf(args, sizeof args, "train %s --init %s --out %s", in_work("corpus.txt"), in_work("empty"), in_work("none"));
     expect_run_fails(work_dir, args, 1, "neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory");
 }
 END_TEST

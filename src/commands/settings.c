@@ -165,7 +165,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(eval_batches), SETTING_INT, "--eval-batches", "N", "batches per validation loss", SAME("20"), .min = 1,
      .max = 1e6, .kept = KEPT_IN_RUN, .key = "eval_batches"},
     {FIELD(init_path), SETTING_PATH, "--init", "MODEL",
-     "start from this .safetensors, or a Hugging Face GPT-2 directory to fine-tune (architecture, sizes and tokenizer from it)", .resume = RESUME_KEEPS},
+     "start from this .safetensors (a run directory: its model.safetensors), or a Hugging Face GPT-2 directory to fine-tune (architecture, sizes and tokenizer from it)", .resume = RESUME_KEEPS},
     {FIELD(order), SETTING_CHOICE, "--order", "ORDER",
      "random, or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)", SAME("random"),
      .choices = ORDER_NAMES, .kept = KEPT_IN_RUN, .key = "order"},

@@ -403,6 +403,8 @@ void train_setup(TrainRun *run, int argc, char **argv) {
         if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
         if (status) die(status, "%s", err.msg);
     }
+    if (s->init_path && !s->resume_dir)
+        s->init_path = run_model_path(s->init_path, run->init_file, sizeof run->init_file);
     if (s->init_path) load_start(run, cmd, &given, &from_file);
     settings_finish(cmd, s, &given, &from_file);
     if (s->tokenizer == TOKENIZER_GPT2 && !s->init_path && !s->tokenizer_dir)

@@ -52,6 +52,7 @@ typedef struct {
     CsvLog log;             // <out>/log.csv
     char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
+    char init_file[4200];          // --init of a run directory: its model.safetensors (run_model_path)
     struct {                       // --resume: the files it reads, as rank 0 found them in DIR
         char model[4300];          // the model of DIR's newest checkpoint, its --init
         char optimizer[4300];      // AdamW's or Muon's state beside it

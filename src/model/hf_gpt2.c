@@ -369,9 +369,21 @@ static bool read_weights(const char *dir, const ModelConfig *cfg, Model *m, int 
 // ===========================================================================
 // The directory.
 
+// dir_has: whether "dir" holds a file called "name".
+static bool dir_has(const char *dir, const char *name) {
+    char path[4200];
+    struct stat info;
+    int len = snprintf(path, sizeof path, "%s/%s", dir, name);
+    return len < (int)sizeof path && stat(path, &info) == 0;
+}
+
 bool hf_gpt2_load(const char *dir, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err) {
     memset(m, 0, sizeof *m);
     memset(tok, 0, sizeof *tok);
+    // The callers have taken a run directory for its model.safetensors (run_model_path).
+    if (!dir_has(dir, "config.json"))
+        return error_set(err, "'%s' is a directory, neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory (no config.json); give a checkpoint, a run directory or a GPT-2 directory",
+                         dir);
     ModelConfig cfg;
     if (!read_config(dir, &cfg, err)) return false;
     if (!read_weights(dir, &cfg, m, max_batch, with_grads, err)) {
@@ -397,14 +409,6 @@ bool path_is_directory(const char *path) {
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// dir_has: whether "dir" holds a file called "name".
-static bool dir_has(const char *dir, const char *name) {
-    char path[4200];
-    struct stat info;
-    int len = snprintf(path, sizeof path, "%s/%s", dir, name);
-    return len < (int)sizeof path && stat(path, &info) == 0;
-}
-
 const char *run_model_path(const char *path, char *buf, size_t cap) {
     if (!path_is_directory(path) || dir_has(path, "config.json") || !dir_has(path, "model.safetensors")) return path;
     int len = snprintf(buf, cap, "%s/model.safetensors", path);
@@ -414,9 +418,6 @@ const char *run_model_path(const char *path, char *buf, size_t cap) {
 bool model_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err) {
     char run_model[4200];
     path = run_model_path(path, run_model, sizeof run_model);
-    if (path_is_directory(path) && !dir_has(path, "config.json"))
-        return error_set(err, "'%s' is a directory, neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory (no config.json); give a checkpoint, a run directory or a GPT-2 directory",
-                         path);
     if (path_is_directory(path)) return hf_gpt2_load(path, m, tok, max_batch, with_grads, err);
     return checkpoint_load(path, m, tok, max_batch, with_grads, NULL, err);
 }
