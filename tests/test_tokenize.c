@@ -140,6 +140,19 @@ START_TEST(tokenize_learn_reports_its_speed_and_first_merges) {
     r = run_tinygpt(work_dir, args);
     expect_ok(r, "tokenize --learn");
     ck_assert_msg(strstr(r->out, "learned 2 merges") && strstr(r->out, "first merges: "), "%s", r->out);
+    // "--learn -" learns from standard input: the same merges and tokens as
+    // from the file (run_binary's own stdin is /dev/null: the pipe is sh's).
+    snprintf(args, sizeof args, "-c \"cat %s | %s tokenize --learn - --vocab-size 260 --json\"", in_work("corpus.txt"),
+             tinygpt_binary());
+    r = run_binary("sh", work_dir, args);
+    expect_ok(r, "tokenize --learn - --json");
+    long piped_bytes = 0, piped_tokens = 0;
+    int piped_merges = 0;
+    ck_assert_int_eq(sscanf(r->out, "{\"bytes\": %ld, \"merges\": %d, \"learn_seconds\": %lf, \"encode_seconds\": %lf, \"tokens\": %ld}",
+                            &piped_bytes, &piped_merges, &learn, &encode, &piped_tokens), 5);
+    ck_assert(piped_bytes == bytes && piped_merges == merges && piped_tokens == tokens);
+    snprintf(args, sizeof args, "tokenize --learn - -");
+    expect_run_fails(work_dir, args, 2, "--learn - and TEXT - would both read standard input");
 }
 END_TEST
 

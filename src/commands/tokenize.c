@@ -56,13 +56,15 @@ static void show_tokens(Tokenizer *tok, const char *text, size_t len, const char
     free(ids);
 }
 
-// learn_and_report: a bpe tokenizer learned from the whole of "path", timed,
-// then the whole file encoded with it, timed: the numbers `make bench` reports.
-static void learn_and_report(Tokenizer *tok, const char *path, int vocab_size, bool json) {
+// learn_and_report: a bpe tokenizer learned from the whole of "path" ("-":
+// standard input, at most "max_bytes" of it), timed, then the whole text
+// encoded with it, timed: the numbers `make bench` reports.
+static void learn_and_report(Tokenizer *tok, const char *path, size_t max_bytes, int vocab_size, bool json) {
     char *text;
     size_t len;
     Error err;
-    if (!read_file(path, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    if (!read_text_source(path, max_bytes, &text, &len, &err)) die(EXIT_RUNTIME, "%s", err.msg);
+    path = text_source_name(path);  // "-" is "standard input" in what follows
     TokenizerSpec spec = {TOKENIZER_BPE, vocab_size, false};
     double start = now_seconds();
     if (!tokenizer_learn(tok, &spec, text, len, path, &err)) die(EXIT_RUNTIME, "%s", err.msg);
@@ -98,7 +100,7 @@ int cmd_tokenize(int argc, char **argv) {
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read
     Flag flags[] = {
         {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint (or its run directory), or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use", 0, 0, false, NULL, NULL},
-        {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE and report its speed and first merges", 0, 0, false, NULL, NULL},
+        {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE (- reads standard input) and report its speed and first merges", 0, 0, false, NULL, NULL},
         {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
         {"--max-bytes", FLAG_LONG, &max_bytes, "N", "the most text read from standard input; more is an error", 1, 1e15, false, NULL, NULL},
@@ -114,11 +116,13 @@ int cmd_tokenize(int argc, char **argv) {
     if (model_path) model_path = run_model_path(model_path, run_model, sizeof run_model);
     if (!learn_path && (command_flag(&cmd, "--vocab-size")->seen || json))
         usage_error(&cmd, "--vocab-size and --json go with --learn; drop them");
+    if (learn_path && strcmp(learn_path, "-") == 0 && text_arg && strcmp(text_arg, "-") == 0)
+        usage_error(&cmd, "--learn - and TEXT - would both read standard input; give one of them as a file");
 
     Tokenizer tok;
     Error err;
     if (learn_path) {
-        learn_and_report(&tok, learn_path, vocab_size, json);
+        learn_and_report(&tok, learn_path, (size_t)max_bytes, vocab_size, json);
         if (!text_arg) {
             tokenizer_free(&tok);
             return 0;
