@@ -416,8 +416,6 @@ const char *run_model_path(const char *path, char *buf, size_t cap) {
 }
 
 bool model_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err) {
-    char run_model[4200];
-    path = run_model_path(path, run_model, sizeof run_model);
     if (path_is_directory(path)) return hf_gpt2_load(path, m, tok, max_batch, with_grads, err);
     return checkpoint_load(path, m, tok, max_batch, with_grads, NULL, err);
 }

@@ -53,8 +53,9 @@ bool hf_gpt2_load(const char *dir, Model *m, Tokenizer *tok, int max_batch, bool
 
 // model_load: a model from "path": a Hugging Face GPT-2 directory
 // (hf_gpt2_load) when it is a directory, else a tinygpt checkpoint
-// (checkpoint_load, without its step), or a run directory's (see
-// run_model_path): what `--model` names in sample, eval and attention.
+// (checkpoint_load, without its step): what `--model` names in sample,
+// eval and attention, once run_model_path has taken a run directory for
+// its model.safetensors.
 bool model_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err);
 
 // path_is_directory: whether "path" names a directory (a --model that is
