@@ -175,10 +175,12 @@ END_TEST
 // matmul.c cuts rows into chunks of CHUNK_ROWS = 512 and k into blocks of
 // K_BLOCK = 128; linear_forward runs fewer than 4 rows on
 // linear_forward_rows, more on the engine.
-// N: one row, ragged row tiles, 130 (the dweight k: two k blocks) and 515 =
-// two row chunks, the second of 3 rows (which the forward's turned weight
-// must still be packed for).
-static const int ROW_COUNTS[] = {1, 3, 5, 17, 130, 515};
+// N: one row, ragged row tiles (the engine's tiles are 6 rows high, the
+// rows left go in pairs, then one: 12 is two tiles, 17 two tiles, two pairs
+// and a row), 130 (the dweight k: two k blocks) and 515 = two row chunks,
+// the second of 3 rows (which the forward's turned weight must still be
+// packed for).
+static const int ROW_COUNTS[] = {1, 3, 5, 12, 17, 130, 515};
 // C: the forward k (129 = two k blocks) and the dinp column tiles.
 static const int IN_WIDTHS[] = {1, 7, 64, 65, 129};
 // OC: column tiles around multiples of 64, and the dinp k (129 and 200: two
