@@ -166,9 +166,10 @@ static void pack_strips(float *strips, StridedMatrix A, int n0, int count, int d
 
 // One column tile [m0, m0 + cols) of the rows [n0, chunk_end) for the
 // k block [k0, k1) ("A" starting at k0, "start" where its sums start): its
-// Bmat panel packed (or not, see below), then its row tiles; when A is
-// transposed, the full rows of 8 read from "strips" (pack_strips), packed
-// for these rows and this k block.
+// Bmat panel packed (or not, see below), then its row tiles: of a full
+// column tile, TALL_TILE_ROWS high where A is read as it lies, 8 high from
+// "strips" (pack_strips, packed for these rows and this k block) where A is
+// transposed; the rows left, and a narrower column tile, in matmul_tile's.
 static inline __attribute__((always_inline)) void column_tile_block(float *out, size_t ldo, StridedMatrix A,
                                                                     const float *strips, const float *Bmat,
                                                                     bool turned, int K, int M, int n0, int chunk_end,
