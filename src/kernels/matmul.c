@@ -24,11 +24,12 @@
 //   feeding 6 FMAs. A k of the 4-row tile is 28 instructions for 16 FMAs,
 //   7 cycles of the 4 a cycle the front end issues while the two FMA units
 //   take 8, so any stall shows; the 6-row tile's is 38 for 24 (9.5 against
-//   12). One thread, Cascade Lake, `tinygpt peak --product` in 12 pairs at
-//   the default's and card L's shapes: the input gradient 5-10% faster, the
-//   forward 0-6%. (Tiles of 5 and 6 rows, tried before the panels and the
-//   strips below, had changed nothing.) A chunk's last rows go in pairs
-//   (8 accumulators, enough to keep both FMA units busy), then singly;
+//   12). One thread, Cascade Lake, `tinygpt peak --product` in 10-16 pairs
+//   at the default's and card L's shapes: the input gradient 1-11% faster
+//   (most 5-9%), the forward 1% slower to 6% faster. (Tiles of 5 and 6
+//   rows, tried before the panels and the strips below, had changed
+//   nothing.) A chunk's last rows go in pairs (8 accumulators, enough to
+//   keep both FMA units busy), then singly;
 // - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
 //   for one block (K_BLOCK * TILE_COLS floats, 32 KB) stays in L1 (48 KB on
 //   Zen 4 and 5) while all the row tiles of a chunk use it: copied into a
