@@ -3,7 +3,8 @@
 # so both cores work: whenever one is free it takes the next suite neither
 # has taken (TINYGPT_TEST_QUEUE, tests/test_main.c), so they end together.
 # Each process's report is printed whole once both have ended, then the
-# count of suites, checks and failures.
+# count of suites, checks and failures, and the failures again (a CI log
+# that keeps only its tail still names them).
 #
 #   scripts/run_tests.sh RUN_TESTS        (make test, make sanitize)
 #
@@ -27,4 +28,6 @@ cat "$logs/0" "$logs/1"
 # The sum of Check's lines "N%: Checks: C, Failures: F, Errors: E".
 cat "$logs/0" "$logs/1" | awk -F'[:,] *' '/^[0-9]+%: Checks:/ { suites++; checks += $3; failed += $5 + $7 }
     END { printf "run_tests: %d suites, %d checks, %d failed\n", suites, checks, failed }'
+# Check's line for a failed or errored test: "FILE:LINE:F:SUITE:TEST:I: why".
+grep -h -E '^[^:]+:[0-9]+:[FE]:' "$logs/0" "$logs/1" | sed 's/^/run_tests: failed: /'
 exit "$status"
