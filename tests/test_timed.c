@@ -314,6 +314,32 @@ START_TEST(a_peak_the_start_read_low_is_raised_when_measured_again) {
 }
 END_TEST
 
+// A peak given by --peak is the one the shares are of, from the first line
+// to the last: the start says so, and past PEAK_RECHECK_INTERVAL (10 s) the
+// run measures nothing again. 7 GFLOP/s is far below any reading of this
+// CPU's (a measurement would raise it at the first check, as above).
+START_TEST(a_peak_given_by_flag_is_the_one_the_shares_are_of_throughout) {
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 11 --eval-interval 50 --peak 7",
+             corpus, dir);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s", r->err);
+    ck_assert_msg(strstr(r->err, "FMA peak on 1 threads: 7 GFLOP/s (--peak)"), "%s", r->err);
+    ck_assert_msg(!strstr(r->err, "measured again"), "%s", r->err);
+    int lines = 0;
+    for (const char *line = strstr(r->out, "step "); line; line = strstr(line + 1, "\nstep ")) {
+        double tokens_per_s, gflops, percent;
+        const char *t = strstr(line, "ms/step | ");
+        ck_assert_msg(t && sscanf(t, "ms/step | %lf tokens/s | %lf GFLOP/s, %lf%% of peak", &tokens_per_s, &gflops,
+                                  &percent) == 3,
+                      "no speed in: %.200s", line);
+        ck_assert_msg(is_share_of(percent, gflops, 7.0), "%.200s", line);
+        lines++;
+    }
+    ck_assert_int_gt(lines, 2);
+}
+END_TEST
+
 // ---- 2. --sample-every -----------------------------------------------------------------
 
 // csv_field_unquoted: the CSV field that starts at "field" (quoted, as
@@ -472,6 +498,7 @@ Suite *timed_suite(void) {
     tcase_add_test(time, a_run_the_clock_ended_asks_for_more_time_even_after_a_save_every_step);
     tcase_add_test(time, progress_lines_give_gflops_as_a_share_of_the_measured_peak);
     tcase_add_test(time, a_peak_the_start_read_low_is_raised_when_measured_again);
+    tcase_add_test(time, a_peak_given_by_flag_is_the_one_the_shares_are_of_throughout);
     suite_add_tcase(s, time);
 
     TCase *samples = tcase_create("samples");

@@ -69,6 +69,7 @@ typedef struct {
     BatchOrder order;
     long seed;
     int threads;
+    double peak;             // --peak: the FMA peak in GFLOP/s the speed is a share of; 0 = measure it
     long save_every, log_interval;
     int keep;                // checkpoints kept in --out
     int patience;            // evaluations without a better validation loss before train warns

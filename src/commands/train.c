@@ -348,12 +348,14 @@ static void print_run(TrainRun *run) {
         fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
     fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
     // The ceiling the progress lines' GFLOP/s are a share of: measured
-    // briefly here (`tinygpt peak` measures it longer), on the run's threads.
+    // briefly here (`tinygpt peak` measures it longer), on the run's threads,
+    // unless --peak gives it (a run of a second or two spends a tenth of it
+    // here: sweeps and tests of many short runs give it once).
     run->flops_per_token = model_train_flops_per_token(cfg);
-    run->peak_gflops = peak_measure(0, PEAK_PROBE_SECONDS);
+    run->peak_gflops = s->peak > 0 ? s->peak : peak_measure(0, PEAK_PROBE_SECONDS);
     run->peak_measured_at = now_seconds();
-    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s",
-            run->flops_per_token / 1e6, omp_get_max_threads(), run->peak_gflops);
+    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s%s",
+            run->flops_per_token / 1e6, omp_get_max_threads(), run->peak_gflops, s->peak > 0 ? " (--peak)" : "");
     // Under mpirun the run's ceiling is every process's (rank 0's, times N:
     // the machines are taken to be alike).
     if (run->dist.size > 1) {
@@ -447,10 +449,11 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
 }
 
 // recheck_peak: the peak measured again, if it is time (see
-// PEAK_RECHECK_INTERVAL), and raised if the new reading is clearly higher.
-// Only the writer calls it: it prints the shares (and made the start's probe).
+// PEAK_RECHECK_INTERVAL), and raised if the new reading is clearly higher;
+// a peak given by --peak stands. Only the writer calls it: it prints the
+// shares (and made the start's probe).
 static void recheck_peak(TrainRun *run, long step) {
-    if (now_seconds() - run->peak_measured_at < PEAK_RECHECK_INTERVAL) return;
+    if (run->s.peak > 0 || now_seconds() - run->peak_measured_at < PEAK_RECHECK_INTERVAL) return;
     const double measured = peak_measure(0, PEAK_RECHECK_SECONDS) * run->dist.size;
     run->peak_measured_at = now_seconds();
     if (measured < PEAK_RAISE * run->peak_gflops) return;

@@ -69,7 +69,7 @@ typedef struct {
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
     double flops_per_token; // a training step's FLOPs per token (flops.h), for the speed as a share of the peak
-    double peak_gflops;     // this CPU's FMA peak on the run's threads: measured as the run starts (fma_peak.h), raised if a later check reads clearly higher
+    double peak_gflops;     // this CPU's FMA peak on the run's threads: --peak, or measured as the run starts (fma_peak.h) and raised if a later check reads clearly higher
     double peak_measured_at; // now_seconds() of its last measurement
     Generator preview;      // the one-line samples of --sample-every, on run->model (no cache)
     float *preview_scratch; // [2V] sample_token's
