@@ -4,7 +4,8 @@
 // themselves by the TrueType font (DejaVu Sans Mono, fonts-dejavu-core), and
 // canvas_write_png writes a valid PNG of the canvas's size (or names the
 // file it could not write), the very bytes of stb_image_write's encoder
-// though it encodes in the canvas's own pixels, which it leaves as drawn.
+// with every row's filter None, though it encodes in the canvas's own
+// pixels, which it leaves as drawn.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,10 @@
 #include "tests.h"
 
 // stb_image_write's own PNG encoder, compiled into canvas.c (its header
-// declares it only with the implementation).
+// declares it only with the implementation), and its switch that gives
+// every row one filter (-1, its default: each row the best of the five).
 unsigned char *stbi_write_png_to_mem(const unsigned char *pixels, int stride_bytes, int x, int y, int n, int *out_len);
+extern int stbi_write_force_png_filter;
 
 static char dir[256];
 
@@ -204,13 +207,12 @@ START_TEST(write_png_writes_a_valid_png_of_the_canvas_size) {
 }
 END_TEST
 
-// canvas_write_png filters the rows in the pixels themselves rather than
-// in a copy of the picture (canvas.c): the file must still be what stb's
-// own encoder makes of the picture, and the picture must be as drawn
-// afterwards. A picture with every filter's case in it: flat white (the
-// rows above and to the left predict it), lines and text (edges), and
-// rows of noise (where no filter predicts well), in sizes whose rows are
-// not a multiple of anything.
+// canvas_write_png moves the rows in the pixels themselves, each behind its
+// filter byte (None), rather than into a copy of the picture (canvas.c):
+// the file must still be what stb's own encoder makes of the picture with
+// that filter, and the picture must be as drawn afterwards. A picture of
+// flat colour, lines and text (edges), and rows of noise, in sizes whose
+// rows are not a multiple of anything.
 START_TEST(write_png_writes_stbs_bytes_and_leaves_the_pixels_as_drawn) {
     const int sizes[][2] = {{1, 1}, {2, 3}, {123, 45}, {800, 500}};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -227,7 +229,9 @@ START_TEST(write_png_writes_stbs_bytes_and_leaves_the_pixels_as_drawn) {
         unsigned char *drawn = malloc(bytes);
         memcpy(drawn, c.pixels, bytes);
         int stb_len = 0;
+        stbi_write_force_png_filter = 0;
         unsigned char *stb = stbi_write_png_to_mem(c.pixels, w * 3, w, h, 3, &stb_len);
+        stbi_write_force_png_filter = -1;
         ck_assert_ptr_nonnull(stb);
         char path[512];
         snprintf(path, sizeof path, "%s/picture.png", dir);

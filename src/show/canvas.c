@@ -9,7 +9,6 @@
 #include "canvas.h"
 
 #include <assert.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +39,7 @@
 
 #include "utf8.h"  // utf8_decode
 
-// One byte a row more than the pixels: canvas_write_png filters the rows in
+// One byte a row more than the pixels: canvas_write_png moves the rows in
 // place, each behind its PNG filter byte.
 void canvas_init(Canvas *c, int width, int height) {
     c->width = width;
@@ -257,70 +256,50 @@ void canvas_text_utf8(Canvas *c, const Font *font, int x, int y, const char *utf
 // ---------------------------------------------------------------------------
 // PNG output
 
-// PNG without a second copy of the picture. stb_image_write's
-// stbi_write_png_to_mem filters every row into a buffer as big as the
-// picture (loss.png's 1.2 MB, more than a small model's training steps
-// take besides their own buffers: docs/speed-and-memory.md), then
-// compresses it. Here the same filters, chosen as stb chooses them, go
-// into the pixels themselves: row y, its filter byte first, to
-// y * (3w + 1), one byte per row above it further on than it was drawn
-// (canvas_init leaves room). The rows go bottom up, so a row's filter
-// still reads the drawn row above it. After compression they are undone
-// top down (a filter is undone from the row above, already restored, and
-// the bytes to its left), and the canvas is as it was. The file is, byte
-// for byte, stb's.
+// PNG without a second copy of the picture. Each row of a PNG starts with
+// a filter byte, which says how the row's bytes are predicted from those
+// above and to the left. stb_image_write's stbi_write_png_to_mem tries all
+// five filters on every row, into a buffer as big as the picture (loss.png's
+// 1.2 MB, more than a small model's training steps take besides their own
+// buffers: docs/speed-and-memory.md), then compresses it. Here every row
+// takes filter 0, None: its bytes as they are. On a plot's flat colours that
+// compresses best of the five (a loss.png of 800 x 500: 28.8 KB, stb's
+// choice per row 31.3 KB) and in half the time, the trying gone (it took
+// most of a small run: train redraws loss.png at every progress line). So a
+// row need only move, in the pixels themselves, behind its filter byte:
+// row y to y * (3w + 1) (canvas_init leaves the room), bottom up, so that
+// no row is written over before it has moved; after compression the rows
+// move back, top down, and the canvas is as it was. The file is, byte for
+// byte, stb's with stbi_write_force_png_filter = 0.
+#define PNG_FILTER_NONE 0
 
-// filter_rows_in_place: every row of "c", filtered, behind its filter byte.
-static void filter_rows_in_place(Canvas *c, signed char *line) {
-    const int w = c->width, h = c->height, stride = w * 3;
-    for (int y = h - 1; y >= 0; y--) {
-        // stb's choice: the filter whose bytes, as signed, sum smallest.
-        int best = 0, best_sum = INT_MAX;
-        for (int filter = 0; filter < 5; filter++) {
-            stbiw__encode_png_line(c->pixels, stride, w, h, y, 3, filter, line);
-            int sum = 0;
-            for (int i = 0; i < stride; i++) sum += abs(line[i]);
-            if (sum < best_sum) best_sum = sum, best = filter;
-        }
-        stbiw__encode_png_line(c->pixels, stride, w, h, y, 3, best, line);
+// rows_behind_filter_bytes: row y of "c" moved to y * (3w + 1) + 1, behind
+// its filter byte: what stbi_zlib_compress takes as a PNG's rows.
+static void rows_behind_filter_bytes(Canvas *c) {
+    const size_t stride = (size_t)c->width * 3;
+    for (int y = c->height - 1; y >= 0; y--) {
         unsigned char *row = c->pixels + (size_t)y * (stride + 1);
-        row[0] = (unsigned char)best;
-        memcpy(row + 1, line, (size_t)stride);
+        memmove(row + 1, c->pixels + (size_t)y * stride, stride);
+        row[0] = PNG_FILTER_NONE;
     }
 }
 
-// unfilter_rows_in_place: filter_rows_in_place undone. Row y's byte i goes
-// where its filtered byte i - y - 1 was, which the loop has read already.
-static void unfilter_rows_in_place(Canvas *c) {
-    const int stride = c->width * 3;
-    for (int y = 0; y < c->height; y++) {
-        const unsigned char *in = c->pixels + (size_t)y * (stride + 1);
-        const int filter = in[0];
-        unsigned char *out = c->pixels + (size_t)y * stride;
-        const unsigned char *up = y > 0 ? out - stride : NULL;  // the first row's is zeros
-        for (int i = 0; i < stride; i++) {
-            const int left = i >= 3 ? out[i - 3] : 0, above = up ? up[i] : 0;
-            const int corner = up && i >= 3 ? up[i - 3] : 0;
-            int guess = 0;
-            if (filter == 1) guess = left;
-            else if (filter == 2) guess = above;
-            else if (filter == 3) guess = (left + above) >> 1;
-            else if (filter == 4) guess = stbiw__paeth(left, above, corner);
-            out[i] = (unsigned char)(in[i + 1] + guess);
-        }
-    }
+// rows_back_in_place: rows_behind_filter_bytes undone. Row y goes back to
+// y * 3w, where only rows above it, already back, or its own bytes were.
+static void rows_back_in_place(Canvas *c) {
+    const size_t stride = (size_t)c->width * 3;
+    for (int y = 0; y < c->height; y++)
+        memmove(c->pixels + (size_t)y * stride, c->pixels + (size_t)y * (stride + 1) + 1, stride);
 }
 
 // encode_png: the PNG of "c" (stbi_write_png_to_mem's bytes), "*len" long;
 // NULL if stb could not compress it.
 static unsigned char *encode_png(Canvas *c, int *len) {
     const int w = c->width, h = c->height;
-    signed char *line = xmalloc((size_t)w * 3);
-    filter_rows_in_place(c, line);
-    free(line);
+    rows_behind_filter_bytes(c);
     int zlen;
     unsigned char *zlib = stbi_zlib_compress(c->pixels, h * (w * 3 + 1), &zlen, stbi_write_png_compression_level);
-    unfilter_rows_in_place(c);
+    rows_back_in_place(c);
     if (!zlib) return NULL;
     // Signature, IHDR (13 bytes), IDAT (the compressed rows), IEND; each
     // chunk is its length, its tag, its bytes, and the CRC of tag and bytes.
@@ -336,7 +315,7 @@ static unsigned char *encode_png(Canvas *c, int *len) {
     *o++ = 8;  // bits per channel
     *o++ = 2;  // RGB
     *o++ = 0;  // deflate
-    *o++ = 0;  // the five filters
+    *o++ = 0;  // filter method 0: the five filters (of which every row here takes None)
     *o++ = 0;  // not interlaced
     stbiw__wpcrc(&o, 13);
     stbiw__wp32(o, zlen);

@@ -75,7 +75,8 @@ int canvas_text_utf8_width(const Font *font, const char *utf8, size_t len, int s
 // a viewer that reloads the picture while training redraws it never sees
 // half a file. False (with "err" naming the file) on an I/O error. It
 // encodes the picture in its own pixels (no copy of it: the bytes a PNG
-// compresses are filtered rows) and leaves them as they were.
+// compresses are its rows, each behind a filter byte) and leaves them as
+// they were.
 bool canvas_write_png(Canvas *c, const char *path, Error *err);
 
 #endif
