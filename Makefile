@@ -364,7 +364,7 @@ MPI_BIN = build/mpi/tinygpt
 .PHONY: mpi-bin mpi-check bench-mpi
 mpi-bin:
 	@scripts/setup.sh --quiet --mpi
-	$(MAKE) --no-print-directory MPI=1 $(MPI_BIN)
+	$(MAKE) --no-print-directory -j$(JOBS) MPI=1 $(MPI_BIN)
 
 # 2 processes on this machine against one (scripts/mpi_check.sh): the same
 # losses (also with bpe, sequential batches and --grad-accum), one log and
@@ -386,7 +386,7 @@ bench-mpi: mpi-bin $(BENCH_DATA_DEP) gpt2-tokenizer-check
 
 # Kill a training run at least 50 times at random moments, resuming after
 # each, and check that it ends exactly as the run left alone: two runs side
-# by side (one thread each, one per core), 25 kills each (about 2 minutes).
+# by side (one thread each, one per core), 25 kills each (about a minute).
 crash-check: tinygpt
 	@status=0; scripts/crash_check.sh ./tinygpt 25 & first=$$!; \
 	scripts/crash_check.sh ./tinygpt 25 || status=1; wait $$first || status=1; exit $$status
