@@ -223,6 +223,24 @@ static bool is_share_of(double percent, double gflops, double peak) {
     return fabs(percent - 100.0 * gflops / peak) <= rounding + 1e-9;
 }
 
+// LineSpeed: what a progress line says of its step and speed.
+typedef struct {
+    long step;
+    double tokens_per_s, gflops, percent;
+} LineSpeed;
+
+// line_speed: the step and speed of the progress line at "line" (past its
+// newline, if it starts with one); the test fails if the line has none.
+static LineSpeed line_speed(const char *line) {
+    LineSpeed s;
+    const char *t = strstr(line, "ms/step | ");
+    ck_assert_msg(sscanf(line + (line[0] == '\n'), "step %ld", &s.step) == 1 && t &&
+                      sscanf(t, "ms/step | %lf tokens/s | %lf GFLOP/s, %lf%% of peak", &s.tokens_per_s, &s.gflops,
+                             &s.percent) == 3,
+                  "no step or speed in: %.200s", line);
+    return s;
+}
+
 // The speed as a share of the peak: the run's start names its FLOPs per
 // token (the count docs/speed-and-memory.md gives: a gpt's forward pass
 // L (24C^2 + 2C(T+1)) + 2CV, a training step 3x that) and this CPU's
@@ -249,13 +267,10 @@ START_TEST(progress_lines_give_gflops_as_a_share_of_the_measured_peak) {
     ck_assert_msg(peak > 1.0, "peak %g GFLOP/s", peak);
     int lines = 0;
     for (const char *line = strstr(r->out, "step "); line; line = strstr(line + 1, "\nstep ")) {
-        double tokens_per_s, gflops, percent;
-        const char *t = strstr(line, "ms/step | ");
-        ck_assert_msg(t && sscanf(t, "ms/step | %lf tokens/s | %lf GFLOP/s, %lf%% of peak", &tokens_per_s, &gflops,
-                                  &percent) == 3,
-                      "no speed in: %.200s", line);
-        ck_assert_msg(fabs(gflops - tokens_per_s * mflop * 1e6 / 1e9) <= 0.5 + 1e-3 * gflops, "%.200s", line);
-        ck_assert_msg(is_share_of(percent, gflops, peak), "%.200s", line);
+        const LineSpeed at_line = line_speed(line);
+        ck_assert_msg(fabs(at_line.gflops - at_line.tokens_per_s * mflop * 1e6 / 1e9) <= 0.5 + 1e-3 * at_line.gflops,
+                      "%.200s", line);
+        ck_assert_msg(is_share_of(at_line.percent, at_line.gflops, peak), "%.200s", line);
         lines++;
     }
     ck_assert_int_eq(lines, 3);  // steps 0, 10, 20
@@ -300,15 +315,10 @@ START_TEST(a_peak_the_start_read_low_is_raised_when_measured_again) {
     ck_assert_msg(fabs(before - start_peak) <= 1.0 && raised >= 1.1 * start_peak - 1.0, "%s", r->err);
     int after = 0;
     for (const char *line = strstr(r->out, "step "); line; line = strstr(line + 1, "\nstep ")) {
-        long step;
-        double tokens_per_s, gflops, percent;
-        const char *t = strstr(line, "ms/step | ");
-        ck_assert_msg(sscanf(line + (line[0] == '\n'), "step %ld", &step) == 1 && t &&
-                          sscanf(t, "ms/step | %lf tokens/s | %lf GFLOP/s, %lf%% of peak", &tokens_per_s, &gflops,
-                                 &percent) == 3,
-                      "no step or speed in: %.200s", line);
-        ck_assert_msg(is_share_of(percent, gflops, step < raised_at ? start_peak : raised), "%.200s", line);
-        after += step >= raised_at;
+        const LineSpeed at_line = line_speed(line);
+        ck_assert_msg(is_share_of(at_line.percent, at_line.gflops, at_line.step < raised_at ? start_peak : raised),
+                      "%.200s", line);
+        after += at_line.step >= raised_at;
     }
     ck_assert_int_gt(after, 0);
 }
@@ -328,12 +338,8 @@ START_TEST(a_peak_given_by_flag_is_the_one_the_shares_are_of_throughout) {
     ck_assert_msg(!strstr(r->err, "measured again"), "%s", r->err);
     int lines = 0;
     for (const char *line = strstr(r->out, "step "); line; line = strstr(line + 1, "\nstep ")) {
-        double tokens_per_s, gflops, percent;
-        const char *t = strstr(line, "ms/step | ");
-        ck_assert_msg(t && sscanf(t, "ms/step | %lf tokens/s | %lf GFLOP/s, %lf%% of peak", &tokens_per_s, &gflops,
-                                  &percent) == 3,
-                      "no speed in: %.200s", line);
-        ck_assert_msg(is_share_of(percent, gflops, 7.0), "%.200s", line);
+        const LineSpeed at_line = line_speed(line);
+        ck_assert_msg(is_share_of(at_line.percent, at_line.gflops, 7.0), "%.200s", line);
         lines++;
     }
     ck_assert_int_gt(lines, 2);
