@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "hf_gpt2.h"  // run_model_path
 #include "version.h"  // TINYGPT_VERSION, written by the Makefile from its VERSION
 
 void usage_error(const Command *cmd, const char *fmt, ...) {
@@ -232,4 +233,9 @@ const char *parse_flags(Command *cmd, int argc, char **argv) {
     const char *positional = NULL;
     parse_flags_list(cmd, argc, argv, &positional, 1);
     return positional;
+}
+
+const char *required_model_path(const Command *cmd, const char *model_path, char *buf, size_t cap) {
+    if (!model_path) usage_error(cmd, "missing --model FILE");
+    return run_model_path(model_path, buf, cap);
 }

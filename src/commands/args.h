@@ -100,4 +100,10 @@ void print_version(FILE *out);
 // usage_error: "tinygpt CMD: <message>; see 'tinygpt CMD --help'", exit 2.
 _Noreturn void usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// required_model_path: --model as the commands that read a model take it:
+// a usage error when it was not given, and a run directory standing for
+// the model.safetensors in it (run_model_path, hf_gpt2.h), written into
+// "buf" [cap].
+const char *required_model_path(const Command *cmd, const char *model_path, char *buf, size_t cap);
+
 #endif

@@ -341,9 +341,8 @@ int cmd_attention(int argc, char **argv) {
                    "tinygpt attention --model runs/default/model.safetensors --prompt \"Call me Ishmael.\"", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
-    if (!model_path) usage_error(&cmd, "missing --model FILE");
-    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
-    model_path = run_model_path(model_path, run_model, sizeof run_model);
+    char run_model[4200];  // a run directory's model.safetensors
+    model_path = required_model_path(&cmd, model_path, run_model, sizeof run_model);
     if (!prompt || !prompt[0]) usage_error(&cmd, "missing --prompt TEXT (at least one character)");
     if (threads > 0) omp_set_num_threads(threads);
     char dir[4096];

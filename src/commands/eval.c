@@ -162,9 +162,8 @@ int cmd_eval(int argc, char **argv) {
     const char *text_path = parse_flags(&cmd, argc, argv);
     const bool fraction_given = command_flag(&cmd, "--val-fraction")->seen;
     if (fraction_given && split != EVAL_VAL) usage_error(&cmd, "--val-fraction is for --split val");
-    if (!model_path) usage_error(&cmd, "missing --model FILE");
-    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
-    model_path = run_model_path(model_path, run_model, sizeof run_model);
+    char run_model[4200];  // a run directory's model.safetensors
+    model_path = required_model_path(&cmd, model_path, run_model, sizeof run_model);
     if (threads > 0) omp_set_num_threads(threads);
 
     Model model;

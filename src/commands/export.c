@@ -279,9 +279,8 @@ int cmd_export(int argc, char **argv) {
                    "tinygpt export --model runs/gpt2ish/model.safetensors --out runs/gpt2ish/hf", flags,
                    (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
-    if (!model_path) usage_error(&cmd, "missing --model FILE");
-    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
-    model_path = run_model_path(model_path, run_model, sizeof run_model);
+    char run_model[4200];  // a run directory's model.safetensors
+    model_path = required_model_path(&cmd, model_path, run_model, sizeof run_model);
     if (!out) usage_error(&cmd, "missing --out DIR");
 
     Model model;

@@ -239,9 +239,8 @@ int cmd_sample(int argc, char **argv) {
     parse_flags(&cmd, argc, argv);
     sampler.temperature = (float)temperature;  // the sampler computes in float
     sampler.top_p = (float)top_p;
-    if (!model_path) usage_error(&cmd, "missing --model FILE");
-    char run_model[4200];  // a run directory's model.safetensors (run_model_path)
-    model_path = run_model_path(model_path, run_model, sizeof run_model);
+    char run_model[4200];  // a run directory's model.safetensors
+    model_path = required_model_path(&cmd, model_path, run_model, sizeof run_model);
     // The flag's range [0, 1] lets 0 in; a nucleus of probability 0 holds nothing.
     if (prompt_arg && prompt_file)
         usage_error(&cmd, "give --prompt or --prompt-file, not both");
