@@ -125,9 +125,9 @@ def adjusted(args):
     """ARGS (a tinygpt command line after the program) with the flags that
     shorten its run appended, as the module's docstring says."""
     command = args[0] if args else ""
-    if command == "train" and "--peak" not in args:
-        args = args + ["--peak", str(PEAK_GFLOPS)]
     if command == "train":
+        if "--peak" not in args:
+            args = args + ["--peak", str(PEAK_GFLOPS)]
         steps = last_value(args, "--steps")
         if "--resume" in args:
             run_dir = args[args.index("--resume") + 1] if args.index("--resume") + 1 < len(args) else ""
