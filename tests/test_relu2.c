@@ -2,7 +2,8 @@
 //
 // 1. forward and backward on values worked out by hand;
 // 2. backward against central finite differences of L = sum(relu2(x) * R);
-// 3. in place, and the same bits on 1 and 2 threads.
+// 3. in place, and the same bits on 1 and 2 threads;
+// 4. forward and backward in one pass give the two passes' bits.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,12 +104,44 @@ START_TEST(in_place_and_one_or_two_threads_give_identical_bits) {
 }
 END_TEST
 
+// 4. The MLP's backward takes the forward's output again from
+// relu2_forward_backward, in place on dout: the output must be the
+// forward's own, bit for bit (the projection's weight gradient is of it),
+// and the gradient the backward's. On 2 threads at a size that splits, with
+// a ragged end (1 << 16 + 37 elements), NaN and both signs of zero among x.
+START_TEST(forward_backward_gives_the_two_passes_bits) {
+    enum { N = (1 << 16) + 37 };
+    float *x = xmalloc(N * sizeof(float)), *dout = xmalloc(N * sizeof(float));
+    float *out = xmalloc(N * sizeof(float)), *dinp = xmalloc(N * sizeof(float));
+    float *out_both = xmalloc(N * sizeof(float)), *dinp_both = xmalloc(N * sizeof(float));
+    Rng rng;
+    rng_init(&rng, 203);
+    for (int i = 0; i < N; i++) x[i] = 8.0f * rng_uniform(&rng) - 4.0f;
+    x[3] = NAN;
+    x[7] = 0.0f;
+    x[11] = -0.0f;
+    fill_uniform(dout, N, &rng);
+    memcpy(dinp_both, dout, N * sizeof(float));
+    const int saved_threads = get_threads();
+    set_threads(2);
+    relu2_forward(out, x, N);
+    relu2_backward(dinp, x, dout, N);
+    relu2_forward_backward(out_both, dinp_both, x, dinp_both, N);  // in place, as the MLP runs it
+    set_threads(saved_threads);
+    ck_assert_msg(memcmp(out_both, out, N * sizeof(float)) == 0, "out differs from relu2_forward's");
+    ck_assert_msg(memcmp(dinp_both, dinp, N * sizeof(float)) == 0, "dinp differs from relu2_backward's");
+    float *all[] = {x, dout, out, dinp, out_both, dinp_both};
+    for (int i = 0; i < COUNT(all); i++) free(all[i]);
+}
+END_TEST
+
 Suite *relu2_suite(void) {
     Suite *s = suite_create("relu2");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, forward_and_backward_give_hand_checked_values);
     tcase_add_test(tc, backward_matches_finite_differences);
     tcase_add_test(tc, in_place_and_one_or_two_threads_give_identical_bits);
+    tcase_add_test(tc, forward_backward_gives_the_two_passes_bits);
     suite_add_tcase(s, tc);
     return s;
 }

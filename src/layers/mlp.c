@@ -53,9 +53,10 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 //        (dfc_bias += dfc_out summed over the rows)
 // Step 3's weight gradient needs act_out, its input, which the model does
 // not keep: step 2 runs again. Step 3's input gradient does not need it,
-// so it comes first, and then step 2 runs both ways in one pass (for GELU,
-// whose erf is dear, one call of it an element instead of two), and step 3
-// ends with its weight's gradient.
+// so it comes first, and then step 2 runs both ways in one pass (fc_out
+// read once; for GELU, whose erf is dear, one call of it an element instead
+// of two; SwiGLU's forward and backward run one after the other), and step
+// 3 ends with its weight's gradient.
 void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
                   float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {
@@ -71,10 +72,11 @@ void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_
         gelu_forward_backward(act_out, dhidden, fc_out, dhidden, n);
     } else if (act == MLP_GELU_TANH) {
         gelu_tanh_forward_backward(act_out, dhidden, fc_out, dhidden, n);
+    } else if (act == MLP_RELU2) {
+        relu2_forward_backward(act_out, dhidden, fc_out, dhidden, n);
     } else {
-        activation(act_out, fc_out, N, H, act);
-        if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
-        else relu2_backward(dhidden, fc_out, dhidden, n);
+        swiglu_forward(act_out, fc_out, N, H);
+        swiglu_backward(dhidden, dact, fc_out, N, H);
     }
     // 3, second half:  dproj_weight += dout^T @ act_out  (and dproj_bias +=)
     linear_backward_params(dproj_weight, dproj_bias, dout, act_out, N, H, C);

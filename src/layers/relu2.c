@@ -32,3 +32,17 @@ void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) 
         dinp[i] = dout[i] * 2.0f * r;
     }
 }
+
+// The forward again and the backward, in one pass (mlp_backward needs
+// both: the forward's output for the projection's weight gradient), so
+// fc_out is read once, not twice. Each line is the one above it, so the
+// bits are relu2_forward's and relu2_backward's. In place (dinp == dout)
+// is safe, as in relu2_backward.
+void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
+    for (size_t i = 0; i < n; i++) {
+        const float r = inp[i] > 0.0f ? inp[i] : 0.0f;
+        out[i] = r * r;
+        dinp[i] = dout[i] * 2.0f * r;
+    }
+}

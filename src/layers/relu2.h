@@ -26,5 +26,8 @@ void relu2_forward(float *out, const float *inp, size_t n);
 // dinp[i] = dout[i] * 2 max(x, 0),  x = inp[i]
 // Written, not added to; dinp may be the same buffer as dout (in place).
 void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n);
+// Both in one pass: out as relu2_forward, dinp as relu2_backward, the same
+// bits (the MLP's backward, which needs the output again); in place too.
+void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
 #endif
