@@ -165,25 +165,42 @@ static void pack_strips(float *strips, StridedMatrix A, int n0, int count, int d
     }
 }
 
-// One column tile [m0, m0 + cols) of the rows [n0, chunk_end) for the
-// k block [k0, k1) ("A" starting at k0, "start" where its sums start): its
-// Bmat panel packed (or not, see below), then its row tiles: of a full
-// column tile, TALL_TILE_ROWS high where A is read as it lies, 8 high from
-// "strips" (pack_strips, packed for these rows and this k block) where A is
+// A with its column k0 as column 0: a k block's view of it.
+static inline StridedMatrix from_column(StridedMatrix A, int k0) {
+    return (StridedMatrix){A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
+}
+
+// One product, as matmul_items is given it: out[N,M] (+)= A(N,K) @ Bmat[K,M],
+// or, when "turned", A(N,K) @ Bt[M,K]^T with "Bmat" pointing at Bt. (N is
+// the work items' business, not a tile's.)
+typedef struct {
+    float *out;
+    StridedMatrix A;
+    const float *Bmat;
+    bool turned;
+    int K, M;
+} Product;
+
+// One column tile [m0, m0 + cols) of the product's rows [n0, chunk_end) for
+// the k block [k0, k1) ("start" where its sums start): its Bmat panel packed
+// (or not, see below), then its row tiles: of a full column tile,
+// TALL_TILE_ROWS high where A is read as it lies, 8 high from "strips"
+// (pack_strips, packed for these rows and this k block) where A is
 // transposed; the rows left, and a narrower column tile, in matmul_tile's.
-static inline __attribute__((always_inline)) void column_tile_block(float *out, size_t ldo, StridedMatrix A,
-                                                                    const float *strips, const float *Bmat,
-                                                                    bool turned, int K, int M, int n0, int chunk_end,
-                                                                    int k0, int k1, int m0, int cols,
+static inline __attribute__((always_inline)) void column_tile_block(const Product *p, const float *strips, int n0,
+                                                                    int chunk_end, int k0, int k1, int m0, int cols,
                                                                     TileStart start) {
+    float *out = p->out;
+    const size_t ldo = (size_t)p->M;
+    const StridedMatrix A = from_column(p->A, k0);
     // The panel pays for its copy only when several row tiles reuse it; a
     // few rows read Bmat where it lies. Bt cannot be read so: its panel is
     // always turned into place.
-    const bool packed = turned || chunk_end - n0 > TILE_ROWS;
-    if (turned) pack_panel_turned(b_panel, Bmat, (size_t)K, k0, k1, m0, cols);
-    else if (packed) pack_panel(b_panel, Bmat, (size_t)M, k0, k1, m0, cols);
-    const float *b_block = packed ? b_panel : Bmat + (size_t)k0 * M + m0;
-    const size_t ldb = packed ? TILE_COLS : (size_t)M;
+    const bool packed = p->turned || chunk_end - n0 > TILE_ROWS;
+    if (p->turned) pack_panel_turned(b_panel, p->Bmat, (size_t)p->K, k0, k1, m0, cols);
+    else if (packed) pack_panel(b_panel, p->Bmat, (size_t)p->M, k0, k1, m0, cols);
+    const float *b_block = packed ? b_panel : p->Bmat + (size_t)k0 * p->M + m0;
+    const size_t ldb = packed ? TILE_COLS : (size_t)p->M;
     if (strips && cols == TILE_COLS) {
         // A transposed: tiles of 8 rows by 32 columns (see above), each reading
         // its 8 x (k1 - k0) numbers in order from a strip (row stride 1,
@@ -220,7 +237,7 @@ static inline __attribute__((always_inline)) void column_tile_block(float *out, 
 // matmul_tile as a function, ~2% slower.)
 static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, bool turned, int N,
                                                    int K, int M, bool accumulate, const float *init_row) {
-    const size_t ldo = (size_t)M;
+    const Product product = {out, A, Bmat, turned, K, M};
     const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
     const bool transposed = A.row_stride == 1 && A.col_stride != 1;
     // A chunk's rows of A, all K of them, too big to stay in L2 while each
@@ -252,13 +269,12 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
             const bool strips = transposed && M - group * tiles_per_item * TILE_COLS >= TILE_COLS;
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 const int k1 = min_int(K, k0 + K_BLOCK);
-                const StridedMatrix A_block = {A.data + (size_t)k0 * A.col_stride, A.row_stride, A.col_stride};
-                if (strips) pack_strips(a_strips, A_block, n0, (chunk_end - n0) / 8, k1 - k0);
+                if (strips) pack_strips(a_strips, from_column(A, k0), n0, (chunk_end - n0) / 8, k1 - k0);
                 for (int ct = group * tiles_per_item; ct < ct_end; ct++) {
                     const int m0 = ct * TILE_COLS;
                     const TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
-                    column_tile_block(out, ldo, A_block, strips ? a_strips : NULL, Bmat, turned, K, M, n0,
-                                      chunk_end, k0, k1, m0, min_int(TILE_COLS, M - m0), start);
+                    column_tile_block(&product, strips ? a_strips : NULL, n0, chunk_end, k0, k1, m0,
+                                      min_int(TILE_COLS, M - m0), start);
                 }
             }
         }
