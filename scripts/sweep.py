@@ -14,7 +14,13 @@ texts, checked on a third (docs/speed-and-memory.md, "Learning per
 second", says which, and by how much).
 
     /usr/bin/python3 scripts/sweep.py --tinygpt ./tinygpt --data FILE [--data FILE ...]
-                                      [--time SECONDS] [--only NAME,...] [--runs DIR] [--out FILE]
+                                      [--time SECONDS] [--only NAME,...] [--seeds S,...] [--runs DIR] [--out FILE]
+
+With several --seeds, each candidate runs once with each seed (all the
+candidates with the first, then with the next, ...) and its cell is the
+mean, with the lowest and highest: a seed's luck (the weights it draws, the
+windows and dropout masks it picks) moves a minute's score by about as much
+as most recipe changes do.
 
 The machine should be otherwise idle: every candidate gets the same
 seconds, so a busy neighbour costs it steps. Python's standard library only
@@ -140,12 +146,12 @@ def text_words(data):
         return frozenset(known_words.words(f.read()))
 
 
-def train_and_score(args, candidate, data, out_dir):
-    """One candidate on one text: a dict of bpb (None if it failed), steps
-    and the process's seconds."""
+def train_and_score(args, candidate, data, seed, out_dir):
+    """One candidate on one text with one seed: a dict of bpb (None if it
+    failed), steps and the process's seconds."""
     log = os.path.join(out_dir + ".txt")
     cmd = [args.tinygpt, "train", data, "--out", out_dir, "--force", "--time", str(args.time),
-           "--save-every", "0", "--sample-every", "0"] + candidate.flags
+           "--save-every", "0", "--sample-every", "0", "--seed", str(seed)] + candidate.flags
     status, seconds, share = run(cmd, log)
     result = {"bpb": None, "steps": None, "seconds": seconds, "share": share, "known": None}
     if status != 0:
@@ -173,6 +179,8 @@ def main():
     ap.add_argument("--data", action="append", required=True, help="a text to train on (give several)")
     ap.add_argument("--time", type=float, default=60.0, help="seconds of training per run")
     ap.add_argument("--only", help="comma-separated candidate names")
+    ap.add_argument("--seeds", default="1337", help="comma-separated --seed values, each a run of every candidate "
+                    "(default 1337, train's own)")
     ap.add_argument("--runs", default="runs/sweep")
     ap.add_argument("--out", default="bench/sweep.md")
     args = ap.parse_args()
@@ -185,38 +193,63 @@ def main():
                      + ", ".join(c.name for c in CANDIDATES))
         candidates = [c for c in CANDIDATES if c.name in names]
     texts = [os.path.splitext(os.path.basename(d))[0] for d in args.data]
+    try:
+        seeds = [int(x) for x in args.seeds.split(",")]
+    except ValueError:
+        sys.exit(f"sweep.py: --seeds {args.seeds}: not a comma-separated list of integers (e.g. 1337,1,2)")
 
-    results = {}
+    results = collections.defaultdict(list)  # (candidate, text): a result per seed
     for data, text in zip(args.data, texts):
         os.makedirs(os.path.join(args.runs, text), exist_ok=True)
-        for c in candidates:
-            r = train_and_score(args, c, data, os.path.join(args.runs, text, c.name))
-            results[(c.name, text)] = r
-            bpb = "failed" if r["bpb"] is None else f"{r['bpb']:.3f} bits/byte"
-            known = "-" if r["known"] is None else f"{r['known']:.0f}%"
-            print(f"{text} {c.name}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, {100 * r['share']:.0f}% of the cores, "
-                  f"{known} known words", file=sys.stderr, flush=True)
+        for seed in seeds:
+            for c in candidates:
+                run_name = c.name if len(seeds) == 1 else f"{c.name}-seed{seed}"
+                r = train_and_score(args, c, data, seed, os.path.join(args.runs, text, run_name))
+                results[(c.name, text)].append(r)
+                bpb = "failed" if r["bpb"] is None else f"{r['bpb']:.3f} bits/byte"
+                known = "-" if r["known"] is None else f"{r['known']:.0f}%"
+                print(f"{text} {c.name} seed {seed}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, "
+                      f"{100 * r['share']:.0f}% of the cores, {known} known words", file=sys.stderr, flush=True)
 
-    def mean(name):
-        values = [results[(name, t)]["bpb"] for t in texts]
+    def text_mean(name, text):
+        """The candidate's bpb on the text, over the seeds (None if a run failed)."""
+        values = [r["bpb"] for r in results[(name, text)]]
         return None if None in values else sum(values) / len(values)
 
+    def mean(name):
+        values = [text_mean(name, t) for t in texts]
+        return None if None in values else sum(values) / len(values)
+
+    def cell(name, text):
+        """One table cell: the score (with several seeds, their mean and
+        range), then the steps, seconds, share of the cores and known words
+        (with several seeds, their means; the share, the lowest)."""
+        runs = results[(name, text)]
+        m = text_mean(name, text)
+        if m is None:
+            return "failed"
+        avg = lambda key: sum(r[key] for r in runs) / len(runs)
+        known = "-" if None in [r["known"] for r in runs] else f"{avg('known'):.0f}%"
+        spread = "" if len(runs) == 1 else f"{min(r['bpb'] for r in runs):.3f}-{max(r['bpb'] for r in runs):.3f}; "
+        return (f"{m:.3f} ({spread}{avg('steps'):.0f}, {avg('seconds'):.0f}, "
+                f"{100 * min(r['share'] for r in runs):.0f}%, {known})")
+
     ranked = sorted(candidates, key=lambda c: (mean(c.name) is None, mean(c.name) or 0.0))
-    lines = [f"Each recipe trained for `--time {args.time:g}` on each text, scored by `tinygpt eval --split val` "
+    seeds_said = (f"with --seed {seeds[0]}" if len(seeds) == 1 else
+                  f"once with each --seed of {', '.join(map(str, seeds))} (a score is their mean, the lowest and "
+                  f"highest in brackets; steps, seconds and known words are means, the share of the cores the lowest)")
+    lines = [f"Each recipe trained for `--time {args.time:g}` on each text {seeds_said}, scored by "
+             f"`tinygpt eval --split val` "
              f"(bits per byte of the text's last 10%, lower is better); best first. After each score: the steps "
              f"the run reached, the whole process's seconds (tokenizer and final save included), and the share of "
              f"the machine's cores it had (its CPU time over the wall time: under 100% when other work ran), and "
              f"the share of the words of a 400-token sample that occur in the text (scripts/known_words.py).", "",
-             "| recipe | what it changes | " + " | ".join(f"{t} bits/byte (steps, s, % of cores, % known words)"
-                                                       for t in texts)
+             "| recipe | what it changes | "
+             + " | ".join(f"{t} bits/byte ({'' if len(seeds) == 1 else 'lowest-highest; '}steps, s, % of cores, "
+                          f"% known words)" for t in texts)
              + " | mean |", "|---|---|" + "---|" * len(texts) + "---|"]
     for c in ranked:
-        cells = []
-        for t in texts:
-            r = results[(c.name, t)]
-            known = "-" if r["known"] is None else f"{r['known']:.0f}%"
-            cells.append("failed" if r["bpb"] is None
-                         else f"{r['bpb']:.3f} ({r['steps']}, {r['seconds']:.0f}, {100 * r['share']:.0f}%, {known})")
+        cells = [cell(c.name, t) for t in texts]
         m = mean(c.name)
         lines.append(f"| {c.name} | {c.changes} | " + " | ".join(cells) + f" | {'-' if m is None else f'{m:.3f}'} |")
     report = "\n".join(lines) + "\n"
