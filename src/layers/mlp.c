@@ -53,10 +53,10 @@ void mlp_forward(float *out, float *fc_out, float *act_out, const float *inp, co
 //        (dfc_bias += dfc_out summed over the rows)
 // Step 3's weight gradient needs act_out, its input, which the model does
 // not keep: step 2 runs again. Step 3's input gradient does not need it,
-// so it comes first, and then step 2 runs both ways in one pass (fc_out
-// read once; for GELU, whose erf is dear, one call of it an element instead
-// of two; SwiGLU's forward and backward run one after the other), and step
-// 3 ends with its weight's gradient.
+// so it comes first, and then step 2 runs both ways, in one pass where
+// the activation allows (fc_out read once; for GELU, whose erf is dear, one
+// call of it an element instead of two; SwiGLU's two run one after the
+// other), and step 3 ends with its weight's gradient.
 void mlp_backward(float *dinp, float *dfc_weight, float *dfc_bias, float *dproj_weight, float *dproj_bias,
                   float *dhidden, float *act_out, const float *dout, const float *inp, const float *fc_out, const float *fc_weight,
                   const float *proj_weight, int N, int C, MlpKind act) {

@@ -35,9 +35,9 @@ void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) 
 
 // The forward again and the backward, in one pass (mlp_backward needs
 // both: the forward's output for the projection's weight gradient), so
-// fc_out is read once, not twice. Each line is the one above it, so the
-// bits are relu2_forward's and relu2_backward's. In place (dinp == dout)
-// is safe, as in relu2_backward.
+// fc_out is read once, not twice. Its two lines are relu2_forward's and
+// relu2_backward's, so the bits are theirs. In place (dinp == dout) is
+// safe, as in relu2_backward.
 void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
