@@ -3,8 +3,10 @@
 // 1. forward and backward on values worked out by hand;
 // 2. backward against central finite differences of L = sum(relu2(x) * R);
 // 3. in place, and the same bits on 1 and 2 threads;
-// 4. forward and backward in one pass give the two passes' bits.
+// 4. forward and backward in one pass give the two passes' bits;
+// 5. a NaN in gives NaN out, both ways.
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,28 @@ START_TEST(forward_backward_gives_the_two_passes_bits) {
 }
 END_TEST
 
+// 5. A NaN means something upstream went wrong; it must reach the loss, as
+// torch.relu lets it, rather than become a 0. NaNs sit inside the
+// vectorised body (3) and in the ragged end (37); their neighbours stay
+// finite.
+START_TEST(nan_in_gives_nan_out) {
+    enum { N = 40 };
+    float x[N], dout[N], out[N], dinp[N], out_both[N], dinp_both[N];
+    for (int i = 0; i < N; i++) x[i] = dout[i] = 0.1f * (float)(i - N / 2) + 0.05f;
+    x[3] = x[37] = NAN;
+    relu2_forward(out, x, N);
+    relu2_backward(dinp, x, dout, N);
+    relu2_forward_backward(out_both, dinp_both, x, dout, N);
+    for (int i = 0; i < N; i++) {
+        const bool nan_in = i == 3 || i == 37;
+        const float got[4] = {out[i], dinp[i], out_both[i], dinp_both[i]};
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(nan_in ? isnan(got[k]) : isfinite(got[k]), "element %d, output %d: %g for x = %g", i, k,
+                          (double)got[k], (double)x[i]);
+    }
+}
+END_TEST
+
 Suite *relu2_suite(void) {
     Suite *s = suite_create("relu2");
     TCase *tc = tcase_create("core");
@@ -142,6 +166,7 @@ Suite *relu2_suite(void) {
     tcase_add_test(tc, backward_matches_finite_differences);
     tcase_add_test(tc, in_place_and_one_or_two_threads_give_identical_bits);
     tcase_add_test(tc, forward_backward_gives_the_two_passes_bits);
+    tcase_add_test(tc, nan_in_gives_nan_out);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,7 +10,7 @@
 void relu2_forward(float *out, const float *inp, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] > 0.0f ? inp[i] : 0.0f;  // relu(x)
+        const float r = inp[i] < 0.0f ? 0.0f : inp[i];  // relu(x); NaN stays NaN, as in torch.relu
         out[i] = r * r;
     }
 }
@@ -28,7 +28,7 @@ void relu2_forward(float *out, const float *inp, size_t n) {
 void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] > 0.0f ? inp[i] : 0.0f;
+        const float r = inp[i] < 0.0f ? 0.0f : inp[i];
         dinp[i] = dout[i] * 2.0f * r;
     }
 }
@@ -41,7 +41,7 @@ void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) 
 void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] > 0.0f ? inp[i] : 0.0f;
+        const float r = inp[i] < 0.0f ? 0.0f : inp[i];
         out[i] = r * r;
         dinp[i] = dout[i] * 2.0f * r;
     }

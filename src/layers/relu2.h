@@ -9,7 +9,8 @@
 //   relu2(x) = max(x, 0)^2
 // It is 0 for x <= 0, like ReLU, but grows like x^2 above it, and its
 // slope, 2 max(x, 0), has no corner at 0 (ReLU's jumps from 0 to 1 there).
-// No erf, no exp: two multiplies an element.
+// No erf, no exp: two multiplies an element. A NaN stays NaN both ways, as
+// in torch.relu, so a broken input reaches the loss.
 //
 // One version, plain loops, that training and `make REFERENCE=1` both run:
 // each element's result depends on that element alone, so a row alone
