@@ -212,14 +212,16 @@ def main():
                 print(f"{text} {c.name} seed {seed}: {bpb}, {r['steps']} steps, {r['seconds']:.1f} s, "
                       f"{100 * r['share']:.0f}% of the cores, {known} known words", file=sys.stderr, flush=True)
 
-    def text_mean(name, text):
-        """The candidate's bpb on the text, over the seeds (None if a run failed)."""
-        values = [r["bpb"] for r in results[(name, text)]]
+    def mean_of(values):
+        """Their mean, or None if any is None (a run that failed)."""
         return None if None in values else sum(values) / len(values)
 
+    def text_mean(name, text):
+        """The candidate's bpb on the text, over the seeds."""
+        return mean_of([r["bpb"] for r in results[(name, text)]])
+
     def mean(name):
-        values = [text_mean(name, t) for t in texts]
-        return None if None in values else sum(values) / len(values)
+        return mean_of([text_mean(name, t) for t in texts])
 
     def cell(name, text):
         """One table cell: the score (with several seeds, their mean and

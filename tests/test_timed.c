@@ -335,8 +335,9 @@ END_TEST
 
 // A peak given by --peak is the one the shares are of, from the first line
 // to the last (of those the capture keeps: next_step_line): the start says
-// so, and past PEAK_RECHECK_INTERVAL (10 s) the run measures nothing again. 7 GFLOP/s is far below any reading of this
-// CPU's (a measurement would raise it at the first check, as above).
+// so, and past PEAK_RECHECK_INTERVAL (10 s) the run measures nothing again.
+// 7 GFLOP/s is far below any reading of this CPU's (a measurement would
+// raise it at the first check, as above).
 START_TEST(a_peak_given_by_flag_is_the_one_the_shares_are_of_throughout) {
     char args[1024];
     snprintf(args, sizeof args, "train %s --out %s/run " TINY " --time 11 --eval-interval 50 --sample-every 0 --peak 7",

@@ -7,10 +7,14 @@
 // waking the other threads costs more than the work.
 #define MIN_PARALLEL_ELEMENTS (1 << 16)
 
+// relu(x) = max(x, 0), written so that a NaN stays NaN, as in torch.relu
+// (NaN < 0 is false): the one definition the three loops below share.
+static inline float relu(float x) { return x < 0.0f ? 0.0f : x; }
+
 void relu2_forward(float *out, const float *inp, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] < 0.0f ? 0.0f : inp[i];  // relu(x); NaN stays NaN, as in torch.relu
+        const float r = relu(inp[i]);
         out[i] = r * r;
     }
 }
@@ -28,7 +32,7 @@ void relu2_forward(float *out, const float *inp, size_t n) {
 void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] < 0.0f ? 0.0f : inp[i];
+        const float r = relu(inp[i]);
         dinp[i] = dout[i] * 2.0f * r;
     }
 }
@@ -41,7 +45,7 @@ void relu2_backward(float *dinp, const float *inp, const float *dout, size_t n) 
 void relu2_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= MIN_PARALLEL_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
-        const float r = inp[i] < 0.0f ? 0.0f : inp[i];
+        const float r = relu(inp[i]);
         out[i] = r * r;
         dinp[i] = dout[i] * 2.0f * r;
     }
