@@ -53,10 +53,13 @@ Rung = collections.namedtuple("Rung", "name label adds flags")
 
 # The gpt of rungs 3-6, nanoGPT's (tinygpt's defaults until make sweep's
 # recipe took their place): char tokens, LayerNorm, GELU, learned
-# positions, a tied head. Rung 7 on swaps them one at a time (a flag given
-# again, or a switch's opposite, holds over the one before).
+# positions, a tied head, and batches of windows drawn at random, as card's
+# (the gpt's default since make sweep's round 8 reads shuffled epochs; every
+# rung reads its text alike, so each rung's gain is its model's). Rung 7 on
+# swaps them one at a time (a flag given again, or a switch's opposite,
+# holds over the one before).
 NANOGPT_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
-                 "--tied-head", "--no-qk-norm"]
+                 "--tied-head", "--no-qk-norm", "--order", "random"]
 
 
 def adamw_flags(steps):

@@ -46,13 +46,14 @@ Candidate = collections.namedtuple("Candidate", "name changes flags")
 # Each candidate spells out what it changes from nanoGPT's CPU recipe on
 # characters, tinygpt's defaults at the time of the sweep ("defaults" is
 # tinygpt's defaults as they are: since the fourth round, r3 with dropout
-# 0.05, "r3-drop0.05"); from
+# 0.05, "r3-drop0.05", and since the eighth, read in shuffled epochs with
+# dropout 0.02); from
 # "bpe1024" on, each row keeps the changes of the row before and makes one
 # more, then the last kept recipe is varied one knob at a time. A flag
 # given again, or a switch's opposite, holds over the one before.
 NANOGPT = ["--tokenizer", "char", "--lr", "1e-3", "--layers", "4", "--embd", "128", "--heads", "4",
            "--context", "64", "--batch", "12", "--pos", "learned", "--mlp", "gelu", "--norm", "layernorm",
-           "--tied-head", "--no-qk-norm", "--dropout", "0"]
+           "--tied-head", "--no-qk-norm", "--dropout", "0", "--order", "random"]
 BPE = NANOGPT + ["--tokenizer", "bpe", "--vocab-size", "1024", "--lr", "2e-3"]
 RECIPE = BPE + ["--pos", "rope", "--mlp", "relu2", "--norm", "rmsnorm", "--untied-head"]
 R3 = RECIPE + ["--vocab-size", "2048", "--layers", "3", "--qk-norm", "--batch", "24"]
@@ -107,7 +108,7 @@ CANDIDATES = [
     Candidate("d-T128", "the defaults with T 128", ["--context", "128"]),
     Candidate("d-T32-B48", "the defaults with T 32 and batch 48", ["--context", "32", "--batch", "48"]),
     # and, with half the Zen 5's steps, less regularisation or fewer blocks:
-    Candidate("d-drop0", "the defaults without dropout (r3)", ["--dropout", "0"]),
+    Candidate("d-drop0", "the defaults without dropout", ["--dropout", "0"]),
     Candidate("d-L2", "the defaults with 2 blocks", ["--layers", "2"]),
     Candidate("d-lr3e-3", "the defaults at lr 3e-3", ["--lr", "3e-3"]),
     # The sixth round, on the same slower CPU: what no round had varied, the
@@ -120,6 +121,14 @@ CANDIDATES = [
     Candidate("d-B16", "the defaults with batch 16", ["--batch", "16"]),
     Candidate("d-B12", "the defaults with batch 12", ["--batch", "12"]),
     Candidate("d-B16-v1024", "the defaults with batch 16 and 1024 bpe tokens", ["--batch", "16", "--vocab-size", "1024"]),
+    # The eighth round: how the text is read. ~1100 steps of 24 windows read
+    # tiny Shakespeare's training split ~5 times over; windows drawn one at a
+    # time read some stretches more often than that and others less.
+    Candidate("d-random", "the defaults with windows drawn at random (nanoGPT's, the default before)",
+              ["--order", "random"]),
+    # and how much dropout a minute wants, now that it reads its text evenly:
+    # ~1100 steps (a Zen 4's minute) or ~1750 (a Zen 5's).
+    Candidate("d-drop0.05", "the defaults with dropout 0.05 (the default before)", ["--dropout", "0.05"]),
 ]
 
 

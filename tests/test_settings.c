@@ -327,7 +327,7 @@ START_TEST(values_read_back_must_be_what_the_flag_would_take_spelled_as_tinygpt_
         {"lr", VALUE(".5"), "--lr"},
         {"val_fraction", VALUE("1"), "--val-fraction"},
         {"beta1", VALUE("1"), "--beta1"},
-        {"order", VALUE("shuffled"), "--order"},
+        {"order", VALUE("reversed"), "--order"},
         {"order", VALUE("random\0"), "--order"},
         {"optimizer", VALUE("Adam"), "--optimizer"},
 #undef VALUE

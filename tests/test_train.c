@@ -265,9 +265,9 @@ static void teardown(void) { scratch_dir_remove(work_dir); }
 // ---- Resuming ----------------------------------------------------------------------
 
 START_TEST(a_run_stopped_and_resumed_twice_matches_an_uninterrupted_run_bit_for_bit) {
-    const char *orders[] = {"random", "sequential", "random"};
-    const char *archs[] = {"gpt", "gpt", "card"};
-    for (int i = 0; i < 3; i++) {
+    const char *orders[] = {"random", "sequential", "shuffled", "random"};
+    const char *archs[] = {"gpt", "gpt", "gpt", "card"};
+    for (int i = 0; i < 4; i++) {
         char whole[300], parts[300], name[32];
         snprintf(name, sizeof name, "%s_%s_whole", archs[i], orders[i]);
         snprintf(whole, sizeof whole, "%s", in_work(name));
@@ -1160,6 +1160,7 @@ static double max_weight_difference(const char *dir_a, const char *dir_b) {
 START_TEST(a_step_of_k_micro_batches_is_one_step_on_k_times_the_rows) {
     const char *cases[][4] = {{"--order", "random", "--arch", "gpt"},
                               {"--order", "sequential", "--arch", "gpt"},
+                              {"--order", "shuffled", "--arch", "gpt"},
                               {"--order", "random", "--arch", "card"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char whole[64], parts[64];

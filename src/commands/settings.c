@@ -125,7 +125,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(heads), SETTING_INT, "--heads", "NH", "attention heads; must divide --embd", SAME("4"), .min = 1,
      .max = 1 << 16, .kept = KEPT_IN_MODEL, .key = "n_head"},
     {FIELD(dropout), SETTING_DOUBLE, "--dropout", "P",
-     "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", .gpt_default = "0.05",
+     "dropout on attention weights (gpt: and on the embeddings and each branch), in [0, 1)", .gpt_default = "0.02",
      .card_default = "0.1", .max = 0.999, .init_may_change = true, .kept = KEPT_IN_MODEL, .key = "dropout"},
     // ---- The optimizer and its schedule ----
     {FIELD(optimizer), SETTING_CHOICE, "--optimizer", "NAME",
@@ -167,7 +167,8 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(init_path), SETTING_PATH, "--init", "MODEL",
      "start from this .safetensors (a run directory: its model.safetensors), or a Hugging Face GPT-2 directory to fine-tune (architecture, sizes and tokenizer from it)", .resume = RESUME_KEEPS},
     {FIELD(order), SETTING_CHOICE, "--order", "ORDER",
-     "random, or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)", SAME("random"),
+     "random (each window drawn apart), shuffled (every window once an epoch, in a new order each epoch), or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)",
+     .gpt_default = "shuffled", .card_default = "random",
      .choices = ORDER_NAMES, .kept = KEPT_IN_RUN, .key = "order"},
     {FIELD(seed), SETTING_LONG, "--seed", "S", "random seed (weights, batches, dropout)", SAME("1337"), .max = 9.2e18,
      .kept = KEPT_IN_RUN, .key = "seed"},

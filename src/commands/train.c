@@ -403,12 +403,11 @@ static void next_batch(TrainRun *run, long step, int k, int first) {
     const TrainSettings *s = &run->s;
     const int B = s->batch, T = run->model.config.block_size;
     TokenSpan train = dataset_train(&run->data);
-    if (s->order == ORDER_SEQUENTIAL) {
-        uint64_t window = ((uint64_t)step * (uint64_t)s->grad_accum + (uint64_t)k) * (uint64_t)B + (uint64_t)first;
-        batch_sequential_rows(train, window, run->rows, T, run->inputs, run->targets);
-    } else {
-        batch_random_rows(train, B, first, run->rows, T, &run->batch_rng, run->inputs, run->targets);
-    }
+    const uint64_t window = ((uint64_t)step * (uint64_t)s->grad_accum + (uint64_t)k) * (uint64_t)B + (uint64_t)first;
+    if (s->order == ORDER_SEQUENTIAL) batch_sequential_rows(train, window, run->rows, T, run->inputs, run->targets);
+    else if (s->order == ORDER_SHUFFLED)
+        batch_shuffled_rows(&run->shuffled, train, window, run->rows, T, run->inputs, run->targets);
+    else batch_random_rows(train, B, first, run->rows, T, &run->batch_rng, run->inputs, run->targets);
 }
 
 // train_step: one optimizer step: for each of the K = --grad-accum

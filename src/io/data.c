@@ -258,7 +258,7 @@ static void copy_window(TokenSpan tokens, size_t start, int b, int T, int *input
     }
 }
 
-const char *const ORDER_NAMES[] = {"random", "sequential", NULL};
+const char *const ORDER_NAMES[] = {"random", "sequential", "shuffled", NULL};
 
 // batch_random: each row starts at an independent uniform draw from
 // [0, n - T); the largest start, n - T - 1, still leaves room for the last
@@ -292,6 +292,56 @@ void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, i
     uint64_t n_starts = (uint64_t)tokens.n - (uint64_t)T;
     for (int b = 0; b < rows; b++) {
         size_t start = (size_t)(((window + (uint64_t)b) * (uint64_t)T) % n_starts);
+        copy_window(tokens, start, b, T, inputs, targets);
+    }
+}
+
+// The windows' offsets: up to T of them, fewer when the split is shorter
+// than two windows (n - T offsets leave room for a window and its last
+// target); then (n - phases) / T >= 1 windows fit from any offset:
+// the last starts at most at (windows - 1) T + phases - 1 <= n - T - 1.
+void shuffled_order_init(ShuffledOrder *order, TokenSpan tokens, int T, uint64_t seed) {
+    assert(T >= 1 && tokens.n >= (size_t)T + 1);
+    const size_t starts = tokens.n - (size_t)T;
+    order->phases = starts < (size_t)T ? starts : (size_t)T;
+    order->windows = (tokens.n - order->phases) / (size_t)T;
+    order->permutation = xmalloc(order->windows * sizeof *order->permutation);
+    order->seed = seed;
+    order->epoch = UINT64_MAX;
+    order->phase = 0;
+}
+
+void shuffled_order_free(ShuffledOrder *order) {
+    free(order->permutation);
+    *order = (ShuffledOrder){0};
+}
+
+// draw_epoch: epoch e's offset, then its permutation (Fisher-Yates: each
+// window in turn swapped with one of those at or before it, every order
+// equally likely), from a stream seeded by (seed, e) alone.
+static void draw_epoch(ShuffledOrder *order, uint64_t epoch) {
+    Rng rng;
+    rng_init(&rng, order->seed ^ mix64(epoch ^ 0xC2B2AE3D27D4EB4Full));  // a stream apart from the others
+    order->phase = (size_t)rng_below(&rng, order->phases);
+    size_t *p = order->permutation;
+    for (size_t i = 0; i < order->windows; i++) p[i] = i;
+    for (size_t i = order->windows - 1; i > 0; i--) {
+        size_t j = (size_t)rng_below(&rng, (uint64_t)i + 1);
+        size_t swap = p[i];
+        p[i] = p[j];
+        p[j] = swap;
+    }
+    order->epoch = epoch;
+}
+
+void batch_shuffled_rows(ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
+                         int *targets) {
+    assert(rows >= 0 && T >= 1 && order->windows >= 1);
+    for (int b = 0; b < rows; b++) {
+        const uint64_t g = window + (uint64_t)b;
+        const uint64_t epoch = g / order->windows;
+        if (epoch != order->epoch) draw_epoch(order, epoch);
+        const size_t start = order->permutation[g % order->windows] * (size_t)T + order->phase;
         copy_window(tokens, start, b, T, inputs, targets);
     }
 }

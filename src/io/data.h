@@ -77,10 +77,10 @@ uint64_t dataset_hash(const Dataset *ds);
 // model do not compare; per byte of the same text they do.
 double bits_per_byte(double nats_per_token, size_t tokens, size_t bytes);
 
-// The two batch orders (train's --order): random windows, or sequential
-// ones that another program can replay. ORDER_NAMES: their names, indexed
-// by BatchOrder, NULL-terminated.
-typedef enum { ORDER_RANDOM, ORDER_SEQUENTIAL } BatchOrder;
+// The three batch orders (train's --order): random windows, shuffled ones
+// (every window once an epoch), or sequential ones that another program can
+// replay. ORDER_NAMES: their names, indexed by BatchOrder, NULL-terminated.
+typedef enum { ORDER_RANDOM, ORDER_SEQUENTIAL, ORDER_SHUFFLED } BatchOrder;
 extern const char *const ORDER_NAMES[];
 
 // batch_random: B windows at starts drawn uniformly from [0, n - T).
@@ -103,6 +103,39 @@ void batch_sequential(TokenSpan tokens, long step, int B, int T, int *inputs, in
 // batch_sequential's numbering (row b of batch s is window s*B + b).
 void batch_random_rows(TokenSpan tokens, int B, int first, int rows, int T, Rng *rng, int *inputs, int *targets);
 void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, int *inputs, int *targets);
+
+// The shuffled order: epochs. Windows drawn one at a time (batch_random)
+// read some stretches of the text several times in an epoch's worth of
+// steps and leave others unread; a shuffled order reads every window of the
+// split once an epoch, in a new order each epoch (PyTorch's
+// DataLoader(shuffle=True)). A model that sees its text several times over,
+// as a minute on tiny Shakespeare does, learns more from it so.
+//
+// Epoch e lays its windows end to end from an offset phase_e in
+// [0, phases), so that over the epochs a window's edges move through the
+// text, and reads them in the order of a permutation. Both are drawn from
+// (seed, e) alone: window number g (row b of batch s is window s*B + b, as
+// in batch_sequential) is the same in a run that got there without stopping
+// and in one resumed on the way, so a checkpoint has nothing to keep.
+typedef struct {
+    size_t *permutation;  // [windows]: epoch "epoch"'s order of its windows
+    size_t windows;       // windows an epoch reads: (n - phases) / T, every epoch as many
+    size_t phases;        // offsets an epoch's windows are laid from: min(T, n - T)
+    uint64_t seed;
+    uint64_t epoch;       // the epoch "permutation" and "phase" are drawn for (UINT64_MAX: none yet)
+    size_t phase;
+} ShuffledOrder;
+
+// shuffled_order_init: the order of "tokens"' windows of T for "seed" (its
+// permutation's memory allocated here, once: a step allocates nothing).
+// Needs n >= T + 1. shuffled_order_free: release it; safe on a zeroed one.
+void shuffled_order_init(ShuffledOrder *order, TokenSpan tokens, int T, uint64_t seed);
+void shuffled_order_free(ShuffledOrder *order);
+// batch_shuffled_rows: windows "window" .. window + rows - 1 of the shuffled
+// order into rows 0 .. rows - 1 (inputs, targets [rows,T]); a new epoch's
+// permutation is drawn when the windows reach it.
+void batch_shuffled_rows(ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
+                         int *targets);
 
 // batch_spread: rows "first" .. "first" + B - 1 of "chosen" windows spread
 // evenly over the span's whole windows, laid end to end (window k starts
