@@ -117,10 +117,12 @@ PARAM_NAMES = [
 # The parity run: model sizes and training settings, and what counts as a pass.
 PARITY_MODEL_FLAGS = ["--context", "16", "--embd", "32", "--heads", "4"]
 # nanoGPT's gpt (tinygpt's defaults before make sweep's recipe took their
-# place): char tokens, LayerNorm, GELU, learned positions, a tied head; a
-# swap given after one of these holds over it.
+# place): char tokens, LayerNorm, GELU, learned positions, a tied head, and
+# nanoGPT's get_batch, windows drawn at random, as learn's PyTorch side
+# draws them (the gpt's default until 2026-11-28); a swap given after one
+# of these holds over it.
 NANOGPT_PARTS = ["--tokenizer", "char", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
-                 "--tied-head", "--no-qk-norm"]
+                 "--tied-head", "--no-qk-norm", "--order", "random"]
 # The gpt of parity's runs: a fresh model takes NANOGPT_PARTS too (and any
 # swap after them); a run from --init takes its parts from the file.
 PARITY_GPT_ARCH_FLAGS = ["--arch", "gpt", "--layers", "2"]
