@@ -682,7 +682,7 @@ END_TEST
 
 // shuffled_start_and_check: window "g" of "order" over the counting
 // tokens 0..n-1, checked to be a window in range; returns its start.
-static int shuffled_start_and_check(ShuffledOrder *order, int n, uint64_t g, int T) {
+static int shuffled_start_and_check(const ShuffledOrder *order, int n, uint64_t g, int T) {
     int inputs[64], targets[64];
     ck_assert_int_le(T, 64);
     batch_shuffled_rows(order, counting_span(n), g, 1, T, inputs, targets);
@@ -695,8 +695,7 @@ static int shuffled_start_and_check(ShuffledOrder *order, int n, uint64_t g, int
 // reads them again in another order, from another offset.
 START_TEST(a_shuffled_epoch_reads_every_window_once_and_the_next_in_a_new_order) {
     enum { T = 7, EPOCHS = 6 };
-    ShuffledOrder order;
-    shuffled_order_init(&order, counting_span(N_COUNTING), T, 11);
+    ShuffledOrder order = shuffled_order(counting_span(N_COUNTING), T, 11);
     ck_assert_uint_eq(order.phases, T);
     ck_assert_uint_eq(order.windows, (N_COUNTING - T) / T);  // 13 windows of 7 from any offset below 7
     const size_t W = order.windows;
@@ -722,36 +721,31 @@ START_TEST(a_shuffled_epoch_reads_every_window_once_and_the_next_in_a_new_order)
     int offsets = 0;
     for (int p = 0; p < T; p++) offsets += phases_seen[p] > 0;
     ck_assert_int_ge(offsets, 3);  // six epochs' offsets drawn from seven
-    shuffled_order_free(&order);
 }
 END_TEST
 
-// Window g is a function of (seed, g) alone: an order asked for it first
-// (a resumed run) gives what one that walked there gives, a part of a batch
-// is that batch's rows, and another seed reads another order.
+// Window g is a function of (seed, g) alone: an order made afresh (a
+// resumed run's) gives what the run's own gave, a part of a batch is that
+// batch's rows, and another seed reads another order.
 START_TEST(a_shuffled_window_is_the_same_from_any_starting_point) {
     enum { B = 5, T = 6, STEPS = 40 };  // 40 batches of 5 are 13 epochs of 15 windows
-    ShuffledOrder walked, fresh, other;
-    shuffled_order_init(&walked, counting_span(N_COUNTING), T, 3);
-    shuffled_order_init(&other, counting_span(N_COUNTING), T, 4);
+    const ShuffledOrder own = shuffled_order(counting_span(N_COUNTING), T, 3);
+    const ShuffledOrder other = shuffled_order(counting_span(N_COUNTING), T, 4);
     int whole_in[B * T], whole_tgt[B * T], part_in[B * T], part_tgt[B * T], other_in[B * T], other_tgt[B * T];
     int differs_from_other_seed = 0;
     for (int step = 0; step < STEPS; step++) {
         const uint64_t first_window = (uint64_t)step * B;
-        batch_shuffled_rows(&walked, counting_span(N_COUNTING), first_window, B, T, whole_in, whole_tgt);
-        shuffled_order_init(&fresh, counting_span(N_COUNTING), T, 3);
+        batch_shuffled_rows(&own, counting_span(N_COUNTING), first_window, B, T, whole_in, whole_tgt);
+        const ShuffledOrder fresh = shuffled_order(counting_span(N_COUNTING), T, 3);
         const int first = step % B, rows = B - first;
         batch_shuffled_rows(&fresh, counting_span(N_COUNTING), first_window + (uint64_t)first, rows, T, part_in,
                             part_tgt);
         ck_assert_mem_eq(part_in, whole_in + first * T, (size_t)rows * T * sizeof(int));
         ck_assert_mem_eq(part_tgt, whole_tgt + first * T, (size_t)rows * T * sizeof(int));
-        shuffled_order_free(&fresh);
         batch_shuffled_rows(&other, counting_span(N_COUNTING), first_window, B, T, other_in, other_tgt);
         differs_from_other_seed += memcmp(whole_in, other_in, sizeof whole_in) != 0;
     }
     ck_assert_int_gt(differs_from_other_seed, STEPS - 5);
-    shuffled_order_free(&walked);
-    shuffled_order_free(&other);
 }
 END_TEST
 
@@ -759,17 +753,14 @@ END_TEST
 // there is one window an epoch, at 0, 1 or 2, and the epochs reach all three.
 START_TEST(a_short_split_shuffles_its_one_window_over_the_offsets_that_fit) {
     enum { T = 5, N = T + 3 };
-    ShuffledOrder order;
-    shuffled_order_init(&order, counting_span(N), T, 9);
+    ShuffledOrder order = shuffled_order(counting_span(N), T, 9);
     ck_assert_uint_eq(order.windows, 1);
     ck_assert_uint_eq(order.phases, 3);
     int seen[N - T] = {0};
     for (uint64_t g = 0; g < 60; g++) seen[shuffled_start_and_check(&order, N, g, T)]++;
     for (int s = 0; s < N - T; s++) ck_assert_msg(seen[s] > 0, "start %d never read", s);
-    shuffled_order_free(&order);
-    shuffled_order_init(&order, counting_span(T + 1), T, 9);  // exactly one window: always it
+    order = shuffled_order(counting_span(T + 1), T, 9);  // exactly one window: always it
     for (uint64_t g = 0; g < 5; g++) ck_assert_int_eq(shuffled_start_and_check(&order, T + 1, g, T), 0);
-    shuffled_order_free(&order);
 }
 END_TEST
 

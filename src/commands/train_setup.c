@@ -213,7 +213,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     run->data_hash = dataset_hash(&run->data);
     rng_init(&run->batch_rng, (uint64_t)s->seed ^ 0x5851F42D4C957F2Dull);  // a stream apart from init's
     if (s->order == ORDER_SHUFFLED)
-        shuffled_order_init(&run->shuffled, dataset_train(&run->data), run->model.config.block_size, (uint64_t)s->seed);
+        run->shuffled = shuffled_order(dataset_train(&run->data), run->model.config.block_size, (uint64_t)s->seed);
     run->last_saved_step = -1;
     run->best_val = INFINITY;
     run->best_step = -1;
@@ -251,7 +251,6 @@ void train_free(TrainRun *run) {
     for (int k = 0; k < run->n_slices - 1; k++) model_slice_free(&run->slices[k]);
     free(run->slices);
     model_free(&run->model);
-    shuffled_order_free(&run->shuffled);
     dataset_free(&run->data);
     tokenizer_free(&run->tok);
     metadata_free(&run->resumed.metadata);

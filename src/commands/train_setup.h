@@ -66,7 +66,7 @@ typedef struct {
     double steps_seconds;   // this process's time in train_step (no evaluations or saves), for the allreduce's share
     double longest_step;    // this process's longest step so far, evaluation, sample, log and save included, for --time
     Rng batch_rng;          // draws the random batches; saved in checkpoints
-    ShuffledOrder shuffled; // --order shuffled: the epoch's order of the windows (a pure function of the seed: not saved)
+    ShuffledOrder shuffled; // --order shuffled: the windows' order, a function of the seed and the window (not saved)
     uint64_t data_hash;     // dataset_hash of the text, saved in checkpoints
     long last_saved_step;   // the step of the newest checkpoint on disk, or -1
     double flops_per_token; // a training step's FLOPs per token (flops.h), for the speed as a share of the peak

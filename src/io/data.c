@@ -300,48 +300,51 @@ void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, i
 // than two windows (n - T offsets leave room for a window and its last
 // target); then (n - phases) / T >= 1 windows fit from any offset:
 // the last starts at most at (windows - 1) T + phases - 1 <= n - T - 1.
-void shuffled_order_init(ShuffledOrder *order, TokenSpan tokens, int T, uint64_t seed) {
+ShuffledOrder shuffled_order(TokenSpan tokens, int T, uint64_t seed) {
     assert(T >= 1 && tokens.n >= (size_t)T + 1);
+    ShuffledOrder order = {.seed = seed, .half_bits = 1};
     const size_t starts = tokens.n - (size_t)T;
-    order->phases = starts < (size_t)T ? starts : (size_t)T;
-    order->windows = (tokens.n - order->phases) / (size_t)T;
-    order->permutation = xmalloc(order->windows * sizeof *order->permutation);
-    order->seed = seed;
-    order->epoch = UINT64_MAX;
-    order->phase = 0;
+    order.phases = starts < (size_t)T ? starts : (size_t)T;
+    order.windows = (tokens.n - order.phases) / (size_t)T;
+    while (((uint64_t)1 << (2 * order.half_bits)) < order.windows) order.half_bits++;
+    return order;
 }
 
-void shuffled_order_free(ShuffledOrder *order) {
-    free(order->permutation);
-    *order = (ShuffledOrder){0};
-}
-
-// draw_epoch: epoch e's offset, then its permutation (Fisher-Yates: each
-// window in turn swapped with one of those at or before it, every order
-// equally likely), from a stream seeded by (seed, e) alone.
-static void draw_epoch(ShuffledOrder *order, uint64_t epoch) {
-    Rng rng;
-    rng_init(&rng, order->seed ^ mix64(epoch ^ 0xC2B2AE3D27D4EB4Full));  // a stream apart from the others
-    order->phase = (size_t)rng_below(&rng, order->phases);
-    size_t *p = order->permutation;
-    for (size_t i = 0; i < order->windows; i++) p[i] = i;
-    for (size_t i = order->windows - 1; i > 0; i--) {
-        size_t j = (size_t)rng_below(&rng, (uint64_t)i + 1);
-        size_t swap = p[i];
-        p[i] = p[j];
-        p[j] = swap;
+// feistel: a bijection of [0, 4^h) chosen by "key": x's high and low h bits
+// are halves L and R, and each of four rounds makes (L, R) into
+// (R, L xor f(R)), f a hash of R and the round's key. A round undoes itself
+// given R, so the whole is a permutation whatever f is; four rounds of a
+// good hash make it look like a random one (Luby and Rackoff).
+static uint64_t feistel(uint64_t x, int h, uint64_t key) {
+    const uint64_t mask = ((uint64_t)1 << h) - 1;
+    uint64_t left = x >> h, right = x & mask;
+    for (uint64_t round = 0; round < 4; round++) {
+        const uint64_t mixed = left ^ (mix64(right ^ mix64(key + round)) & mask);
+        left = right;
+        right = mixed;
     }
-    order->epoch = epoch;
+    return left << h | right;
 }
 
-void batch_shuffled_rows(ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
+// shuffled_position: the window read at position p < windows of the epoch
+// keyed "key": the feistel permutation of [0, 4^h), applied again while
+// it lands past the last window ("cycle walking": p's cycle holds p, so it
+// comes back below windows; 4^h < 4 windows, so fewer than 4 tries on
+// average). A permutation of [0, windows) with no table.
+static size_t shuffled_position(const ShuffledOrder *order, uint64_t key, uint64_t p) {
+    do p = feistel(p, order->half_bits, key);
+    while (p >= order->windows);
+    return (size_t)p;
+}
+
+void batch_shuffled_rows(const ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
                          int *targets) {
     assert(rows >= 0 && T >= 1 && order->windows >= 1);
     for (int b = 0; b < rows; b++) {
-        const uint64_t g = window + (uint64_t)b;
-        const uint64_t epoch = g / order->windows;
-        if (epoch != order->epoch) draw_epoch(order, epoch);
-        const size_t start = order->permutation[g % order->windows] * (size_t)T + order->phase;
+        const uint64_t g = window + (uint64_t)b, epoch = g / order->windows;
+        const uint64_t key = mix64(order->seed ^ mix64(epoch ^ 0xC2B2AE3D27D4EB4Full));  // a stream apart from the others
+        const size_t phase = (size_t)(((unsigned __int128)mix64(key) * order->phases) >> 64);  // in [0, phases)
+        const size_t start = shuffled_position(order, key, g % order->windows) * (size_t)T + phase;
         copy_window(tokens, start, b, T, inputs, targets);
     }
 }

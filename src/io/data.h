@@ -113,28 +113,26 @@ void batch_sequential_rows(TokenSpan tokens, uint64_t window, int rows, int T, i
 //
 // Epoch e lays its windows end to end from an offset phase_e in
 // [0, phases), so that over the epochs a window's edges move through the
-// text, and reads them in the order of a permutation. Both are drawn from
-// (seed, e) alone: window number g (row b of batch s is window s*B + b, as
-// in batch_sequential) is the same in a run that got there without stopping
-// and in one resumed on the way, so a checkpoint has nothing to keep.
+// text, and reads them in the order of a permutation of [0, windows). Both
+// are drawn from (seed, e) alone, and the permutation is computed, not
+// stored (a keyed bijection: shuffled_position in data.c): window number g
+// (row b of batch s is window s*B + b, as in batch_sequential) is the same
+// in a run that got there without stopping and in one resumed on the way,
+// a checkpoint has nothing to keep, and a text of any size costs no memory
+// for it (a stored permutation took 8 bytes a window: 100 MB for a 100 MB
+// text in windows of 8).
 typedef struct {
-    size_t *permutation;  // [windows]: epoch "epoch"'s order of its windows
-    size_t windows;       // windows an epoch reads: (n - phases) / T, every epoch as many
-    size_t phases;        // offsets an epoch's windows are laid from: min(T, n - T)
+    size_t windows;  // windows an epoch reads: (n - phases) / T, every epoch as many
+    size_t phases;   // offsets an epoch's windows are laid from: min(T, n - T)
     uint64_t seed;
-    uint64_t epoch;       // the epoch "permutation" and "phase" are drawn for (UINT64_MAX: none yet)
-    size_t phase;
+    int half_bits;   // h: the permutation's network works on [0, 4^h) >= windows
 } ShuffledOrder;
 
-// shuffled_order_init: the order of "tokens"' windows of T for "seed" (its
-// permutation's memory allocated here, once: a step allocates nothing).
-// Needs n >= T + 1. shuffled_order_free: release it; safe on a zeroed one.
-void shuffled_order_init(ShuffledOrder *order, TokenSpan tokens, int T, uint64_t seed);
-void shuffled_order_free(ShuffledOrder *order);
+// shuffled_order: the order of "tokens"' windows of T for "seed" (n >= T + 1).
+ShuffledOrder shuffled_order(TokenSpan tokens, int T, uint64_t seed);
 // batch_shuffled_rows: windows "window" .. window + rows - 1 of the shuffled
-// order into rows 0 .. rows - 1 (inputs, targets [rows,T]); a new epoch's
-// permutation is drawn when the windows reach it.
-void batch_shuffled_rows(ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
+// order into rows 0 .. rows - 1 (inputs, targets [rows,T]).
+void batch_shuffled_rows(const ShuffledOrder *order, TokenSpan tokens, uint64_t window, int rows, int T, int *inputs,
                          int *targets);
 
 // batch_spread: rows "first" .. "first" + B - 1 of "chosen" windows spread
