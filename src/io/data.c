@@ -312,9 +312,10 @@ ShuffledOrder shuffled_order(TokenSpan tokens, int T, uint64_t seed) {
 
 // feistel: a bijection of [0, 4^h) chosen by "key": x's high and low h bits
 // are halves L and R, and each of four rounds makes (L, R) into
-// (R, L xor f(R)), f a hash of R and the round's key. A round undoes itself
-// given R, so the whole is a permutation whatever f is; four rounds of a
-// good hash make it look like a random one (Luby and Rackoff).
+// (R, L xor f(R)), f a hash of R and the round's key. A round can be undone
+// (its output holds R, so f(R), so L), so the whole is a permutation
+// whatever f is; four rounds of a good hash make it look like a random one
+// (Luby and Rackoff).
 static uint64_t feistel(uint64_t x, int h, uint64_t key) {
     const uint64_t mask = ((uint64_t)1 << h) - 1;
     uint64_t left = x >> h, right = x & mask;
@@ -329,8 +330,8 @@ static uint64_t feistel(uint64_t x, int h, uint64_t key) {
 // shuffled_position: the window read at position p < windows of the epoch
 // keyed "key": the feistel permutation of [0, 4^h), applied again while
 // it lands past the last window ("cycle walking": p's cycle holds p, so it
-// comes back below windows; 4^h < 4 windows, so fewer than 4 tries on
-// average). A permutation of [0, windows) with no table.
+// comes back below windows; 4^h is at most 4 windows, so at most 4 tries
+// on average). A permutation of [0, windows) with no table.
 static size_t shuffled_position(const ShuffledOrder *order, uint64_t key, uint64_t p) {
     do p = feistel(p, order->half_bits, key);
     while (p >= order->windows);
