@@ -1,11 +1,12 @@
-// test_tile.c: tests for src/kernels/tile.h, the register tile, and its
-// 16 x 16 transpose.
+// test_tile.c: tests for src/kernels/tile.h, the register tile, and
+// simd.h's transpose and lane sums, on the kernel path this build has.
 //
-// tile_vec (vector registers, constant ROWS and NV) and tile_tail (the
+// tile_vec (vector registers, constant ROWS and COLS) and tile_tail (the
 // columns past the whole vectors) must give exactly the bits of tile_any
 // (plain loops): all add the same terms in the same order, each with one
 // fused multiply-add. Checked for every shape the callers
-// instantiate (rows 1, 4 and 16/NV by NV = 1..4 vectors), for each way a
+// instantiate on this path (tile.h's TILE_SHAPES, attention's head tiles,
+// and one row of each), for each way a
 // tile starts (zeros, a bias row, the values already in out), with A read
 // as a matrix and as a transposed one, on k ranges
 // that start past 0, and with out and B slices of wider rows. tile_any in
@@ -26,32 +27,42 @@ enum { MAX_ROWS = 16, MAX_COLS = 64, K = 37, K0 = 5, PAD = 3, LDO = MAX_COLS + 2
 // rows x K matrix A, stored either way round, with room for both layouts
 enum { A_SIZE = (MAX_ROWS + 1) * (K + 1) };
 
-// The instantiations the callers use; tile_vec needs its shape as constants.
-static void run_tile_vec(int rows, int nv, float *out, StridedMatrix A, const float *B, TileStart start) {
-#define CASE(R, NV)                                                          \
-    if (rows == (R) && nv == (NV)) {                                         \
-        tile_vec(out, LDO, A, B, LDB, K0, K, 0, PAD, start, (R), (NV));      \
-        return;                                                              \
+// The instantiations the callers use on this path; tile_vec needs its
+// shape as constants.
+#define W VEC_FLOATS
+#if VEC_FLOATS == 16
+#define PATH_SHAPES(X)                                                                           \
+    X(1, 16) X(4, 16) X(16, 16) X(1, 32) X(4, 32) X(8, 32) X(2, 64) X(1, 48) X(4, 48) X(5, 48) \
+        X(1, 64) X(4, 64) X(6, 64)
+#else
+#define PATH_SHAPES(X)                                                                                       \
+    X(1, W) X(EDGE_ROWS, W) X(1, EDGE_COLS) X(EDGE_ROWS, EDGE_COLS) X(2, PAIR_COLS) X(TALL_ROWS, TALL_COLS) \
+        X(STRIP_ROWS, STRIP_COLS)
+#endif
+
+static void run_tile_vec(int rows, int cols, float *out, StridedMatrix A, const float *B, TileStart start) {
+#define CASE(R, COLS)                                                    \
+    if (rows == (R) && cols == (COLS)) {                                 \
+        tile_vec(out, LDO, A, B, LDB, K0, K, 0, PAD, start, (R), (COLS)); \
+        return;                                                          \
     }
-    CASE(1, 1) CASE(4, 1) CASE(16, 1)
-    CASE(1, 2) CASE(4, 2) CASE(8, 2)
-    CASE(1, 3) CASE(4, 3) CASE(5, 3)
-    CASE(1, 4) CASE(4, 4)
+    PATH_SHAPES(CASE)
 #undef CASE
-    ck_abort_msg("no tile_vec instance for rows %d, nv %d", rows, nv);
+    ck_abort_msg("no tile_vec instance for rows %d, cols %d", rows, cols);
 }
 
 typedef struct {
-    int rows, nv;
+    int rows, cols;
 } TileShape;
 
-static const TileShape SHAPES[] = {{1, 1}, {4, 1}, {16, 1}, {1, 2}, {4, 2}, {8, 2},
-                                   {1, 3}, {4, 3}, {5, 3},  {1, 4}, {4, 4}};
+#define SHAPE(R, COLS) {(R), (COLS)},
+static const TileShape SHAPES[] = {PATH_SHAPES(SHAPE)};
+#undef SHAPE
 #define N_SHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
 
 START_TEST(vector_tile_gives_the_bits_of_the_plain_tile) {
     const TileShape shape = SHAPES[_i];
-    const int rows = shape.rows, cols = 16 * shape.nv;
+    const int rows = shape.rows, cols = shape.cols;
     Rng rng;
     rng_init(&rng, 40 + (uint64_t)_i);
     static float a_data[A_SIZE], B[K * LDB], bias[LDO], start_out[MAX_ROWS * LDO];
@@ -68,14 +79,14 @@ START_TEST(vector_tile_gives_the_bits_of_the_plain_tile) {
             memcpy(out_any, start_out, sizeof out_any);
             memcpy(out_vec, start_out, sizeof out_vec);
             tile_any(out_any, LDO, A, B, LDB, K0, K, 0, rows, PAD, cols, start);
-            run_tile_vec(rows, shape.nv, out_vec, A, B, start);
+            run_tile_vec(rows, cols, out_vec, A, B, start);
             for (int i = 0; i < MAX_ROWS * LDO; i++) {
                 // Outside the tile, neither may write; inside, the same
                 // bits (to 1e-6 under the sanitizer: see sanitized.h).
                 double x = out_any[i], y = out_vec[i];
                 if (!same_or_close(out_vec[i], out_any[i]))
-                    ck_abort_msg("rows %d nv %d transposed %d start %d: out[%d] plain %.9g vs vector %.9g", rows,
-                                 shape.nv, transposed, how, i, x, y);
+                    ck_abort_msg("rows %d cols %d transposed %d start %d: out[%d] plain %.9g vs vector %.9g", rows,
+                                 cols, transposed, how, i, x, y);
             }
         }
     }
@@ -95,7 +106,7 @@ START_TEST(tail_tile_gives_the_bits_of_the_plain_tile) {
     fill_uniform(B, K * LDB, &rng);
     fill_uniform(bias, LDO, &rng);
     fill_uniform(start_out, MAX_ROWS * LDO, &rng);
-    for (int cols = 1; cols < 16; cols++)
+    for (int cols = 1; cols < VEC_FLOATS; cols++)
         for (int rows = 1; rows <= 4; rows += 3)
             for (int transposed = 0; transposed <= 1; transposed++)
                 for (int how = 0; how < 3; how++) {
@@ -105,7 +116,7 @@ START_TEST(tail_tile_gives_the_bits_of_the_plain_tile) {
                     memcpy(out_any, start_out, sizeof out_any);
                     memcpy(out_tail, start_out, sizeof out_tail);
                     tile_any(out_any, LDO, A, B, LDB, K0, K, 0, rows, PAD, cols, start);
-                    if (rows == 4) tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 4);
+                    if (rows == 4) tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, EDGE_ROWS);
                     else tile_tail(out_tail, LDO, A, B, LDB, K0, K, 0, PAD, cols, start, 1);
                     for (int i = 0; i < MAX_ROWS * LDO; i++) {
                         double x = out_any[i], y = out_tail[i];
@@ -145,28 +156,56 @@ START_TEST(plain_tile_matches_a_double_precision_sum) {
 }
 END_TEST
 
-// simd.h's in-register transpose (attention's keys and values): every
-// number lands at its mirrored place, and transposing twice gives back the
-// block. Distinct values, so a swap of any two entries would show.
-START_TEST(transpose16x16_moves_every_entry_to_its_mirror_image) {
-    vec16 rows[16];
-    float values[16][16];
-    for (int r = 0; r < 16; r++)
-        for (int c = 0; c < 16; c++) values[r][c] = (float)(r * 16 + c);
-    for (int r = 0; r < 16; r++) rows[r] = load16(values[r]);
-    transpose16x16(rows);
-    for (int r = 0; r < 16; r++) {
-        float out[16];
-        store16(out, rows[r]);
-        for (int c = 0; c < 16; c++)
+// simd.h's in-register transpose (attention's keys and values, the
+// weight's panels): every number lands at its mirrored place, and
+// transposing twice gives back the block. Distinct values, so a swap of any
+// two entries would show.
+START_TEST(transpose_block_moves_every_entry_to_its_mirror_image) {
+    vec rows[W];
+    float values[W][W];
+    for (int r = 0; r < W; r++)
+        for (int c = 0; c < W; c++) values[r][c] = (float)(r * W + c);
+    for (int r = 0; r < W; r++) rows[r] = load_vec(values[r]);
+    transpose_block(rows);
+    for (int r = 0; r < W; r++) {
+        float out[W];
+        store_vec(out, rows[r]);
+        for (int c = 0; c < W; c++)
             ck_assert_msg(out[c] == values[c][r], "[%d][%d] holds %g, not %g", r, c, (double)out[c],
                           (double)values[c][r]);
     }
-    transpose16x16(rows);
-    for (int r = 0; r < 16; r++) {
-        float out[16];
-        store16(out, rows[r]);
+    transpose_block(rows);
+    for (int r = 0; r < W; r++) {
+        float out[W];
+        store_vec(out, rows[r]);
         ck_assert_mem_eq(out, values[r], sizeof out);
+    }
+}
+END_TEST
+
+// The lane sums give the bits of their definition written out in scalars:
+// lane i adds x[i], x[i+16], ... in order (a tail padded with 0), the
+// lanes then added lane 0 first. The definition has no vector width in it,
+// so every path gives these bits.
+START_TEST(lane_sums_add_in_the_order_of_their_definition) {
+    Rng rng;
+    rng_init(&rng, 81);
+    float a[83], b[83];
+    fill_uniform(a, 83, &rng);
+    fill_uniform(b, 83, &rng);
+    for (int n = 1; n <= 83; n++) {
+        float lane_sum[16] = {0}, lane_dot[16] = {0};
+        for (int j = 0; j < n; j++) {
+            lane_sum[j % 16] += a[j];
+            lane_dot[j % 16] = fmaf(a[j], b[j], lane_dot[j % 16]);
+        }
+        float sum = 0.0f, dot = 0.0f;
+        for (int i = 0; i < 16; i++) sum += lane_sum[i];
+        for (int i = 0; i < 16; i++) dot += lane_dot[i];
+        ck_assert_msg(same_or_close(row_sum(a, n), sum), "n %d: row_sum %.9g, definition %.9g", n,
+                      (double)row_sum(a, n), (double)sum);
+        ck_assert_msg(same_or_close(row_dot(a, b, n), dot), "n %d: row_dot %.9g, definition %.9g", n,
+                      (double)row_dot(a, b, n), (double)dot);
     }
 }
 END_TEST
@@ -177,7 +216,8 @@ Suite *tile_suite(void) {
     tcase_add_loop_test(tc, vector_tile_gives_the_bits_of_the_plain_tile, 0, N_SHAPES);
     tcase_add_test(tc, tail_tile_gives_the_bits_of_the_plain_tile);
     tcase_add_test(tc, plain_tile_matches_a_double_precision_sum);
-    tcase_add_test(tc, transpose16x16_moves_every_entry_to_its_mirror_image);
+    tcase_add_test(tc, transpose_block_moves_every_entry_to_its_mirror_image);
+    tcase_add_test(tc, lane_sums_add_in_the_order_of_their_definition);
     suite_add_tcase(s, tc);
     return s;
 }

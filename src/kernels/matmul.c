@@ -64,104 +64,131 @@
 // boundaries only store and reload the partial sum), so the result does not
 // depend on the number of threads, and matches the reference loops.
 
-#define TILE_ROWS 4
-#define TALL_TILE_ROWS 6
-#define TILE_COLS 64
+#define PANEL_COLS 64
 #define CHUNK_ROWS 512
 #define K_BLOCK 128
 #define CHUNK_L2_BYTES (512 * 1024)  // half of a 1 MB L2 (Cascade Lake, Zen 4 and 5)
 
-// One tile of out[n0.., m0..], rows <= TILE_ROWS by cols <= TILE_COLS, with
-// the fastest tile.h kernel that fits, in registers, one row at a time if
-// fewer than TILE_ROWS are left: the tile's whole vectors of columns (all
-// of a full tile, or of a 32-position score tile in attention), then the
-// columns past them (a V = 65 head's last one) in a vector of their own.
+// Whole vectors of columns [m0, m0 + cols) (cols a multiple of VEC_FLOATS,
+// at most PANEL_COLS) of ROWS rows: EDGE_COLS at a time, then what is left
+// in one tile of fewer vectors (tile_vec takes its shape as constants).
+static inline __attribute__((always_inline)) void edge_tiles(float *out, size_t ldo, StridedMatrix A,
+                                                             const float *Bmat, size_t ldb, int k0, int k1, int n0,
+                                                             int m0, int cols, TileStart start, const int ROWS) {
+    int m = 0;
+    for (; m + EDGE_COLS <= cols; m += EDGE_COLS)
+        tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0, m0 + m, start, ROWS, EDGE_COLS);
+    switch ((cols - m) / VEC_FLOATS) {
+    case 0:
+        break;
+#if EDGE_COLS / VEC_FLOATS > 3
+    case 3:
+        tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0, m0 + m, start, ROWS, 3 * VEC_FLOATS);
+        break;
+#endif
+#if EDGE_COLS / VEC_FLOATS > 2
+    case 2:
+        tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0, m0 + m, start, ROWS, 2 * VEC_FLOATS);
+        break;
+#endif
+    default:
+        tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0, m0 + m, start, ROWS, VEC_FLOATS);
+        break;
+    }
+}
+
+// One tile of out[n0.., m0..], rows <= EDGE_ROWS by cols <= PANEL_COLS, with
+// the fastest tile.h kernels that fit, in registers, one row at a time if
+// fewer than EDGE_ROWS are left: the tile's whole vectors of columns, then
+// the columns past them (a V = 65 head's last one) in a vector of their own.
 static inline __attribute__((always_inline)) void matmul_tile(float *out, size_t ldo, StridedMatrix A,
                                                               const float *Bmat, size_t ldb, int k0, int k1, int n0,
                                                               int rows, int m0, int cols, TileStart start) {
-    const int whole_cols = cols / 16 * 16, tail = cols - whole_cols;
-    for (int r = 0; r < rows; r += rows == TILE_ROWS ? TILE_ROWS : 1) {
-        const bool whole = rows == TILE_ROWS;
+    const int whole_cols = cols / VEC_FLOATS * VEC_FLOATS, tail = cols - whole_cols;
+    for (int r = 0; r < rows; r += rows == EDGE_ROWS ? EDGE_ROWS : 1) {
+        const bool whole = rows == EDGE_ROWS;
         if (tail > 0) {
-            if (whole) tile_tail(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0 + whole_cols, tail, start, TILE_ROWS);
+            if (whole) tile_tail(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0 + whole_cols, tail, start, EDGE_ROWS);
             else tile_tail(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0 + whole_cols, tail, start, 1);
         }
-        switch (whole_cols / 16) {
-        case 0:
-            break;
-        case 4:
-            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 4);
-            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 4);
-            break;
-        case 3:
-            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 3);
-            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 3);
-            break;
-        case 2:
-            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 2);
-            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 2);
-            break;
-        default:
-            if (whole) tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, TILE_ROWS, 1);
-            else tile_vec(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, start, 1, 1);
-            break;
-        }
+        if (whole_cols == 0) continue;
+        if (whole) edge_tiles(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, whole_cols, start, EDGE_ROWS);
+        else edge_tiles(out, ldo, A, Bmat, ldb, k0, k1, n0 + r, m0, whole_cols, start, 1);
     }
 }
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
+// The bulk of every product: the TALL and STRIP tiles, each compiled as a
+// function of its own. Inlined into matmul_items beside the other tiles,
+// the AVX2 build kept half of the TALL tile's 12 accumulators on the stack
+// (gcc 12 left registers to values of the other tiles); alone, each tile
+// has the registers to itself.
+static __attribute__((noinline)) void tall_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb,
+                                                int depth, int n0, int m0, TileStart start) {
+    tile_vec(out, ldo, A, B, ldb, 0, depth, n0, m0, start, TALL_ROWS, TALL_COLS);
+}
+static __attribute__((noinline)) void strip_tile(float *out, size_t ldo, const float *strip, const float *B,
+                                                 size_t ldb, int depth, int m0, TileStart start) {
+    const StridedMatrix A_strip = {strip, 1, STRIP_ROWS};  // row stride 1: a constant the compiler sees
+    tile_vec(out, ldo, A_strip, B, ldb, 0, depth, 0, m0, start, STRIP_ROWS, STRIP_COLS);
+}
+
 // Each thread's copy of the Bmat block its tiles are reading, rows
-// TILE_COLS floats apart (see matmul).
-static _Thread_local float b_panel[K_BLOCK * TILE_COLS] __attribute__((aligned(64)));
+// PANEL_COLS floats apart (see matmul).
+static _Thread_local float b_panel[K_BLOCK * PANEL_COLS] __attribute__((aligned(64)));
 
 // panel[k - k0, 0..cols) = Bmat[k, m0..m0+cols) for k in [k0, k1)
 static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1, int m0, int cols) {
     for (int k = k0; k < k1; k++)
-        for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bmat[(size_t)k * M + m0 + j];
+        for (int j = 0; j < cols; j++) panel[(size_t)(k - k0) * PANEL_COLS + j] = Bmat[(size_t)k * M + m0 + j];
 }
 
 // The same panel when Bmat comes as its transpose, Bt[M,K] (a linear
 // layer's weight [OC,C]): panel[k - k0, j] = Bt[m0 + j, k]. Bt's rows are
-// the panel's columns, so it is turned as it is copied, 16 x 16 floats at a
-// time in registers (transpose16x16, simd.h): 16 loads of a row piece each,
-// 16 stores of a panel row piece each. What no whole 16 x 16 block covers
-// (a head of V = 65 columns, K not a multiple of 16) goes one float at a time.
+// the panel's columns, so it is turned as it is copied, VEC_FLOATS x
+// VEC_FLOATS floats at a time in registers (transpose_block, simd.h): a
+// load of a row piece each, a store of a panel row piece each. What no
+// whole block covers (a head of V = 65 columns, K not a multiple of the
+// vector) goes one float at a time.
 static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, int k1, int m0, int cols) {
+    enum { W = VEC_FLOATS };
     int j0 = 0;
-    for (; j0 + 16 <= cols; j0 += 16) {
+    for (; j0 + W <= cols; j0 += W) {
         int k = k0;
-        for (; k + 16 <= k1; k += 16) {
-            vec16 block[16];
-            for (int r = 0; r < 16; r++) block[r] = load16(Bt + (size_t)(m0 + j0 + r) * K + k);
-            transpose16x16(block);  // block[c][r] = Bt[m0 + j0 + r, k + c]
-            for (int c = 0; c < 16; c++) store16(panel + (size_t)(k - k0 + c) * TILE_COLS + j0, block[c]);
+        for (; k + W <= k1; k += W) {
+            vec block[W];
+            for (int r = 0; r < W; r++) block[r] = load_vec(Bt + (size_t)(m0 + j0 + r) * K + k);
+            transpose_block(block);  // block[c][r] = Bt[m0 + j0 + r, k + c]
+            for (int c = 0; c < W; c++) store_vec(panel + (size_t)(k - k0 + c) * PANEL_COLS + j0, block[c]);
         }
         for (; k < k1; k++)
-            for (int j = j0; j < j0 + 16; j++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
+            for (int j = j0; j < j0 + W; j++) panel[(size_t)(k - k0) * PANEL_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
     }
     for (int j = j0; j < cols; j++)
-        for (int k = k0; k < k1; k++) panel[(size_t)(k - k0) * TILE_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
+        for (int k = k0; k < k1; k++) panel[(size_t)(k - k0) * PANEL_COLS + j] = Bt[(size_t)(m0 + j) * K + k];
 }
 
 // Each thread's copy of A's numbers for its tiles when A comes transposed:
-// strip s holds rows [n0 + 8s, +8) for k in [k0, k1), k after k, the 8
-// rows' numbers side by side (see pack_strips). The strips lie 16 floats
-// more than 4 KB apart: 4 KB apart, the 64 strips a row of dout is copied
-// into would all fall in one set of the L1 cache (8 lines).
-#define STRIP_STRIDE (K_BLOCK * 8 + 16)
-static _Thread_local float a_strips[CHUNK_ROWS / 8 * STRIP_STRIDE] __attribute__((aligned(64)));
+// strip s holds rows [n0 + STRIP_ROWS s, +STRIP_ROWS) for k in [k0, k1), k
+// after k, the rows' numbers side by side (see pack_strips). The strips lie
+// 16 floats more than a multiple of 4 KB apart (AVX-512's 8-row strips:
+// 4 KB apart, the 64 strips a row of dout is copied into would all fall in
+// one set of the L1 cache, 8 lines).
+#define STRIP_STRIDE (K_BLOCK * STRIP_ROWS + 16)
+static _Thread_local float a_strips[CHUNK_ROWS / STRIP_ROWS * STRIP_STRIDE] __attribute__((aligned(64)));
 
-// strips[s, k - k0, r] = A(n0 + 8s + r, k) for k in [k0, k1) ("A" starting
-// at k0, "depth" = k1 - k0; "count" strips), when A is transposed (row
-// stride 1): A's numbers for one k are a row of the matrix in memory,
+// strips[s, k - k0, r] = A(n0 + STRIP_ROWS s + r, k) for k in [k0, k1) ("A"
+// starting at k0, "depth" = k1 - k0; "count" strips), when A is transposed
+// (row stride 1): A's numbers for one k are a row of the matrix in memory,
 // read in order.
 static void pack_strips(float *strips, StridedMatrix A, int n0, int count, int depth) {
     for (int k = 0; k < depth; k++) {
         const float *from = A.data + (size_t)k * A.col_stride + n0;
         for (int s = 0; s < count; s++)
 #pragma GCC unroll 8
-            for (int r = 0; r < 8; r++) strips[(size_t)s * STRIP_STRIDE + k * 8 + r] = from[8 * s + r];
+            for (int r = 0; r < STRIP_ROWS; r++)
+                strips[(size_t)s * STRIP_STRIDE + k * STRIP_ROWS + r] = from[STRIP_ROWS * s + r];
     }
 }
 
@@ -183,10 +210,11 @@ typedef struct {
 
 // One column tile [m0, m0 + cols) of the product's rows [n0, chunk_end) for
 // the k block [k0, k1) ("start" where its sums start): its Bmat panel packed
-// (or not, see below), then its row tiles: of a full column tile,
-// TALL_TILE_ROWS high where A is read as it lies, 8 high from "strips"
-// (pack_strips, packed for these rows and this k block) where A is
-// transposed; the rows left, and a narrower column tile, in matmul_tile's.
+// (or not, see below), then its row tiles (tile.h's TILE_SHAPES): of a full
+// column tile, TALL high where A is read as it lies, the rows left in
+// pairs; STRIP high from "strips" (pack_strips, packed for these rows and
+// this k block) where A is transposed; the rows left, and a narrower column
+// tile, in matmul_tile's EDGE tiles.
 static inline __attribute__((always_inline)) void column_tile_block(const Product *p, const float *strips, int n0,
                                                                     int chunk_end, int k0, int k1, int m0, int cols,
                                                                     TileStart start) {
@@ -196,29 +224,30 @@ static inline __attribute__((always_inline)) void column_tile_block(const Produc
     // The panel pays for its copy only when several row tiles reuse it; a
     // few rows read Bmat where it lies. Bt cannot be read so: its panel is
     // always turned into place.
-    const bool packed = p->turned || chunk_end - n0 > TILE_ROWS;
+    const bool packed = p->turned || chunk_end - n0 > EDGE_ROWS;
     if (p->turned) pack_panel_turned(b_panel, p->Bmat, (size_t)p->K, k0, k1, m0, cols);
     else if (packed) pack_panel(b_panel, p->Bmat, (size_t)p->M, k0, k1, m0, cols);
     const float *b_block = packed ? b_panel : p->Bmat + (size_t)k0 * p->M + m0;
-    const size_t ldb = packed ? TILE_COLS : (size_t)p->M;
-    if (strips && cols == TILE_COLS) {
-        // A transposed: tiles of 8 rows by 32 columns (see above), each reading
-        // its 8 x (k1 - k0) numbers in order from a strip (row stride 1,
-        // column stride 8).
-        for (const float *strip = strips; n0 + 8 <= chunk_end; n0 += 8, strip += STRIP_STRIDE) {
-            const StridedMatrix A_strip = {strip, 1, 8};
-            for (int m = 0; m < TILE_COLS; m += 32)
-                tile_vec(out + m0 + (size_t)n0 * ldo, ldo, A_strip, b_block, ldb, 0, k1 - k0, 0, m, start, 8, 2);
-        }
-    } else if (cols == TILE_COLS) {
-        // A read as it lies (forward, dinp): tiles TALL_TILE_ROWS high, the
-        // rows left in pairs (see above).
-        for (; n0 + TALL_TILE_ROWS <= chunk_end; n0 += TALL_TILE_ROWS)
-            tile_vec(out + m0, ldo, A, b_block, ldb, 0, k1 - k0, n0, 0, start, TALL_TILE_ROWS, 4);
-        for (; n0 + 2 <= chunk_end; n0 += 2) tile_vec(out + m0, ldo, A, b_block, ldb, 0, k1 - k0, n0, 0, start, 2, 4);
+    const size_t ldb = packed ? PANEL_COLS : (size_t)p->M;
+    const int depth = k1 - k0;
+    if (strips && cols == PANEL_COLS) {
+        // A transposed: each tile reads its STRIP_ROWS x depth numbers in
+        // order from a strip (row stride 1, column stride STRIP_ROWS).
+        for (const float *strip = strips; n0 + STRIP_ROWS <= chunk_end; n0 += STRIP_ROWS, strip += STRIP_STRIDE)
+            for (int m = 0; m < PANEL_COLS; m += STRIP_COLS)
+                strip_tile(out + m0 + (size_t)n0 * ldo, ldo, strip, b_block, ldb, depth, m, start);
+    } else if (cols == PANEL_COLS) {
+        // A read as it lies (forward, dinp): tiles TALL_ROWS high, the rows
+        // left in pairs (see above).
+        for (; n0 + TALL_ROWS <= chunk_end; n0 += TALL_ROWS)
+            for (int m = 0; m < PANEL_COLS; m += TALL_COLS)
+                tall_tile(out + m0, ldo, A, b_block, ldb, depth, n0, m, start);
+        for (; n0 + 2 <= chunk_end; n0 += 2)
+            for (int m = 0; m < PANEL_COLS; m += PAIR_COLS)
+                tile_vec(out + m0, ldo, A, b_block, ldb, 0, depth, n0, m, start, 2, PAIR_COLS);
     }
-    for (; n0 < chunk_end; n0 += TILE_ROWS)
-        matmul_tile(out + m0, ldo, A, b_block, ldb, 0, k1 - k0, n0, min_int(TILE_ROWS, chunk_end - n0), 0, cols, start);
+    for (; n0 < chunk_end; n0 += EDGE_ROWS)
+        matmul_tile(out + m0, ldo, A, b_block, ldb, 0, depth, n0, min_int(EDGE_ROWS, chunk_end - n0), 0, cols, start);
 }
 
 // The work items of out[N,M] (+)= A(N,K) @ Bmat[K,M], or, when "turned",
@@ -238,7 +267,7 @@ static inline __attribute__((always_inline)) void column_tile_block(const Produc
 static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, const float *Bmat, bool turned, int N,
                                                    int K, int M, bool accumulate, const float *init_row) {
     const Product product = {out, A, Bmat, turned, K, M};
-    const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + TILE_COLS - 1) / TILE_COLS;
+    const int row_chunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS, col_tiles = (M + PANEL_COLS - 1) / PANEL_COLS;
     const bool transposed = A.row_stride == 1 && A.col_stride != 1;
     // A chunk's rows of A, all K of them, too big to stay in L2 while each
     // column tile reads them (a GPT-2 layer's dinp: 512 rows of K = 3072,
@@ -266,15 +295,15 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
             const int ct_end = min_int(col_tiles, (group + 1) * tiles_per_item);
             // Only whole column tiles read strips: none, if the group's first
             // tile is the ragged last one (or M < TILE_COLS).
-            const bool strips = transposed && M - group * tiles_per_item * TILE_COLS >= TILE_COLS;
+            const bool strips = transposed && M - group * tiles_per_item * PANEL_COLS >= PANEL_COLS;
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 const int k1 = min_int(K, k0 + K_BLOCK);
-                if (strips) pack_strips(a_strips, from_column(A, k0), n0, (chunk_end - n0) / 8, k1 - k0);
+                if (strips) pack_strips(a_strips, from_column(A, k0), n0, (chunk_end - n0) / STRIP_ROWS, k1 - k0);
                 for (int ct = group * tiles_per_item; ct < ct_end; ct++) {
-                    const int m0 = ct * TILE_COLS;
+                    const int m0 = ct * PANEL_COLS;
                     const TileStart start = {accumulate || k0 > 0, init_row ? init_row + m0 : NULL};
                     column_tile_block(&product, strips ? a_strips : NULL, n0, chunk_end, k0, k1, m0,
-                                      min_int(TILE_COLS, M - m0), start);
+                                      min_int(PANEL_COLS, M - m0), start);
                 }
             }
         }

@@ -1,90 +1,207 @@
-// simd.h: 16-float vectors for the kernels that choose their own
-// instructions: the register tile of tile.h, and the lane sums below.
+// simd.h: the vectors of the kernels that choose their own instructions:
+// the register tile of tile.h, the in-register transpose, and the lane sums
+// below.
 //
 // Reading order: file 17, the first of the fast kernels, with tile.h,
 // matmul.h and linear_fast.c: read once the model is whole (files 1-16),
 // for why training is fast, not for what it computes. The type is
-// GCC/clang's vector extension: arithmetic on a vec16 is element-wise, a
-// float operand is broadcast, and the compiler emits AVX-512 (or two AVX2
-// halves) for it.
+// GCC/clang's vector extension: arithmetic on a `vec` is element-wise, a
+// float operand is broadcast, and the compiler emits the instructions of
+// the target it builds for.
 // Elsewhere tinygpt leaves vectorisation to the compiler, except for sums
 // (the lane sums below), which it may not reorder by itself.
+//
+// One width per build: the kernel path. A `vec` is one register of the
+// target (the Makefile builds for the CPU it runs on, or, with PORTABLE=1,
+// once per path):
+//   avx512   16 floats, 32 registers   (x86-64 with AVX-512F)
+//   avx2      8 floats, 16 registers   (x86-64 with AVX2 and FMA)
+//   neon      4 floats, 32 registers   (aarch64)
+//   generic   4 floats, plain vectors  (anything else; -DTINYGPT_GENERIC forces it)
+// The results do not depend on the path: a tile adds its terms in
+// increasing k with one FMA each, whatever its width (tile.h), and a lane
+// sum has 16 lanes on every path, held as one, two or four vectors.
 #ifndef TINYGPT_SIMD_H
 #define TINYGPT_SIMD_H
 
+#include <math.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
+#if defined(TINYGPT_GENERIC)
+#define VEC_FLOATS 4
+#define KERNEL_PATH "generic"
+#elif defined(__AVX512F__)
+#define VEC_FLOATS 16
+#define KERNEL_PATH "avx512"
 #include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__)
+#define VEC_FLOATS 8
+#define KERNEL_PATH "avx2"
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define VEC_FLOATS 4
+#define KERNEL_PATH "neon"
+#include <arm_neon.h>
+#else
+#define VEC_FLOATS 4
+#define KERNEL_PATH "generic"
 #endif
 
-typedef float vec16 __attribute__((vector_size(64)));
+typedef float vec __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
 
 // Unaligned load and store; memcpy is how C says "these bytes, any alignment".
-static inline vec16 load16(const float *p) {
-    vec16 v;
+static inline vec load_vec(const float *p) {
+    vec v;
     memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void store16(float *p, vec16 v) { memcpy(p, &v, sizeof v); }
+static inline void store_vec(float *p, vec v) { memcpy(p, &v, sizeof v); }
+// x in every lane: one broadcast instruction. (Not `(vec){0} + x`: the
+// compiler may not drop the addition of 0, which is -0 + 0 = +0 for
+// x = -0, and keeps a register of zeros and an add for every broadcast; a
+// loop over the lanes became a chain of lane inserts in the tile.)
+static inline vec splat(float x) {
+#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
+    vec v;
+    for (int i = 0; i < VEC_FLOATS; i++) v[i] = x;
+    return v;
+#elif VEC_FLOATS == 16
+    return (vec)_mm512_set1_ps(x);
+#elif VEC_FLOATS == 8
+    return (vec)_mm256_set1_ps(x);
+#else
+    return (vec)vdupq_n_f32(x);
+#endif
+}
+
+// a * b + c in each lane, rounded once: one fused multiply-add. Written out
+// rather than left to -ffp-contract=fast, which fuses `acc += a * b` in most
+// places but not in all: gcc 12 left one such product of the lane sums
+// unfused in one caller and fused in another, one unit in the last place
+// apart. Where the bits must not depend on the path, the FMA is said.
+static inline vec fma_vec(vec a, vec b, vec c) {
+#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
+    vec r;
+    for (int i = 0; i < VEC_FLOATS; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+#elif VEC_FLOATS == 16
+    return (vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif VEC_FLOATS == 8
+    return (vec)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return (vec)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
+#endif
+}
 
 // KEEP_IN_REGISTER: an empty asm statement that the compiler must assume
 // reads and changes "v". It stops gcc from folding a vector's load into
 // every multiply-add that uses it, which multiplies the loads and halves the
-// matmul's speed. Only with AVX-512, where a vec16 fits one register.
-#if defined(__AVX512F__)
+// matmul's speed ("v": an x86 vector register, "w": an aarch64 one).
+#if defined(TINYGPT_GENERIC)
+#define KEEP_IN_REGISTER(v) ((void)0)
+#elif defined(__AVX2__) || defined(__AVX512F__)
 #define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
+#elif defined(__aarch64__)
+#define KEEP_IN_REGISTER(v) __asm__("" : "+w"(v))
 #else
 #define KEEP_IN_REGISTER(v) ((void)0)
 #endif
 
-// ---------------------------------------------------------------------------
-// transpose16x16: rows[r][c] becomes rows[c][r] for a 16 x 16 block held in
-// 16 vectors. Four rounds, d = 8, 4, 2, 1: in each, rows r and r + d (r
-// without bit d) swap their entries [r][c + d] and [r + d][c] (c without
-// bit d), a 2 x 2 block transpose at scale d; the four rounds swap the four
-// bits of the row and column numbers one at a time. Each swap is a shuffle
-// of two vectors (one instruction with AVX-512): 64 shuffles move the 256
-// numbers, where loading and storing them one by one takes 512 accesses.
-// Round d swaps 2 x 2 blocks of size d between rows x and y = x + d: lane l
-// of the new x is its own [l] (l without bit d) or y's [l - d]; lane l of the
-// new y is x's [l + d] or its own [l]. __builtin_shufflevector takes lanes
-// 0-15 from its first vector and 16-31 from its second (gcc 12 and clang).
-static inline void swap_blocks_8(vec16 *x, vec16 *y) {
-    const vec16 a = *x, b = *y;
-    *x = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    *y = __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-}
-static inline void swap_blocks_4(vec16 *x, vec16 *y) {
-    const vec16 a = *x, b = *y;
-    *x = __builtin_shufflevector(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-    *y = __builtin_shufflevector(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-}
-static inline void swap_blocks_2(vec16 *x, vec16 *y) {
-    const vec16 a = *x, b = *y;
-    *x = __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-    *y = __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-}
-static inline void swap_blocks_1(vec16 *x, vec16 *y) {
-    const vec16 a = *x, b = *y;
-    *x = __builtin_shufflevector(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-    *y = __builtin_shufflevector(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+// x[0..count) (0 < count < VEC_FLOATS) in a vector whose other lanes are
+// "pad". The plain version copies the floats into a vector in memory and
+// loads it back; the processor cannot forward the small stores to the wide
+// load, and the load waits ~20 cycles for them to reach the cache, on every
+// short row of the attention's softmax. AVX-512 and AVX2 load only the
+// lanes a mask selects (and never touch memory past x[count - 1]), with
+// the same result.
+static inline vec load_tail(const float *x, int count, float pad) {
+#if defined(TINYGPT_GENERIC)
+    vec v = splat(pad);
+    memcpy(&v, x, (size_t)count * sizeof(float));
+    return v;
+#elif VEC_FLOATS == 16
+    return (vec)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
+#elif VEC_FLOATS == 8
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 wanted = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane));
+    return (vec)_mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(x, _mm256_castps_si256(wanted)), wanted);
+#else
+    vec v = splat(pad);
+    memcpy(&v, x, (size_t)count * sizeof(float));
+    return v;
+#endif
 }
 
-static inline void transpose16x16(vec16 rows[16]) {
-    // (Unrolled completely, so the 16 rows stay in registers.)
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++)
-        if (!(r & 8)) swap_blocks_8(&rows[r], &rows[r + 8]);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++)
-        if (!(r & 4)) swap_blocks_4(&rows[r], &rows[r + 4]);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++)
-        if (!(r & 2)) swap_blocks_2(&rows[r], &rows[r + 2]);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++)
-        if (!(r & 1)) swap_blocks_1(&rows[r], &rows[r + 1]);
+// v's lanes [0, count) (0 < count < VEC_FLOATS) into x[0..count), and
+// nothing past them: the store to load_tail's load.
+static inline void store_tail(float *x, vec v, int count) {
+#if defined(TINYGPT_GENERIC)
+    memcpy(x, &v, (size_t)count * sizeof(float));
+#elif VEC_FLOATS == 16
+    _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
+#elif VEC_FLOATS == 8
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane), (__m256)v);
+#else
+    memcpy(x, &v, (size_t)count * sizeof(float));
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// transpose_block: rows[r][c] becomes rows[c][r] for a VEC_FLOATS x
+// VEC_FLOATS block held in VEC_FLOATS vectors. Rounds d = VEC_FLOATS / 2,
+// ..., 2, 1: in each, rows r and r + d (r without bit d) swap their entries
+// [r][c + d] and [r + d][c] (c without bit d), a 2 x 2 block transpose at
+// scale d; the rounds swap the bits of the row and column numbers one at a
+// time. Each swap is a shuffle of two vectors (one or two instructions):
+// 64 shuffles move AVX-512's 256 numbers, where loading and storing them one
+// by one takes 512 accesses.
+// Round d makes, of rows x and y = x + d: lane l of the new x is its own
+// [l] (l without bit d) or y's [l - d]; lane l of the new y is x's [l + d]
+// or its own [l]. __builtin_shufflevector takes lanes 0..W-1 from its first
+// vector and W..2W-1 from its second (gcc 12 and clang); the lists below
+// spell that rule out for each width.
+#if VEC_FLOATS == 16
+#define SWAP_X_8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define SWAP_Y_8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define SWAP_X_4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define SWAP_Y_4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define SWAP_X_2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define SWAP_Y_2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define SWAP_X_1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define SWAP_Y_1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+#elif VEC_FLOATS == 8
+#define SWAP_X_4 0, 1, 2, 3, 8, 9, 10, 11
+#define SWAP_Y_4 4, 5, 6, 7, 12, 13, 14, 15
+#define SWAP_X_2 0, 1, 8, 9, 4, 5, 12, 13
+#define SWAP_Y_2 2, 3, 10, 11, 6, 7, 14, 15
+#define SWAP_X_1 0, 8, 2, 10, 4, 12, 6, 14
+#define SWAP_Y_1 1, 9, 3, 11, 5, 13, 7, 15
+#else
+#define SWAP_X_2 0, 1, 4, 5
+#define SWAP_Y_2 2, 3, 6, 7
+#define SWAP_X_1 0, 4, 2, 6
+#define SWAP_Y_1 1, 5, 3, 7
+#endif
+
+// One round: every pair of rows (r, r + D), r without bit D.
+#define TRANSPOSE_ROUND(rows, D)                                                 \
+    _Pragma("GCC unroll 16") for (int r = 0; r < VEC_FLOATS; r++) if (!(r & (D))) { \
+        const vec a = (rows)[r], b = (rows)[r + (D)];                            \
+        (rows)[r] = __builtin_shufflevector(a, b, SWAP_X_##D);                   \
+        (rows)[r + (D)] = __builtin_shufflevector(a, b, SWAP_Y_##D);             \
+    }
+
+static inline void transpose_block(vec rows[VEC_FLOATS]) {
+    // (Unrolled completely, so the rows stay in registers.)
+#if VEC_FLOATS == 16
+    TRANSPOSE_ROUND(rows, 8)
+#endif
+#if VEC_FLOATS >= 8
+    TRANSPOSE_ROUND(rows, 4)
+#endif
+    TRANSPOSE_ROUND(rows, 2)
+    TRANSPOSE_ROUND(rows, 1)
 }
 
 // ---------------------------------------------------------------------------
@@ -93,39 +210,49 @@ static inline void transpose16x16(vec16 rows[16]) {
 // running float would make every addition wait for the one before (and the
 // compiler may not reorder float additions itself); 16 lanes make a 128-long
 // row 8 vector additions. The order is fixed by n alone, so a row gives the
-// same bits wherever it is and whatever thread sums it. Used by the
-// softmax (softmax.h), attention's backward and LayerNorm.
+// same bits wherever it is, whatever thread sums it, and on every path: the
+// 16 lanes are one AVX-512 vector, two AVX2 halves or four NEON quarters.
+// Used by the softmax (softmax.h), attention's backward and LayerNorm.
+#define LANE_PARTS (16 / VEC_FLOATS)
 
-// x[0..count) (count < 16) in a vector whose other lanes are "pad". The
-// plain version copies the floats into a vector in memory and loads it
-// back; the processor cannot forward the small stores to the wide load, and
-// the load waits ~20 cycles for them to reach the cache, on every short row
-// of the attention's softmax. AVX-512 loads only the lanes a mask selects
-// (and never touches memory past x[count - 1]), with the same result.
-static inline vec16 load_tail16(const float *x, int count, float pad) {
-#if defined(__AVX512F__)
-    return (vec16)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
-#else
-    vec16 v = (vec16){0} + pad;
-    memcpy(&v, x, (size_t)count * sizeof(float));
-    return v;
-#endif
+// Lane i is part[i / VEC_FLOATS][i % VEC_FLOATS].
+typedef struct {
+    vec part[LANE_PARTS];
+} Lanes16;
+
+static inline Lanes16 lanes16_fill(float x) {
+    Lanes16 l;
+    for (int p = 0; p < LANE_PARTS; p++) l.part[p] = splat(x);
+    return l;
 }
 
-// v's lanes [0, count) (count < 16) into x[0..count), and nothing past
-// them: the store to load_tail16's load.
-static inline void store_tail16(float *x, vec16 v, int count) {
-#if defined(__AVX512F__)
-    _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
-#else
-    memcpy(x, &v, (size_t)count * sizeof(float));
-#endif
+static inline float lane_at(Lanes16 l, int i) { return l.part[i / VEC_FLOATS][i % VEC_FLOATS]; }
+
+// x[0..16) as lanes
+static inline Lanes16 load16(const float *x) {
+    Lanes16 l;
+    for (int p = 0; p < LANE_PARTS; p++) l.part[p] = load_vec(x + p * VEC_FLOATS);
+    return l;
 }
 
-// the 16 lanes of v added up, lane 0 first
-static inline float sum16(vec16 v) {
+// x[0..count) (count < 16) as lanes, the lanes past count "pad"; memory
+// past x[count - 1] is never touched.
+static inline Lanes16 load_tail16(const float *x, int count, float pad) {
+    Lanes16 l;
+    for (int p = 0; p < LANE_PARTS; p++) {
+        const int here = count - p * VEC_FLOATS;
+        l.part[p] = here >= VEC_FLOATS ? load_vec(x + p * VEC_FLOATS)
+                    : here > 0         ? load_tail(x + p * VEC_FLOATS, here, pad)
+                                       : splat(pad);
+    }
+    return l;
+}
+
+// the 16 lanes of l added up, lane 0 first
+static inline float sum16(Lanes16 l) {
     float sum = 0.0f;
-    for (int i = 0; i < 16; i++) sum += v[i];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) sum += lane_at(l, i);
     return sum;
 }
 
@@ -134,33 +261,46 @@ static inline float sum16(vec16 v) {
 // additions (~50 cycles); here the rows' chains run side by side, one
 // addition of each row per step, and overlap. (Softmax over a block of
 // short rows spent most of its time waiting on these chains.)
-static inline void sum16_rows(float *sums, const vec16 *lanes, int rows) {
+static inline void sum16_rows(float *sums, const Lanes16 *lanes, int rows) {
     for (int r = 0; r < rows; r++) sums[r] = 0.0f;
     for (int i = 0; i < 16; i++)
-        for (int r = 0; r < rows; r++) sums[r] += lanes[r][i];
+        for (int r = 0; r < rows; r++) sums[r] += lane_at(lanes[r], i);
 }
 
 // x[0..n) added in lanes: lane i holds x[i] + x[i+16] + ..., in increasing j
-static inline vec16 row_sum_lanes(const float *x, int n) {
-    vec16 lanes = {0};
+static inline Lanes16 row_sum_lanes(const float *x, int n) {
+    Lanes16 lanes = lanes16_fill(0.0f);
     int j = 0;
-    for (; j + 16 <= n; j += 16) lanes += load16(x + j);
-    if (j < n) lanes += load_tail16(x + j, n - j, 0.0f);
+    for (; j + 16 <= n; j += 16)
+        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] += load_vec(x + j + p * VEC_FLOATS);
+    if (j < n) {
+        const Lanes16 rest = load_tail16(x + j, n - j, 0.0f);
+        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] += rest.part[p];
+    }
     return lanes;
 }
 
 // sum over j < n of x[j]
-static inline float row_sum(const float *x, int n) { return sum16(row_sum_lanes(x, n)); }
+static inline float row_sum(const float *x, int n) {
+    return sum16(row_sum_lanes(x, n));
+}
 
-// sum over j < n of a[j] * b[j]: softmax's backward needs sum_i w_i dw_i
-// (attention_backward).
-static inline vec16 row_dot_lanes(const float *a, const float *b, int n) {
-    vec16 lanes = {0};
+// sum over j < n of a[j] * b[j], in lanes: softmax's backward needs
+// sum_i w_i dw_i (attention_backward).
+static inline Lanes16 row_dot_lanes(const float *a, const float *b, int n) {
+    Lanes16 lanes = lanes16_fill(0.0f);
     int j = 0;
-    for (; j + 16 <= n; j += 16) lanes += load16(a + j) * load16(b + j);
-    if (j < n) lanes += load_tail16(a + j, n - j, 0.0f) * load_tail16(b + j, n - j, 0.0f);
+    for (; j + 16 <= n; j += 16)
+        for (int p = 0; p < LANE_PARTS; p++)
+            lanes.part[p] = fma_vec(load_vec(a + j + p * VEC_FLOATS), load_vec(b + j + p * VEC_FLOATS), lanes.part[p]);
+    if (j < n) {
+        const Lanes16 a_rest = load_tail16(a + j, n - j, 0.0f), b_rest = load_tail16(b + j, n - j, 0.0f);
+        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = fma_vec(a_rest.part[p], b_rest.part[p], lanes.part[p]);
+    }
     return lanes;
 }
-static inline float row_dot(const float *a, const float *b, int n) { return sum16(row_dot_lanes(a, b, n)); }
+static inline float row_dot(const float *a, const float *b, int n) {
+    return sum16(row_dot_lanes(a, b, n));
+}
 
 #endif

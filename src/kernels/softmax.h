@@ -10,7 +10,7 @@
 // derived where it is used: in attention.c (attention_backward_reference),
 // and, folded into the loss's, in crossentropy.c.
 //
-// The max and the sum run on 16-float vectors: lane i sees j = i, i+16,
+// The max and the sum run in 16 lanes (simd.h): lane i sees j = i, i+16,
 // ..., and the lanes are combined at the end (the sums are simd.h's
 // row_sum and row_dot). With one running max or sum, each step waits for
 // the one before, and for the sum the compiler may not reorder float
@@ -26,21 +26,25 @@
 #include "fastexp.h"
 #include "simd.h"
 
-typedef int32_t ivec16 __attribute__((vector_size(64)));
+typedef int32_t ivec __attribute__((vector_size(VEC_FLOATS * sizeof(int32_t))));
 
-// max16: the larger of a and b in each lane; the comparison gives -1 (all
+// max_vec: the larger of a and b in each lane; the comparison gives -1 (all
 // bits set) where a > b, which selects a's bits, else b's.
-static inline vec16 max16(vec16 a, vec16 b) {
-    ivec16 a_wins = a > b;
-    return (vec16)((a_wins & (ivec16)a) | (~a_wins & (ivec16)b));
+static inline vec max_vec(vec a, vec b) {
+    ivec a_wins = a > b;
+    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
 }
 
 // The largest of x[0..n), in lanes (lane i: of x[i], x[i+16], ...)
-static inline vec16 row_max_lanes(const float *x, int n) {
-    vec16 lanes = (vec16){0} - INFINITY;
+static inline Lanes16 row_max_lanes(const float *x, int n) {
+    Lanes16 lanes = lanes16_fill(-INFINITY);
     int j = 0;
-    for (; j + 16 <= n; j += 16) lanes = max16(lanes, load16(x + j));
-    if (j < n) lanes = max16(lanes, load_tail16(x + j, n - j, -INFINITY));
+    for (; j + 16 <= n; j += 16)
+        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = max_vec(lanes.part[p], load_vec(x + j + p * VEC_FLOATS));
+    if (j < n) {
+        const Lanes16 rest = load_tail16(x + j, n - j, -INFINITY);
+        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = max_vec(lanes.part[p], rest.part[p]);
+    }
     return lanes;
 }
 
@@ -67,13 +71,13 @@ static inline vec16 row_max_lanes(const float *x, int n) {
 // which cost more than the vectors. The loss, without room, passes n.
 static inline void softmax_rows(float *out, size_t ldo, const float *in, size_t ldi, int rows, int n0, int n_step,
                                 int room, float scale, float *log_sum_exp) {
-    vec16 lanes[SOFTMAX_BLOCK];
+    Lanes16 lanes[SOFTMAX_BLOCK];
     float max[SOFTMAX_BLOCK], sum[SOFTMAX_BLOCK];
     // 1. each row's max: lanes first, then the lanes of every row
     for (int r = 0; r < rows; r++) lanes[r] = row_max_lanes(in + r * ldi, n0 + r * n_step);
-    for (int r = 0; r < rows; r++) max[r] = lanes[r][0];
+    for (int r = 0; r < rows; r++) max[r] = lane_at(lanes[r], 0);
     for (int i = 1; i < 16; i++)
-        for (int r = 0; r < rows; r++) max[r] = lanes[r][i] > max[r] ? lanes[r][i] : max[r];
+        for (int r = 0; r < rows; r++) max[r] = lane_at(lanes[r], i) > max[r] ? lane_at(lanes[r], i) : max[r];
     // 2. the exps and, in lanes, their sums
     for (int r = 0; r < rows; r++) {
         const float *in_r = in + r * ldi;

@@ -12,11 +12,11 @@
 // one. B and out are row-major with their own row strides (ldb, ldo), so
 // both can be slices of a wider tensor, such as one head's channels of qkv.
 //
-// Why it is fast: the ROWS x (16 * NV) block of out lives in ROWS * NV
-// vector registers while k runs. Each k loads NV vectors of B's row k and
-// broadcasts ROWS numbers of A into ROWS * NV multiply-adds; with at least
-// 8 independent accumulators the multiply-adds overlap instead of waiting
-// for each other's results.
+// Why it is fast: the ROWS x COLS block of out lives in ROWS * NV vector
+// registers (NV = COLS / VEC_FLOATS) while k runs. Each k loads NV vectors
+// of B's row k and broadcasts ROWS numbers of A into ROWS * NV
+// multiply-adds; with at least 8 independent accumulators the multiply-adds
+// overlap instead of waiting for each other's results.
 #ifndef TINYGPT_TILE_H
 #define TINYGPT_TILE_H
 
@@ -59,68 +59,110 @@ static inline void tile_any(float *out, size_t ldo, StridedMatrix A, const float
     }
 }
 
-// The vector tile: ROWS rows by 16 * NV columns, ROWS * NV <= 16. Always
-// inlined with constant ROWS and NV, so the loops over them unroll and the
-// accumulators become registers.
+// The vector tile: ROWS rows by COLS columns (COLS a multiple of
+// VEC_FLOATS), held in ROWS * COLS / VEC_FLOATS vector registers. Always
+// inlined with constant ROWS and COLS, so the loops over them unroll and the
+// accumulators become registers; a shape must leave registers for B's row
+// and the broadcast, or the compiler keeps accumulators on the stack and the
+// tile runs at a few percent of its speed (TILE_SHAPES below).
 #define TILE_MAX_ROWS 16
-#define TILE_MAX_NV 4
+#define TILE_MAX_VECS 8  // of one row: 64 columns of AVX-512, 32 of NEON's
 static inline __attribute__((always_inline)) void tile_vec(float *out, size_t ldo, StridedMatrix A, const float *B,
                                                            size_t ldb, int k0, int k1, int n0, int m0, TileStart start,
-                                                           const int ROWS, const int NV) {
-    vec16 acc[TILE_MAX_ROWS][TILE_MAX_NV];
+                                                           const int ROWS, const int COLS) {
+    const int NV = COLS / VEC_FLOATS;
+    vec acc[TILE_MAX_ROWS][TILE_MAX_VECS];
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            acc[r][v] = start.accumulate ? load16(out + (size_t)(n0 + r) * ldo + m0 + 16 * v)
-                        : start.init_row ? load16(start.init_row + m0 + 16 * v)
-                                         : (vec16){0};
+            acc[r][v] = start.accumulate ? load_vec(out + (size_t)(n0 + r) * ldo + m0 + VEC_FLOATS * v)
+                        : start.init_row ? load_vec(start.init_row + m0 + VEC_FLOATS * v)
+                                         : splat(0.0f);
     for (int k = k0; k < k1; k++) {
         const float *b_row = B + (size_t)k * ldb + m0;
-        vec16 b[TILE_MAX_NV];
-#pragma GCC unroll 4
+        vec b[TILE_MAX_VECS];
+#pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
-            b[v] = load16(b_row + 16 * v);
+            b[v] = load_vec(b_row + VEC_FLOATS * v);
             KEEP_IN_REGISTER(b[v]);
         }
 #pragma GCC unroll 16
         for (int r = 0; r < ROWS; r++) {
             const float a = strided_at(A, n0 + r, k);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];  // fused: -ffp-contract=fast
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++) acc[r][v] = fma_vec(splat(a), b[v], acc[r][v]);
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) store16(out + (size_t)(n0 + r) * ldo + m0 + 16 * v, acc[r][v]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) store_vec(out + (size_t)(n0 + r) * ldo + m0 + VEC_FLOATS * v, acc[r][v]);
 }
 
-// The last cols < 16 columns of a tile (a head V = 83 wide ends in a tile
-// 19 wide: a whole vector, then these 3), in one vector per row
-// whose lanes past cols are never read from B or out nor written
-// (load_tail16, store_tail16). Each lane is its column's chain of fused
-// multiply-adds in increasing k, as in tile_any, so the bits are tile_any's;
-// tile_any's single chain per number waits on each multiply-add in turn,
-// ~16 times slower (at card L, the 19 columns took longer than the head's
-// other 64).
+// The last cols < VEC_FLOATS columns of a tile (a head V = 83 wide ends in
+// 3 such columns on AVX-512 and AVX2), in one vector per row whose lanes
+// past cols are never read from B or out nor written (load_tail,
+// store_tail). Each lane is its column's chain of fused multiply-adds in
+// increasing k, as in tile_any, so the bits are tile_any's; tile_any's
+// single chain per number waits on each multiply-add in turn, ~16 times
+// slower (at card L, the 19 columns took longer than the head's other 64).
 static inline __attribute__((always_inline)) void tile_tail(float *out, size_t ldo, StridedMatrix A,
                                                             const float *B, size_t ldb, int k0, int k1, int n0,
                                                             int m0, int cols, TileStart start, const int ROWS) {
-    vec16 acc[TILE_MAX_ROWS];
+    vec acc[TILE_MAX_ROWS];
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; r++)
-        acc[r] = start.accumulate ? load_tail16(out + (size_t)(n0 + r) * ldo + m0, cols, 0.0f)
-                 : start.init_row ? load_tail16(start.init_row + m0, cols, 0.0f)
-                                  : (vec16){0};
+        acc[r] = start.accumulate ? load_tail(out + (size_t)(n0 + r) * ldo + m0, cols, 0.0f)
+                 : start.init_row ? load_tail(start.init_row + m0, cols, 0.0f)
+                                  : splat(0.0f);
     for (int k = k0; k < k1; k++) {
-        vec16 b = load_tail16(B + (size_t)k * ldb + m0, cols, 0.0f);
+        vec b = load_tail(B + (size_t)k * ldb + m0, cols, 0.0f);
         KEEP_IN_REGISTER(b);
 #pragma GCC unroll 16
-        for (int r = 0; r < ROWS; r++) acc[r] += strided_at(A, n0 + r, k) * b;  // fused: -ffp-contract=fast
+        for (int r = 0; r < ROWS; r++) acc[r] = fma_vec(splat(strided_at(A, n0 + r, k)), b, acc[r]);
     }
 #pragma GCC unroll 16
-    for (int r = 0; r < ROWS; r++) store_tail16(out + (size_t)(n0 + r) * ldo + m0, acc[r], cols);
+    for (int r = 0; r < ROWS; r++) store_tail(out + (size_t)(n0 + r) * ldo + m0, acc[r], cols);
 }
+
+// TILE_SHAPES: the tiles each path's products run on, ROWS x COLS, as many
+// accumulators as leave registers for B's row and the broadcast of A:
+//   TALL     A read as it lies (forward, dinp), the bulk of a product;
+//   PAIR     the rows a chunk has left past its TALL tiles, two at a time;
+//   STRIP    A transposed (dweight), read from matmul.c's strips, STRIP rows high;
+//   EDGE     the rows and columns left over (and attention's score tiles).
+// AVX-512 (32 registers): TALL 6 x 64 (24 accumulators), PAIR 2 x 64 (8),
+// STRIP 8 x 32 and EDGE 4 x 64 (16). AVX2 (16 registers): TALL 6 x 16 (12,
+// BLIS's Haswell shape), PAIR 2 x 32 (8), the strips 6 x 16 too, EDGE 4 x 16
+// (8). NEON (32 registers of 4): 6 x 16 (24), 2 x 32 (16), strips 6 x 16,
+// EDGE 4 x 16 (16). Generic (assume 16 registers of 4): 6 x 8 (12), 2 x 16
+// (8), strips 6 x 8, EDGE 4 x 8 (8). PAIR has 8 accumulators or more, the
+// fewest that keep two FMA units busy.
+#if VEC_FLOATS == 16
+#define TALL_ROWS 6
+#define TALL_COLS 64
+#define PAIR_COLS 64
+#define STRIP_ROWS 8
+#define STRIP_COLS 32
+#define EDGE_ROWS 4
+#define EDGE_COLS 64
+#elif VEC_FLOATS == 8 || !defined(TINYGPT_GENERIC) && defined(__aarch64__)
+#define TALL_ROWS 6
+#define TALL_COLS 16
+#define PAIR_COLS 32
+#define STRIP_ROWS 6
+#define STRIP_COLS 16
+#define EDGE_ROWS 4
+#define EDGE_COLS 16
+#else
+#define TALL_ROWS 6
+#define TALL_COLS 8
+#define PAIR_COLS 16
+#define STRIP_ROWS 6
+#define STRIP_COLS 8
+#define EDGE_ROWS 4
+#define EDGE_COLS 8
+#endif
 
 #endif

@@ -18,7 +18,7 @@
 //       tiles 4 rows by up to 64 keys (matmul.c's matmul_tile_rows), reading the
 //       keys and values transposed ([HS,T], filled by transpose_head);
 //   T x HS results: out = P V,  dV = P^T dOut,  dK = dS^T Q,  dQ = dS K
-//       tiles of HEAD_ROWS rows by the whole head (head_product below).
+//       tiles of HEAD_ROWS rows by the head or a piece of it (head_product below).
 // Only tiles at or left of the diagonal are computed: a tile wholly right
 // of it would be all masked.
 #include <math.h>
@@ -43,50 +43,79 @@ static int causal_tile_cols(int j0, int last, int T) {
     return cols < T - j0 ? cols : T - j0;
 }
 
-// Rows per tile for a head of NV vectors: 16 accumulators in all, the
-// most that leave registers for B's row and the broadcasts.
-#define HEAD_ROWS(NV) (16 / (NV))
+// The head tile, HEAD_ROWS(COLS) rows by COLS columns of the head. On
+// AVX-512 the whole head (COLS = HS, up to 64) in 16 accumulators, the
+// most that leave registers for B's row and the broadcasts; elsewhere the
+// head in pieces of the path's TALL tile (tile.h's TILE_SHAPES), so that
+// no path keeps more accumulators than it has registers.
+#if VEC_FLOATS == 16
+#define HEAD_ROWS(COLS) (16 * VEC_FLOATS / (COLS))
+#else
+#define HEAD_ROWS(COLS) TALL_ROWS
+#endif
+
+// One head tile, compiled as a function of its own off AVX-512 (as
+// matmul.c's TALL tile): inlined beside the rest, gcc 12 kept some of the
+// AVX2 tile's accumulators on the stack.
+#if VEC_FLOATS != 16
+static __attribute__((noinline)) void head_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb,
+                                                int k0, int k1, int n, int m, TileStart start) {
+    tile_vec(out, ldo, A, B, ldb, k0, k1, n, m, start, HEAD_ROWS(TALL_COLS), TALL_COLS);
+}
+#define HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS) head_tile(out, ldo, A, B, ldb, k0, k1, n, m, start)
+#else
+#define HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS) \
+    tile_vec(out, ldo, A, B, ldb, k0, k1, n, m, start, HEAD_ROWS(COLS), COLS)
+#endif
 
 // out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) * B[k, 0..HS)
-// for n in [n0, n0 + rows); per tile of rows, k runs over the union of its
-// rows' ranges, given by the callers as the causal bounds of the tile:
-// "lower" (P V, dS K: k <= n, so k in [0, last row]) or not (P^T dOut,
-// dS^T Q: k >= n, so k in [first row, T)). Outside its own range a row's A
-// is exactly zero (masked), so the extra terms add nothing.
-static inline __attribute__((always_inline)) void head_product_nv(float *out, size_t ldo, StridedMatrix A,
-                                                                  const float *B, size_t ldb, int n0, int rows,
-                                                                  int T, bool lower, TileStart start, const int NV) {
+// for n in [n0, n0 + rows), in tiles COLS wide (COLS divides HS); per tile
+// of rows, k runs over the union of its rows' ranges, given by the callers
+// as the causal bounds of the tile: "lower" (P V, dS K: k <= n, so k in
+// [0, last row]) or not (P^T dOut, dS^T Q: k >= n, so k in [first row,
+// T)). Outside its own range a row's A is exactly zero (masked), so the
+// extra terms add nothing.
+static inline __attribute__((always_inline)) void head_product_cols(float *out, size_t ldo, StridedMatrix A,
+                                                                    const float *B, size_t ldb, int n0, int rows,
+                                                                    int T, bool lower, TileStart start, int HS,
+                                                                    const int COLS) {
     int n = n0;
-    for (; n + HEAD_ROWS(NV) <= n0 + rows; n += HEAD_ROWS(NV)) {
-        int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(NV) : T;
-        tile_vec(out, ldo, A, B, ldb, k0, k1, n, 0, start, HEAD_ROWS(NV), NV);
+    for (; n + HEAD_ROWS(COLS) <= n0 + rows; n += HEAD_ROWS(COLS)) {
+        int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(COLS) : T;
+        for (int m = 0; m < HS; m += COLS) HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS);
     }
-    for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(NV), one at a time
-        tile_vec(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, 0, start, 1, NV);
+    for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(COLS), one at a time
+        for (int m = 0; m < HS; m += COLS)
+            tile_vec(out, ldo, A, B, ldb, lower ? 0 : n, lower ? n + 1 : T, n, m, start, 1, COLS);
 }
 
-// head_product_nv with A's row stride written as the constant 1 when A is
+// head_product_cols with A's row stride written as the constant 1 when A is
 // transposed, so the compiler addresses its rows' numbers as one pointer
 // plus 0, 1, ... instead of keeping a register per row (as matmul.c does).
 static inline __attribute__((always_inline)) void head_product_known(float *out, size_t ldo, StridedMatrix A,
                                                                      const float *B, size_t ldb, int n0, int rows,
-                                                                     int T, bool lower, TileStart start,
-                                                                     const int NV) {
+                                                                     int T, bool lower, TileStart start, int HS,
+                                                                     const int COLS) {
     if (A.row_stride == 1) {
         const StridedMatrix A_t = {A.data, 1, A.col_stride};
-        head_product_nv(out, ldo, A_t, B, ldb, n0, rows, T, lower, start, NV);
+        head_product_cols(out, ldo, A_t, B, ldb, n0, rows, T, lower, start, HS, COLS);
     } else {
-        head_product_nv(out, ldo, A, B, ldb, n0, rows, T, lower, start, NV);
+        head_product_cols(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, COLS);
     }
 }
 
 static void head_product(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int n0, int rows, int T,
                          bool lower, TileStart start, int HS) {
+#if VEC_FLOATS == 16
     switch (HS % 16 == 0 ? HS / 16 : 0) {
-    case 1: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 1); return;
-    case 2: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 2); return;
-    case 3: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 3); return;
-    case 4: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, 4); return;
+    case 1: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, 16); return;
+    case 2: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, 32); return;
+    case 3: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, 48); return;
+    case 4: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, 64); return;
+#else
+    switch (HS % TALL_COLS == 0 ? 1 : 0) {
+    case 1: head_product_known(out, ldo, A, B, ldb, n0, rows, T, lower, start, HS, TALL_COLS); return;
+#endif
     default:  // other sizes: tiles of 4 rows by up to 64 columns, whole vectors then the rest (matmul.h)
         for (int n = n0; n < n0 + rows; n += 4) {
             const int tile_rows = n0 + rows - n < 4 ? n0 + rows - n : 4;
@@ -104,22 +133,23 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
                     int h) {
     const size_t C3 = 3 * (size_t)C;
     const float *keys = qkv_b + C + h * HS, *values = keys + C;
-    // In blocks of 16 positions: a block's keys and values (16 x HS each,
-    // a few KB) stay in L1 while each channel's 16 entries are written as
-    // one contiguous run. (One position at a time, every store would land
-    // in a different cache line, T floats from the last.)
-    for (int j0 = first; j0 < last; j0 += 16) {
-        const int j1 = last - j0 < 16 ? last : j0 + 16;
-        if (j1 - j0 == 16 && HS % 16 == 0) {  // whole 16 x 16 blocks: in registers (simd.h)
-            for (int which = 0; which < 2; which++) {  // keys, then values: 16 vectors each fill the registers
+    // In blocks of W = VEC_FLOATS positions: a block's keys and values (W x
+    // HS each, a few KB) stay in L1 while each channel's W entries are
+    // written as one contiguous run. (One position at a time, every store
+    // would land in a different cache line, T floats from the last.)
+    enum { W = VEC_FLOATS };
+    for (int j0 = first; j0 < last; j0 += W) {
+        const int j1 = last - j0 < W ? last : j0 + W;
+        if (j1 - j0 == W && HS % W == 0) {  // whole W x W blocks: in registers (simd.h)
+            for (int which = 0; which < 2; which++) {  // keys, then values: W vectors each
                 const float *from = which == 0 ? keys : values;
                 float *to = which == 0 ? keys_t : values_t;
                 if (!to) continue;
-                for (int i0 = 0; i0 < HS; i0 += 16) {
-                    vec16 block[16];
-                    for (int r = 0; r < 16; r++) block[r] = load16(from + (size_t)(j0 + r) * C3 + i0);
-                    transpose16x16(block);
-                    for (int c = 0; c < 16; c++) store16(to + (size_t)(i0 + c) * T + j0, block[c]);
+                for (int i0 = 0; i0 < HS; i0 += W) {
+                    vec block[W];
+                    for (int r = 0; r < W; r++) block[r] = load_vec(from + (size_t)(j0 + r) * C3 + i0);
+                    transpose_block(block);
+                    for (int c = 0; c < W; c++) store_vec(to + (size_t)(i0 + c) * T + j0, block[c]);
                 }
             }
             continue;
@@ -311,7 +341,7 @@ static void attention_backward_heads(float *dqkv, float *dweights, const float *
             // far); the masked j > t are set to zero afterwards.
             for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK) {
                 const int rows = T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK;
-                vec16 lanes[SOFTMAX_BLOCK];
+                Lanes16 lanes[SOFTMAX_BLOCK];
                 float weighted_sum[SOFTMAX_BLOCK];
                 for (int r = 0; r < rows; r++) {
                     const int t = t0 + r, whole = (t + 16) / 16 * 16 < T ? (t + 16) / 16 * 16 : T;

@@ -32,15 +32,21 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 // waits for the one before, and the two passes took most of the layer's time.
 static void row_statistics(float *mean, float *rstd, const float *x, int C) {
     const float m = row_sum(x, C) / (float)C;
-    vec16 squares = {0};
+    Lanes16 squares = lanes16_fill(0.0f);
     int c = 0;
     for (; c + 16 <= C; c += 16) {
-        const vec16 d = load16(x + c) - m;
-        squares += d * d;
+        const Lanes16 xs = load16(x + c);
+        for (int p = 0; p < LANE_PARTS; p++) {
+            const vec d = xs.part[p] - m;
+            squares.part[p] = fma_vec(d, d, squares.part[p]);
+        }
     }
     if (c < C) {  // the last partial vector, padded with the mean: distance 0
-        const vec16 d = load_tail16(x + c, C - c, m) - m;
-        squares += d * d;
+        const Lanes16 xs = load_tail16(x + c, C - c, m);
+        for (int p = 0; p < LANE_PARTS; p++) {
+            const vec d = xs.part[p] - m;
+            squares.part[p] = fma_vec(d, d, squares.part[p]);
+        }
     }
     *mean = m;
     *rstd = 1.0f / sqrtf(sum16(squares) / (float)C + LAYERNORM_EPS);
@@ -72,22 +78,27 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 // The two sums run in 16 lanes, as in row_statistics; a last partial
 // vector is padded so that its xhat and dxhat are 0 (inp with the mean,
 // dout with 0).
+// 16 columns' terms of the two sums: dxhat and dxhat * xhat, in lanes.
+static inline void add_dxhat_terms(Lanes16 *dxhat_sum, Lanes16 *dxhat_xhat_sum, Lanes16 inp, Lanes16 dout, Lanes16 w,
+                                   float mean_n, float rstd_n) {
+    for (int p = 0; p < LANE_PARTS; p++) {
+        const vec xhat = (inp.part[p] - mean_n) * rstd_n;
+        const vec dxhat = dout.part[p] * w.part[p];
+        dxhat_sum->part[p] += dxhat;
+        dxhat_xhat_sum->part[p] = fma_vec(dxhat, xhat, dxhat_xhat_sum->part[p]);
+    }
+}
+
 static void row_backward(float *dinp_n, const float *dout_n, const float *inp_n, const float *weight, float mean_n,
                          float rstd_n, int C) {
-    vec16 dxhat_sum = {0}, dxhat_xhat_sum = {0};
+    Lanes16 dxhat_sum = lanes16_fill(0.0f), dxhat_xhat_sum = lanes16_fill(0.0f);
     int c = 0;
-    for (; c + 16 <= C; c += 16) {
-        const vec16 xhat = (load16(inp_n + c) - mean_n) * rstd_n;
-        const vec16 dxhat = load16(dout_n + c) * load16(weight + c);
-        dxhat_sum += dxhat;
-        dxhat_xhat_sum += dxhat * xhat;
-    }
-    if (c < C) {
-        const vec16 xhat = (load_tail16(inp_n + c, C - c, mean_n) - mean_n) * rstd_n;
-        const vec16 dxhat = load_tail16(dout_n + c, C - c, 0.0f) * load_tail16(weight + c, C - c, 0.0f);
-        dxhat_sum += dxhat;
-        dxhat_xhat_sum += dxhat * xhat;
-    }
+    for (; c + 16 <= C; c += 16)
+        add_dxhat_terms(&dxhat_sum, &dxhat_xhat_sum, load16(inp_n + c), load16(dout_n + c), load16(weight + c), mean_n,
+                        rstd_n);
+    if (c < C)
+        add_dxhat_terms(&dxhat_sum, &dxhat_xhat_sum, load_tail16(inp_n + c, C - c, mean_n),
+                        load_tail16(dout_n + c, C - c, 0.0f), load_tail16(weight + c, C - c, 0.0f), mean_n, rstd_n);
     const float dxhat_mean = sum16(dxhat_sum) / (float)C;
     const float dxhat_xhat_mean = sum16(dxhat_xhat_sum) / (float)C;
     for (c = 0; c < C; c++) {

@@ -43,38 +43,39 @@ void linear_forward_transposed(float *out, const float *inp, const float *weight
 }
 
 // One row of out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], outputs
-// [o0, o0 + 16), with the weight read where it lies. Each output is the
-// engine's chain (tile.h): bias (or 0), then one multiply-add per c in
-// increasing c. Lane j of "acc" is output o0 + j, so the chain needs, for
-// each c, the 16 numbers weight[o0..o0+16, c]: a column of 16 rows. They
-// come 16 columns at a time: 16 row pieces loaded (one cache line each)
-// and turned into 16 column vectors in registers (transpose16x16, simd.h).
-// Each of the 16 rows is read as a stream of its own, and 16 streams at
-// once are more than the processor's prefetcher follows well: each load
-// asks, too, for the line PREFETCH_AHEAD floats further on in its row (8
-// lines; past a row's end, the next row's start, the next group's after the
-// last). On a 2-core Zen 5, 2 threads read GPT-2's [2304, 768] and
-// [50257, 768] weights at 33-37 GB/s without it, 37-46 with it (4 to 16
-// lines ahead alike).
+// [o0, o0 + W), W = VEC_FLOATS, with the weight read where it lies. Each
+// output is the engine's chain (tile.h): bias (or 0), then one multiply-add
+// per c in increasing c. Lane j of "acc" is output o0 + j, so the chain
+// needs, for each c, the W numbers weight[o0..o0+W, c]: a column of W rows.
+// They come W columns at a time: W row pieces loaded and turned into W
+// column vectors in registers (transpose_block, simd.h).
+// Each of the W rows is read as a stream of its own, and 16 streams at
+// once (AVX-512's) are more than the processor's prefetcher follows well:
+// each load asks, too, for the line PREFETCH_AHEAD floats further on in
+// its row (8 lines; past a row's end, the next row's start, the next
+// group's after the last). On a 2-core Zen 5, 2 threads read GPT-2's
+// [2304, 768] and [50257, 768] weights at 33-37 GB/s without it, 37-46 with
+// it (4 to 16 lines ahead alike).
 #define PREFETCH_AHEAD 128
-static void row_times_16_outputs(float *out_row, const float *inp_row, const float *weight, const float *bias, int C,
-                                 int o0) {
-    vec16 acc = bias ? load16(bias + o0) : (vec16){0};
+static void row_times_vec_outputs(float *out_row, const float *inp_row, const float *weight, const float *bias, int C,
+                                  int o0) {
+    enum { W = VEC_FLOATS };
+    vec acc = bias ? load_vec(bias + o0) : splat(0.0f);
     int c0 = 0;
-    for (; c0 + 16 <= C; c0 += 16) {
-        vec16 columns[16];
+    for (; c0 + W <= C; c0 += W) {
+        vec columns[W];
 #pragma GCC unroll 16
-        for (int j = 0; j < 16; j++) {
+        for (int j = 0; j < W; j++) {
             __builtin_prefetch(weight + (size_t)(o0 + j) * C + c0 + PREFETCH_AHEAD, 0, 0);
-            columns[j] = load16(weight + (size_t)(o0 + j) * C + c0);
+            columns[j] = load_vec(weight + (size_t)(o0 + j) * C + c0);
         }
-        transpose16x16(columns);  // columns[k][j] = weight[o0 + j, c0 + k]
+        transpose_block(columns);  // columns[k][j] = weight[o0 + j, c0 + k]
 #pragma GCC unroll 16
-        for (int k = 0; k < 16; k++) acc += inp_row[c0 + k] * columns[k];  // fused: -ffp-contract=fast
+        for (int k = 0; k < W; k++) acc = fma_vec(splat(inp_row[c0 + k]), columns[k], acc);
     }
-    for (int c = c0; c < C; c++)  // C not a multiple of 16: the last columns one by one
-        for (int j = 0; j < 16; j++) acc[j] = fmaf(inp_row[c], weight[(size_t)(o0 + j) * C + c], acc[j]);
-    store16(out_row + o0, acc);
+    for (int c = c0; c < C; c++)  // C not a multiple of W: the last columns one by one
+        for (int j = 0; j < W; j++) acc[j] = fmaf(inp_row[c], weight[(size_t)(o0 + j) * C + c], acc[j]);
+    store_vec(out_row + o0, acc);
 }
 
 // The same for one output o: its chain as one float.
@@ -85,13 +86,13 @@ static void row_times_1_output(float *out_row, const float *inp_row, const float
     out_row[o] = sum;
 }
 
-// The 16-output groups of one row, shared among the threads of the
+// The VEC_FLOATS-output groups of one row, shared among the threads of the
 // caller's parallel region (an orphaned `omp for`), or all run on this
 // thread outside one.
 static void row_times_groups(float *out_row, const float *inp_row, const float *weight, const float *bias, int C,
                              int groups) {
 #pragma omp for schedule(static)
-    for (int g = 0; g < groups; g++) row_times_16_outputs(out_row, inp_row, weight, bias, C, 16 * g);
+    for (int g = 0; g < groups; g++) row_times_vec_outputs(out_row, inp_row, weight, bias, C, VEC_FLOATS * g);
 }
 
 // Sampling's products have one row: each weight is used once, so the time
@@ -99,16 +100,16 @@ static void row_times_groups(float *out_row, const float *inp_row, const float *
 // it first. From about GPT-2's size on, both threads read their share of
 // the outputs' rows.
 void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
-    const int groups = OC / 16;
+    const int groups = OC / VEC_FLOATS;
     for (int n = 0; n < N; n++) {
         float *out_row = out + (size_t)n * OC;
         const float *inp_row = inp + (size_t)n * C;
         RUN_SHARED((size_t)C * OC, MIN_PARALLEL_WORK, row_times_groups(out_row, inp_row, weight, bias, C, groups));
-        for (int o = 16 * groups; o < OC; o++) row_times_1_output(out_row, inp_row, weight, bias, C, o);
+        for (int o = VEC_FLOATS * groups; o < OC; o++) row_times_1_output(out_row, inp_row, weight, bias, C, o);
     }
 }
 
-// Below a register tile's rows (4, matmul.c) the engine would copy every
+// Below a register tile's rows (EDGE_ROWS = 4, tile.h) the engine would copy every
 // weight into its panels for fewer uses than that copy costs.
 #define ENGINE_MIN_ROWS 4
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC) {
