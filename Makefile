@@ -529,7 +529,7 @@ INSTALL_BIN = $(DESTDIR)$(PREFIX)/bin/tinygpt
 INSTALL_MAN = $(DESTDIR)$(PREFIX)/share/man/man1/tinygpt.1
 MAN_PAGE = build/tinygpt.1
 
-.PHONY: man install uninstall
+.PHONY: man install uninstall install-check
 man: $(MAN_PAGE)
 
 $(MAN_PAGE): tinygpt scripts/man_page.sh
@@ -542,3 +542,10 @@ install: tinygpt $(MAN_PAGE)
 
 uninstall:
 	rm -f $(INSTALL_BIN) $(INSTALL_MAN)
+
+# make install and make uninstall into temporary DESTDIRs, checked
+# (scripts/install_check.sh): the installed tinygpt runs, its man page
+# renders and names every command, and uninstall leaves no file of ours
+# and removes no one else's. A few seconds; .ci/run runs it after make test.
+install-check: tinygpt $(MAN_PAGE)
+	scripts/install_check.sh
