@@ -511,3 +511,41 @@ valgrind: | deps
 	@scripts/setup.sh --quiet --sanitize
 	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(VG_BUILD) OPT="-O2 -g" $(VG_BUILD)/tinygpt
 	scripts/valgrind_check.sh $(VG_BUILD)/tinygpt
+
+# ---- Installing (issue 44) ---------------------------------------------------
+# `make install`: ./tinygpt to $(DESTDIR)$(PREFIX)/bin/tinygpt and its man
+# page to $(DESTDIR)$(PREFIX)/share/man/man1/tinygpt.1; `make uninstall`
+# removes those two files and nothing else (the directories may hold
+# others'). PREFIX=$HOME/.local installs for one user, without root;
+# DESTDIR stages the tree for a package. Build first (`make`) as yourself,
+# then install as root where PREFIX needs it, so that build/ stays yours.
+#
+# The man page, build/tinygpt.1, is made from ./tinygpt's own --help texts,
+# the program's and each command's (scripts/man_page.sh, with help2man,
+# which `scripts/setup.sh --man` installs): it cannot drift from them.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL_BIN = $(DESTDIR)$(PREFIX)/bin/tinygpt
+INSTALL_MAN = $(DESTDIR)$(PREFIX)/share/man/man1/tinygpt.1
+MAN_PAGE = build/tinygpt.1
+
+.PHONY: man install uninstall install-check
+man: $(MAN_PAGE)
+
+$(MAN_PAGE): tinygpt scripts/man_page.sh
+	@scripts/setup.sh --quiet --man
+	scripts/man_page.sh ./tinygpt $@
+
+install: tinygpt $(MAN_PAGE)
+	install -D -m 755 tinygpt $(INSTALL_BIN)
+	install -D -m 644 $(MAN_PAGE) $(INSTALL_MAN)
+
+uninstall:
+	rm -f $(INSTALL_BIN) $(INSTALL_MAN)
+
+# make install and make uninstall into temporary DESTDIRs, checked
+# (scripts/install_check.sh): the installed tinygpt runs, its man page
+# renders and names every command, and uninstall leaves no file of ours
+# and removes no one else's. A few seconds; .ci/run runs it after make test.
+install-check: tinygpt $(MAN_PAGE)
+	scripts/install_check.sh

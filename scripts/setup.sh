@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man]
 #
 # Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
 #           (Unicode's categories, for GPT-2's tokenizer), check (the build
@@ -20,6 +20,8 @@
 #           make fuzz, make valgrind).
 # --mpi     also Open MPI (openmpi-bin: mpirun; libopenmpi-dev: mpicc and
 #           its headers): `make MPI=1`, `make mpi-check`, `make bench-mpi`.
+# --man     also help2man, which makes the man page from the --help texts
+#           (build/tinygpt.1: make install, make install-check).
 # --quiet   print nothing when everything is already there.
 #
 # It checks first and runs apt-get (as root, or through sudo) only when
@@ -27,7 +29,7 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0
+quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0 man=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
@@ -36,7 +38,8 @@ for arg in "$@"; do
         --regex) regex=1 ;;
         --sanitize) sanitize=1 ;;
         --mpi) mpi=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi]" >&2; exit 2 ;;
+        --man) man=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man]" >&2; exit 2 ;;
     esac
 done
 
@@ -79,6 +82,10 @@ fi
 if ((mpi)); then
     command -v mpirun >/dev/null || missing+=(openmpi-bin)
     command -v mpicc >/dev/null || missing+=(libopenmpi-dev)
+fi
+
+if ((man)); then
+    command -v help2man >/dev/null || missing+=(help2man)
 fi
 
 if ((sanitize)); then
