@@ -69,7 +69,7 @@ $(BUILD)/version.h: FORCE
 $(BUILD)/commands/args.o: $(BUILD)/version.h
 $(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
 
-LIB_SRC = $(filter-out src/commands/main.c, $(wildcard src/*/*.c))
+LIB_SRC = $(filter-out src/commands/main.c src/commands/launcher.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
 TEST_SRC = $(filter-out tests/bpe_dump.c tests/gpt2_dump.c, $(wildcard tests/*.c))
@@ -105,17 +105,23 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -c $< -o $@
 
-# Which build ./tinygpt is, plain or mpi: rewritten only when it changes,
-# so that switching between `make` and `make MPI=1` relinks ./tinygpt
+# Which build ./tinygpt is, plain, mpi or portable: rewritten only when it
+# changes, so that switching between `make`, `make MPI=1` and `make
+# PORTABLE=1` relinks ./tinygpt
 # (each from its own objects, which are up to date).
-TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,plain)
+TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,$(if $(filter 1,$(PORTABLE)),portable,plain))
 build/tinygpt-kind: FORCE
 	@mkdir -p build
 	@echo $(TINYGPT_KIND) > $@.tmp
 	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 
+ifeq ($(PORTABLE),1)
+tinygpt: portable-bin build/tinygpt-kind
+	cp $(PORTABLE_BIN) $@
+else
 tinygpt: $(MAIN_OBJ) $(LIB_OBJ) build/tinygpt-kind
 	$(CC) $(CFLAGS) $(MAIN_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
+endif
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
@@ -549,3 +555,50 @@ uninstall:
 # and removes no one else's. A few seconds; .ci/run runs it after make test.
 install-check: tinygpt $(MAN_PAGE)
 	scripts/install_check.sh
+
+# ---- One binary for every x86-64 CPU (issue 44) ------------------------------
+# `make PORTABLE=1`: ./tinygpt as a package would ship it. The whole program
+# is compiled once per x86-64 kernel path (src/kernels/simd.h) into
+# build/portable/PATH/, and each copy linked into one object (`ld -r`) whose
+# only global symbol is its main, renamed tinygpt_main_PATH (objcopy), so
+# the copies' functions and thread-local panels never meet;
+# src/commands/launcher.c, compiled for any x86-64, runs the widest copy
+# the CPU has, or the widest TINYGPT_KERNELS allows. `make test` builds it
+# as build/portable/tinygpt and runs it on every path this CPU has
+# (tests/test_paths.c), beside GENERIC_BIN: the generic kernels compiled
+# for this CPU, with its FMA.
+PORTABLE_BUILD = build/portable
+PORTABLE_BIN = $(PORTABLE_BUILD)/tinygpt
+PORTABLE_PATHS = avx512 avx2 generic
+PORTABLE_OPT_avx512 = -O3 -march=x86-64-v4 -mtune=generic
+PORTABLE_OPT_avx2 = -O3 -march=x86-64-v3 -mtune=generic
+PORTABLE_OPT_generic = -O3 -march=x86-64 -mtune=generic
+GENERIC_BIN = build/generic/tinygpt
+
+# One path's copy of the whole program, with main renamed and nothing else
+# global (KERNEL_PATH_NAME, given by portable-bin below).
+$(BUILD)/program.o: $(MAIN_OBJ) $(LIB_OBJ)
+	$(CC) -r -nostdlib $^ -o $@.tmp
+	objcopy --redefine-sym main=tinygpt_main_$(KERNEL_PATH_NAME) \
+	    --keep-global-symbol=tinygpt_main_$(KERNEL_PATH_NAME) $@.tmp $@
+	rm $@.tmp
+
+$(PORTABLE_BUILD)/launcher.o: src/commands/launcher.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -march=x86-64 $(WARN) -c $< -o $@
+
+.PHONY: portable-bin generic-bin
+portable-bin: $(PORTABLE_BUILD)/launcher.o
+	$(foreach p,$(PORTABLE_PATHS),$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(PORTABLE_BUILD)/$(p) \
+	    OPT="$(PORTABLE_OPT_$(p))" KERNEL_PATH_NAME=$(p) $(PORTABLE_BUILD)/$(p)/program.o &&) true
+	$(CC) -fopenmp $(PORTABLE_BUILD)/launcher.o $(PORTABLE_PATHS:%=$(PORTABLE_BUILD)/%/program.o) -o $(PORTABLE_BIN) $(LDLIBS)
+
+generic-bin:
+	$(MAKE) --no-print-directory -j$(JOBS) BUILD=build/generic OPT="-O3 -march=native -DTINYGPT_GENERIC" $(GENERIC_BIN)
+
+# make test runs the paths' test on x86-64 (elsewhere it checks nothing).
+ifeq ($(shell uname -m),x86_64)
+test: portable-bin generic-bin
+test: export TINYGPT_PORTABLE_BIN = $(PORTABLE_BIN)
+test: export TINYGPT_GENERIC_BIN = $(GENERIC_BIN)
+endif

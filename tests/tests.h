@@ -34,6 +34,7 @@ Suite *settings_suite(void);
 Suite *train_suite(void);
 Suite *steady_state_suite(void);
 Suite *arch_suite(void);
+Suite *paths_suite(void);
 Suite *layernorm_suite(void);
 Suite *rmsnorm_suite(void);
 Suite *residual_suite(void);

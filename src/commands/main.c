@@ -13,6 +13,7 @@
 #include "common.h"
 #include "eval.h"
 #include "export.h"
+#include "fma_peak.h"
 #include "gradcheck_model.h"
 #include "peak.h"
 #include "plot_logs.h"
@@ -93,6 +94,7 @@ static void check_stdout(void) { stdout_flush_or_die(NULL); }
 
 int main(int argc, char **argv) {
     prefer_short_spinning(argv);
+    kernel_path_check();
     atexit(check_stdout);
     if (argc < 2) {
         print_help(stderr);

@@ -95,6 +95,8 @@ static void print_json(const CpuInfo *cpu, int threads, double seconds, double o
     json_buf_printf(&b, ", \"vector_bits\": %d, \"vector_floats\": %d, \"instructions\": ", cpu->vector_bits,
                     cpu->vector_floats);
     json_buf_string(&b, cpu->instructions, strlen(cpu->instructions));
+    json_buf_printf(&b, ", \"kernel_path\": ");
+    json_buf_string(&b, cpu->kernel_path, strlen(cpu->kernel_path));
     json_buf_printf(&b, ", \"fused\": %s, \"accumulators\": %d", cpu->fused ? "true" : "false", PEAK_ACCUMULATORS);
     json_buf_printf(&b, ", \"threads\": %d, \"seconds\": %g, \"gflops_1_thread\": %.3f, \"gflops_all_threads\": %.3f",
                     threads, seconds, one, all);
@@ -117,11 +119,12 @@ int cmd_peak(int argc, char **argv) {
         {"--seconds", FLAG_DOUBLE, &seconds, "S", "seconds each of the two measurements runs (1 thread, then all); longer is steadier", 0.01, 600, false, NULL, NULL},
         {"--threads", FLAG_INT, &threads, "N", "threads of the second measurement, 0 = OpenMP's default (all cores)", 0, 1024, false, NULL, NULL},
         {"--product", FLAG_STRING, &product_shape, "ROWS,IN,OUT", "also time a linear layer's three products (forward, input gradient, weight gradient) on 1 thread, inp[ROWS,IN] and weight[OUT,IN], each the best of its runs over --seconds", 0, 0, false, NULL, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"kernel_path\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
     };
     Command cmd = {"peak", NULL,
                    "Measure this CPU's peak: GFLOP/s of a loop of fused multiply-adds that touches no memory, "
-                   "on 1 thread and on all threads, at the widest vector this build uses; and name the CPU. "
+                   "on 1 thread and on all threads, with the vectors of the kernel path it runs (TINYGPT_KERNELS caps it); "
+                   "and name the CPU and the path. "
                    "With --product, also how fast tinygpt's own products run at one shape, alone.",
                    "tinygpt peak --seconds 2 --json", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
@@ -141,6 +144,7 @@ int cmd_peak(int argc, char **argv) {
     } else {
         printf("cpu: %s (%s, family %d, model %d, stepping %d)\n", cpu.name, cpu.vendor[0] ? cpu.vendor : "unknown vendor",
                cpu.family, cpu.model, cpu.stepping);
+        printf("kernels: %s\n", cpu.kernel_path);
         printf("vector: %d bits, %d floats (%s), %s; %d independent chains, no memory in the loop\n", cpu.vector_bits,
                cpu.vector_floats, cpu.instructions, cpu.fused ? "fused multiply-add" : "multiply then add (no FMA)",
                PEAK_ACCUMULATORS);

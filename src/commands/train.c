@@ -354,8 +354,8 @@ static void print_run(TrainRun *run) {
     run->flops_per_token = model_train_flops_per_token(cfg);
     run->peak_gflops = s->peak > 0 ? s->peak : peak_measure(0, PEAK_PROBE_SECONDS);
     run->peak_measured_at = now_seconds();
-    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); this CPU's FMA peak on %d threads: %.0f GFLOP/s%s",
-            run->flops_per_token / 1e6, omp_get_max_threads(), run->peak_gflops, s->peak > 0 ? " (--peak)" : "");
+    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); kernels: %s; this CPU's FMA peak on %d threads: %.0f GFLOP/s%s",
+            run->flops_per_token / 1e6, KERNEL_PATH, omp_get_max_threads(), run->peak_gflops, s->peak > 0 ? " (--peak)" : "");
     // Under mpirun the run's ceiling is every process's (rank 0's, times N:
     // the machines are taken to be alike).
     if (run->dist.size > 1) {

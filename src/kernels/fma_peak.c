@@ -4,6 +4,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -12,13 +13,10 @@
 #include <cpuid.h>
 #endif
 
-// One vector of the loop: PEAK_VECTOR_FLOATS floats, GCC/clang's vector
-// extension as in simd.h (element-wise arithmetic, a float operand
-// broadcast), but as wide as one register of this build, so that the 12
-// accumulators are 12 registers. (A vec16 would be two AVX2 registers, and
-// 24 accumulators would not fit AVX2's 16 registers: the compiler would
+// One vector of the loop: simd.h's vec, one register of this build's
+// path, so that the 12 accumulators are 12 registers. (Vectors twice as
+// wide would be 24 AVX2 registers of the 16 there are: the compiler would
 // spill them to memory, and the loop would measure the cache.)
-typedef float PeakVec __attribute__((vector_size(PEAK_VECTOR_FLOATS * sizeof(float))));
 
 // The loop, for every lane l of every accumulator i (a[i] a vector):
 //     a[i][l] = start + (i * PEAK_VECTOR_FLOATS + l) / 1024
@@ -43,13 +41,13 @@ typedef float PeakVec __attribute__((vector_size(PEAK_VECTOR_FLOATS * sizeof(flo
 //   neither drop a round nor fold two into one (it may not reassociate
 //   float arithmetic without -ffast-math, which tinygpt never uses).
 double peak_fma_loop(long rounds, float start) {
-    PeakVec a[PEAK_ACCUMULATORS];
+    vec a[PEAK_ACCUMULATORS];
     for (int i = 0; i < PEAK_ACCUMULATORS; i++)
         for (int l = 0; l < PEAK_VECTOR_FLOATS; l++) a[i][l] = start + (float)(i * PEAK_VECTOR_FLOATS + l) / 1024.0f;
-    PeakVec mul = (PeakVec){0} + PEAK_MUL, add = (PeakVec){0} + PEAK_ADD;
+    vec mul = splat(PEAK_MUL), add = splat(PEAK_ADD);
     for (long r = 0; r < rounds; r++) {
 #pragma GCC unroll 12
-        for (int i = 0; i < PEAK_ACCUMULATORS; i++) a[i] = a[i] * mul + add;
+        for (int i = 0; i < PEAK_ACCUMULATORS; i++) a[i] = fma_vec(a[i], mul, add);
     }
     double sum = 0.0;
     for (int i = 0; i < PEAK_ACCUMULATORS; i++)
@@ -105,6 +103,39 @@ double peak_measure(int threads, double seconds) {
     return best;
 }
 
+// ---- Which kernels -----------------------------------------------------------
+
+// The paths of this kind of CPU, narrowest first.
+#if defined(__x86_64__) || defined(__i386__)
+static const char *const PATHS[] = {"generic", "avx2", "avx512", NULL};
+#define PATH_LIST "avx512, avx2 or generic"
+#elif defined(__aarch64__)
+static const char *const PATHS[] = {"generic", "neon", NULL};
+#define PATH_LIST "neon or generic"
+#else
+static const char *const PATHS[] = {"generic", NULL};
+#define PATH_LIST "generic"
+#endif
+
+// Place of "name" in PATHS, or -1.
+static int path_rank(const char *name) {
+    for (int i = 0; PATHS[i]; i++)
+        if (strcmp(PATHS[i], name) == 0) return i;
+    return -1;
+}
+
+void kernel_path_check(void) {
+    const char *cap = getenv("TINYGPT_KERNELS");
+    if (!cap || !*cap) return;
+    const int wanted = path_rank(cap);
+    if (wanted < 0) die(EXIT_USAGE, "TINYGPT_KERNELS='%s' is no kernel path of this CPU's kind: give %s", cap, PATH_LIST);
+    if (wanted < path_rank(KERNEL_PATH))
+        die(EXIT_USAGE,
+            "TINYGPT_KERNELS=%s: this tinygpt has only its %s kernels (built for this CPU); `make PORTABLE=1` "
+            "builds one with every x86-64 path",
+            cap, KERNEL_PATH);
+}
+
 // ---- What the CPU says of itself -------------------------------------------
 
 // trim_spaces: "s" without its leading and trailing spaces (Intel's brand
@@ -123,6 +154,7 @@ void peak_cpu_info(CpuInfo *info) {
     info->vector_floats = PEAK_VECTOR_FLOATS;
     info->vector_bits = 32 * PEAK_VECTOR_FLOATS;
     info->instructions = PEAK_INSTRUCTIONS;
+    info->kernel_path = KERNEL_PATH;
 #if defined(__FP_FAST_FMAF)
     info->fused = true;  // the compiler's own word that fmaf, and a*b+c, is one instruction
 #endif

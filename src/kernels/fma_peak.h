@@ -33,32 +33,26 @@
 
 #include <stdbool.h>
 
+#include "simd.h"
+
 // Independent chains of FMAs in the loop (see above): 12 vectors of
 // accumulators plus mul and add fit the 16 registers of AVX2 and SSE, and
 // AVX-512's 32.
 #define PEAK_ACCUMULATORS 12
 
-// The floats in one vector of the loop: the widest register this build's
-// target has (a vec16 of simd.h is one AVX-512 register, two AVX ones, four
-// SSE ones), with the name of its instructions.
-#if defined(__AVX512F__)
-#define PEAK_VECTOR_FLOATS 16
+// The floats in one vector of the loop: one register of this build's kernel
+// path (simd.h's vec), with the name of its instructions. The peak is the
+// ceiling of that path's kernels, so it is measured with their vectors:
+// TINYGPT_KERNELS=avx2 on an AVX-512 CPU measures AVX2's peak.
+#define PEAK_VECTOR_FLOATS VEC_FLOATS
+#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
+#define PEAK_INSTRUCTIONS "the compiler's own vectors"
+#elif VEC_FLOATS == 16
 #define PEAK_INSTRUCTIONS "AVX-512"
-#elif defined(__AVX__) && defined(__FMA__)
-#define PEAK_VECTOR_FLOATS 8
+#elif VEC_FLOATS == 8
 #define PEAK_INSTRUCTIONS "AVX2 and FMA"
-#elif defined(__AVX__)
-#define PEAK_VECTOR_FLOATS 8
-#define PEAK_INSTRUCTIONS "AVX"
-#elif defined(__SSE__)
-#define PEAK_VECTOR_FLOATS 4
-#define PEAK_INSTRUCTIONS "SSE"
-#elif defined(__ARM_NEON)
-#define PEAK_VECTOR_FLOATS 4
-#define PEAK_INSTRUCTIONS "NEON"
 #else
-#define PEAK_VECTOR_FLOATS 1
-#define PEAK_INSTRUCTIONS "scalar"
+#define PEAK_INSTRUCTIONS "NEON"
 #endif
 
 // The multiply-add of each round: acc = acc * PEAK_MUL + PEAK_ADD. With
@@ -81,8 +75,17 @@ typedef struct {
     int vector_floats;     // PEAK_VECTOR_FLOATS
     int vector_bits;       // 32 x vector_floats
     const char *instructions;  // PEAK_INSTRUCTIONS
+    const char *kernel_path;   // KERNEL_PATH (simd.h): "avx512", "avx2", "neon" or "generic"
     bool fused;            // a*b+c is one fused instruction in this build (else a multiply, then an add)
 } CpuInfo;
+
+// kernel_path_check: TINYGPT_KERNELS, when set, caps the kernel path, as
+// ONEDNN_MAX_CPU_ISA caps oneDNN's: a path at or above this build's lets it
+// run; one below it is refused (exit 2, saying that `make PORTABLE=1` builds
+// a tinygpt with every x86-64 path), and so is a name that is no path of
+// this kind of CPU. (The portable build's launcher has picked a path within
+// the cap before this runs.)
+void kernel_path_check(void);
 
 // peak_cpu_info: "info" filled from cpuid (x86; elsewhere name "unknown",
 // family, model and stepping -1) and from how this file was compiled.

@@ -79,11 +79,19 @@ static inline vec splat(float x) {
 // places but not in all: gcc 12 left one such product of the lane sums
 // unfused in one caller and fused in another, one unit in the last place
 // apart. Where the bits must not depend on the path, the FMA is said.
+// Generic vectors on a CPU without FMA (the portable x86-64 build's
+// baseline) multiply, round, add and round again: the one path whose bits
+// differ from the others' (docs/speed-and-memory.md says by how much);
+// fmaf there is a library call, ~50 times slower.
 static inline vec fma_vec(vec a, vec b, vec c) {
 #if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
+#if defined(__FP_FAST_FMAF)
     vec r;
     for (int i = 0; i < VEC_FLOATS; i++) r[i] = fmaf(a[i], b[i], c[i]);
     return r;
+#else
+    return a * b + c;
+#endif
 #elif VEC_FLOATS == 16
     return (vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif VEC_FLOATS == 8
