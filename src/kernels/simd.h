@@ -56,42 +56,29 @@ static inline vec load_vec(const float *p) {
     return v;
 }
 static inline void store_vec(float *p, vec v) { memcpy(p, &v, sizeof v); }
-// x in every lane: one broadcast instruction. (Not `(vec){0} + x`: the
-// compiler may not drop the addition of 0, which is -0 + 0 = +0 for
-// x = -0, and keeps a register of zeros and an add for every broadcast; a
-// loop over the lanes became a chain of lane inserts in the tile.)
-static inline vec splat(float x) {
-#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
-    vec v;
-    for (int i = 0; i < VEC_FLOATS; i++) v[i] = x;
-    return v;
-#elif VEC_FLOATS == 16
-    return (vec)_mm512_set1_ps(x);
-#elif VEC_FLOATS == 8
-    return (vec)_mm256_set1_ps(x);
-#else
-    return (vec)vdupq_n_f32(x);
-#endif
-}
+// x in every lane: x converted to a vector (which broadcasts it) minus a
+// vector of zeros, which the compiler may drop, as x - 0 is x for every x,
+// -0 included: one broadcast instruction, or none where the FMA takes a
+// lane (NEON's fmla by element). (`(vec){0} + x` may not be dropped: -0 +
+// 0 is +0. It kept a register of zeros and an add for every broadcast, and
+// a loop over the lanes became a chain of lane inserts in the tile.)
+static inline vec splat(float x) { return x - (vec){0}; }
 
 // a * b + c in each lane, rounded once: one fused multiply-add. Written out
 // rather than left to -ffp-contract=fast, which fuses `acc += a * b` in most
 // places but not in all: gcc 12 left one such product of the lane sums
 // unfused in one caller and fused in another, one unit in the last place
 // apart. Where the bits must not depend on the path, the FMA is said.
-// Generic vectors on a CPU without FMA (the portable x86-64 build's
-// baseline) multiply, round, add and round again: the one path whose bits
-// differ from the others' (docs/speed-and-memory.md says by how much);
-// fmaf there is a library call, ~50 times slower.
+// The generic vectors leave the fusing to the compiler (-ffp-contract=fast,
+// one expression): on a CPU with FMA it is one instruction (tests/test_paths.c
+// holds the bits to the other paths'; per-lane fmaf calls were unpacked
+// into single floats through the stack). On a CPU without FMA (the
+// portable x86-64 build's baseline) the product is rounded, then the sum:
+// the one path whose bits differ from the others' (docs/speed-and-memory.md
+// says by how much).
 static inline vec fma_vec(vec a, vec b, vec c) {
 #if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
-#if defined(__FP_FAST_FMAF)
-    vec r;
-    for (int i = 0; i < VEC_FLOATS; i++) r[i] = fmaf(a[i], b[i], c[i]);
-    return r;
-#else
     return a * b + c;
-#endif
 #elif VEC_FLOATS == 16
     return (vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif VEC_FLOATS == 8
@@ -121,37 +108,32 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 // load, and the load waits ~20 cycles for them to reach the cache, on every
 // short row of the attention's softmax. AVX-512 and AVX2 load only the
 // lanes a mask selects (and never touch memory past x[count - 1]), with
-// the same result.
+// the same result; NEON and the generic vectors set the lanes one by one.
 static inline vec load_tail(const float *x, int count, float pad) {
-#if defined(TINYGPT_GENERIC)
-    vec v = splat(pad);
-    memcpy(&v, x, (size_t)count * sizeof(float));
+#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
+    vec v;  // (lane by lane over all lanes: a loop to count became a call of memcpy)
+    for (int i = 0; i < VEC_FLOATS; i++) v[i] = i < count ? x[i] : pad;
     return v;
 #elif VEC_FLOATS == 16
     return (vec)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
-#elif VEC_FLOATS == 8
+#else
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256 wanted = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane));
     return (vec)_mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(x, _mm256_castps_si256(wanted)), wanted);
-#else
-    vec v = splat(pad);
-    memcpy(&v, x, (size_t)count * sizeof(float));
-    return v;
 #endif
 }
 
 // v's lanes [0, count) (0 < count < VEC_FLOATS) into x[0..count), and
 // nothing past them: the store to load_tail's load.
 static inline void store_tail(float *x, vec v, int count) {
-#if defined(TINYGPT_GENERIC)
-    memcpy(x, &v, (size_t)count * sizeof(float));
+#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
+    for (int i = 0; i < VEC_FLOATS; i++)
+        if (i < count) x[i] = v[i];
 #elif VEC_FLOATS == 16
     _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
-#elif VEC_FLOATS == 8
+#else
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     _mm256_maskstore_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane), (__m256)v);
-#else
-    memcpy(x, &v, (size_t)count * sizeof(float));
 #endif
 }
 

@@ -136,9 +136,10 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 // STRIP 8 x 32 and EDGE 4 x 64 (16). AVX2 (16 registers): TALL 6 x 16 (12,
 // BLIS's Haswell shape), PAIR 2 x 32 (8), the strips 6 x 16 too, EDGE 4 x 16
 // (8). NEON (32 registers of 4): 6 x 16 (24), 2 x 32 (16), strips 6 x 16,
-// EDGE 4 x 16 (16). Generic (assume 16 registers of 4): 6 x 8 (12), 2 x 16
-// (8), strips 6 x 8, EDGE 4 x 8 (8). PAIR has 8 accumulators or more, the
-// fewest that keep two FMA units busy.
+// EDGE 4 x 16 (16). Generic (assume 16 registers of 4, and perhaps no FMA,
+// whose multiply and add need a register between them): 4 x 8 for all (8),
+// PAIR 2 x 16. PAIR has 8 accumulators or more, the fewest that keep two
+// FMA units busy.
 #if VEC_FLOATS == 16
 #define TALL_ROWS 6
 #define TALL_COLS 64
@@ -156,10 +157,10 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 #define EDGE_ROWS 4
 #define EDGE_COLS 16
 #else
-#define TALL_ROWS 6
+#define TALL_ROWS 4
 #define TALL_COLS 8
 #define PAIR_COLS 16
-#define STRIP_ROWS 6
+#define STRIP_ROWS 4
 #define STRIP_COLS 8
 #define EDGE_ROWS 4
 #define EDGE_COLS 8
