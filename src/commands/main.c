@@ -1,7 +1,8 @@
 // main.c: `tinygpt COMMAND [flags]`: finds the command and runs it.
 //
-// Reading order: file 43, the last. Each command lives in its own file and
-// parses its own flags (args.h), so this one is only the table of commands.
+// Reading order: file 43, the last but the portable build's launcher (43b).
+// Each command lives in its own file and parses its own flags (args.h), so
+// this one is only the table of commands.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
