@@ -11,34 +11,80 @@
 .DEFAULT_GOAL := all
 
 CC ?= cc
-OPT ?= -O3 -march=native
+# The target's architecture (x86_64, aarch64, ...), from the compiler itself,
+# so `make CC=aarch64-linux-gnu-gcc` gets aarch64's flags on an x86 machine.
+# Asked once per make (`:=`). MPI=1's mpicc (below) wraps this machine's gcc.
+CC_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+CC_ARCH := $(firstword $(subst -, ,$(CC_MACHINE)))
+# CROSS: 1 when the compiler builds for another architecture than this
+# machine's (empty when it cannot say, as for a native build).
+CROSS := $(if $(filter-out $(shell uname -m),$(CC_ARCH)),1)
+# -march=native only for a native build: a cross compiler refuses it
+# ("unknown value 'native' for '-march'"), and its binary runs on another
+# CPU anyway. A cross build gets its compiler's default (armv8-a for
+# Debian's aarch64-linux-gnu-gcc), or whatever OPT=... says.
+OPT ?= -O3 $(if $(CROSS),,-march=native)
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
 # src/ is split into folders by concept (README, "How to read the code");
 # each is on the include path, so a file includes "linear.h", not a path.
 SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 HEADERS = $(wildcard src/*/*.h)
-# `=` (not `:=`) so pkg-config runs after the deps target has installed stb.
+
+# pkg-config, as PKG_CONFIG names it: a cross build points it at the
+# target's libraries (PKG_CONFIG=aarch64-linux-gnu-pkg-config, or SYSROOT
+# below). `=` (not `:=`) so it runs after the deps target has installed stb.
+PKG_CONFIG ?= pkg-config
+# SYSROOT=DIR: the target's libraries unpacked under DIR (DIR/usr/include,
+# DIR/usr/lib/<triplet>), as `make arm-check` makes them in build/arm/sysroot.
+# The compiler and linker look there instead of the host's /usr (--sysroot),
+# and pkg-config reads DIR's .pc files and prefixes DIR to their paths. Empty
+# (the default): the host's own libraries, as always.
+# (Given on pkg-config's command line: make 4.3's $(shell) does not see
+# make's exported variables.)
+SYSROOT ?=
+ifneq ($(SYSROOT),)
+SYSROOT_FLAGS = --sysroot=$(SYSROOT)
+PKG_CONFIG_ENV = PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) \
+    PKG_CONFIG_LIBDIR=$(SYSROOT)/usr/lib/$(CC_MACHINE)/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+endif
+PKG = $(PKG_CONFIG_ENV) $(PKG_CONFIG)
+# A cross build with the host's pkg-config would compile against the host's
+# headers and fail at the link on its x86 libraries: stop first, saying how.
+ifneq ($(CROSS),)
+ifeq ($(SYSROOT)$(filter-out pkg-config,$(PKG_CONFIG))$(filter clean,$(MAKECMDGOALS)),)
+$(error a cross build for $(CC_ARCH) needs the target's libraries: give SYSROOT=DIR (make arm-check unpacks them into build/arm/sysroot) or PKG_CONFIG=$(CC_MACHINE)-pkg-config)
+endif
+endif
+
+# CFLAGS and LDFLAGS are the user's, added after the project's own flags
+# (ALL_CFLAGS), never in their place: `make CFLAGS=-g` still builds with
+# -fopenmp, the include paths and the FMA contraction tinygpt needs. Set
+# here, so that only the command line sets them: one exported in the shell
+# for another project (CFLAGS=-O2 is common) would silently slow tinygpt.
+CFLAGS =
+LDFLAGS =
 # -ffp-contract=fast: fuse a*b+c into one FMA instruction (gcc's default in
 # GNU mode, not clang's); linear_fast.c relies on it to match linear.c's loops.
 # -fno-math-errno: sqrtf need not set errno, so AdamW's update loop
 # vectorises (5x faster); it changes no value (PyTorch builds with it too).
-# -mprefer-vector-width=512: on an AVX-512 CPU, the loops gcc vectorises
-# itself (GELU, the norms, the optimizers) use 16-float vectors, as the
-# matmul's own do; gcc's default for Intel's is 8. On a 2-core Cascade Lake
-# the baby gpt's step went from 29.5-30.6 to 28.1-28.3 ms, card L's from
-# 63.4-64.4 to 61.9-62.2 (fastest of 200 and 60 steps, three rounds,
-# interleaved); the same bits. Without AVX-512 it does nothing.
-CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno -mprefer-vector-width=512 -fopenmp $(SRC_DIRS:%/=-I%) $(shell pkg-config --cflags stb libxxhash libutf8proc)
-LDLIBS = $(shell pkg-config --libs libxxhash libutf8proc) -lm
-CHECK_LIBS = $(shell pkg-config --libs check)
-BUILD ?= build
+# ARCH_CFLAGS: what only one architecture's compilers take (below).
+ALL_CFLAGS = -std=gnu11 $(OPT) $(WARN) -ffp-contract=fast -fno-math-errno $(ARCH_CFLAGS) -fopenmp $(SYSROOT_FLAGS) $(SRC_DIRS:%/=-I%) $(shell $(PKG) --cflags stb libxxhash libutf8proc) $(DEFINES) $(CFLAGS)
+# The link's flags: ALL_CFLAGS (-fopenmp, -O3, --sysroot), then the user's.
+ALL_LDFLAGS = $(ALL_CFLAGS) $(LDFLAGS)
+LDLIBS = $(shell $(PKG) --libs libxxhash libutf8proc) -lm
+CHECK_CFLAGS = $(shell $(PKG) --cflags check)
+CHECK_LIBS = $(shell $(PKG) --libs check)
+# A cross build keeps its objects apart (build/aarch64), never mixed with
+# the host's in build/.
+BUILD ?= build$(if $(CROSS),/$(CC_ARCH))
 
 # `make REFERENCE=1`: tinygpt trained by the plain reference kernels (each
 # layer's `_reference` loops; see "Which kernels" in src/model/model.c),
-# built apart in build/reference/tinygpt so it never replaces ./tinygpt.
+# built apart in build/reference/tinygpt (build/aarch64/reference/tinygpt
+# for a cross build) so it never replaces ./tinygpt.
 ifeq ($(REFERENCE),1)
-BUILD = build/reference
-CFLAGS += -DTINYGPT_REFERENCE
+BUILD := $(BUILD)/reference
+DEFINES += -DTINYGPT_REFERENCE
 endif
 
 # `make MPI=1`: the same ./tinygpt, compiled and linked by Open MPI's
@@ -50,7 +96,18 @@ endif
 ifeq ($(MPI),1)
 BUILD = build/mpi
 CC = mpicc
-CFLAGS += -DTINYGPT_MPI
+DEFINES += -DTINYGPT_MPI
+endif
+
+# -mprefer-vector-width=512: on an AVX-512 CPU, the loops gcc vectorises
+# itself (GELU, the norms, the optimizers) use 16-float vectors, as the
+# matmul's own do; gcc's default for Intel's is 8. On a 2-core Cascade Lake
+# the baby gpt's step went from 29.5-30.6 to 28.1-28.3 ms, card L's from
+# 63.4-64.4 to 61.9-62.2 (fastest of 200 and 60 steps, three rounds,
+# interleaved); the same bits. Without AVX-512 it does nothing. An x86
+# option: aarch64's gcc stops at it ("unrecognized command-line option").
+ifneq ($(filter x86_64 i386 i486 i586 i686,$(CC_ARCH)),)
+ARCH_CFLAGS = -mprefer-vector-width=512
 endif
 
 # The version `tinygpt --version` prints, defined here only. A build from a
@@ -67,7 +124,7 @@ $(BUILD)/version.h: FORCE
 	@echo '#define TINYGPT_VERSION "$(VERSION_TEXT)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 $(BUILD)/commands/args.o: $(BUILD)/version.h
-$(BUILD)/commands/args.o: CFLAGS += -I$(BUILD)
+$(BUILD)/commands/args.o: ALL_CFLAGS += -I$(BUILD)
 
 LIB_SRC = $(filter-out src/commands/main.c src/commands/launcher.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
@@ -99,17 +156,17 @@ deps:
 
 $(BUILD)/%.o: src/%.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
-# Which build ./tinygpt is, plain, mpi or portable: rewritten only when it
-# changes, so that switching between `make`, `make MPI=1` and `make
-# PORTABLE=1` relinks ./tinygpt
-# (each from its own objects, which are up to date).
-TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,$(if $(filter 1,$(PORTABLE)),portable,plain))
+# Which build ./tinygpt is, plain, mpi or portable, and for which
+# architecture: rewritten only when it changes, so that switching between
+# `make`, `make MPI=1`, `make PORTABLE=1` and a cross build relinks
+# ./tinygpt (each from its own objects, which are up to date).
+TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,$(if $(filter 1,$(PORTABLE)),portable,plain)) $(CC_ARCH)
 build/tinygpt-kind: FORCE
 	@mkdir -p build
 	@echo $(TINYGPT_KIND) > $@.tmp
@@ -120,11 +177,11 @@ tinygpt: portable-bin build/tinygpt-kind
 	cp $(PORTABLE_BIN) $@
 else
 tinygpt: $(MAIN_OBJ) $(LIB_OBJ) build/tinygpt-kind
-	$(CC) $(CFLAGS) $(MAIN_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $(MAIN_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 endif
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 
 $(CORPUS):
 	scripts/get_corpus.sh $@
@@ -164,7 +221,7 @@ readme-check: tinygpt
 # a program of its own that prints both (not part of the Check runner).
 .PHONY: bpe-check
 $(BUILD)/bpe_dump: $(BUILD)/tests/bpe_dump.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 bpe-check: $(BUILD)/bpe_dump
 	/usr/bin/python3 scripts/bpe_reference.py check --dump $(BUILD)/bpe_dump
@@ -179,7 +236,7 @@ bpe-check: $(BUILD)/bpe_dump
 # and python3-regex (setup.sh --npm --regex); part of `make parity`.
 .PHONY: gpt2-tokenizer-check
 $(BUILD)/gpt2_dump: $(BUILD)/tests/gpt2_dump.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 gpt2-tokenizer-check: tinygpt $(BUILD)/gpt2_dump
 	scripts/setup.sh --quiet --npm --regex
@@ -220,10 +277,10 @@ BROKEN_BIN = $(BUILD)/tinygpt-broken
 
 $(BUILD)/broken/attention_fast.o: src/layers/attention_fast.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
 
 $(BROKEN_BIN): $(MAIN_OBJ) $(filter-out $(BUILD)/layers/attention_fast.o, $(LIB_OBJ)) $(BUILD)/broken/attention_fast.o
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 test: $(BROKEN_BIN)
 test: export TINYGPT_BROKEN_BIN = $(BROKEN_BIN)
@@ -389,6 +446,19 @@ mpi-check: tinygpt mpi-bin
 bench-mpi: mpi-bin $(BENCH_DATA_DEP) gpt2-tokenizer-check
 	/usr/bin/python3 scripts/bench_mpi.py --tinygpt $(MPI_BIN) --data $(BENCH_DATA)
 
+# ---- ARM: aarch64 from an x86 machine (issue 44) ----------------------------
+# tinygpt and the tests cross-built for aarch64 (Debian's
+# aarch64-linux-gnu-gcc, against arm64 packages unpacked into
+# build/arm/sysroot, nothing of the host's replaced) and run under
+# qemu-aarch64: the kernels', layers', model's, golden and byte-reading
+# suites (33 of the 47), then the same short train and sample as
+# ./tinygpt's, every loss within 1e-4 of x86's (scripts/arm_check.sh). `scripts/setup.sh --arm` installs the cross
+# compiler and qemu. About 4 minutes on 2 cores from a fresh build/arm
+# (the download, two cross builds, the suites, the runs).
+.PHONY: arm-check
+arm-check: tinygpt
+	JOBS=$(JOBS) scripts/arm_check.sh ./tinygpt
+
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
 
@@ -456,7 +526,7 @@ sanitize:
 
 # tinygpt inside a build directory: the sanitizer build keeps its own binary.
 $(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------
 # `make fuzz`: libFuzzer targets (clang) for the checkpoint loader, the
@@ -502,10 +572,10 @@ fuzz: fuzz-build
 .PRECIOUS: $(BUILD)/fuzz/%.o
 $(BUILD)/fuzz/%.o: tests/fuzz/%.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJ)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
 # ---- Valgrind (issue 5, "Proof") ---------------------------------------------
 # make valgrind: a short train, stop + resume, sample and eval under
@@ -598,7 +668,7 @@ generic-bin:
 
 # make test runs the paths' test on x86-64 (elsewhere it checks nothing).
 SPILL_BUILDS = $(BUILD)
-ifeq ($(shell uname -m),x86_64)
+ifeq ($(CC_ARCH)$(CROSS),x86_64)
 test: portable-bin generic-bin
 test: export TINYGPT_PORTABLE_BIN = $(PORTABLE_BIN)
 test: export TINYGPT_GENERIC_BIN = $(GENERIC_BIN)

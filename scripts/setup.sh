@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm]
 #
 # Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
 #           (Unicode's categories, for GPT-2's tokenizer), check (the build
@@ -22,6 +22,10 @@
 #           its headers): `make MPI=1`, `make mpi-check`, `make bench-mpi`.
 # --man     also help2man, which makes the man page from the --help texts
 #           (build/tinygpt.1: make install, make install-check).
+# --arm     also Debian's cross compiler for aarch64 (gcc-aarch64-linux-gnu,
+#           with its libc and libgomp) and qemu-user (qemu-aarch64, to run
+#           what it builds): `make arm-check`. Without qemu-user-binfmt: the
+#           check runs qemu itself, and nothing registers with the kernel.
 # --quiet   print nothing when everything is already there.
 #
 # It checks first and runs apt-get (as root, or through sudo) only when
@@ -29,7 +33,7 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0 man=0
+quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0 man=0 arm=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
@@ -39,7 +43,8 @@ for arg in "$@"; do
         --sanitize) sanitize=1 ;;
         --mpi) mpi=1 ;;
         --man) man=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man]" >&2; exit 2 ;;
+        --arm) arm=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm]" >&2; exit 2 ;;
     esac
 done
 
@@ -86,6 +91,12 @@ fi
 
 if ((man)); then
     command -v help2man >/dev/null || missing+=(help2man)
+fi
+
+if ((arm)); then
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    [[ -e /usr/aarch64-linux-gnu/include/stdio.h ]] || missing+=(libc6-dev-arm64-cross)
+    command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 fi
 
 if ((sanitize)); then

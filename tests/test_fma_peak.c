@@ -107,6 +107,7 @@ START_TEST(all_threads_measure_at_least_a_good_part_of_what_one_thread_does) {
 }
 END_TEST
 
+#if defined(__x86_64__) || defined(__i386__)  // x86's /proc/cpuinfo alone has these keys
 // proc_cpuinfo_number: the number after "key" (a line "key<tabs>: N") of
 // the first processor in /proc/cpuinfo, or -1 when there is none.
 static int proc_cpuinfo_number(const char *key) {
@@ -126,6 +127,7 @@ static int proc_cpuinfo_number(const char *key) {
     fclose(f);
     return value;
 }
+#endif
 
 START_TEST(the_cpu_is_named_and_its_family_and_model_are_linuxs) {
     CpuInfo cpu;
