@@ -90,14 +90,12 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 
 // KEEP_IN_REGISTER: an empty asm statement that the compiler must assume
 // reads and changes "v". It stops gcc from folding a vector's load into
-// every multiply-add that uses it, which multiplies the loads and halves the
-// matmul's speed ("v": an x86 vector register, "w": an aarch64 one).
-#if defined(TINYGPT_GENERIC)
-#define KEEP_IN_REGISTER(v) ((void)0)
-#elif defined(__AVX2__) || defined(__AVX512F__)
+// every multiply-add that uses it (x86's FMAs take an operand from memory),
+// which multiplies the loads and halves the matmul's speed. NEON's fmla
+// reads registers only, and there the statement made gcc store each of B's
+// vectors to the stack as well: nothing to stop, so nothing is said.
+#if !defined(TINYGPT_GENERIC) && (defined(__AVX2__) || defined(__AVX512F__))
 #define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
-#elif defined(__aarch64__)
-#define KEEP_IN_REGISTER(v) __asm__("" : "+w"(v))
 #else
 #define KEEP_IN_REGISTER(v) ((void)0)
 #endif
@@ -111,8 +109,12 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 // the same result; NEON and the generic vectors set the lanes one by one.
 static inline vec load_tail(const float *x, int count, float pad) {
 #if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
-    vec v;  // (lane by lane over all lanes: a loop to count became a call of memcpy)
-    for (int i = 0; i < VEC_FLOATS; i++) v[i] = i < count ? x[i] : pad;
+    // Lane by lane, each a constant lane of the vector (a loop to count
+    // became a call of memcpy, and a variable lane a trip through memory).
+    vec v = splat(pad);
+#pragma GCC unroll 16
+    for (int i = 0; i < VEC_FLOATS; i++)
+        if (i < count) v[i] = x[i];
     return v;
 #elif VEC_FLOATS == 16
     return (vec)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
@@ -127,6 +129,7 @@ static inline vec load_tail(const float *x, int count, float pad) {
 // nothing past them: the store to load_tail's load.
 static inline void store_tail(float *x, vec v, int count) {
 #if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
+#pragma GCC unroll 16
     for (int i = 0; i < VEC_FLOATS; i++)
         if (i < count) x[i] = v[i];
 #elif VEC_FLOATS == 16

@@ -135,8 +135,9 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 // AVX-512 (32 registers): TALL 6 x 64 (24 accumulators), PAIR 2 x 64 (8),
 // STRIP 8 x 32 and EDGE 4 x 64 (16). AVX2 (16 registers): TALL 6 x 16 (12,
 // BLIS's Haswell shape), PAIR 2 x 32 (8), the strips 6 x 16 too, EDGE 4 x 16
-// (8). NEON (32 registers of 4): 6 x 16 (24), 2 x 32 (16), strips 6 x 16,
-// EDGE 4 x 16 (16). Generic (assume 16 registers of 4, and perhaps no FMA,
+// (8). NEON (32 registers of 4): 5 x 16 (20; its fmla takes A's number
+// from a register of its own, 5 more, and B's row is 4), 2 x 32 (16),
+// strips 5 x 16, EDGE 4 x 16 (16). Generic (assume 16 registers of 4, and perhaps no FMA,
 // whose multiply and add need a register between them): 4 x 8 for all (8),
 // PAIR 2 x 16. PAIR has 8 accumulators or more, the fewest that keep two
 // FMA units busy.
@@ -148,11 +149,19 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 #define STRIP_COLS 32
 #define EDGE_ROWS 4
 #define EDGE_COLS 64
-#elif VEC_FLOATS == 8 || !defined(TINYGPT_GENERIC) && defined(__aarch64__)
+#elif VEC_FLOATS == 8
 #define TALL_ROWS 6
 #define TALL_COLS 16
 #define PAIR_COLS 32
 #define STRIP_ROWS 6
+#define STRIP_COLS 16
+#define EDGE_ROWS 4
+#define EDGE_COLS 16
+#elif !defined(TINYGPT_GENERIC) && defined(__aarch64__)
+#define TALL_ROWS 5
+#define TALL_COLS 16
+#define PAIR_COLS 32
+#define STRIP_ROWS 5
 #define STRIP_COLS 16
 #define EDGE_ROWS 4
 #define EDGE_COLS 16

@@ -12,11 +12,17 @@
 #define MIN_PARALLEL_WORK (1 << 15)
 #define CHANNEL_RUN 64
 
+// The multiply-adds of this file are said (fmaf), not left to the
+// compiler's -ffp-contract=fast: in dy w - xhat m, which of the two
+// products is fused with the subtraction is its choice, and gcc chose one
+// for x86 and the other for aarch64, whose trained weights then came 1e-7
+// apart. Said, they are the same bits on every CPU (make arm-check).
+
 // One row: out[C] = x[C] * r * weight[C], r = 1 / sqrt(sum over c of x[c]^2 / C + eps),
 // returned; without a weight (NULL) out = x * r, the same bits as a weight of ones.
 static float rmsnorm_row(float *out, const float *x, const float *weight, int C) {
     float squares = 0.0f;
-    for (int c = 0; c < C; c++) squares += x[c] * x[c];
+    for (int c = 0; c < C; c++) squares = fmaf(x[c], x[c], squares);
     const float r = 1.0f / sqrtf(squares / (float)C + RMSNORM_EPS);  // 1-2.
     if (weight)
         for (int c = 0; c < C; c++) out[c] = x[c] * r * weight[c];  // 3-4.
@@ -66,11 +72,11 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
             float *dx = dinp + (size_t)n * C;
             float dxhat_xhat_sum = 0.0f;
             for (int c = 0; c < C; c++)
-                dxhat_xhat_sum += dy[c] * weight[c] * (x[c] * rstd[n]);  // sum of dxhat xhat (4. dxhat = dy w)
+                dxhat_xhat_sum = fmaf(dy[c] * weight[c], x[c] * rstd[n], dxhat_xhat_sum);  // sum of dxhat xhat (4. dxhat = dy w)
             const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
             for (int c = 0; c < C; c++) {
                 const float xhat = x[c] * rstd[n];
-                dx[c] += rstd[n] * (dy[c] * weight[c] - xhat * dxhat_xhat_mean);  // 3-1. the two terms
+                dx[c] = fmaf(rstd[n], fmaf(dy[c], weight[c], -(xhat * dxhat_xhat_mean)), dx[c]);  // 3-1. the two terms
             }
         }
         // In runs of CHANNEL_RUN channels, read row by row (a column at a
@@ -82,7 +88,7 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
             for (int c = 0; c < width; c++) dw[c] = dweight[c0 + c];
             for (int n = 0; n < N; n++) {
                 const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
-                for (int c = 0; c < width; c++) dw[c] += dy[c] * (x[c] * rstd[n]);  // 4. dw
+                for (int c = 0; c < width; c++) dw[c] = fmaf(dy[c], x[c] * rstd[n], dw[c]);  // 4. dw
             }
             for (int c = 0; c < width; c++) dweight[c0 + c] = dw[c];
         }
