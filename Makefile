@@ -331,6 +331,16 @@ bench: tinygpt $(BENCH_DATA_DEP)
 	@if command -v perf >/dev/null; then $(MAKE) --no-print-directory kernels; \
 	else echo "bench: no perf (apt-get install linux-perf), so no split of the step by kernel"; fi
 	$(MAKE) --no-print-directory bench-gpt2
+	$(MAKE) --no-print-directory bench-paths
+
+# card L and the baby gpt, tinygpt beside PyTorch, on every x86 kernel path
+# this CPU has (make PORTABLE=1's binary capped by TINYGPT_KERNELS, PyTorch
+# capped to the same vectors): bench/results-PATH.md, each with its path's
+# own peak (scripts/bench_paths.sh; docs/cpus.md). About 4 minutes a path.
+.PHONY: bench-paths
+bench-paths: portable-bin $(BENCH_DATA_DEP)
+	scripts/setup.sh --quiet --python
+	scripts/bench_paths.sh $(PORTABLE_BIN) $(BENCH_DATA)
 
 # GPT-2 124M's size, tinygpt beside PyTorch: load, sampling with the cache
 # (and its memory-bandwidth bound), fine-tuning (batch 4 x 256, AdamW) as a
@@ -390,14 +400,15 @@ ladder: tinygpt $(BENCH_DATA_DEP)
 # The benchmarks' own code, end to end on a small text (the README and
 # docs/, ~200 KB), a few steps each: make bench's training rows S and gpt,
 # its sampling and its report; make products; make learn; make ladder;
-# make kernels (with perf). Their numbers mean nothing here; what is
+# make kernels (with perf); make bench-paths (card L and the gpt on each
+# x86 path). Their numbers mean nothing here; what is
 # checked is that each runs to its report and exits 0, so a slip in a
 # report's code fails CI instead of the end of a long benchmark (make
 # learn's report named a peak it never measured until 2026-11-26). About
 # 2 minutes. Needs python3-torch; .ci/run runs it after make parity.
 SMOKE = $(BUILD)/bench-smoke
 .PHONY: bench-smoke
-bench-smoke: tinygpt
+bench-smoke: tinygpt portable-bin
 	scripts/setup.sh --quiet --python
 	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
 	cat README.md docs/*.md > $(SMOKE)/text.txt
@@ -407,8 +418,9 @@ bench-smoke: tinygpt
 	/usr/bin/python3 scripts/ladder.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 10 --runs $(SMOKE)/ladder --out $(SMOKE)/ladder.md
 	@if command -v perf >/dev/null; then /usr/bin/python3 scripts/kernel_split.py --tinygpt ./tinygpt --data $(SMOKE)/text.txt --steps 20 --out $(SMOKE)/kernels.md; \
 	else echo "bench-smoke: no perf, so make kernels' script is not run"; fi
-	@for f in results.md products.md learn.md ladder.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
-	@echo "bench-smoke: bench, products, learn, ladder and kernels ran to their reports ($(SMOKE))"
+	BENCH_FLAGS="--rounds 1 --warmup 2 --timed 3" scripts/bench_paths.sh $(PORTABLE_BIN) $(SMOKE)/text.txt $(SMOKE)/paths
+	@for f in results.md products.md learn.md ladder.md paths/results-avx2.md; do test -s $(SMOKE)/$$f || { echo "bench-smoke: $(SMOKE)/$$f is missing or empty" >&2; exit 1; }; done
+	@echo "bench-smoke: bench, products, learn, ladder, kernels and bench-paths ran to their reports ($(SMOKE))"
 
 # Which recipe learns most in a fixed time: every candidate of
 # scripts/sweep.py trained for TIME seconds (default 60) on DATA (default:

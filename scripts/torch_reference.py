@@ -2342,6 +2342,17 @@ def throughput(step_ms, tokens_per_step):
     return statistics.median(rates), rates[0], rates[-1]
 
 
+def torch_cpu_capability():
+    """The vectors PyTorch's own kernels use ("AVX512", "AVX2", ...), as it
+    says (torch 2's get_cpu_capability), or as ATEN_CPU_CAPABILITY caps them
+    (torch 1.13, Debian 12's, has no way to ask)."""
+    ask = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if ask:
+        return ask()
+    cap = os.environ.get("ATEN_CPU_CAPABILITY")
+    return f"ATEN_CPU_CAPABILITY={cap}" if cap else "its widest"
+
+
 def measure_peak(tinygpt, threads):
     """`tinygpt peak --json --threads "threads"`, parsed: the CPU's name and
     numbers and its peak GFLOP/s on 1 thread ("gflops_1_thread") and on
@@ -2620,6 +2631,12 @@ def cmd_bench(args):
          f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
          f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
          f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
+        ("kernel path",
+         f"tinygpt: {peak.get('kernel_path', 'not said (a tinygpt from before the paths)')}"
+         f"{' (TINYGPT_KERNELS=' + os.environ['TINYGPT_KERNELS'] + ')' if os.environ.get('TINYGPT_KERNELS') else ''}; "
+         f"PyTorch: {torch_cpu_capability()}"
+         f"{', OPENBLAS_CORETYPE=' + os.environ['OPENBLAS_CORETYPE'] if os.environ.get('OPENBLAS_CORETYPE') else ''}"
+         if peak else "not said"),
         ("load average (1 min) at start / end",
          f"{load_before[0]:.2f} / {os.getloadavg()[0]:.2f}"),
         ("PyTorch version", f"{torch.__version__} (Python {sys.version.split()[0]})"),
