@@ -15,23 +15,24 @@
 // The forward's Bmat is the weight read turned: its panels (below) are
 // copied from the weight's rows, so no transposed copy of it is kept.
 //
-// Speed comes from three levels of reuse:
-// - registers: a TILE_ROWS x TILE_COLS block of out (16 AVX-512 vectors) is
-//   held in registers while k runs, so each Bmat load feeds TILE_ROWS FMAs
-//   (the tile kernels are in tile.h). Where the tile is a full TILE_COLS
-//   wide and A is read as it lies (the forward, dinp), it is TALL_TILE_ROWS
-//   = 6 rows high: 24 accumulators of the 32 registers, each Bmat load
-//   feeding 6 FMAs. A k of the 4-row tile is 28 instructions for 16 FMAs,
-//   7 cycles of the 4 a cycle the front end issues while the two FMA units
-//   take 8, so any stall shows; the 6-row tile's is 38 for 24 (9.5 against
+// Speed comes from three levels of reuse (the tiles' shapes are per kernel
+// path, tile.h's TILE_SHAPES; the numbers below are AVX-512's):
+// - registers: an EDGE_ROWS x EDGE_COLS block of out (4 x 64: 16 AVX-512
+//   vectors) is held in registers while k runs, so each Bmat load feeds
+//   EDGE_ROWS FMAs (the tile kernels are in tile.h). Where the column tile
+//   is a full PANEL_COLS wide and A is read as it lies (the forward, dinp),
+//   the tiles are TALL_ROWS = 6 rows high: 24 accumulators of the 32
+//   registers, each Bmat load feeding 6 FMAs. A k of the 4-row tile is 28
+//   instructions for 16 FMAs, 7 cycles of the 4 a cycle the front end
+//   issues while the two FMA units take 8, so any stall shows; the 6-row tile's is 38 for 24 (9.5 against
 //   12). One thread, Cascade Lake, `tinygpt peak --product` in 10-16 pairs
 //   at the default's and card L's shapes: the input gradient 1-11% faster
 //   (most 5-9%), the forward 1% slower to 6% faster. (Tiles of 5 and 6
 //   rows, tried before the panels and the strips below, had changed
 //   nothing.) A chunk's last rows go in pairs (8 accumulators, enough to
 //   keep both FMA units busy), then singly;
-// - cache: k runs in blocks of K_BLOCK, so the TILE_COLS-wide slice of Bmat
-//   for one block (K_BLOCK * TILE_COLS floats, 32 KB) stays in L1 (48 KB on
+// - cache: k runs in blocks of K_BLOCK, so the PANEL_COLS-wide slice of Bmat
+//   for one block (K_BLOCK * PANEL_COLS floats, 32 KB) stays in L1 (48 KB on
 //   Zen 4 and 5) while all the row tiles of a chunk use it: copied into a
 //   panel once per chunk, so the fewer the chunks the fewer the copies.
 //   128-deep blocks ran the gpt shapes of `make bench` ~7% faster than 64
@@ -50,11 +51,11 @@
 //   interleaved runs each, Cascade Lake). (A chunk too big for that, at
 //   GPT-2's widths, shares each k block among its column tiles instead,
 //   but in the forward: matmul_items.)
-// When A is read transposed (dweight), the TILE_ROWS numbers of A a tile
+// When A is read transposed (dweight), the rows' numbers of A a tile
 // needs for one k sit side by side in one cache line, but the next k is a
 // whole row of dout further on, so every k costs a line. There the tiles
-// are 8 rows by 32 columns instead (the same 16 accumulators), taking 8
-// numbers from each line: dweight at L went from ~74 to ~80 GFLOP/s. And
+// are STRIP_ROWS = 8 rows by 32 columns instead (the same 16 accumulators),
+// taking 8 numbers from each line: dweight at L went from ~74 to ~80 GFLOP/s. And
 // before the tiles run, their numbers are copied into strips (pack_strips),
 // reading dout row after row, in order, as the prefetcher likes it, once
 // per k block for all the column tiles of an item: the tiles then read
@@ -130,12 +131,12 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 #else
 #define BULK_TILE static __attribute__((noinline))
 #endif
-BULK_TILE void tall_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb,
-                                                int depth, int n0, int m0, TileStart start) {
+BULK_TILE void tall_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int depth, int n0,
+                         int m0, TileStart start) {
     tile_vec(out, ldo, A, B, ldb, 0, depth, n0, m0, start, TALL_ROWS, TALL_COLS);
 }
-BULK_TILE void strip_tile(float *out, size_t ldo, const float *strip, const float *B,
-                                                 size_t ldb, int depth, int m0, TileStart start) {
+BULK_TILE void strip_tile(float *out, size_t ldo, const float *strip, const float *B, size_t ldb, int depth, int m0,
+                          TileStart start) {
     const StridedMatrix A_strip = {strip, 1, STRIP_ROWS};  // row stride 1: a constant the compiler sees
     tile_vec(out, ldo, A_strip, B, ldb, 0, depth, 0, m0, start, STRIP_ROWS, STRIP_COLS);
 }
@@ -300,7 +301,7 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
             const int n0 = rc * CHUNK_ROWS, chunk_end = min_int(N, n0 + CHUNK_ROWS);
             const int ct_end = min_int(col_tiles, (group + 1) * tiles_per_item);
             // Only whole column tiles read strips: none, if the group's first
-            // tile is the ragged last one (or M < TILE_COLS).
+            // tile is the ragged last one (or M < PANEL_COLS).
             const bool strips = transposed && M - group * tiles_per_item * PANEL_COLS >= PANEL_COLS;
             for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
                 const int k1 = min_int(K, k0 + K_BLOCK);

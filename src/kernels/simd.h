@@ -24,7 +24,6 @@
 #ifndef TINYGPT_SIMD_H
 #define TINYGPT_SIMD_H
 
-#include <math.h>
 #include <string.h>
 
 #if defined(TINYGPT_GENERIC)
