@@ -126,19 +126,34 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 // on the stack (gcc 12 left registers to values of the other tiles), and
 // alone each has the registers to itself. AVX-512's 32 registers leave
 // room, and there the calls cost 3-8% of the forward's speed.
+// What the tiles of one column tile and k block share comes as one
+// BulkTiles, by its address: passed by value, the StridedMatrix and the
+// TileStart were copied to the stack for every call and read back at once,
+// and the loads waited on the stores (~9% of an AVX2 step).
+typedef struct {
+    float *out;        // the column tile's out, at column m0
+    size_t ldo;
+    StridedMatrix A;   // from this k block's first column (TALL)
+    const float *B;    // the panel, or Bmat where it lies
+    size_t ldb;
+    int depth;         // k1 - k0
+    TileStart start;
+} BulkTiles;
+
 #if VEC_FLOATS == 16
 #define BULK_TILE static inline __attribute__((always_inline))
 #else
 #define BULK_TILE static __attribute__((noinline))
 #endif
-BULK_TILE void tall_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb, int depth, int n0,
-                         int m0, TileStart start) {
-    tile_vec(out, ldo, A, B, ldb, 0, depth, n0, m0, start, TALL_ROWS, TALL_COLS);
+// The TALL tile at rows [n0, n0 + TALL_ROWS), columns [m, m + TALL_COLS) of the column tile.
+BULK_TILE void tall_tile(const BulkTiles *t, int n0, int m) {
+    tile_vec(t->out, t->ldo, t->A, t->B, t->ldb, 0, t->depth, n0, m, t->start, TALL_ROWS, TALL_COLS);
 }
-BULK_TILE void strip_tile(float *out, size_t ldo, const float *strip, const float *B, size_t ldb, int depth, int m0,
-                          TileStart start) {
+// The STRIP tile of rows [n0, n0 + STRIP_ROWS), read from "strip".
+BULK_TILE void strip_tile(const BulkTiles *t, const float *strip, int n0, int m) {
     const StridedMatrix A_strip = {strip, 1, STRIP_ROWS};  // row stride 1: a constant the compiler sees
-    tile_vec(out, ldo, A_strip, B, ldb, 0, depth, 0, m0, start, STRIP_ROWS, STRIP_COLS);
+    tile_vec(t->out + (size_t)n0 * t->ldo, t->ldo, A_strip, t->B, t->ldb, 0, t->depth, 0, m, t->start, STRIP_ROWS,
+             STRIP_COLS);
 }
 
 // Each thread's copy of the Bmat block its tiles are reading, rows
@@ -237,18 +252,19 @@ static inline __attribute__((always_inline)) void column_tile_block(const Produc
     const float *b_block = packed ? b_panel : p->Bmat + (size_t)k0 * p->M + m0;
     const size_t ldb = packed ? PANEL_COLS : (size_t)p->M;
     const int depth = k1 - k0;
+    const BulkTiles bulk = {out + m0, ldo, A, b_block, ldb, depth, start};
     if (strips && cols == PANEL_COLS) {
         // A transposed: each tile reads its STRIP_ROWS x depth numbers in
         // order from a strip (row stride 1, column stride STRIP_ROWS).
         for (const float *strip = strips; n0 + STRIP_ROWS <= chunk_end; n0 += STRIP_ROWS, strip += STRIP_STRIDE)
             for (int m = 0; m < PANEL_COLS; m += STRIP_COLS)
-                strip_tile(out + m0 + (size_t)n0 * ldo, ldo, strip, b_block, ldb, depth, m, start);
+                strip_tile(&bulk, strip, n0, m);
     } else if (cols == PANEL_COLS) {
         // A read as it lies (forward, dinp): tiles TALL_ROWS high, the rows
         // left in pairs (see above).
         for (; n0 + TALL_ROWS <= chunk_end; n0 += TALL_ROWS)
             for (int m = 0; m < PANEL_COLS; m += TALL_COLS)
-                tall_tile(out + m0, ldo, A, b_block, ldb, depth, n0, m, start);
+                tall_tile(&bulk, n0, m);
         for (; n0 + 2 <= chunk_end; n0 += 2)
             for (int m = 0; m < PANEL_COLS; m += PAIR_COLS)
                 tile_vec(out + m0, ldo, A, b_block, ldb, 0, depth, n0, m, start, 2, PAIR_COLS);
