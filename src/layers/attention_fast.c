@@ -54,18 +54,32 @@ static int causal_tile_cols(int j0, int last, int T) {
 #define HEAD_ROWS(COLS) TALL_ROWS
 #endif
 
-// One head tile, compiled as a function of its own off AVX-512 (as
-// matmul.c's TALL tile): inlined beside the rest, gcc 12 kept some of the
-// AVX2 tile's accumulators on the stack.
-#if VEC_FLOATS != 16
-static __attribute__((noinline)) void head_tile(float *out, size_t ldo, StridedMatrix A, const float *B, size_t ldb,
-                                                int k0, int k1, int n, int m, TileStart start) {
-    tile_vec(out, ldo, A, B, ldb, k0, k1, n, m, start, HEAD_ROWS(TALL_COLS), TALL_COLS);
+// What the tiles of one head product share, given to head_tile by address
+// (as matmul.c's BulkTiles: by value it was copied to the stack for every
+// call and read back at once, a stall on every tile).
+typedef struct {
+    float *out;
+    size_t ldo;
+    StridedMatrix A;
+    const float *B;
+    size_t ldb;
+    TileStart start;
+} HeadTiles;
+
+// One head tile, rows [n, n + HEAD_ROWS(COLS)), columns [m, m + COLS), k in
+// [k0, k1). Compiled as a function of its own off AVX-512 (as matmul.c's
+// TALL tile): inlined beside the rest, gcc 12 kept some of the AVX2 tile's
+// accumulators on the stack.
+#if VEC_FLOATS == 16
+static inline __attribute__((always_inline)) void head_tile(const HeadTiles *h, int k0, int k1, int n, int m,
+                                                            const int COLS) {
+    tile_vec(h->out, h->ldo, h->A, h->B, h->ldb, k0, k1, n, m, h->start, HEAD_ROWS(COLS), COLS);
 }
-#define HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS) head_tile(out, ldo, A, B, ldb, k0, k1, n, m, start)
 #else
-#define HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS) \
-    tile_vec(out, ldo, A, B, ldb, k0, k1, n, m, start, HEAD_ROWS(COLS), COLS)
+static __attribute__((noinline)) void head_tile(const HeadTiles *h, int k0, int k1, int n, int m, int COLS) {
+    (void)COLS;  // always TALL_COLS here
+    tile_vec(h->out, h->ldo, h->A, h->B, h->ldb, k0, k1, n, m, h->start, HEAD_ROWS(TALL_COLS), TALL_COLS);
+}
 #endif
 
 // out[n, 0..HS) (+)= sum over k in [k0(n), k1(n)) of A(n, k) * B[k, 0..HS)
@@ -79,10 +93,11 @@ static inline __attribute__((always_inline)) void head_product_cols(float *out, 
                                                                     const float *B, size_t ldb, int n0, int rows,
                                                                     int T, bool lower, TileStart start, int HS,
                                                                     const int COLS) {
+    const HeadTiles tiles = {out, ldo, A, B, ldb, start};
     int n = n0;
     for (; n + HEAD_ROWS(COLS) <= n0 + rows; n += HEAD_ROWS(COLS)) {
         int k0 = lower ? 0 : n, k1 = lower ? n + HEAD_ROWS(COLS) : T;
-        for (int m = 0; m < HS; m += COLS) HEAD_TILE(out, ldo, A, B, ldb, k0, k1, n, m, start, COLS);
+        for (int m = 0; m < HS; m += COLS) head_tile(&tiles, k0, k1, n, m, COLS);
     }
     for (; n < n0 + rows; n++)  // the last rows % HEAD_ROWS(COLS), one at a time
         for (int m = 0; m < HS; m += COLS)
