@@ -30,7 +30,7 @@ enum { A_SIZE = (MAX_ROWS + 1) * (K + 1) };
 // The instantiations the callers use on this path; tile_vec needs its
 // shape as constants.
 #define W VEC_FLOATS
-#if VEC_FLOATS == 16
+#if PATH_AVX512
 #define PATH_SHAPES(X)                                                                           \
     X(1, 16) X(4, 16) X(16, 16) X(1, 32) X(4, 32) X(8, 32) X(2, 64) X(1, 48) X(4, 48) X(5, 48) \
         X(1, 64) X(4, 64) X(6, 64)

@@ -45,14 +45,14 @@
 // ceiling of that path's kernels, so it is measured with their vectors:
 // TINYGPT_KERNELS=avx2 on an AVX-512 CPU measures AVX2's peak.
 #define PEAK_VECTOR_FLOATS VEC_FLOATS
-#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
-#define PEAK_INSTRUCTIONS "the compiler's own vectors"
-#elif VEC_FLOATS == 16
+#if PATH_AVX512
 #define PEAK_INSTRUCTIONS "AVX-512"
-#elif VEC_FLOATS == 8
+#elif PATH_AVX2
 #define PEAK_INSTRUCTIONS "AVX2 and FMA"
-#else
+#elif PATH_NEON
 #define PEAK_INSTRUCTIONS "NEON"
+#else
+#define PEAK_INSTRUCTIONS "the compiler's own vectors"
 #endif
 
 // The multiply-add of each round: acc = acc * PEAK_MUL + PEAK_ADD. With

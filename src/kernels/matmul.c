@@ -140,7 +140,7 @@ typedef struct {
     TileStart start;
 } BulkTiles;
 
-#if VEC_FLOATS == 16
+#if PATH_AVX512
 #define BULK_TILE static inline __attribute__((always_inline))
 #else
 #define BULK_TILE static __attribute__((noinline))

@@ -26,24 +26,37 @@
 
 #include <string.h>
 
+// PATH_AVX512, PATH_AVX2, PATH_NEON: 1 on that path, else 0 (all 0: generic).
 #if defined(TINYGPT_GENERIC)
 #define VEC_FLOATS 4
 #define KERNEL_PATH "generic"
 #elif defined(__AVX512F__)
 #define VEC_FLOATS 16
 #define KERNEL_PATH "avx512"
+#define PATH_AVX512 1
 #include <immintrin.h>
 #elif defined(__AVX2__) && defined(__FMA__)
 #define VEC_FLOATS 8
 #define KERNEL_PATH "avx2"
+#define PATH_AVX2 1
 #include <immintrin.h>
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define VEC_FLOATS 4
 #define KERNEL_PATH "neon"
+#define PATH_NEON 1
 #include <arm_neon.h>
 #else
 #define VEC_FLOATS 4
 #define KERNEL_PATH "generic"
+#endif
+#ifndef PATH_AVX512
+#define PATH_AVX512 0
+#endif
+#ifndef PATH_AVX2
+#define PATH_AVX2 0
+#endif
+#ifndef PATH_NEON
+#define PATH_NEON 0
 #endif
 
 typedef float vec __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
@@ -55,6 +68,7 @@ static inline vec load_vec(const float *p) {
     return v;
 }
 static inline void store_vec(float *p, vec v) { memcpy(p, &v, sizeof v); }
+
 // x in every lane: x converted to a vector (which broadcasts it) minus a
 // vector of zeros, which the compiler may drop, as x - 0 is x for every x,
 // -0 included: one broadcast instruction, or none where the FMA takes a
@@ -73,17 +87,17 @@ static inline vec splat(float x) { return x - (vec){0}; }
 // holds the bits to the other paths'; per-lane fmaf calls were unpacked
 // into single floats through the stack). On a CPU without FMA (the
 // portable x86-64 build's baseline) the product is rounded, then the sum:
-// the one path whose bits differ from the others' (docs/speed-and-memory.md
-// says by how much).
+// the one path whose bits differ from the others' (docs/cpus.md says by
+// how much).
 static inline vec fma_vec(vec a, vec b, vec c) {
-#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8 || defined(__aarch64__))
-    return a * b + c;
-#elif VEC_FLOATS == 16
+#if PATH_AVX512
     return (vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif VEC_FLOATS == 8
+#elif PATH_AVX2
     return (vec)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
+#elif PATH_NEON
     return (vec)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
+#else
+    return a * b + c;
 #endif
 }
 
@@ -93,7 +107,7 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 // which multiplies the loads and halves the matmul's speed. NEON's fmla
 // reads registers only, and there the statement made gcc store each of B's
 // vectors to the stack as well: nothing to stop, so nothing is said.
-#if !defined(TINYGPT_GENERIC) && (defined(__AVX2__) || defined(__AVX512F__))
+#if PATH_AVX512 || PATH_AVX2
 #define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
 #else
 #define KEEP_IN_REGISTER(v) ((void)0)
@@ -107,7 +121,13 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 // lanes a mask selects (and never touch memory past x[count - 1]), with
 // the same result; NEON and the generic vectors set the lanes one by one.
 static inline vec load_tail(const float *x, int count, float pad) {
-#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
+#if PATH_AVX512
+    return (vec)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
+#elif PATH_AVX2
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 wanted = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane));
+    return (vec)_mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(x, _mm256_castps_si256(wanted)), wanted);
+#else
     // Lane by lane, each a constant lane of the vector (a loop to count
     // became a call of memcpy, and a variable lane a trip through memory).
     vec v = splat(pad);
@@ -115,27 +135,21 @@ static inline vec load_tail(const float *x, int count, float pad) {
     for (int i = 0; i < VEC_FLOATS; i++)
         if (i < count) v[i] = x[i];
     return v;
-#elif VEC_FLOATS == 16
-    return (vec)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), (__mmask16)((1u << count) - 1), x);
-#else
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256 wanted = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane));
-    return (vec)_mm256_blendv_ps(_mm256_set1_ps(pad), _mm256_maskload_ps(x, _mm256_castps_si256(wanted)), wanted);
 #endif
 }
 
 // v's lanes [0, count) (0 < count < VEC_FLOATS) into x[0..count), and
 // nothing past them: the store to load_tail's load.
 static inline void store_tail(float *x, vec v, int count) {
-#if defined(TINYGPT_GENERIC) || !(VEC_FLOATS == 16 || VEC_FLOATS == 8)
+#if PATH_AVX512
+    _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
+#elif PATH_AVX2
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane), (__m256)v);
+#else
 #pragma GCC unroll 16
     for (int i = 0; i < VEC_FLOATS; i++)
         if (i < count) x[i] = v[i];
-#elif VEC_FLOATS == 16
-    _mm512_mask_storeu_ps(x, (__mmask16)((1u << count) - 1), (__m512)v);
-#else
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_maskstore_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane), (__m256)v);
 #endif
 }
 

@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 // whose multiply and add need a register between them): 4 x 8 for all (8),
 // PAIR 2 x 16. PAIR has 8 accumulators or more, the fewest that keep two
 // FMA units busy.
-#if VEC_FLOATS == 16
+#if PATH_AVX512
 #define TALL_ROWS 6
 #define TALL_COLS 64
 #define PAIR_COLS 64
@@ -149,7 +149,7 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 #define STRIP_COLS 32
 #define EDGE_ROWS 4
 #define EDGE_COLS 64
-#elif VEC_FLOATS == 8
+#elif PATH_AVX2
 #define TALL_ROWS 6
 #define TALL_COLS 16
 #define PAIR_COLS 32
@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) void tile_tail(float *out, size_t l
 #define STRIP_COLS 16
 #define EDGE_ROWS 4
 #define EDGE_COLS 16
-#elif !defined(TINYGPT_GENERIC) && defined(__aarch64__)
+#elif PATH_NEON
 #define TALL_ROWS 5
 #define TALL_COLS 16
 #define PAIR_COLS 32

@@ -48,7 +48,7 @@ static int causal_tile_cols(int j0, int last, int T) {
 // most that leave registers for B's row and the broadcasts; elsewhere the
 // head in pieces of the path's TALL tile (tile.h's TILE_SHAPES), so that
 // no path keeps more accumulators than it has registers.
-#if VEC_FLOATS == 16
+#if PATH_AVX512
 #define HEAD_ROWS(COLS) (16 * VEC_FLOATS / (COLS))
 #else
 #define HEAD_ROWS(COLS) TALL_ROWS
@@ -70,7 +70,7 @@ typedef struct {
 // [k0, k1). Compiled as a function of its own off AVX-512 (as matmul.c's
 // TALL tile): inlined beside the rest, gcc 12 kept some of the AVX2 tile's
 // accumulators on the stack.
-#if VEC_FLOATS == 16
+#if PATH_AVX512
 static inline __attribute__((always_inline)) void head_tile(const HeadTiles *h, int k0, int k1, int n, int m,
                                                             const int COLS) {
     tile_vec(h->out, h->ldo, h->A, h->B, h->ldb, k0, k1, n, m, h->start, HEAD_ROWS(COLS), COLS);
