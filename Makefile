@@ -179,6 +179,9 @@ build/tinygpt-kind: FORCE
 	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 
 ifeq ($(PORTABLE),1)
+ifneq ($(CC_ARCH),x86_64)
+$(error make PORTABLE=1 builds x86-64's paths; on $(CC_ARCH) plain `make` builds for the CPU (one path))
+endif
 tinygpt: portable-bin build/tinygpt-kind
 	cp $(PORTABLE_BIN) $@
 else
@@ -658,6 +661,8 @@ install-check: tinygpt $(MAN_PAGE)
 PORTABLE_BUILD = build/portable
 PORTABLE_BIN = $(PORTABLE_BUILD)/tinygpt
 PORTABLE_PATHS = avx512 avx2 generic
+# The AVX-512 copy tuned for a CPU that has it (-mtune=generic spilled the
+# 16 x 16 transpose of sampling's one-row products; make spill-check).
 PORTABLE_OPT_avx512 = -O3 -march=x86-64-v4 -mtune=icelake-server
 PORTABLE_OPT_avx2 = -O3 -march=x86-64-v3 -mtune=generic
 PORTABLE_OPT_generic = -O3 -march=x86-64 -mtune=generic
