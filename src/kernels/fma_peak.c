@@ -32,10 +32,10 @@
 //   unrolled inner loop names each a[i] directly): no loads, no stores.
 //   gcc 12 -O3 -march=native compiles the round to 12 vfmadd132ps on zmm
 //   registers, an increment and a branch (`objdump -d build/kernels/fma_peak.o`);
-// - it is fused because the Makefile's -ffp-contract=fast makes a*b+c one
-//   FMA instruction (tests/test_fma_peak.c proves it: its bits are fmaf's;
-//   clang -O1, the sanitizer build's, leaves it unfused, which is why the
-//   peak is measured with the build `make` makes);
+// - it is fused: fma_vec (simd.h) is one FMA instruction on the AVX-512,
+//   AVX2 and NEON paths, and the generic vectors' a*b+c is one where the
+//   CPU has FMA, by the Makefile's -ffp-contract=fast (tests/test_fma_peak.c
+//   proves it: its bits are fmaf's);
 // - the result is returned and its caller uses it (peak_measure refuses a
 //   result that is not finite), and every FMA rounds, so the compiler may
 //   neither drop a round nor fold two into one (it may not reassociate
