@@ -138,7 +138,7 @@ START_TEST(the_cpu_is_named_and_its_family_and_model_are_linuxs) {
     ck_assert_int_eq(cpu.vector_bits, 32 * cpu.vector_floats);
     ck_assert_str_eq(cpu.instructions, PEAK_INSTRUCTIONS);
     ck_assert_str_eq(cpu.kernel_path, KERNEL_PATH);
-#if defined(__AVX512F__) && !defined(TINYGPT_GENERIC)
+#if PATH_AVX512
     ck_assert_int_eq(cpu.vector_floats, 16);  // one AVX-512 register
 #endif
 #if defined(__x86_64__) || defined(__i386__)

@@ -254,6 +254,16 @@ static inline Lanes16 load_tail16(const float *x, int count, float pad) {
     return l;
 }
 
+// Lane by lane: a + b, and a * b + c with one rounding (fma_vec).
+static inline Lanes16 lanes16_add(Lanes16 a, Lanes16 b) {
+    for (int p = 0; p < LANE_PARTS; p++) a.part[p] += b.part[p];
+    return a;
+}
+static inline Lanes16 lanes16_fma(Lanes16 a, Lanes16 b, Lanes16 c) {
+    for (int p = 0; p < LANE_PARTS; p++) c.part[p] = fma_vec(a.part[p], b.part[p], c.part[p]);
+    return c;
+}
+
 // the 16 lanes of l added up, lane 0 first
 static inline float sum16(Lanes16 l) {
     float sum = 0.0f;
@@ -277,36 +287,23 @@ static inline void sum16_rows(float *sums, const Lanes16 *lanes, int rows) {
 static inline Lanes16 row_sum_lanes(const float *x, int n) {
     Lanes16 lanes = lanes16_fill(0.0f);
     int j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] += load_vec(x + j + p * VEC_FLOATS);
-    if (j < n) {
-        const Lanes16 rest = load_tail16(x + j, n - j, 0.0f);
-        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] += rest.part[p];
-    }
+    for (; j + 16 <= n; j += 16) lanes = lanes16_add(lanes, load16(x + j));
+    if (j < n) lanes = lanes16_add(lanes, load_tail16(x + j, n - j, 0.0f));
     return lanes;
 }
 
 // sum over j < n of x[j]
-static inline float row_sum(const float *x, int n) {
-    return sum16(row_sum_lanes(x, n));
-}
+static inline float row_sum(const float *x, int n) { return sum16(row_sum_lanes(x, n)); }
 
 // sum over j < n of a[j] * b[j], in lanes: softmax's backward needs
 // sum_i w_i dw_i (attention_backward).
 static inline Lanes16 row_dot_lanes(const float *a, const float *b, int n) {
     Lanes16 lanes = lanes16_fill(0.0f);
     int j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int p = 0; p < LANE_PARTS; p++)
-            lanes.part[p] = fma_vec(load_vec(a + j + p * VEC_FLOATS), load_vec(b + j + p * VEC_FLOATS), lanes.part[p]);
-    if (j < n) {
-        const Lanes16 a_rest = load_tail16(a + j, n - j, 0.0f), b_rest = load_tail16(b + j, n - j, 0.0f);
-        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = fma_vec(a_rest.part[p], b_rest.part[p], lanes.part[p]);
-    }
+    for (; j + 16 <= n; j += 16) lanes = lanes16_fma(load16(a + j), load16(b + j), lanes);
+    if (j < n) lanes = lanes16_fma(load_tail16(a + j, n - j, 0.0f), load_tail16(b + j, n - j, 0.0f), lanes);
     return lanes;
 }
-static inline float row_dot(const float *a, const float *b, int n) {
-    return sum16(row_dot_lanes(a, b, n));
-}
+static inline float row_dot(const float *a, const float *b, int n) { return sum16(row_dot_lanes(a, b, n)); }
 
 #endif

@@ -35,16 +35,18 @@ static inline vec max_vec(vec a, vec b) {
     return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
 }
 
+// max_vec lane by lane over 16 lanes.
+static inline Lanes16 lanes16_max(Lanes16 a, Lanes16 b) {
+    for (int p = 0; p < LANE_PARTS; p++) a.part[p] = max_vec(a.part[p], b.part[p]);
+    return a;
+}
+
 // The largest of x[0..n), in lanes (lane i: of x[i], x[i+16], ...)
 static inline Lanes16 row_max_lanes(const float *x, int n) {
     Lanes16 lanes = lanes16_fill(-INFINITY);
     int j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = max_vec(lanes.part[p], load_vec(x + j + p * VEC_FLOATS));
-    if (j < n) {
-        const Lanes16 rest = load_tail16(x + j, n - j, -INFINITY);
-        for (int p = 0; p < LANE_PARTS; p++) lanes.part[p] = max_vec(lanes.part[p], rest.part[p]);
-    }
+    for (; j + 16 <= n; j += 16) lanes = lanes16_max(lanes, load16(x + j));
+    if (j < n) lanes = lanes16_max(lanes, load_tail16(x + j, n - j, -INFINITY));
     return lanes;
 }
 

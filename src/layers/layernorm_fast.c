@@ -25,6 +25,15 @@
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
+// 16 columns' squared distances from the mean m, added to their lanes.
+static inline Lanes16 add_squared_distances(Lanes16 squares, Lanes16 xs, float m) {
+    for (int p = 0; p < LANE_PARTS; p++) {
+        const vec d = xs.part[p] - m;
+        squares.part[p] = fma_vec(d, d, squares.part[p]);
+    }
+    return squares;
+}
+
 // Steps 1-3 for one row x[C]. Two passes: the mean first, then the squared
 // distances from it, which stay accurate when the mean is large next to the
 // spread (sum(x^2)/C - mean^2 would cancel). Both sums run in 16 lanes
@@ -34,20 +43,9 @@ static void row_statistics(float *mean, float *rstd, const float *x, int C) {
     const float m = row_sum(x, C) / (float)C;
     Lanes16 squares = lanes16_fill(0.0f);
     int c = 0;
-    for (; c + 16 <= C; c += 16) {
-        const Lanes16 xs = load16(x + c);
-        for (int p = 0; p < LANE_PARTS; p++) {
-            const vec d = xs.part[p] - m;
-            squares.part[p] = fma_vec(d, d, squares.part[p]);
-        }
-    }
-    if (c < C) {  // the last partial vector, padded with the mean: distance 0
-        const Lanes16 xs = load_tail16(x + c, C - c, m);
-        for (int p = 0; p < LANE_PARTS; p++) {
-            const vec d = xs.part[p] - m;
-            squares.part[p] = fma_vec(d, d, squares.part[p]);
-        }
-    }
+    for (; c + 16 <= C; c += 16) squares = add_squared_distances(squares, load16(x + c), m);
+    if (c < C)  // the last partial vector, padded with the mean: distance 0
+        squares = add_squared_distances(squares, load_tail16(x + c, C - c, m), m);
     *mean = m;
     *rstd = 1.0f / sqrtf(sum16(squares) / (float)C + LAYERNORM_EPS);
 }
