@@ -13,7 +13,7 @@
 // and tinygpt's own checkpoints use tinygpt's rules (CHUNK_RULES_BYTES);
 // GPT-2's tokenizer builds its Bpe with GPT-2's (bpe_from_merges).
 //
-// Learning (bpe_learn): count every adjacent pair of tokens inside the
+// Learning (bpe_learn, in bpe_learn.c): count every adjacent pair of tokens inside the
 // chunks, merge the most frequent pair, repeat. Ties go to the smallest
 // (left, right), compared as numbers, so the result is deterministic.
 // Encoding (bpe_encode): within each chunk, repeatedly apply the merge with
@@ -89,6 +89,14 @@ bool bpe_from_merges_text(Bpe *bpe, const char *text, size_t len, Error *err);
 // exist yet, a pair merged twice, a token too long); a caller reading its
 // own format checks those first, to name its file and line.
 bool bpe_from_merges(Bpe *bpe, BpeMerge *merges, int n_merges, ChunkRules rules, Error *err);
+
+// bpe_pair_key: a pair of ids as one number, left in the high half, so that
+// keys order as pairs do: the key of bpe.c's and bpe_learn.c's maps of pairs.
+// Ids are below 65536, so no byte of it reaches 0x80 (see byte_map.c's
+// bytes_hash, on stb_ds's hashing of 8-byte keys).
+static inline uint64_t bpe_pair_key(int left, int right) {
+    return (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+}
 
 // bpe_encode: the ids of "text" ("len" bytes, any bytes) into "ids", which
 // has room for "len" ids (a token is at least one byte); returns the count.
