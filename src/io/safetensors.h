@@ -1,7 +1,7 @@
 // safetensors.h: the safetensors container, read and written with every
 // check and nothing about what the tensors mean.
 //
-// Reading order: file 26, after json.h.
+// Reading order: file 26, after json.h and metadata.h.
 //
 // Format (https://github.com/huggingface/safetensors):
 //
@@ -31,7 +31,8 @@
 // (safetensors' own rule), and the floats themselves, written whole or not
 // at all. tinygpt writes and reads its own files in F32; another program's
 // (a Hugging Face GPT-2's, model/hf_gpt2.c) are listed tensor by tensor and
-// read as F32, F16 or BF16, each converted to float (the end of this file).
+// read as F32, F16 or BF16, each converted to float (the end of this file;
+// safetensors_list.c).
 // What it leaves out: writing other dtypes, big-endian machines, and
 // memory-mapping the file.
 //
@@ -48,40 +49,10 @@
 
 #include "common.h"
 #include "json.h"
+#include "metadata.h"
 #include "tensor_table.h"
 
 // ---- Writing ------------------------------------------------------------------
-
-// The "__metadata__" object being written: keys and string values, in the
-// order they were set.
-typedef struct {
-    char *key;
-    char *value;  // "len" bytes, any UTF-8 (a char model's vocabulary may hold a NUL)
-    size_t len;
-} MetadataItem;
-
-typedef struct {
-    MetadataItem *items;
-    int count;
-} Metadata;
-
-// metadata_set: "key" = the printf-style "fmt" (a key set twice keeps its
-// first place and its last value). metadata_set_bytes: = "len" bytes.
-void metadata_set(Metadata *md, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void metadata_set_bytes(Metadata *md, const char *key, const char *bytes, size_t len);
-// metadata_get: the item "key", or NULL.
-const MetadataItem *metadata_get(const Metadata *md, const char *key);
-// metadata_u64: the value of "key" as parse_u64 reads it; false when
-// absent or not that.
-bool metadata_u64(const Metadata *md, const char *key, uint64_t *out);
-
-// The strict spellings of a number in metadata, as tinygpt writes them,
-// "len" bytes of "text": parse_u64, 1 to 20 decimal digits that fit in 64
-// bits (no sign, no space, no "12abc"); parse_double, a finite decimal
-// number with a digit first ("0.1", "1e-05"; not " 1", "+1", ".5" or "nan").
-bool parse_u64(const char *text, size_t len, uint64_t *out);
-bool parse_double(const char *text, size_t len, double *out);
-void metadata_free(Metadata *md);
 
 // One group of tensors in a file: those of "table", in table order, each
 // named "prefix" followed by its name in the table, its floats at "memory" +
@@ -118,6 +89,7 @@ typedef struct {
     FILE *f;
     uint64_t file_size;        // bytes
     uint64_t header_len;       // N
+    uint64_t data_start;       // 8 + N: where the data section begins in the file
     uint64_t data_size;        // bytes in the data section: file_size - 8 - N
     char *header;              // [N] the JSON text
     JsonValue *root;           // the parsed header
@@ -170,6 +142,10 @@ typedef struct {
     const void *ctx;
 } TensorExpectations;
 
+// safetensors_is_metadata: whether a header entry is "__metadata__", the one
+// that is not a tensor.
+bool safetensors_is_metadata(const JsonValue *entry);
+
 // safetensors_check_tensors: the header's tensors are exactly "table"'s
 // (a name given twice was already refused by the JSON reader), each an F32
 // object of the table's shape whose data_offsets lie inside the data
@@ -188,7 +164,8 @@ bool safetensors_read_tensors(SafetensorsFile *st, const TensorTable *table, flo
 // A file whose names, shapes and layouts are another program's, which its
 // reader maps onto its own (model/hf_gpt2.c): safetensors_open, then
 // safetensors_list to see every tensor, then safetensors_read_f32 for each
-// one wanted. No checksum: such files have none.
+// one wanted (safetensors_list.c). No checksum: such files have none.
+
 
 // The dtypes a file may hold (safetensors' names), with their sizes, so that
 // every tensor's bytes can be checked, even one the reader skips; F32, F16
