@@ -25,7 +25,7 @@ CROSS := $(if $(filter-out $(shell uname -m),$(CC_ARCH)),1)
 # Debian's aarch64-linux-gnu-gcc), or whatever OPT=... says.
 OPT ?= -O3 $(if $(CROSS),,-march=native)
 WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes
-# src/ is split into folders by concept (README, "How to read the code");
+# src/ is split into folders by concept (docs/reading-order.md);
 # each is on the include path, so a file includes "linear.h", not a path.
 SRC_DIRS = $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 HEADERS = $(wildcard src/*/*.h)
@@ -209,8 +209,8 @@ test: test-bins bpe-check readme-check
 # (issue 12): every flag of every `--help` in a flag table (on any page)
 # with its default and range; every metadata key the checkpoints and
 # run.json hold listed (docs/checkpoints.md); and the reading order of src/
-# (README, "How to read the code") free of forward references, each file's
-# "Reading order: file N" agreeing with the README; and every command in
+# (docs/reading-order.md) free of forward references, each file's
+# "Reading order: file N" agreeing with it; README.md at most 15 KB; and every command in
 # a code block of those pages run, as it shows it, in a stand-in world
 # (a small text, a tiny trained run), with every `make` target named
 # existing and no file needed from outside the repository; and every

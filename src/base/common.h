@@ -1,6 +1,6 @@
 // common.h: the checked helpers every other file uses.
 //
-// Reading order: this is file 1 of src/ (see README, "How to read the code").
+// Reading order: this is file 1 of src/ (see docs/reading-order.md).
 // It implements: error reporting that names the file or flag, allocation and
 // file I/O that never fail silently. It leaves out: everything model-specific.
 //

@@ -89,6 +89,12 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
 //        dq_t += scale ds_j k_j     summed over j <= t
 //        dk_j += scale ds_j q_t     (added to: k_j is read by every row t >= j)
 //      dscore below is scale * ds_j, the gradient of the plain dot product.
+// The same in matrix form, for one head without dropout: Q, K, V [T,HS],
+// S = scale Q K^T [T,T], W = softmax(S) row by row (masked), O = W V; with
+// * the elementwise product and rowsum(X) each row's sum, as a column:
+//   dV = W^T dO     dW = dO V^T     dS = W * (dW - rowsum(W * dW))
+//   dQ = scale dS K                 dK = scale dS^T Q
+// (rowsum(W * dW) is <w, dw> of step 3, one number per row t.)
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
                                   uint64_t dropout_key, uint64_t dropout_first) {

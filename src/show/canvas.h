@@ -2,7 +2,7 @@
 // text, and save itself as a PNG.
 //
 // Reading order: file 30 with plot.h and watch.h, before train.c, which
-// draws through them (README, "How to read the code"); glue code, skip it on
+// draws through them (docs/reading-order.md); glue code, skip it on
 // a first read. The
 // loss plot (plot.h) and the attention heatmaps (attention_map.h) draw on it.
 //
