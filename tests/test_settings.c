@@ -468,6 +468,25 @@ START_TEST(resume_may_change_what_does_not_change_the_numbers) {
 }
 END_TEST
 
+// The flags every command shares (args.h) take train's ranges and
+// metavars: `tinygpt sample --threads 2000` and `tinygpt train --threads
+// 2000` are refused alike, and --help spells them alike.
+START_TEST(the_shared_flags_take_trains_ranges) {
+    int threads;
+    long seed, max_bytes;
+    const Flag shared[] = {threads_flag(&threads, NULL), seed_flag(&seed, NULL), max_bytes_flag(&max_bytes, NULL)};
+    const char *names[] = {"threads", "seed", "max_bytes"};
+    for (int i = 0; i < 3; i++) {
+        const Setting *row = setting_named(names[i]);
+        ck_assert_str_eq(row->flag, shared[i].name);
+        ck_assert_str_eq(row->metavar, shared[i].metavar);
+        ck_assert_msg(row->min == shared[i].min && row->max == shared[i].max,
+                      "%s: train takes [%g, %g], the other commands [%g, %g]", row->flag, row->min, row->max,
+                      shared[i].min, shared[i].max);
+    }
+}
+END_TEST
+
 Suite *settings_suite(void) {
     Suite *s = suite_create("settings");
     TCase *tc = tcase_create("table");
@@ -482,6 +501,7 @@ Suite *settings_suite(void) {
     tcase_add_test(tc, an_older_file_reads_as_it_was_meant);
     tcase_add_test(tc, doubles_are_written_short_and_read_back_exactly);
     tcase_add_test(tc, resume_may_change_what_does_not_change_the_numbers);
+    tcase_add_test(tc, the_shared_flags_take_trains_ranges);
     suite_add_tcase(s, tc);
     TCase *usage = tcase_create("usage errors");  // no fixture: an exit skips the teardown
     tcase_add_exit_test(usage, a_flag_for_another_architecture_is_a_usage_error, EXIT_USAGE);

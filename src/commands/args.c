@@ -145,6 +145,27 @@ static Flag *find_flag(const Command *cmd, const char *name, size_t len) {
     return NULL;
 }
 
+Flag model_flag(const char **path, const char *help) {
+    return (Flag){"--model", FLAG_STRING, path, "PATH",
+                  help ? help : "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)",
+                  0, 0, false, NULL, NULL};
+}
+
+Flag threads_flag(int *threads, const char *help) {
+    return (Flag){"--threads", FLAG_INT, threads, "N", help ? help : "OpenMP threads, 0 = default", 0, THREADS_MAX,
+                  false, NULL, NULL};
+}
+
+Flag seed_flag(long *seed, const char *help) {
+    return (Flag){"--seed", FLAG_LONG, seed, "S", help ? help : "random seed", 0, SEED_MAX, false, NULL, NULL};
+}
+
+Flag max_bytes_flag(long *max_bytes, const char *help) {
+    return (Flag){"--max-bytes", FLAG_LONG, max_bytes, "N",
+                  help ? help : "the most text read from standard input; more is an error", 1, MAX_BYTES_MAX, false,
+                  NULL, NULL};
+}
+
 const Flag *command_flag(const Command *cmd, const char *name) {
     Flag *f = find_flag(cmd, name, strlen(name));
     assert(f && "command_flag: no such flag in the table");

@@ -86,6 +86,19 @@ const char *parse_flags(Command *cmd, int argc, char **argv);
 // than "max" is a usage error like any other.
 int parse_flags_list(Command *cmd, int argc, char **argv, const char **positionals, int max);
 
+// The flags several commands share, declared once: each call gives the table
+// row, so the name, the metavar, the range and the usual help read the same
+// in every command that takes the flag (train's settings table, settings.c,
+// takes the same ranges). "help" NULL gives the usual help; a command whose
+// flag means something narrower passes its own.
+#define THREADS_MAX 1024           // --threads: 0 = OpenMP's default
+#define SEED_MAX 9.2e18            // --seed: below 2^63
+#define MAX_BYTES_MAX 1e15         // --max-bytes: a bound, not a size to allocate
+Flag model_flag(const char **path, const char *help);    // --model PATH (required)
+Flag threads_flag(int *threads, const char *help);       // --threads N
+Flag seed_flag(long *seed, const char *help);            // --seed S
+Flag max_bytes_flag(long *max_bytes, const char *help);  // --max-bytes N: standard input's text, at most
+
 // command_flag: the entry of "cmd" named "name" (which must exist).
 const Flag *command_flag(const Command *cmd, const char *name);
 

@@ -327,12 +327,12 @@ int cmd_attention(int argc, char **argv) {
     bool each_head = false;         // one picture per head, instead of one per layer
     int threads = 0;                // 0 = OpenMP's default
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        model_flag(&model_path, NULL),
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "text to look at (required); if longer than the model's block size, its last block-size tokens", 0, 0, false, NULL, NULL},
         {"--layer", FLAG_INT, &layer, "L", "show only layer L (1 = the first block); 0 = every layer", 0, 1 << 16, false, NULL, NULL},
         {"--out", FLAG_STRING, &out_dir, "DIR", "directory for the PNGs, created if missing: attention_layer{L}.png for gpt, attention.png for card (default: the checkpoint's directory)", 0, 0, false, NULL, NULL},
         {"--each-head", FLAG_SWITCH, &each_head, NULL, "one PNG per head instead, attention_layer{L}_head{H}.png (card: attention_head{H}.png)", 0, 0, false, NULL, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
+        threads_flag(&threads, NULL),
     };
     Command cmd = {"attention", NULL,
                    "Print each head's attention weights for a prompt (row t: how position t spreads its attention "

@@ -147,13 +147,13 @@ int cmd_eval(int argc, char **argv) {
     int threads = 0;                // 0 = OpenMP's default
     long max_bytes = STDIN_MAX_BYTES;  // with TEXTFILE -: the most of standard input read
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        model_flag(&model_path, NULL),
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
         {"--val-fraction", FLAG_DOUBLE_ABOVE_MIN, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
-        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with TEXTFILE -: the most text read from standard input; more is an error", 1, 1e15, false, NULL, NULL},
+        threads_flag(&threads, NULL),
+        max_bytes_flag(&max_bytes, "with TEXTFILE -: the most text read from standard input; more is an error"),
     };
     Command cmd = {"eval", "TEXTFILE",
                    "Mean cross-entropy (nats per token), perplexity and bits per byte of a model over every full window of a text file (- reads standard input), or of its validation split.",

@@ -270,7 +270,7 @@ int cmd_export(int argc, char **argv) {
     const char *out = NULL;         // the directory to write (required)
     bool force = false;             // write into a directory that holds files
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "FILE", "checkpoint written by 'tinygpt train' (or its run directory) (required): a gpt of GPT-2's parts with a bpe tokenizer", 0, 0, false, NULL, NULL},
+        model_flag(&model_path, "checkpoint written by 'tinygpt train' (or its run directory) (required): a gpt of GPT-2's parts with a bpe tokenizer"),
         {"--out", FLAG_STRING, &out, "DIR", "the Hugging Face GPT-2 directory to write (required): created if missing, and empty unless --force", 0, 0, false, NULL, NULL},
         {"--force", FLAG_SWITCH, &force, NULL, "write into a directory that holds files, replacing config.json, model.safetensors, vocab.json and merges.txt", 0, 0, false, NULL, NULL},
     };

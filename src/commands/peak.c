@@ -117,7 +117,7 @@ int cmd_peak(int argc, char **argv) {
     const char *product_shape = NULL;  // --product ROWS,IN,OUT, or none
     Flag flags[] = {
         {"--seconds", FLAG_DOUBLE, &seconds, "S", "seconds each of the two measurements runs (1 thread, then all); longer is steadier", 0.01, 600, false, NULL, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "threads of the second measurement, 0 = OpenMP's default (all cores)", 0, 1024, false, NULL, NULL},
+        threads_flag(&threads, "threads of the second measurement, 0 = OpenMP's default (all cores)"),
         {"--product", FLAG_STRING, &product_shape, "ROWS,IN,OUT", "also time a linear layer's three products (forward, input gradient, weight gradient) on 1 thread, inp[ROWS,IN] and weight[OUT,IN], each the best of its runs over --seconds", 0, 0, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"kernel_path\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
     };

@@ -219,7 +219,7 @@ int cmd_sample(int argc, char **argv) {
     bool past_end_of_text = false;   // gpt2 tokenizer: go on after <|endoftext|> instead of stopping there
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read as a prompt
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint written by 'tinygpt train' (or its run directory), or a Hugging Face GPT-2 directory (required)", 0, 0, false, NULL, NULL},
+        model_flag(&model_path, NULL),
         {"--prompt", FLAG_STRING, &prompt_arg, "TEXT", "text to continue", 0, 0, false, NULL, NULL},
         {"--prompt-file", FLAG_STRING, &prompt_file, "FILE", "continue the text of FILE instead, as it is (- = stdin)", 0, 0, false, NULL, NULL},
         {"--tokens", FLAG_INT, &tokens, "N", "number of tokens (characters, or bpe pieces) to generate per sample", 0, 1e9, false, NULL, NULL},
@@ -227,11 +227,11 @@ int cmd_sample(int argc, char **argv) {
         {"--temperature", FLAG_DOUBLE, &temperature, "X", "sampling temperature, 0 = always the likeliest", 0, 100, false, NULL, NULL},
         {"--top-k", FLAG_INT, &sampler.top_k, "K", "draw only from the K likeliest tokens, 0 = all", 0, 1e9, false, NULL, NULL},
         {"--top-p", FLAG_DOUBLE_ABOVE_MIN, &top_p, "P", "draw only from the likeliest tokens that hold probability P, in (0, 1]; 1 = all", 0, 1, false, NULL, NULL},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed", 0, 9.2e18, false, NULL, NULL},
-        {"--threads", FLAG_INT, &threads, "N", "OpenMP threads, 0 = default", 0, 1024, false, NULL, NULL},
+        seed_flag(&seed, NULL),
+        threads_flag(&threads, NULL),
         {"--past-end-of-text", FLAG_SWITCH, &past_end_of_text, NULL, "gpt2 tokenizer: generate past <|endoftext|> (50256 in GPT-2's files); without it a sample ends there, unprinted, as Hugging Face's generate ends at eos", 0, 0, false, NULL, NULL},
         {"--no-cache", FLAG_SWITCH, &no_cache, NULL, "no key/value cache: a full forward pass per token (same text, slower)", 0, 0, false, NULL, NULL},
-        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "with --prompt-file -: the most text read from standard input", 1, 1e15, false, NULL, NULL},
+        max_bytes_flag(&max_bytes, "with --prompt-file -: the most text read from standard input; more is an error"),
     };
     Command cmd = {"sample", NULL, "Generate text from a trained model; stdout gets the prompt and the generated text.",
                    "tinygpt sample --model runs/default/model.safetensors --prompt \"Call me\" --tokens 200",

@@ -51,7 +51,7 @@ const Setting TRAIN_SETTINGS[] = {
     {FIELD(data_path), SETTING_PATH, "FILE", "FILE", NULL, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN_JSON,
      .key = "data"},
     {FIELD(max_bytes), SETTING_LONG, "--max-bytes", "N", "with FILE -: the most text read from standard input; more is an error",
-     SAME("1073741824"), .min = 1, .max = 1e15, .resume = RESUME_MAY_CHANGE},  // STDIN_MAX_BYTES, as sample's
+     SAME("1073741824"), .min = 1, .max = MAX_BYTES_MAX, .resume = RESUME_MAY_CHANGE},  // STDIN_MAX_BYTES, as sample's
     {FIELD(out_dir), SETTING_PATH, "--out", "DIR",
      "output directory for model.safetensors, log.csv and loss.png; one that holds a run is refused (see --resume, --force)",
      .derived = "out", .derive = derive_out_dir},
@@ -170,9 +170,9 @@ const Setting TRAIN_SETTINGS[] = {
      "random (each window drawn apart), shuffled (every window once an epoch, in a new order each epoch), or sequential: batch s row b starts at ((s*B+b)*T) mod (n_train-T)",
      .gpt_default = "shuffled", .card_default = "random",
      .choices = ORDER_NAMES, .kept = KEPT_IN_RUN, .key = "order"},
-    {FIELD(seed), SETTING_LONG, "--seed", "S", "random seed (weights, batches, dropout)", SAME("1337"), .max = 9.2e18,
+    {FIELD(seed), SETTING_LONG, "--seed", "S", "random seed (weights, batches, dropout)", SAME("1337"), .max = SEED_MAX,
      .kept = KEPT_IN_RUN, .key = "seed"},
-    {FIELD(threads), SETTING_INT, "--threads", "N", "OpenMP threads, 0 = default", SAME("0"), .max = 1024,
+    {FIELD(threads), SETTING_INT, "--threads", "N", "OpenMP threads, 0 = default", SAME("0"), .max = THREADS_MAX,
      .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "threads", .if_absent = "0"},
     {FIELD(peak), SETTING_DOUBLE, "--peak", "GFLOPS",
      "the FMA peak of this process's threads that the progress lines' GFLOP/s are a share of (`tinygpt peak` measures it); 0 = measured as the run starts (0.1 s) and again at evaluations",

@@ -99,11 +99,11 @@ int cmd_tokenize(int argc, char **argv) {
     bool json = false;              // with --learn: one JSON line of numbers
     long max_bytes = STDIN_MAX_BYTES;  // the most of standard input read
     Flag flags[] = {
-        {"--model", FLAG_STRING, &model_path, "PATH", "checkpoint (or its run directory), or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use", 0, 0, false, NULL, NULL},
+        model_flag(&model_path, "checkpoint (or its run directory), or GPT-2 directory (vocab.json + merges.txt), whose tokenizer to use"),
         {"--learn", FLAG_STRING, &learn_path, "FILE", "instead: learn a bpe tokenizer from FILE (- reads standard input) and report its speed and first merges", 0, 0, false, NULL, NULL},
         {"--vocab-size", FLAG_INT, &vocab_size, "N", "with --learn: tokens to learn (256 bytes + N - 256 merges)", BPE_BYTES + 1, BPE_MAX_VOCAB, false, NULL, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "with --learn: print {\"bytes\", \"merges\", \"learn_seconds\", \"encode_seconds\", \"tokens\"}", 0, 0, false, NULL, NULL},
-        {"--max-bytes", FLAG_LONG, &max_bytes, "N", "the most text read from standard input; more is an error", 1, 1e15, false, NULL, NULL},
+        max_bytes_flag(&max_bytes, NULL),
     };
     Command cmd = {"tokenize", "[TEXT]",
                    "Show the tokens a model reads in TEXT (or standard input, if TEXT is left out or is -): each piece "
