@@ -487,6 +487,25 @@ START_TEST(the_shared_flags_take_trains_ranges) {
 }
 END_TEST
 
+// eval --split val cuts the text as train did: its default fraction and
+// its range are train's --val-fraction row's, as eval's --help says.
+START_TEST(eval_takes_trains_validation_fraction) {
+    const Setting *row = setting_named("val_fraction");
+    RunResult *r = run_tinygpt(dir, "eval --help");
+    ck_assert_int_eq(r->status, 0);
+    const char *line = strstr(r->out, "--val-fraction");
+    ck_assert_ptr_nonnull(line);
+    char want_default[64], want_max[64];
+    snprintf(want_default, sizeof want_default, "else %s)", row->gpt_default);
+    snprintf(want_max, sizeof want_max, "at most %g", row->max);
+    const char *end = strchr(line, '\n');
+    ck_assert_msg(strstr(line, want_default) && strstr(line, want_default) < end, "eval's --val-fraction row lacks '%s'",
+                  want_default);
+    ck_assert_msg(strstr(line, want_max) && strstr(line, want_max) < end, "eval's --val-fraction row lacks '%s'",
+                  want_max);
+}
+END_TEST
+
 Suite *settings_suite(void) {
     Suite *s = suite_create("settings");
     TCase *tc = tcase_create("table");
@@ -502,6 +521,7 @@ Suite *settings_suite(void) {
     tcase_add_test(tc, doubles_are_written_short_and_read_back_exactly);
     tcase_add_test(tc, resume_may_change_what_does_not_change_the_numbers);
     tcase_add_test(tc, the_shared_flags_take_trains_ranges);
+    tcase_add_test(tc, eval_takes_trains_validation_fraction);
     suite_add_tcase(s, tc);
     TCase *usage = tcase_create("usage errors");  // no fixture: an exit skips the teardown
     tcase_add_exit_test(usage, a_flag_for_another_architecture_is_a_usage_error, EXIT_USAGE);

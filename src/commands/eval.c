@@ -13,6 +13,7 @@
 #include "hf_gpt2.h"
 #include "data.h"
 #include "safetensors.h"
+#include "settings.h"  // train's --val-fraction, whose split eval repeats
 #include "tokenizer.h"
 #include "utf8.h"
 #include "watch.h"  // watch_format_duration, for the progress line
@@ -141,7 +142,15 @@ static void json_double(char *buf, size_t cap, double x) {
 int cmd_eval(int argc, char **argv) {
     const char *model_path = NULL;  // checkpoint to evaluate (required)
     EvalSplit split = EVAL_ALL;     // the whole text, or the validation split as train cut it
-    double val_fraction = 0.1;      // for --split val: the checkpoint's when not given, else train's default
+    // For --split val: the checkpoint's when not given, else train's
+    // default, from train's settings row, so the two cut the text alike.
+    const Setting *train_fraction = setting_named("val_fraction");
+    double val_fraction = strtod(train_fraction->gpt_default, NULL);
+    char fraction_help[128], fraction_default[64];
+    snprintf(fraction_help, sizeof fraction_help,
+             "with --split val: the split's fraction of the text, above 0 and at most %g", train_fraction->max);
+    snprintf(fraction_default, sizeof fraction_default, "the run's, from the checkpoint; else %s",
+             train_fraction->gpt_default);
     bool json = false;              // print one JSON object instead of text
     int batch = 16;                 // windows per forward pass (speed only)
     int threads = 0;                // 0 = OpenMP's default
@@ -149,7 +158,7 @@ int cmd_eval(int argc, char **argv) {
     Flag flags[] = {
         model_flag(&model_path, NULL),
         {"--split", FLAG_CHOICE, &split, "all|val", "score every full window of the text, or only of its validation split as train cut it (the last floor(n_chars * val_fraction) characters)", 0, 0, false, NULL, EVAL_SPLIT_NAMES},
-        {"--val-fraction", FLAG_DOUBLE_ABOVE_MIN, &val_fraction, "F", "with --split val: the split's fraction of the text, above 0 and at most 0.9", 0, 0.9, false, "the run's, from the checkpoint; else 0.1", NULL},
+        {"--val-fraction", FLAG_DOUBLE_ABOVE_MIN, &val_fraction, "F", fraction_help, 0, train_fraction->max, false, fraction_default, NULL},
         {"--json", FLAG_SWITCH, &json, NULL, "print {\"loss\": ..., \"perplexity\": ..., \"tokens\": ..., \"bits_per_byte\": ..., \"split\": ...}", 0, 0, false, NULL, NULL},
         {"--batch", FLAG_INT, &batch, "B", "windows per forward pass (does not change the result)", 1, 1 << 16, false, NULL, NULL},
         threads_flag(&threads, NULL),
