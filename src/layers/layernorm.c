@@ -46,6 +46,9 @@ void layernorm_forward_reference(float *out, float *mean, float *rstd, const flo
 //      That is dxhat with the parts that would only shift the row or scale
 //      it taken out: neither changes xhat (but for eps), so neither can
 //      change the loss.
+//   For the rows at once, with * elementwise and rowmean(X) each row's mean:
+//        dW += colsum(dY * Xhat)
+//        dX += r * (dXhat - rowmean(dXhat) - Xhat * rowmean(dXhat * Xhat)),  dXhat = dY * w
 // dx is added to dinp, not written: the input is the residual stream, whose
 // gradient also collects the skip path's (layernorm.h).
 void layernorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp,

@@ -57,6 +57,8 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
 //      out: scaling x does not change xhat (but for eps), so it cannot
 //      change the loss. LayerNorm's backward also takes out the part that
 //      would shift the row; RMSNorm's output does change with a shift.
+//   For the rows at once, with * elementwise and rowmean(X) each row's mean:
+//        dW += colsum(dY * Xhat)      dX += r * (dXhat - Xhat * rowmean(dXhat * Xhat)),  dXhat = dY * w
 // dx is added to dinp, not written: the input is the residual stream
 // (rmsnorm.h). Two passes, each shared among the threads: dx row by row,
 // then dw channel by channel (each channel's sum over the rows in row
