@@ -29,9 +29,10 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 // (derived in crossentropy.c):
 //   dlogits[n,v] = (probs[n,v] - [v == target[n]]) / N
 // It is written, not added to: the logits feed only this layer, so their
-// gradient has one source. So is every layer's input gradient but
-// LayerNorm's, whose input, the residual stream, also feeds the skip path
-// (layernorm.h); gradients of parameters are added to (see
+// gradient has one source. So is every layer's input gradient but the
+// norms' (LayerNorm's and RMSNorm's), whose input, the residual stream,
+// also feeds the skip path (layernorm.h, rmsnorm.h); gradients of
+// parameters are added to (see
 // model_zero_grad). dlogits may be probs itself: each number is read
 // once, before its gradient is written over it.
 //

@@ -8,7 +8,8 @@
 // tried in the feed-forward layer, and the modded-nanoGPT speedrun uses it:
 //   relu2(x) = max(x, 0)^2
 // It is 0 for x <= 0, like ReLU, but grows like x^2 above it, and its
-// slope, 2 max(x, 0), has no corner at 0 (ReLU's jumps from 0 to 1 there).
+// slope, 2 max(x, 0), does not jump at 0 (ReLU's jumps from 0 to 1 there);
+// it has a corner there instead, its own slope jumping from 0 to 2.
 // No erf, no exp: two multiplies an element. A NaN stays NaN both ways, as
 // in torch.relu, so a broken input reaches the loss.
 //
