@@ -18,7 +18,7 @@
 
 #include "helpers.h"
 #include "tests.h"
-#include "walkthrough.h"
+#include "walkthrough_backward.h"
 
 enum { T = WALK_T, D_IN = WALK_D_IN, D_OUT = WALK_D_OUT, C = WALK_C };
 

@@ -21,7 +21,7 @@
 #include "sample.h"
 #include "tokenize.h"
 #include "train.h"
-#include "walkthrough.h"
+#include "walkthrough_backward.h"
 
 typedef struct {
     const char *name;

@@ -1,7 +1,7 @@
 // walkthrough.h: `tinygpt walkthrough`: the classic worked example of
 // self-attention, replayed step by step through tinygpt's own layers.
 //
-// Reading order: file 38, after the layers it calls and args.h (file 28);
+// Reading order: file 38, after the layers it calls (files 3-6);
 // but run it before reading attention.c. Six tokens, "Your journey starts
 // with one step", each a 3-d embedding (a row of X), and the trainable
 // weights of the textbook example:
@@ -14,22 +14,12 @@
 //      each row) and the -inf mask before the softmax give the same weights;
 //   4. dropout p = 0.5 on those weights: the kept ones are doubled;
 //   5. two heads side by side, concatenated, then an output projection.
-// With --backward, the same example learns, and its backward pass is shown:
-//   6. a head over the six tokens as the vocabulary, and the loss of
-//      predicting each next token;
-//   7. the gradient back through the loss, the head and the output
-//      projection;
-//   8. back through attention, head by head: the weights, the scores (the
-//      softmax's backward), then the queries, keys and values;
-//   9. back into the projection weights and the embeddings X;
-// every gradient beside the same number by central finite differences of
-// the loss, (loss(x + h) - loss(x - h)) / 2h, so each derivation of the
-// layers' backward passes is seen to hold in numbers.
+// With --backward, the same example learns: walkthrough_backward.h, steps
+// 6-9, which also holds the command.
 //
 // Every number comes from the functions that train the model
 // (linear_forward, linear_forward_reference, softmax_forward,
-// attention_forward; for steps 6-9 the layers' reference versions and
-// their backward passes), called with these fixed weights. Two conventions
+// attention_forward), called with these fixed weights. Two conventions
 // differ from the textbook's and are bridged here, not in the layers: its
 // W is [d_in, d_out] applied as X @ W, while our linear layer stores
 // PyTorch's [d_out, d_in] (so each W is transposed into the layer's weight);
@@ -95,72 +85,19 @@ void walkthrough_compute(Walkthrough *w, uint64_t dropout_key);
 // starts with its tag "(1a)", "(1b)", ..., with one sentence per step.
 void walkthrough_print(const Walkthrough *w, FILE *out);
 
-// ---- Steps 6-9, `--backward` -----------------------------------------------
-// Step 5's model (both heads, the output projection) with a head on top:
-// logits = output W_HEAD + B_HEAD over a vocabulary of the six tokens, and
-// the target of each token is the next one, of the last ("step") the first
-// (the sentence read as a loop). Dropout is off, as at evaluation.
-enum { WALK_V = WALK_T };
-extern const float WALK_W_HEAD[WALK_C][WALK_V], WALK_B_HEAD[WALK_V];
-extern const int WALK_TARGETS[WALK_T];
-
-// The finite differences: step h, and the tolerance within which a
-// gradient agrees with its finite difference:
-//   |analytic - numeric| <= WALK_FD_ATOL + WALK_FD_RTOL * |numeric|
-// The layers compute in float32, so the loss carries rounding errors of
-// about 1e-7, which the division by 2h magnifies (h = 0.01: to about 1e-5).
-extern const double WALK_FD_STEP, WALK_FD_ATOL, WALK_FD_RTOL;
-
-// The gradients step 7-9 print, in order. Each is a matrix in the layout
-// of the tensor it belongs to as printed above it (the weights as the
-// example writes them, [d_in, d_out]).
-enum {
-    WALK_G_LOGITS,   // (7a) [T,V]
-    WALK_G_OUTPUT,   // (7b) [T,C]     the output of step 5's projection
-    WALK_G_W_HEAD,   // (7c) [C,V]
-    WALK_G_B_HEAD,   // (7d) [1,V]
-    WALK_G_CONTEXT,  // (7e) [T,C]     both heads' contexts, concatenated
-    WALK_G_W_OUT,    // (7f) [C,C]
-    WALK_G_B_OUT,    // (7g) [1,C]
-    WALK_G_WEIGHTS1, WALK_G_SCORES1,  // (8a), (8b) [T,T] head 1: entries j <= t only
-    WALK_G_WEIGHTS2, WALK_G_SCORES2,  // (8c), (8d) [T,T] head 2
-    WALK_G_QUERIES, WALK_G_KEYS, WALK_G_VALUES,    // (8e-g) [T,C]  both heads
-    WALK_G_W_QUERY, WALK_G_W_KEY, WALK_G_W_VALUE,  // (9a-c) [D_IN,C]: head 1's W_QUERY | head 2's W2_QUERY
-    WALK_G_X,        // (9d) [T,D_IN]
-    WALK_N_GRADIENTS
-};
-enum { WALK_MAX_CELLS = WALK_T * WALK_T };  // the largest printed gradient
-
-// One gradient as printed, row-major [rows, cols]: the backward passes'
-// value and the finite difference. Above the diagonal of the [T,T] ones,
-// which nothing computes, both are NAN.
-typedef struct {
-    int rows, cols;
-    float analytic[WALK_MAX_CELLS];
-    float numeric[WALK_MAX_CELLS];
-} WalkGradient;
-
-typedef struct {
-    float logits[WALK_T * WALK_V];  // [T,V]  step 6
-    float probs[WALK_T * WALK_V];   // [T,V]  softmax of each row
-    float losses[WALK_T];           // [T]    -log probs[t, target t]
-    float loss;                     // their mean
-    WalkGradient grads[WALK_N_GRADIENTS];
-} WalkBackward;
-
-// walkthrough_backward_compute: the forward pass of steps 5-6, the backward
-// pass of steps 7-9, and every gradient's finite differences.
-void walkthrough_backward_compute(WalkBackward *b);
-// walkthrough_agrees: whether an analytic gradient and its finite difference
-// agree within the tolerance above.
-bool walkthrough_agrees(double analytic, double numeric);
-// walkthrough_backward_print: steps 6-9: the loss, then every gradient, each
-// row of numbers ("d") with its finite differences under it ("fd"), a '!'
-// after each one that disagrees, and a last line saying whether all agree.
-// Returns the number of values that disagree.
-int walkthrough_backward_print(const WalkBackward *b, FILE *out);
-
-// cmd_walkthrough: the `tinygpt walkthrough` command.
-int cmd_walkthrough(int argc, char **argv);
+// ---- Shared with steps 6-9 (walkthrough_backward.c) ---------------------
+// The labels of the printed matrices' columns: the embedding's dims (d1-d3),
+// both heads' channels side by side (h1.d1 ... h2.d2), the output's (o1-o4).
+extern const char *const WALK_DIMS[WALK_D_IN], *const WALK_HEAD_DIMS[WALK_C], *const WALK_OUT_DIMS[WALK_C];
+// walk_weight_rows: rows [first_row, first_row + D_OUT) of a linear layer's
+// weight [out, D_IN] get the textbook's w [D_IN, D_OUT], transposed.
+void walk_weight_rows(float *weight, int first_row, const float w[WALK_D_IN][WALK_D_OUT]);
+// walk_transpose: out[cols, rows] = m[rows, cols] transposed.
+void walk_transpose(float *out, const float *m, int rows, int cols);
+// walk_print_matrix: "title [rows x cols]", a row of column labels, then
+// one row per line: its label and %.4f numbers; with "causal_only", the
+// entries above the diagonal print as ".".
+void walk_print_matrix(FILE *out, const char *title, const float *m, int rows, int cols,
+                       const char *const *row_labels, const char *const *col_labels, bool causal_only);
 
 #endif
