@@ -305,7 +305,7 @@ START_TEST(the_walkthrough_command_prints_every_step) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// Steps 6-9, `--backward`: the loss and every gradient, computed here in
+// Steps 6-11, `--backward`: the loss and every gradient, computed here in
 // double from the chain rule worked out by hand (not from tinygpt's
 // layers), and each printed finite difference against its printed
 // gradient.
@@ -316,10 +316,10 @@ enum { V = WALK_V, NG = WALK_N_GRADIENTS, CELLS = WALK_MAX_CELLS };
 // float32 arithmetic behind it adds less than 1e-6.
 static const double GRADIENT_PRINTED_TOL = 1e-5;
 
-// What steps 6-9 must print: the loss, and each gradient as printed
+// What steps 6-11 must print: the loss, and each gradient as printed
 // (row-major, NAN above the diagonal of the [T,T] ones).
 typedef struct {
-    double logits[T * V], probs[T * V], losses[T], loss;
+    double stream[T * C], normed[T * C], logits[T * V], probs[T * V], losses[T], loss;
     double grads[NG][CELLS];
 } Expected;
 
@@ -395,7 +395,7 @@ static void expected_backward(Expected *e) {
     const float(*const wk[2])[D_OUT] = {WALK_W_KEY, WALK_W2_KEY};
     const float(*const wv[2])[D_OUT] = {WALK_W_VALUE, WALK_W2_VALUE};
     double X[T * D_IN], q[2][T * D_OUT], k[2][T * D_OUT], v[2][T * D_OUT], weights[2][T * T], ctx[2][T * D_OUT];
-    double concat[T * C], w_out[C * C], out[T * C], w_head[C * V];
+    double concat[T * C], w_out[C * C], out[T * C], w_head[C * V], rms[T];
     load(X, &WALK_X[0][0], T * D_IN);
     for (int h = 0; h < 2; h++) {
         project(q[h], k[h], v[h], wq[h], wk[h], wv[h]);
@@ -406,9 +406,20 @@ static void expected_backward(Expected *e) {
     matmul(out, concat, w_out, T, C, C);
     for (int t = 0; t < T; t++)
         for (int o = 0; o < C; o++) out[t * C + o] += WALK_B_OUT[o];
-    // (6a-c): the head, the softmax, the loss
+    // (6a-b): the residual, then RMSNorm: each row over its root mean
+    // square (eps 1e-5, as rmsnorm.h), times g
+    for (int t = 0; t < T; t++) {
+        double squares = 0;
+        for (int c = 0; c < C; c++) {
+            e->stream[t * C + c] = concat[t * C + c] + out[t * C + c];
+            squares += e->stream[t * C + c] * e->stream[t * C + c];
+        }
+        rms[t] = sqrt(squares / C + 1e-5);
+        for (int c = 0; c < C; c++) e->normed[t * C + c] = e->stream[t * C + c] / rms[t] * WALK_NORM_WEIGHT[c];
+    }
+    // (6c-e): the head, the softmax, the loss
     load(w_head, &WALK_W_HEAD[0][0], C * V);
-    matmul(e->logits, out, w_head, T, C, V);
+    matmul(e->logits, e->normed, w_head, T, C, V);
     e->loss = 0;
     for (int t = 0; t < T; t++) {
         double sum = 0;
@@ -420,20 +431,39 @@ static void expected_backward(Expected *e) {
         e->losses[t] = -log(e->probs[t * V + WALK_TARGETS[t]]);
         e->loss += e->losses[t] / T;
     }
-    // (7a-g): the loss, the head, the output projection
-    double dlogits[T * V], dout[T * C], dconcat[T * C];
+    // (7a-d): the loss, the head
+    double dlogits[T * V], dnormed[T * C], dstream[T * C], dconcat[T * C];
     for (int t = 0; t < T; t++)
         for (int u = 0; u < V; u++) dlogits[t * V + u] = (e->probs[t * V + u] - (u == WALK_TARGETS[t])) / T;
-    matmul_bt(dout, dlogits, w_head, T, V, C);
-    matmul_bt(dconcat, dout, w_out, T, C, C);
+    matmul_bt(dnormed, dlogits, w_head, T, V, C);
     memcpy(e->grads[WALK_G_LOGITS], dlogits, sizeof dlogits);
-    memcpy(e->grads[WALK_G_OUTPUT], dout, sizeof dout);
-    matmul_at(e->grads[WALK_G_W_HEAD], out, dlogits, T, C, V);
+    memcpy(e->grads[WALK_G_NORMED], dnormed, sizeof dnormed);
+    matmul_at(e->grads[WALK_G_W_HEAD], e->normed, dlogits, T, C, V);
     column_sums(e->grads[WALK_G_B_HEAD], dlogits, T, V);
+    // (8a-b): RMSNorm by its whole Jacobian, not the walkthrough's short
+    // form: normed_j = g_j x_j / rms, d rms / d x_i = x_i / (C rms), so
+    // d normed_j / d x_i = g_j ([i == j] / rms - x_j x_i / (C rms^3)).
+    memset(e->grads[WALK_G_NORM_WEIGHT], 0, sizeof e->grads[WALK_G_NORM_WEIGHT]);
+    for (int t = 0; t < T; t++) {
+        const double *x = e->stream + t * C, r = rms[t];
+        for (int i = 0; i < C; i++) {
+            double dx = 0;
+            for (int j = 0; j < C; j++)
+                dx += dnormed[t * C + j] * WALK_NORM_WEIGHT[j] * ((i == j) / r - x[j] * x[i] / (C * r * r * r));
+            dstream[t * C + i] = dx;
+            e->grads[WALK_G_NORM_WEIGHT][i] += dnormed[t * C + i] * x[i] / r;
+        }
+    }
+    memcpy(e->grads[WALK_G_STREAM], dstream, sizeof dstream);
+    // (9a-d): stream = concat + out hands d stream to both; the context
+    // gets it again through the projection
+    memcpy(e->grads[WALK_G_OUTPUT], dstream, sizeof dstream);
+    matmul_at(e->grads[WALK_G_W_OUT], concat, dstream, T, C, C);
+    column_sums(e->grads[WALK_G_B_OUT], dstream, T, C);
+    matmul_bt(dconcat, dstream, w_out, T, C, C);
+    for (int i = 0; i < T * C; i++) dconcat[i] += dstream[i];
     memcpy(e->grads[WALK_G_CONTEXT], dconcat, sizeof dconcat);
-    matmul_at(e->grads[WALK_G_W_OUT], concat, dout, T, C, C);
-    column_sums(e->grads[WALK_G_B_OUT], dout, T, C);
-    // (8a-g) and (9a-d): each head, then the projections and X
+    // (10a-g) and (11a-d): each head, then the projections and X
     memset(e->grads[WALK_G_X], 0, sizeof e->grads[WALK_G_X]);
     for (int h = 0; h < 2; h++) {
         double dctx[T * D_OUT], dq[T * D_OUT], dk[T * D_OUT], dv[T * D_OUT];
@@ -468,7 +498,7 @@ static void print_backward(const WalkBackward *b, char **out, int *disagree) {
     fclose(f);
 }
 
-// The backward fixture: read_printed reads steps 6-9's output.
+// The backward fixture: read_printed reads steps 6-11's output.
 static void setup_backward(void) {
     walkthrough_backward_compute(&computed);
     print_backward(&computed, &printed_backward, &printed_disagree);
@@ -517,21 +547,24 @@ static void read_gradient(const char *tag, int rows, int cols, double *analytic,
     }
 }
 
-static const char *const GRADIENT_TAGS[NG] = {"(7a)", "(7b)", "(7c)", "(7d)", "(7e)", "(7f)", "(7g)", "(8a)", "(8b)",
-                                              "(8c)", "(8d)", "(8e)", "(8f)", "(8g)", "(9a)", "(9b)", "(9c)", "(9d)"};
-static const int GRADIENT_SHAPES[NG][2] = {{T, V}, {T, C}, {C, V}, {1, V}, {T, C}, {C, C}, {1, C},
-                                           {T, T}, {T, T}, {T, T}, {T, T}, {T, C}, {T, C}, {T, C},
-                                           {D_IN, C}, {D_IN, C}, {D_IN, C}, {T, D_IN}};
+static const char *const GRADIENT_TAGS[NG] = {"(7a)",  "(7b)",  "(7c)",  "(7d)",  "(8a)",  "(8b)",  "(9a)",
+                                              "(9b)",  "(9c)",  "(9d)",  "(10a)", "(10b)", "(10c)", "(10d)",
+                                              "(10e)", "(10f)", "(10g)", "(11a)", "(11b)", "(11c)", "(11d)"};
+static const int GRADIENT_SHAPES[NG][2] = {{T, V},    {T, C},    {C, V},    {1, V},   {T, C}, {1, C}, {T, C},
+                                           {C, C},    {1, C},    {T, C},    {T, T},   {T, T}, {T, T}, {T, T},
+                                           {T, C},    {T, C},    {T, C},    {D_IN, C}, {D_IN, C}, {D_IN, C}, {T, D_IN}};
 
-START_TEST(step_6_prints_the_head_its_softmax_and_the_loss_of_each_next_token) {
+START_TEST(step_6_prints_the_residual_the_norm_the_head_and_the_loss_of_each_next_token) {
     Expected e;
     expected_backward(&e);
-    assert_printed("(6a)", e.logits, T, V);
-    assert_printed("(6b)", e.probs, T, V);
-    assert_printed("(6c)", e.losses, T, 1);
-    const char *line = strstr(printed, "\nloss = mean of (6c) = ");
+    assert_printed("(6a)", e.stream, T, C);
+    assert_printed("(6b)", e.normed, T, C);
+    assert_printed("(6c)", e.logits, T, V);
+    assert_printed("(6d)", e.probs, T, V);
+    assert_printed("(6e)", e.losses, T, 1);
+    const char *line = strstr(printed, "\nloss = mean of (6e) = ");
     ck_assert_msg(line != NULL, "no loss line");
-    ck_assert_double_eq_tol(strtod(line + strlen("\nloss = mean of (6c) = "), NULL), e.loss, PRINTED_TOL);
+    ck_assert_double_eq_tol(strtod(line + strlen("\nloss = mean of (6e) = "), NULL), e.loss, PRINTED_TOL);
     ck_assert_msg(strstr(printed, "targets: journey starts with one step Your\n") != NULL, "targets not printed");
 }
 END_TEST
@@ -563,12 +596,35 @@ START_TEST(every_gradient_is_the_chain_rule_and_agrees_with_its_finite_differenc
 }
 END_TEST
 
+// The residual, read off the printed rows: the branch's gradient (9a) is
+// the stream's (8a), digit for digit, and the context's (9d) is the
+// stream's again (the skip path) plus the projection's d output W_out^T.
+START_TEST(the_residual_hands_d_stream_to_the_branch_and_adds_it_to_the_context) {
+    double dstream[T * C], doutput[T * C], dcontext[T * C], unused[T * C], w_out[C * C], projected[T * C];
+    read_gradient("(8a)", T, C, dstream, unused, NULL);
+    read_gradient("(9a)", T, C, doutput, unused, NULL);
+    read_gradient("(9d)", T, C, dcontext, unused, NULL);
+    load(w_out, &WALK_W_OUT[0][0], C * C);
+    matmul_bt(projected, doutput, w_out, T, C, C);
+    for (int i = 0; i < T * C; i++) {
+        ck_assert_msg(doutput[i] == dstream[i], "(9a) [%d,%d] = %.5f, (8a) %.5f", i / C, i % C, doutput[i],
+                      dstream[i]);
+        // Three printed values, each off by up to 5e-6 (d output's through a
+        // row of W_out, whose |w| sum to at most 0.9); d stream is 0.01-0.2,
+        // so a context without the skip path would fail by far.
+        ck_assert_msg(fabs(dcontext[i] - (dstream[i] + projected[i])) <= 2 * GRADIENT_PRINTED_TOL,
+                      "(9d) [%d,%d] = %.5f, not d stream + d output W_out^T = %.5f", i / C, i % C, dcontext[i],
+                      dstream[i] + projected[i]);
+    }
+}
+END_TEST
+
 START_TEST(when_every_gradient_agrees_the_last_line_says_so_and_nothing_is_marked) {
     ck_assert_int_eq(printed_disagree, 0);
     for (const char *mark = strchr(printed, '!'); mark; mark = strchr(mark + 1, '!'))
         ck_assert_msg(!isdigit((unsigned char)mark[-1]), "a value is marked: %.20s", mark - 9);
-    ck_assert_msg(strstr(printed, "\nAll 344 gradients agree with their finite differences") != NULL,
-                  "no summary line for 344 gradients");
+    ck_assert_msg(strstr(printed, "\nAll 396 gradients agree with their finite differences") != NULL,
+                  "no summary line for 396 gradients");
     ck_assert_msg(strstr(printed, "MISMATCH") == NULL && strstr(printed, "DISAGREES") == NULL, "a mismatch reported");
 }
 END_TEST
@@ -578,7 +634,7 @@ END_TEST
 // it is, named in its matrix's last line and in the summary, and counted.
 START_TEST(a_gradient_that_disagrees_is_marked_and_counted) {
     WalkBackward broken = computed;
-    const int cell = 4 * T + 2;  // (8b), row "one", column "starts"
+    const int cell = 4 * T + 2;  // (10b), row "one", column "starts"
     broken.grads[WALK_G_SCORES1].analytic[cell] += 1e-3f;
     char *out;
     int disagree;
@@ -587,12 +643,13 @@ START_TEST(a_gradient_that_disagrees_is_marked_and_counted) {
     printed = out;
     double analytic[CELLS], numeric[CELLS];
     bool marked[CELLS] = {false};
-    read_gradient("(8b)", T, T, analytic, numeric, marked);
-    for (int i = 0; i < T * T; i++) ck_assert_msg(marked[i] == (i == cell), "(8b) [%d,%d] marked: %d", i / T, i % T, marked[i]);
-    const char *matrix = strstr(out, "\n(8b)"), *next = strstr(out, "\n(8c)");
+    read_gradient("(10b)", T, T, analytic, numeric, marked);
+    for (int i = 0; i < T * T; i++)
+        ck_assert_msg(marked[i] == (i == cell), "(10b) [%d,%d] marked: %d", i / T, i % T, marked[i]);
+    const char *matrix = strstr(out, "\n(10b)"), *next = strstr(out, "\n(10c)");
     const char *verdict = strstr(matrix, "DISAGREES (marked !)");
-    ck_assert_msg(verdict != NULL && verdict < next, "(8b)'s last line does not say it disagrees");
-    ck_assert_msg(strstr(out, "\nMISMATCH: 1 of 344 gradients disagree") != NULL, "no MISMATCH line");
+    ck_assert_msg(verdict != NULL && verdict < next, "(10b)'s last line does not say it disagrees");
+    ck_assert_msg(strstr(out, "\nMISMATCH: 1 of 396 gradients disagree") != NULL, "no MISMATCH line");
     printed = printed_backward;
     free(out);
 }
@@ -644,8 +701,9 @@ Suite *walkthrough_suite(void) {
     TCase *backward = tcase_create("backward");
     tcase_add_checked_fixture(backward, setup_backward, teardown_backward);
     tcase_set_timeout(backward, 30);  // one test runs the binary
-    tcase_add_test(backward, step_6_prints_the_head_its_softmax_and_the_loss_of_each_next_token);
+    tcase_add_test(backward, step_6_prints_the_residual_the_norm_the_head_and_the_loss_of_each_next_token);
     tcase_add_loop_test(backward, every_gradient_is_the_chain_rule_and_agrees_with_its_finite_difference, 0, NG);
+    tcase_add_test(backward, the_residual_hands_d_stream_to_the_branch_and_adds_it_to_the_context);
     tcase_add_test(backward, when_every_gradient_agrees_the_last_line_says_so_and_nothing_is_marked);
     tcase_add_test(backward, a_gradient_that_disagrees_is_marked_and_counted);
     tcase_add_test(backward, agreement_is_within_the_stated_absolute_and_relative_tolerance);

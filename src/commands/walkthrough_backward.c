@@ -1,7 +1,7 @@
-// walkthrough_backward.c: steps 6-9 of the attention example, a loss and
-// its backward pass, every gradient beside its finite difference; and the
-// command, which runs steps 1-5 and, with --backward, these (see
-// walkthrough_backward.h).
+// walkthrough_backward.c: steps 6-11 of the attention example: a residual,
+// a norm, a loss, and the backward pass, every gradient beside its finite
+// difference; and the command, which runs steps 1-5 and, with --backward,
+// these (see walkthrough_backward.h).
 #include "walkthrough_backward.h"
 
 #include <math.h>
@@ -12,12 +12,14 @@
 #include "attention.h"
 #include "crossentropy.h"
 #include "linear.h"
+#include "residual.h"
+#include "rmsnorm.h"
 
 enum { T = WALK_T, D_IN = WALK_D_IN, D_OUT = WALK_D_OUT, HEADS = WALK_HEADS, C = WALK_C };
 
-// ---------------------------------------------------------------------------
-// Steps 6-9: a loss, and the backward pass (`--backward`)
-
+// The norm's weight g: RMSNorm's starts at 1 in training; these differ from
+// 1 (ours, not the textbook's), so that multiplying by g shows.
+const float WALK_NORM_WEIGHT[C] = {1.0f, 0.8f, 1.2f, 0.9f};
 // The head: small weights of both signs (ours, not the textbook's), in the
 // example's layout [d_in, d_out]: row o of W_HEAD is what output channel o
 // adds to each token's logit.
@@ -43,17 +45,22 @@ typedef struct {
     float weights[HEADS * T * T];      // [HEADS, T, T] their softmax
     float context[T * C];              // [T, C] both heads' contexts
     float proj_weight[C * C], proj_bias[C];
-    float output[T * C];
+    float output[T * C];               // [T, C] context W_out + b_out
+    float stream[T * C];               // [T, C] context + output: the residual
+    float norm_weight[C], rstd[T];     // RMSNorm's g, and 1 / rms of each row of the stream
+    float normed[T * C];               // [T, C] stream * rstd * g
     float head_weight[V * C], head_bias[V];
     float logits[T * V], probs[T * V], losses[T];
     float dX[T * D_IN], dqkv_weight[3 * C * D_IN], dqkv[T * 3 * C], dscores[HEADS * T * T],
         dweights[HEADS * T * T], dcontext[T * C], dproj_weight[C * C], dproj_bias[C], doutput[T * C],
-        dhead_weight[V * C], dhead_bias[V], dlogits[T * V];
+        dstream[T * C], dnorm_weight[C], dnormed[T * C], dhead_weight[V * C], dhead_bias[V], dlogits[T * V];
 } Work;
 
 // Where the forward pass restarts after one tensor has changed: everything
 // computed from it is computed again (in this order of the forward pass).
-typedef enum { FROM_X, FROM_QKV, FROM_SCORES, FROM_WEIGHTS, FROM_CONTEXT, FROM_OUTPUT, FROM_LOGITS } Stage;
+typedef enum {
+    FROM_X, FROM_QKV, FROM_SCORES, FROM_WEIGHTS, FROM_CONTEXT, FROM_OUTPUT, FROM_STREAM, FROM_NORMED, FROM_LOGITS
+} Stage;
 
 // context = weights V, head by head, as step 2 computes it: a linear
 // layer whose weight is V^T.
@@ -82,7 +89,9 @@ static float forward_from(Work *w, Stage from) {
         if (from <= FROM_WEIGHTS) context_from_weights(w);
     }
     if (from <= FROM_CONTEXT) linear_forward_reference(w->output, w->context, w->proj_weight, w->proj_bias, T, C, C);
-    if (from <= FROM_OUTPUT) linear_forward_reference(w->logits, w->output, w->head_weight, w->head_bias, T, C, V);
+    if (from <= FROM_OUTPUT) residual_forward(w->stream, w->context, w->output, (size_t)T * C, 0.0f, 0, 0);
+    if (from <= FROM_STREAM) rmsnorm_forward(w->normed, w->rstd, w->stream, w->norm_weight, T, C);
+    if (from <= FROM_NORMED) linear_forward_reference(w->logits, w->normed, w->head_weight, w->head_bias, T, C, V);
     return crossentropy_forward(w->losses, w->probs, w->logits, WALK_TARGETS, T, V);
 }
 
@@ -115,6 +124,7 @@ static void forward(Work *w) {
     walk_weight_rows(w->qkv_weight, 2 * C + D_OUT, WALK_W2_VALUE);
     walk_transpose(w->proj_weight, &WALK_W_OUT[0][0], C, C);
     memcpy(w->proj_bias, WALK_B_OUT, sizeof w->proj_bias);
+    memcpy(w->norm_weight, WALK_NORM_WEIGHT, sizeof w->norm_weight);
     walk_transpose(w->head_weight, &WALK_W_HEAD[0][0], C, V);
     memcpy(w->head_bias, WALK_B_HEAD, sizeof w->head_bias);
     forward_from(w, FROM_X);
@@ -129,11 +139,21 @@ static void backward(Work *w) {
     memset(w->dproj_bias, 0, sizeof w->dproj_bias);
     memset(w->dhead_weight, 0, sizeof w->dhead_weight);
     memset(w->dhead_bias, 0, sizeof w->dhead_bias);
+    memset(w->dnorm_weight, 0, sizeof w->dnorm_weight);
     crossentropy_backward(w->dlogits, w->probs, WALK_TARGETS, T, V, (size_t)T);
-    linear_backward_reference(w->doutput, w->dhead_weight, w->dhead_bias, w->dlogits, w->output, w->head_weight, T,
+    linear_backward_reference(w->dnormed, w->dhead_weight, w->dhead_bias, w->dlogits, w->normed, w->head_weight, T,
                               C, V);
+    // rmsnorm_backward adds to its input's gradient (in a block, the skip
+    // path has put its part there already); here it is the first, so zero.
+    memset(w->dstream, 0, sizeof w->dstream);
+    rmsnorm_backward(w->dstream, w->dnorm_weight, w->dnormed, w->stream, w->norm_weight, w->rstd, T, C);
+    // stream = context + output: the branch gets d stream as it is...
+    residual_backward(w->doutput, w->dstream, (size_t)T * C, 0.0f, 0, 0);
     linear_backward_reference(w->dcontext, w->dproj_weight, w->dproj_bias, w->doutput, w->context, w->proj_weight,
                               T, C, C);
+    // ...and so does the skip path, which meets the projection's gradient
+    // at the context: the two are added.
+    for (int i = 0; i < T * C; i++) w->dcontext[i] += w->dstream[i];
     // dweights: d loss / d weights, which attention_backward_reference
     // leaves in its scratch; it keeps d loss / d scores to itself, so the
     // softmax's backward is written out here, as its derivation ends
@@ -164,46 +184,52 @@ typedef struct {
     Stage from;  // where the forward pass restarts when the tensor moves
 } GradientSpec;
 
-static const char *const BIAS[] = {"bias"};
+static const char *const BIAS[] = {"bias"}, *const NORM_WEIGHT[] = {"g"};
 #define AT(tensor, grad, first, row_stride, col_stride) \
     offsetof(Work, tensor), offsetof(Work, grad), first, row_stride, col_stride
 static const GradientSpec GRADIENTS[NG] = {
     {"(7a)", "d logits = (probs - onehot) / 6 (crossentropy_backward)", T, V, WALK_TOKENS, WALK_TOKENS, false,
      AT(logits, dlogits, 0, V, 1), FROM_LOGITS},
-    {"(7b)", "d output = d logits W_head^T", T, C, WALK_TOKENS, WALK_OUT_DIMS, false, AT(output, doutput, 0, C, 1),
-     FROM_OUTPUT},
-    {"(7c)", "d W_head = output^T d logits", C, V, WALK_OUT_DIMS, WALK_TOKENS, false,
-     AT(head_weight, dhead_weight, 0, 1, C), FROM_OUTPUT},
+    {"(7b)", "d normed = d logits W_head^T", T, C, WALK_TOKENS, WALK_OUT_DIMS, false, AT(normed, dnormed, 0, C, 1),
+     FROM_NORMED},
+    {"(7c)", "d W_head = normed^T d logits", C, V, WALK_OUT_DIMS, WALK_TOKENS, false,
+     AT(head_weight, dhead_weight, 0, 1, C), FROM_NORMED},
     {"(7d)", "d b_head = d logits summed over the rows", 1, V, BIAS, WALK_TOKENS, false,
-     AT(head_bias, dhead_bias, 0, 0, 1), FROM_OUTPUT},
-    {"(7e)", "d context = d output W_out^T", T, C, WALK_TOKENS, WALK_HEAD_DIMS, false, AT(context, dcontext, 0, C, 1),
-     FROM_CONTEXT},
-    {"(7f)", "d W_out = context^T d output", C, C, WALK_HEAD_DIMS, WALK_OUT_DIMS, false,
+     AT(head_bias, dhead_bias, 0, 0, 1), FROM_NORMED},
+    {"(8a)", "d stream = (d xhat - xhat mean(d xhat xhat)) / rms, d xhat = d normed g (rmsnorm_backward)", T, C,
+     WALK_TOKENS, WALK_OUT_DIMS, false, AT(stream, dstream, 0, C, 1), FROM_STREAM},
+    {"(8b)", "d g = d normed xhat summed over the rows", 1, C, NORM_WEIGHT, WALK_OUT_DIMS, false,
+     AT(norm_weight, dnorm_weight, 0, 0, 1), FROM_STREAM},
+    {"(9a)", "d output = d stream: the branch (residual_backward)", T, C, WALK_TOKENS, WALK_OUT_DIMS, false,
+     AT(output, doutput, 0, C, 1), FROM_OUTPUT},
+    {"(9b)", "d W_out = context^T d output", C, C, WALK_HEAD_DIMS, WALK_OUT_DIMS, false,
      AT(proj_weight, dproj_weight, 0, 1, C), FROM_CONTEXT},
-    {"(7g)", "d b_out = d output summed over the rows", 1, C, BIAS, WALK_OUT_DIMS, false,
+    {"(9c)", "d b_out = d output summed over the rows", 1, C, BIAS, WALK_OUT_DIMS, false,
      AT(proj_bias, dproj_bias, 0, 0, 1), FROM_CONTEXT},
-    {"(8a)", "head 1: d weights[t,j] = d context_t . v_j", T, T, WALK_TOKENS, WALK_TOKENS, true,
+    {"(9d)", "d context = d stream (the skip path) + d output W_out^T (the projection)", T, C, WALK_TOKENS,
+     WALK_HEAD_DIMS, false, AT(context, dcontext, 0, C, 1), FROM_CONTEXT},
+    {"(10a)", "head 1: d weights[t,j] = d context_t . v_j", T, T, WALK_TOKENS, WALK_TOKENS, true,
      AT(weights, dweights, 0, T, 1), FROM_WEIGHTS},
-    {"(8b)", "head 1: d scores = w * (d w - <w, d w>), row by row", T, T, WALK_TOKENS, WALK_TOKENS, true,
+    {"(10b)", "head 1: d scores = w * (d w - <w, d w>), row by row", T, T, WALK_TOKENS, WALK_TOKENS, true,
      AT(scores, dscores, 0, T, 1), FROM_SCORES},
-    {"(8c)", "head 2: d weights[t,j] = d context_t . v_j", T, T, WALK_TOKENS, WALK_TOKENS, true,
-     AT(weights, dweights, T *T, T, 1), FROM_WEIGHTS},
-    {"(8d)", "head 2: d scores = w * (d w - <w, d w>), row by row", T, T, WALK_TOKENS, WALK_TOKENS, true,
-     AT(scores, dscores, T *T, T, 1), FROM_SCORES},
-    {"(8e)", "d queries: d q_t = sum over j <= t of d scores[t,j] k_j / sqrt(2)", T, C, WALK_TOKENS, WALK_HEAD_DIMS,
+    {"(10c)", "head 2: d weights[t,j] = d context_t . v_j", T, T, WALK_TOKENS, WALK_TOKENS, true,
+     AT(weights, dweights, T * T, T, 1), FROM_WEIGHTS},
+    {"(10d)", "head 2: d scores = w * (d w - <w, d w>), row by row", T, T, WALK_TOKENS, WALK_TOKENS, true,
+     AT(scores, dscores, T * T, T, 1), FROM_SCORES},
+    {"(10e)", "d queries: d q_t = sum over j <= t of d scores[t,j] k_j / sqrt(2)", T, C, WALK_TOKENS, WALK_HEAD_DIMS,
      false, AT(qkv, dqkv, 0, 3 * C, 1), FROM_QKV},
-    {"(8f)", "d keys: d k_j = sum over t >= j of d scores[t,j] q_t / sqrt(2)", T, C, WALK_TOKENS, WALK_HEAD_DIMS, false,
-     AT(qkv, dqkv, C, 3 * C, 1), FROM_QKV},
-    {"(8g)", "d values: d v_j = sum over t >= j of weights[t,j] d context_t", T, C, WALK_TOKENS, WALK_HEAD_DIMS, false,
-     AT(qkv, dqkv, 2 * C, 3 * C, 1), FROM_QKV},
-    {"(9a)", "d W_query = X^T d queries (head 1's W_query | head 2's W2_query)", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS,
+    {"(10f)", "d keys: d k_j = sum over t >= j of d scores[t,j] q_t / sqrt(2)", T, C, WALK_TOKENS, WALK_HEAD_DIMS,
+     false, AT(qkv, dqkv, C, 3 * C, 1), FROM_QKV},
+    {"(10g)", "d values: d v_j = sum over t >= j of weights[t,j] d context_t", T, C, WALK_TOKENS, WALK_HEAD_DIMS,
+     false, AT(qkv, dqkv, 2 * C, 3 * C, 1), FROM_QKV},
+    {"(11a)", "d W_query = X^T d queries (head 1's W_query | head 2's W2_query)", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS,
      false, AT(qkv_weight, dqkv_weight, 0, 1, D_IN), FROM_X},
-    {"(9b)", "d W_key = X^T d keys", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS, false,
-     AT(qkv_weight, dqkv_weight, C *D_IN, 1, D_IN), FROM_X},
-    {"(9c)", "d W_value = X^T d values", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS, false,
+    {"(11b)", "d W_key = X^T d keys", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS, false,
+     AT(qkv_weight, dqkv_weight, C * D_IN, 1, D_IN), FROM_X},
+    {"(11c)", "d W_value = X^T d values", D_IN, C, WALK_DIMS, WALK_HEAD_DIMS, false,
      AT(qkv_weight, dqkv_weight, 2 * C * D_IN, 1, D_IN), FROM_X},
-    {"(9d)", "d X = d queries W_query^T + d keys W_key^T + d values W_value^T", T, D_IN, WALK_TOKENS, WALK_DIMS, false,
-     AT(X, dX, 0, D_IN, 1), FROM_X},
+    {"(11d)", "d X = d queries W_query^T + d keys W_key^T + d values W_value^T", T, D_IN, WALK_TOKENS, WALK_DIMS,
+     false, AT(X, dX, 0, D_IN, 1), FROM_X},
 };
 #undef AT
 
@@ -251,6 +277,8 @@ void walkthrough_backward_compute(WalkBackward *b) {
     memset(&w, 0, sizeof w);
     forward(&w);
     b->loss = forward_from(&w, FROM_LOGITS);
+    memcpy(b->stream, w.stream, sizeof b->stream);
+    memcpy(b->normed, w.normed, sizeof b->normed);
     memcpy(b->logits, w.logits, sizeof b->logits);
     memcpy(b->probs, w.probs, sizeof b->probs);
     memcpy(b->losses, w.losses, sizeof b->losses);
@@ -307,36 +335,65 @@ static int print_gradients(FILE *out, int first, int last, const WalkBackward *b
 int walkthrough_backward_print(const WalkBackward *b, FILE *out) {
     const char *const *tok = WALK_TOKENS;
     static const char *const LOSS[] = {"loss"};
-    fprintf(out, "\n== Step 6: a loss to learn from ==\n"
-                 "A head turns each row of (5c) into one score (logit) per token of a vocabulary of the six\n"
-                 "tokens, and the loss says how well each position predicts the token after it (after\n"
-                 "\"step\", read as a loop, \"Your\" again): the mean over the rows of -log probs[t, target].\n"
-                 "Dropout is off from here on, as at evaluation.\n\n");
+    fprintf(out, "\n== Step 6: a residual, a norm, and a loss to learn from ==\n"
+                 "A block of a GPT adds each sublayer's output back onto its input, the residual stream,\n"
+                 "and normalises the stream before the next layer reads it. Here the skip path goes around\n"
+                 "the output projection, stream = context + output (both have C = 4 channels), and RMSNorm\n"
+                 "divides each row by its root mean square, rms = sqrt(mean(stream^2) + 1e-5), then\n"
+                 "multiplies channel c by a weight g[c]. A head turns each normed row into one score (logit)\n"
+                 "per token of a vocabulary of the six tokens, and the loss says how well each position\n"
+                 "predicts the token after it (after \"step\", read as a loop, \"Your\" again): the mean over\n"
+                 "the rows of -log probs[t, target]. Dropout is off from here on, as at evaluation.\n\n");
+    walk_print_matrix(out, "(6a) stream = context (5b) + output (5c) (residual_forward)", b->stream, T, C, tok,
+                      WALK_OUT_DIMS, false);
+    walk_print_matrix(out, "g", WALK_NORM_WEIGHT, 1, C, NORM_WEIGHT, WALK_OUT_DIMS, false);
+    walk_print_matrix(out, "(6b) normed = stream / rms of its row * g (rmsnorm_forward)", b->normed, T, C, tok,
+                      WALK_OUT_DIMS, false);
     walk_print_matrix(out, "W_head", &WALK_W_HEAD[0][0], C, V, WALK_OUT_DIMS, tok, false);
     walk_print_matrix(out, "b_head", WALK_B_HEAD, 1, V, BIAS, tok, false);
-    walk_print_matrix(out, "(6a) logits = output W_head + b_head (linear_forward_reference)", b->logits, T, V, tok, tok,
-                      false);
-    walk_print_matrix(out, "(6b) probs = softmax of each row (crossentropy_forward)", b->probs, T, V, tok, tok, false);
+    walk_print_matrix(out, "(6c) logits = normed W_head + b_head (linear_forward_reference)", b->logits, T, V, tok,
+                      tok, false);
+    walk_print_matrix(out, "(6d) probs = softmax of each row (crossentropy_forward)", b->probs, T, V, tok, tok, false);
     fprintf(out, "targets:");
     for (int t = 0; t < T; t++) fprintf(out, " %s", tok[WALK_TARGETS[t]]);
     fprintf(out, "\n\n");
-    walk_print_matrix(out, "(6c) losses = -log probs[t, target] (crossentropy_forward)", b->losses, T, 1, tok, LOSS,
+    walk_print_matrix(out, "(6e) losses = -log probs[t, target] (crossentropy_forward)", b->losses, T, 1, tok, LOSS,
                       false);
-    fprintf(out, "loss = mean of (6c) = %.4f\n\n", (double)b->loss);
+    fprintf(out, "loss = mean of (6e) = %.4f\n\n", (double)b->loss);
 
     fprintf(out,
-            "== Step 7: backward through the loss, the head and the output projection ==\n"
+            "== Step 7: backward through the loss and the head ==\n"
             "Below, d A means d loss / d A, from the layers' backward passes (rows \"d\"). Under each number\n"
             "(rows \"fd\") is the same one by central finite differences: that one number of A moved by\n"
             "h = %g both ways, the forward pass run again from there, (loss(+h) - loss(-h)) / 2h.\n"
             "They agree when |d - fd| <= %g + %g |fd|; a '!' follows any that do not.\n"
             "The loss and its softmax together give d logits = (probs - onehot) / 6 (crossentropy_backward).\n"
-            "A linear layer y = x W + b gives d x = d y W^T, d W = x^T d y and d b = d y summed over the rows\n"
-            "(linear_backward_reference, here for the head, then for the output projection).\n\n",
+            "A linear layer y = x W + b gives d x = d y W^T, d W = x^T d y and d b = d y summed over the rows.\n"
+            "Here the layout turns. The textbook, and this walkthrough, write W as [in, out] and y = x W;\n"
+            "linear.c keeps PyTorch's weight = W^T, [out, in], and computes y = x weight^T, so its code\n"
+            "reads the same gradients as d x = d y weight and d weight = d y^T x\n"
+            "(linear_backward_reference). Each d W below is its d weight, transposed back to [in, out].\n\n",
             WALK_FD_STEP, WALK_FD_ATOL, WALK_FD_RTOL);
-    int disagree = print_gradients(out, WALK_G_LOGITS, WALK_G_B_OUT, b);
+    int disagree = print_gradients(out, WALK_G_LOGITS, WALK_G_B_HEAD, b);
 
-    fprintf(out, "== Step 8: backward through attention, head by head ==\n"
+    fprintf(out, "== Step 8: backward through the RMSNorm ==\n"
+                 "Row by row, xhat = x / rms and normed = xhat g, so d g = d normed xhat (summed over the rows)\n"
+                 "and d xhat = d normed g. rms depends on every x of its row: d rms / d x_i = x_i / (C rms), so\n"
+                 "  d x_i = d xhat_i / rms - (sum over j of d xhat_j x_j / rms^2) x_i / (C rms)\n"
+                 "        = (d xhat_i - xhat_i mean(d xhat xhat)) / rms.\n"
+                 "LayerNorm subtracts the row's mean first, which adds one term: - mean(d xhat).\n\n");
+    disagree += print_gradients(out, WALK_G_STREAM, WALK_G_NORM_WEIGHT, b);
+
+    fprintf(out, "== Step 9: backward through the residual and the output projection ==\n"
+                 "stream = context + output, and d(a + b)/da = d(a + b)/db = 1: the sum hands d stream, as it\n"
+                 "is, to both. The branch's output gets it (residual_backward), and the projection turns it into\n"
+                 "its weights' gradients and its input's. The context feeds the stream twice, through the\n"
+                 "projection and along the skip path, so its two gradients meet there and are added. This is\n"
+                 "why the norms' backward passes add to their input's gradient (rmsnorm.h): that input is a\n"
+                 "stream that also feeds a skip path.\n\n");
+    disagree += print_gradients(out, WALK_G_OUTPUT, WALK_G_CONTEXT, b);
+
+    fprintf(out, "== Step 10: backward through attention, head by head ==\n"
                  "context_t = sum over j <= t of weights[t,j] v_j, so d weights[t,j] = d context_t . v_j, and\n"
                  "d v_j collects weights[t,j] d context_t from every row t >= j. The softmax's Jacobian,\n"
                  "diag(w) - w w^T, turns a row's d weights into d scores = w * (d w - <w, d w>); the future\n"
@@ -346,7 +403,7 @@ int walkthrough_backward_print(const WalkBackward *b, FILE *out) {
                  "d scores below are its line written out here.\n\n");
     disagree += print_gradients(out, WALK_G_WEIGHTS1, WALK_G_VALUES, b);
 
-    fprintf(out, "== Step 9: backward into the projections and the embeddings ==\n"
+    fprintf(out, "== Step 11: backward into the projections and the embeddings ==\n"
                  "q, k and v are one linear layer of X, so each weight gets X^T times its gradient, and X\n"
                  "the sum of what flows back through all three.\n\n");
     disagree += print_gradients(out, WALK_G_W_QUERY, WALK_G_X, b);
@@ -372,8 +429,9 @@ int cmd_walkthrough(int argc, char **argv) {
         {"--seed", FLAG_LONG, &seed, "S", "dropout key for step 4 (which weights are dropped)", 0, 9.2e18, false, NULL,
          NULL},
         {"--backward", FLAG_SWITCH, &backward, NULL,
-         "then steps 6-9: a loss and its backward pass, every gradient beside its finite difference", 0, 0, false, NULL,
-         NULL},
+         "then steps 6-11: a residual, a norm, a loss and the backward pass, every gradient beside its finite "
+         "difference",
+         0, 0, false, NULL, NULL},
     };
     Command cmd = {"walkthrough", NULL,
                    "Replay the classic self-attention example (\"Your journey starts with one step\") step by "
