@@ -507,8 +507,9 @@ static void setup_backward(void) {
 static void teardown_backward(void) { free(printed_backward); }
 
 // The gradient printed under "tag" [rows x cols]: per row a line "label d
-// numbers" and a line "fd numbers"; a number followed by '!' is marked as
-// disagreeing, "." (not computed) reads as NAN.
+// numbers" and a line "fd numbers" (none when "numeric" is NULL: what
+// scripts/walkthrough_torch.py prints); a number followed by '!' is marked
+// as disagreeing, "." (not computed) reads as NAN.
 static void read_gradient(const char *tag, int rows, int cols, double *analytic, double *numeric, bool *marked) {
     char needle[64];
     snprintf(needle, sizeof needle, "\n%s", tag);
@@ -519,8 +520,9 @@ static void read_gradient(const char *tag, int rows, int cols, double *analytic,
     const char *eol = strchr(p + 1, '\n');
     ck_assert_msg(eol && strstr(p + 1, shape) == eol - strlen(shape) + 1, "%s is not printed as %s", tag, shape);
     p = strchr(eol + 1, '\n') + 1;  // past the column labels
-    for (int r = 0; r < 2 * rows; r++) {
-        const bool fd = r % 2 == 1;
+    const int lines = numeric ? 2 : 1;  // per row
+    for (int r = 0; r < lines * rows; r++) {
+        const bool fd = lines == 2 && r % 2 == 1;
         char line[512];
         const char *end = strchr(p, '\n');
         ck_assert_msg(end && (size_t)(end - p) < sizeof line, "%s: line %d missing", tag, r);
@@ -539,8 +541,8 @@ static void read_gradient(const char *tag, int rows, int cols, double *analytic,
             char *num_end;
             const double value = strcmp(tok, ".") == 0 ? NAN : strtod(tok, &num_end);
             if (strcmp(tok, ".") != 0) ck_assert_msg(*num_end == '\0', "%s: '%s' is not a number", tag, tok);
-            (fd ? numeric : analytic)[(r / 2) * cols + c] = value;
-            if (marked) marked[(r / 2) * cols + c] |= mark;
+            (fd ? numeric : analytic)[(r / lines) * cols + c] = value;
+            if (marked) marked[(r / lines) * cols + c] |= mark;
         }
         ck_assert_msg(strtok_r(NULL, " ", &save) == NULL, "%s: line %d has more than %d numbers", tag, r, cols);
         p = end + 1;
@@ -684,6 +686,55 @@ START_TEST(the_walkthrough_command_with_backward_prints_both_passes_and_exits_0)
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// scripts/walkthrough_torch.py: the same example in PyTorch, its gradients
+// from autograd.
+
+// Both print 5 decimals of float32 numbers summed in different orders,
+// which may round to last digits one apart.
+static const double TORCH_PRINTED_TOL = 1.5e-5;
+// Debian's, as the Makefile's scripts run: where python3-torch installs.
+static const char *const PYTHON = "/usr/bin/python3";
+
+START_TEST(pytorch_autograd_prints_every_gradient_the_walkthrough_prints) {
+    char dir[256];
+    scratch_dir_create(dir, sizeof dir);
+    RunResult *r = run_binary(PYTHON, dir, "scripts/walkthrough_torch.py");
+    if (r->status == 127 || strstr(r->err, "No module named 'torch'")) {  // no python3, or no torch
+        fprintf(stderr, "walkthrough: skipped comparing scripts/walkthrough_torch.py: %s has no torch "
+                        "(scripts/setup.sh --python installs python3-torch)\n", PYTHON);
+        scratch_dir_remove(dir);
+        return;
+    }
+    ck_assert_msg(r->status == 0, "walkthrough_torch.py failed (%d): %s", r->status, r->err);
+    const char *loss = strstr(r->out, "loss = ");
+    ck_assert_msg(loss == r->out, "walkthrough_torch.py does not start with its loss: %.40s", r->out);
+    ck_assert_double_eq_tol(strtod(loss + strlen("loss = "), NULL), computed.loss, PRINTED_TOL);
+    int compared = 0;
+    for (int g = 0; g < NG; g++) {
+        const int rows = GRADIENT_SHAPES[g][0], cols = GRADIENT_SHAPES[g][1];
+        double walk[CELLS], walk_fd[CELLS], torch[CELLS];
+        printed = printed_backward;
+        read_gradient(GRADIENT_TAGS[g], rows, cols, walk, walk_fd, NULL);
+        printed = r->out;
+        read_gradient(GRADIENT_TAGS[g], rows, cols, torch, NULL, NULL);
+        for (int i = 0; i < rows * cols; i++) {
+            if (isnan(walk[i])) {
+                ck_assert_msg(isnan(torch[i]), "%s [%d,%d]: PyTorch prints %.5f where the walkthrough prints '.'",
+                              GRADIENT_TAGS[g], i / cols, i % cols, torch[i]);
+                continue;
+            }
+            ck_assert_msg(fabs(torch[i] - walk[i]) <= TORCH_PRINTED_TOL, "%s [%d,%d]: PyTorch %.5f, walkthrough %.5f",
+                          GRADIENT_TAGS[g], i / cols, i % cols, torch[i], walk[i]);
+            compared++;
+        }
+    }
+    printed = printed_backward;
+    ck_assert_int_eq(compared, 396);  // every gradient the walkthrough's last line counts
+    scratch_dir_remove(dir);
+}
+END_TEST
+
 Suite *walkthrough_suite(void) {
     Suite *s = suite_create("walkthrough");
     TCase *tc = tcase_create("walkthrough");
@@ -708,6 +759,7 @@ Suite *walkthrough_suite(void) {
     tcase_add_test(backward, a_gradient_that_disagrees_is_marked_and_counted);
     tcase_add_test(backward, agreement_is_within_the_stated_absolute_and_relative_tolerance);
     tcase_add_test(backward, the_walkthrough_command_with_backward_prints_both_passes_and_exits_0);
+    tcase_add_test(backward, pytorch_autograd_prints_every_gradient_the_walkthrough_prints);
     suite_add_tcase(s, backward);
     return s;
 }

@@ -436,7 +436,9 @@ int cmd_walkthrough(int argc, char **argv) {
     Command cmd = {"walkthrough", NULL,
                    "Replay the classic self-attention example (\"Your journey starts with one step\") step by "
                    "step with tinygpt's own layers, printing every matrix; with --backward, its backward pass too, "
-                   "each gradient checked by finite differences (exit 1 if one disagrees).",
+                   "each gradient checked by finite differences (exit 1 if one disagrees). "
+                   "scripts/walkthrough_torch.py builds the same example in PyTorch and prints the same gradients "
+                   "from its autograd.",
                    "tinygpt walkthrough --backward | less", flags, (int)(sizeof flags / sizeof flags[0])};
     parse_flags(&cmd, argc, argv);
     Walkthrough w;

@@ -21,6 +21,8 @@
 // the loss, (loss(x + h) - loss(x - h)) / 2h, so each derivation of the
 // layers' backward passes is seen to hold in numbers. Every number comes
 // from the layers' reference versions and their backward passes.
+// scripts/walkthrough_torch.py builds the same example in PyTorch and
+// prints the same gradients from its autograd.
 #ifndef TINYGPT_WALKTHROUGH_BACKWARD_H
 #define TINYGPT_WALKTHROUGH_BACKWARD_H
 
