@@ -1,7 +1,8 @@
 // walkthrough.h: `tinygpt walkthrough`: the classic worked example of
 // self-attention, replayed step by step through tinygpt's own layers.
 //
-// Reading order: file 38, after the layers it calls (files 3-6);
+// Reading order: file 38, after what it calls (rng.h, linear.h, attention.h,
+// crossentropy.h: files 2, 4-6);
 // but run it before reading attention.c. Six tokens, "Your journey starts
 // with one step", each a 3-d embedding (a row of X), and the trainable
 // weights of the textbook example:
