@@ -320,10 +320,13 @@ clean:
 # Train 50 steps with tinygpt and with the PyTorch reference on the same
 # batches and compare (needs python3-torch; setup.sh --python installs it);
 # GPT-2's tokenizer against GPT-2's reference encoder, and export against
-# an independent GPT-2 (above).
-parity: tinygpt gpt2-tokenizer-check export-check
+# an independent GPT-2 (above); and walkthrough --backward against the same
+# example in PyTorch (scripts/walkthrough_torch.py), which make test skips
+# where there is no torch and this target requires.
+parity: tinygpt gpt2-tokenizer-check export-check test-bins
 	scripts/setup.sh --quiet --python
 	/usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt
+	TINYGPT_REQUIRE_TORCH=1 CK_RUN_SUITE=walkthrough $(BUILD)/run_tests
 
 # Time tinygpt against the same model in PyTorch (training at 1 and 2
 # threads, and sampling) on DATA (default: the corpus) and write a markdown

@@ -426,8 +426,7 @@ int cmd_walkthrough(int argc, char **argv) {
     long seed = 9;  // step 4's dropout key: drops 10 of the 21 weights, and in no row all of them
     bool backward = false;
     Flag flags[] = {
-        {"--seed", FLAG_LONG, &seed, "S", "dropout key for step 4 (which weights are dropped)", 0, 9.2e18, false, NULL,
-         NULL},
+        seed_flag(&seed, "dropout key for step 4 (which weights are dropped)"),
         {"--backward", FLAG_SWITCH, &backward, NULL,
          "then steps 6-11: a residual, a norm, a loss and the backward pass, every gradient beside its finite "
          "difference",
