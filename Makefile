@@ -173,10 +173,11 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
 # `make`, `make MPI=1`, `make PORTABLE=1` and a cross build relinks
 # ./tinygpt (each from its own objects, which are up to date).
 TINYGPT_KIND = $(if $(filter 1,$(MPI)),mpi,$(if $(filter 1,$(PORTABLE)),portable,plain)) $(CC_ARCH)
+# (The temporary file is the shell's own: `make -j2 test` runs this rule
+# in two makes at once.)
 build/tinygpt-kind: FORCE
 	@mkdir -p build
-	@echo $(TINYGPT_KIND) > $@.tmp
-	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+	@tmp=$@.$$$$.tmp; echo $(TINYGPT_KIND) > $$tmp; cmp -s $$tmp $@ && rm $$tmp || mv $$tmp $@
 
 ifeq ($(PORTABLE),1)
 ifneq ($(CC_ARCH),x86_64)
