@@ -161,15 +161,20 @@ def forward_loops(params, idx, targets, n_head, dropout_keep=None, dropout=0.0):
     return total_loss / (B * T), torch.stack(logits)
 
 
-def random_params(V, block_size, C, dtype=torch.float64, seed=0):
-    """Random parameters for a model of the given sizes (for the self-test)."""
-    gen = torch.Generator().manual_seed(seed)
-    shapes = {
+def card_param_shapes(V, block_size, C):
+    """The card's tensors, name -> shape."""
+    return {
         "tok_emb.weight": [V, C], "pos_emb.weight": [block_size, C],
         "blocks.0.attn.q.weight": [C, C], "blocks.0.attn.k.weight": [C, C],
         "blocks.0.attn.v.weight": [C, C], "blocks.0.attn.proj.weight": [C, C],
         "blocks.0.attn.proj.bias": [C], "head.weight": [V, C], "head.bias": [V],
     }
+
+
+def random_params(V, block_size, C, dtype=torch.float64, seed=0):
+    """Random parameters for a model of the given sizes (for the self-test)."""
+    gen = torch.Generator().manual_seed(seed)
+    shapes = card_param_shapes(V, block_size, C)
     return {name: torch.randn(shapes[name], generator=gen, dtype=dtype) for name in PARAM_NAMES}
 
 

@@ -21,7 +21,7 @@ from torch_ref.parity_setup import (
     arch_flags, EVAL_TOLERANCE, float64_params, GRAD_TOLERANCE, init_model,
     largest_weight_difference, LOSS_TOLERANCE, PARITY_BATCH, PARITY_GPT_ARCH_FLAGS, PARITY_LR,
     PARITY_MODEL_FLAGS, PARITY_RUN_FLAGS, parity_tokens, PROBE_SEED, PROBE_STEPS, replay_training,
-    tinygpt_eval, train_from, verdict, WEIGHT_TOLERANCE, write_parity_data)
+    tinygpt_eval, train_from, verdict, WEIGHT_TOLERANCE, weights_verdict, write_parity_data)
 from torch_ref.tinygpt import (
     card_arch_flags, check_metadata, expected_tensors, NANOGPT_PARTS, ParityFailure, read_log,
     read_safetensors, read_safetensors_header, sgd_flags, train_has_arch_flag, write_safetensors)
@@ -181,10 +181,7 @@ def gpt_probe(args, workdir, data, init_path, meta, tokens, n_train, model, labe
     if not verdict(label, f"probe losses over {len(losses)} steps", worst_loss[0], LOSS_TOLERANCE,
                    f"; worst at step {worst_loss[1]}"):
         failures.append(f"{label} probe losses differ beyond tolerance")
-    worst_weight = largest_weight_difference(final_tensors, params)
-    if not verdict(label, "probe final weights", worst_weight[0], WEIGHT_TOLERANCE,
-                   f"; worst in {worst_weight[1]}"):
-        failures.append(f"{label} probe final weights differ beyond tolerance")
+    failures += weights_verdict(label, "probe final weights", final_tensors, params)
 
     # 3. The step-0 gradient of every tensor, from one step of tinygpt's.
     rows = step0_gradients(args, data, probe_path, probe, model, tokens[:n_train], T, workdir)
@@ -268,10 +265,7 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=(), arch="gpt"):
                    f"; worst at step {worst_loss[1]}; loss {losses[0][2]:.4f} -> "
                    f"{losses[-1][2]:.4f}"):
         failures.append(f"{label} losses differ beyond tolerance")
-    worst_weight = largest_weight_difference(final_tensors, params)
-    if not verdict(label, "final weights", worst_weight[0], WEIGHT_TOLERANCE,
-                   f"; worst in {worst_weight[1]}"):
-        failures.append(f"{label} final weights differ beyond tolerance")
+    failures += weights_verdict(label, "final weights", final_tensors, params)
 
     # 5. `tinygpt eval` of the trained model against the same windows here,
     # with the weights as stored (float32, widened).

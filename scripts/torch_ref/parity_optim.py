@@ -18,7 +18,7 @@ from torch_ref.parity_setup import (
     DECAY_SEPARATION, float64_params, GRAD_NORM_TOLERANCE, init_model, largest_weight_difference,
     LOSS_TOLERANCE, LR_TOLERANCE, PARITY_ADAMW, PARITY_BATCH, PARITY_GPT_ARCH_FLAGS,
     PARITY_MODEL_FLAGS, PARITY_MUON, PARITY_MUON_LR, PARITY_RUN_FLAGS, parity_tokens, train_from,
-    verdict, WEIGHT_TOLERANCE)
+    verdict, WEIGHT_TOLERANCE, weights_verdict)
 from torch_ref.tinygpt import (
     check_metadata, NANOGPT_PARTS, ParityFailure, read_log_columns, read_safetensors,
     train_has_optimizer_flag)
@@ -114,11 +114,7 @@ def compare_steps(label, log, rows, final_tensors, params, lr_note="", norm_note
     if not verdict(label, "logged grad_norm, relative", worst_norm[0], GRAD_NORM_TOLERANCE,
                    f"; worst at step {worst_norm[1]}{norm_note}"):
         failures.append(f"{label} gradient norms differ beyond tolerance")
-    worst_weight = largest_weight_difference(final_tensors, params)
-    if not verdict(label, "final weights", worst_weight[0], WEIGHT_TOLERANCE,
-                   f"; worst in {worst_weight[1]}"):
-        failures.append(f"{label} final weights differ beyond tolerance")
-    return failures
+    return failures + weights_verdict(label, "final weights", final_tensors, params)
 
 
 def separation(final_tensors, params, wrong_params, names):

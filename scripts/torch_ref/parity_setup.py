@@ -104,6 +104,15 @@ def verdict(label, what, diff, tolerance, detail=""):
     return passed
 
 
+def weights_verdict(label, what, final_tensors, params):
+    """verdict on tinygpt's final weights against the reference's ("what"
+    names them); returns the failures, none or one."""
+    worst_weight = largest_weight_difference(final_tensors, params)
+    if verdict(label, what, worst_weight[0], WEIGHT_TOLERANCE, f"; worst in {worst_weight[1]}"):
+        return []
+    return [f"{label} {what} differ beyond tolerance"]
+
+
 def write_parity_data(args, workdir):
     """The training text: --data, or a synthetic corpus written into "workdir"."""
     if args.data is not None:

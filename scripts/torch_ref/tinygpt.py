@@ -13,7 +13,7 @@ import subprocess
 
 import torch
 
-from torch_ref.model import gpt_param_shapes, model_swaps
+from torch_ref.model import card_param_shapes, gpt_param_shapes, model_swaps
 
 
 # nanoGPT's gpt (tinygpt's defaults before make sweep's recipe took their
@@ -212,12 +212,7 @@ def expected_tensors(meta):
         return gpt_param_shapes(V, T, C, int(meta["n_layer"]), model_swaps(meta), biases=arch == "gpt2")
     if arch != "card":
         raise ParityFailure(f"unknown arch {arch!r} in the checkpoint's metadata")
-    return {
-        "tok_emb.weight": [V, C], "pos_emb.weight": [T, C],
-        "blocks.0.attn.q.weight": [C, C], "blocks.0.attn.k.weight": [C, C],
-        "blocks.0.attn.v.weight": [C, C], "blocks.0.attn.proj.weight": [C, C],
-        "blocks.0.attn.proj.bias": [C], "head.weight": [V, C], "head.bias": [V],
-    }
+    return card_param_shapes(V, T, C)
 
 
 def check_metadata(tensors, meta, path):
