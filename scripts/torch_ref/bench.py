@@ -3,7 +3,6 @@ PyTorch (modules.py), each run in a fresh process of its own, and the
 markdown report (bench/results.md).
 """
 
-import array
 import csv
 import json
 import os
@@ -17,9 +16,11 @@ import time
 
 import torch
 
+from torch_ref.data import random_batch, read_ids
 from torch_ref.measure import (
-    bench_fail, default_bench_data, format_ratio, loaded_blas_libraries, machine_description,
-    measure_peak, percent_of, rss_reaper, run_measured, SCRIPT, torch_cpu_capability, TORCH_WAITS)
+    bench_fail, default_bench_data, format_ratio, loaded_blas_libraries, measure_peak, percent_of,
+    report_header, rss_reaper, run_measured, SCRIPT, torch_cpu_capability, torch_env, TORCH_WAITS,
+    write_report)
 from torch_ref.modules import BenchConfig, BenchGPT, BenchNanoGPT, forward_flops_per_token
 from torch_ref.tinygpt import (
     card_arch_flags, force_flags, NANOGPT_PARTS, read_safetensors_metadata, sgd_flags,
@@ -62,11 +63,7 @@ def cmd_bench_torch_worker(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     vocab = read_safetensors_metadata(args.vocab_from)["vocab"]
-    to_id = {ch: i for i, ch in enumerate(vocab)}
-    with open(args.data, encoding="utf-8", newline="") as f:
-        # int32, like tinygpt's token array: a Python list would add tens of MB.
-        ids = array.array("i", (to_id[ch] for ch in f.read()))
-    tokens = torch.frombuffer(ids, dtype=torch.int32)
+    tokens = torch.frombuffer(read_ids(args.data, vocab), dtype=torch.int32)
     B, T = args.batch, args.context
 
     if args.arch == "gpt":
@@ -77,11 +74,9 @@ def cmd_bench_torch_worker(args):
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     step_ms, losses = [], []
     for _ in range(args.warmup + args.timed):
-        # The batch: B random windows of T+1 tokens (made outside the timing,
-        # as tinygpt makes its batch outside its timing).
-        starts = torch.randint(len(tokens) - T, (B, 1))
-        window = tokens[starts + torch.arange(T + 1)].long()
-        inputs, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+        # The batch, made outside the timing, as tinygpt makes its batch
+        # outside its timing.
+        inputs, targets = random_batch(tokens, B, T)
 
         start = time.perf_counter()
         loss, _ = model(inputs, targets)
@@ -154,10 +149,7 @@ def bench_torch_train(args, config, threads, vocab_from, impl="PyTorch"):
                "--context", str(config.T), "--embd", str(config.C), "--heads", str(config.NH),
                "--dropout", str(config.dropout), "--lr", str(BENCH_LR),
                "--threads", str(threads), "--warmup", str(args.warmup), "--timed", str(args.timed)]
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env.update(TORCH_WAITS[impl], OMP_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    status, rss_mb, stdout, stderr = run_measured(command, env)
+    status, rss_mb, stdout, stderr = run_measured(command, torch_env(impl, threads))
     if status != 0:
         bench_fail(command, status, stderr)
     result = json.loads(stdout)
@@ -423,14 +415,7 @@ def cmd_bench(args):
         blas_note += (" -- **the reference (netlib) BLAS: slow, single-threaded matmuls; "
                       "PyTorch is not at its best. Install OpenBLAS (Debian: "
                       "libopenblas0-pthread) and run again.**")
-    info = [
-        ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
-        ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
-        ("machine", machine_description()),
-        ("CPU's peak (`tinygpt peak`)",
-         f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
-         f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
-         f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
+    info = report_header(began, peak) + [
         ("kernel path",
          f"tinygpt: {peak.get('kernel_path', 'not said (a tinygpt from before the paths)')}"
          f"{' (TINYGPT_KERNELS=' + os.environ['TINYGPT_KERNELS'] + ')' if os.environ.get('TINYGPT_KERNELS') else ''}; "
@@ -470,10 +455,6 @@ def cmd_bench(args):
     ]
     report = bench_report(info, results, samples, no_cache_supported, peak)
     print(report, end="")
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(report)
+    write_report(args.out, report)
     print(f"bench: wrote {args.out}", file=sys.stderr)
     return 0

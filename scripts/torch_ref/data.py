@@ -3,6 +3,7 @@ batches (--order sequential), its validation windows, its validation split,
 and the synthetic text parity trains on when given none.
 """
 
+import array
 import math
 import random
 import struct
@@ -29,6 +30,22 @@ def read_tokens(path, vocab):
     # newline="": keep "\r\n" as two tokens, as tinygpt reads the raw bytes.
     with open(path, encoding="utf-8", newline="") as f:
         return encode(f.read(), vocab)
+
+
+def read_ids(path, vocab):
+    """The token ids of text file "path" in "vocab" as an array of int32, like
+    tinygpt's token array (a Python list would add tens of MB)."""
+    to_id = {ch: i for i, ch in enumerate(vocab)}
+    with open(path, encoding="utf-8", newline="") as f:
+        return array.array("i", (to_id[ch] for ch in f.read()))
+
+
+def random_batch(tokens, B, T):
+    """B windows of T+1 tokens at random places of "tokens" (a 1-D tensor),
+    as nanoGPT's get_batch draws them; returns (inputs, targets) [B,T]."""
+    starts = torch.randint(len(tokens) - T, (B, 1))
+    window = tokens[starts + torch.arange(T + 1)].long()
+    return window[:, :-1].contiguous(), window[:, 1:].contiguous()
 
 
 def n_val_tokens(n_tokens, val_fraction):

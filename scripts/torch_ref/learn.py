@@ -4,7 +4,6 @@ setting, and compared by the validation loss each reaches in its training
 time (bench/learn.md, bench/learn.png).
 """
 
-import array
 import csv
 import math
 import os
@@ -19,10 +18,10 @@ import time
 import torch
 
 from torch_ref.bench import bench_impls, BENCH_THREADS
-from torch_ref.data import n_val_tokens, spread_windows
+from torch_ref.data import n_val_tokens, random_batch, read_ids, spread_windows
 from torch_ref.measure import (
-    default_bench_data, format_ratio, machine_description, measure_peak, SCRIPT, torch_env,
-    TORCH_WAITS)
+    default_bench_data, format_ratio, measure_peak, report_header, SCRIPT, torch_env, TORCH_WAITS,
+    write_report)
 from torch_ref.modules import BenchConfig, BenchNanoGPT
 from torch_ref.optim import (
     ADAMW_EPS, adamw_param_groups, GPT_RECIPE, make_adamw, nanogpt_lr, recipe_flags, set_lr)
@@ -68,9 +67,7 @@ def cmd_learn_torch_worker(args):
     config, recipe = LEARN_CONFIG, GPT_RECIPE
     B, T = config.B, config.T
     vocab = read_safetensors_metadata(args.vocab_from)["vocab"]
-    to_id = {ch: i for i, ch in enumerate(vocab)}
-    with open(args.data, encoding="utf-8", newline="") as f:
-        ids = array.array("i", (to_id[ch] for ch in f.read()))
+    ids = read_ids(args.data, vocab)
     n_train = len(ids) - n_val_tokens(len(ids), LEARN_VAL_FRACTION)
     print(f"data: {n_train} train + {len(ids) - n_train} val tokens", file=sys.stderr)
     train_tokens = torch.frombuffer(ids, dtype=torch.int32)[:n_train]
@@ -97,9 +94,7 @@ def cmd_learn_torch_worker(args):
         for step in range(args.steps):
             evaluate = step % args.eval_interval == 0 or step == args.steps - 1
             val_loss = validation_loss() if evaluate else None
-            starts = torch.randint(n_train - T, (B, 1))
-            window = train_tokens[starts + torch.arange(T + 1)].long()
-            inputs, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+            inputs, targets = random_batch(train_tokens, B, T)
             lr = nanogpt_lr(step, recipe, args.steps)
             set_lr(optimizer, lr)
 
@@ -325,14 +320,7 @@ def cmd_learn(args):
          tg["train_seconds"] <= pt["train_seconds"] / LEARN_TARGET_SPEEDUP),
     ]
     calibration = "; ".join(f"{i} {t} thr {ms:.1f}" for i, t, ms in timings)
-    info = [
-        ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
-        ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
-        ("machine", machine_description()),
-        ("CPU's peak (`tinygpt peak`)",
-         f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
-         f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
-         f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
+    info = report_header(began, peak) + [
         ("load average (1 min) before / after each run",
          ", ".join(f"{k} {a:.2f} / {b:.2f}" for k, (a, b) in loads.items())
          + " (the machine is shared: a load above the core count slows both)"),
@@ -364,11 +352,7 @@ def cmd_learn(args):
                     f"{calibration}"),
     ]
     report = learn_report(info, tg, pt, targets, sample)
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(report)
+    write_report(args.out, report)
     print(report, end="")
     for what, value, met in targets:
         print(f"learn: target {'MET' if met else 'NOT MET'}: {what} (measured {value})")

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import json
 import shlex
 
@@ -152,6 +153,28 @@ def default_bench_data():
     Nothing outside the repository: a fresh clone runs bench and learn as they are."""
     repo = os.path.dirname(os.path.dirname(SCRIPT))
     return os.path.relpath(os.path.join(repo, "data", "moby-dick.txt"))
+
+
+def report_header(began, peak):
+    """The first lines of bench's and learn's reports, as (key, value) pairs:
+    the command, the date it began ("began", time.time()), the machine, and
+    the CPU's peak ("peak": measure_peak's result, or None)."""
+    return [
+        ("command", "`" + shlex.join([sys.executable] + sys.argv) + "`"),
+        ("date", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(began))),
+        ("machine", machine_description()),
+        ("CPU's peak (`tinygpt peak`)",
+         f"{peak['cpu']}, {peak['vector_bits']}-bit {peak['instructions']}: "
+         f"{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, {peak['gflops_all_threads']:.1f} on "
+         f"{peak['threads']}" if peak else "not measured (this tinygpt has no `peak` command)"),
+    ]
+
+
+def write_report(path, report):
+    """Write the markdown "report" to "path", making its directory if need be."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(report)
 
 
 def format_ratio(x):

@@ -12,7 +12,8 @@ import time
 
 import torch
 
-from torch_ref.measure import bench_fail, format_ratio, machine_description, measure_peak, SCRIPT
+from torch_ref.measure import (
+    bench_fail, format_ratio, machine_description, measure_peak, SCRIPT, write_report)
 
 
 # ---- products: tinygpt's products alone, beside PyTorch's BLAS ---------------
@@ -144,9 +145,7 @@ def cmd_products(args):
                       file=sys.stderr, flush=True)
     report = products_report(args, peak, best, time.time() - began)
     print(report)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(report)
+    write_report(args.out, report)
     print(f"products: wrote {args.out}", file=sys.stderr)
 
 
