@@ -14,6 +14,17 @@ from torch_ref.products import (
 from torch_ref.selftest import cmd_selftest
 
 
+def add_tinygpt_flag(parser):
+    """--tinygpt, which every subcommand that runs tinygpt takes."""
+    parser.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+
+
+def add_worker_input_flags(parser):
+    """A PyTorch worker's text and the checkpoint whose vocabulary it uses."""
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--vocab-from", required=True, help="a tinygpt checkpoint")
+
+
 def main(description):
     """Parse the command line and run the subcommand; "description" is
     --help's first line."""
@@ -23,7 +34,7 @@ def main(description):
 
     parity = sub.add_parser("parity",
                             help="train with tinygpt and PyTorch, compare losses and weights")
-    parity.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+    add_tinygpt_flag(parity)
     parity.add_argument("--data", help="training text (default: a generated synthetic text)")
     parity.add_argument("--steps", type=int, default=50, help="training steps (default 50)")
     parity.add_argument("--workdir",
@@ -39,7 +50,7 @@ def main(description):
     selftest.set_defaults(func=cmd_selftest)
 
     bench = sub.add_parser("bench", help="training and sampling speed: tinygpt against PyTorch")
-    bench.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+    add_tinygpt_flag(bench)
     bench.add_argument("--data", help="training text (default: the corpus, data/moby-dick.txt)")
     bench.add_argument("--out", default="bench/results.md",
                        help="write the markdown report here too (default bench/results.md)")
@@ -57,7 +68,7 @@ def main(description):
 
     products = sub.add_parser("products", help="a linear layer's three products, alone on one thread: "
                                                "tinygpt against PyTorch's BLAS")
-    products.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+    add_tinygpt_flag(products)
     products.add_argument("--out", default="bench/products.md",
                           help="write the markdown report here too (default %(default)s)")
     products.add_argument("--seconds", type=float, default=PRODUCT_SECONDS,
@@ -75,7 +86,7 @@ def main(description):
 
     learn = sub.add_parser("learn", help="nanoGPT's recipe trained by tinygpt and by PyTorch: "
                                          "validation loss against training time")
-    learn.add_argument("--tinygpt", required=True, help="path to the tinygpt binary")
+    add_tinygpt_flag(learn)
     learn.add_argument("--data", help="training text (default: as bench's)")
     learn.add_argument("--steps", type=int, default=LEARN_STEPS,
                        help="training steps (default %(default)s; fewer for a quick check)")
@@ -87,8 +98,7 @@ def main(description):
 
     # Internal: PyTorch's run of `learn`, in a fresh process.
     learn_worker = sub.add_parser("learn-torch-worker")
-    learn_worker.add_argument("--data", required=True)
-    learn_worker.add_argument("--vocab-from", required=True, help="a tinygpt checkpoint")
+    add_worker_input_flags(learn_worker)
     learn_worker.add_argument("--log", required=True, help="write log.csv here")
     for flag in ("--threads", "--steps", "--eval-interval", "--eval-batches", "--seed"):
         learn_worker.add_argument(flag, type=int, required=True)
@@ -97,8 +107,7 @@ def main(description):
 
     # Internal: one PyTorch measurement, started by `bench` in a fresh process.
     worker = sub.add_parser("bench-torch-worker")
-    worker.add_argument("--data", required=True)
-    worker.add_argument("--vocab-from", required=True, help="a tinygpt checkpoint")
+    add_worker_input_flags(worker)
     worker.add_argument("--arch", choices=["card", "gpt"], default="card")
     worker.add_argument("--layers", type=int, default=1)
     for flag in ("--batch", "--context", "--embd", "--heads", "--threads", "--warmup", "--timed"):
