@@ -37,7 +37,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from torch_reference import machine_description, measure_peak, run_measured  # noqa: E402
+from torch_ref.measure import machine_description, measure_peak, run_measured  # noqa: E402
 
 SHAPE = {"layers": 12, "heads": 12, "embd": 768, "positions": 1024, "vocab": 50257}
 B, T = 4, 256  # the fine-tuning batch the issue names
@@ -48,7 +48,7 @@ def fail(message):
 
 
 def run_checked(command, env=None):
-    """run_measured (torch_reference.py), stopping the bench on failure; (rss_mb, stdout, stderr)."""
+    """run_measured (torch_ref/measure.py), stopping the bench on failure; (rss_mb, stdout, stderr)."""
     status, rss_mb, out, err = run_measured(command, env)
     if status != 0:
         print("+ " + " ".join(command), file=sys.stderr)
