@@ -452,6 +452,23 @@ START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
 }
 END_TEST
 
+// --keep is the run's: a run stopped and resumed without it keeps as many
+// checkpoints as it was started with; given again, it changes.
+START_TEST(resuming_keeps_the_runs_keep) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--save-every", "5", "--keep",
+                         "3", "--stop-after", "10"),
+                     0);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 0, "stopped after 20 of 40 steps");
+    const char *kept[] = {"r/checkpoint-10", "r/checkpoint-15", "r/checkpoint-20"};
+    for (int i = 0; i < COUNT(kept); i++)
+        ck_assert_msg(access(in_work(kept[i]), F_OK) == 0, "%s is gone: the resumed run forgot --keep 3", kept[i]);
+    ck_assert_msg(access(in_work("r/checkpoint-5"), F_OK) != 0, "checkpoint-5, the fourth newest, is still there");
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "25", "--keep", "1"), 0, "stopped after 25");
+    ck_assert_msg(access(in_work("r/checkpoint-20"), F_OK) != 0, "--keep 1 given again kept checkpoint-20");
+    ck_assert_int_eq(access(in_work("r/checkpoint-25"), F_OK), 0);
+}
+END_TEST
+
 START_TEST(train_without_file_or_resume_is_a_usage_error) {
     expect_status(RUN("train", "--steps", "5"), 2, "missing FILE");
 }
@@ -1284,6 +1301,7 @@ Suite *train_suite(void) {
     tcase_add_test(resume, resume_from_a_directory_without_a_checkpoint_names_the_file);
     tcase_add_test(resume, resume_from_a_checkpoint_without_training_state_says_to_use_init);
     tcase_add_test(resume, train_without_file_or_resume_is_a_usage_error);
+    tcase_add_test(resume, resuming_keeps_the_runs_keep);
     suite_add_tcase(s, resume);
 
     TCase *accum = tcase_create("gradient accumulation");
