@@ -946,6 +946,31 @@ START_TEST(a_closed_pipe_on_stdout_stops_the_run_with_a_save) {
 }
 END_TEST
 
+// Standard output on a full disk (/dev/full): the run stops with a save and
+// says so in one error line, not a second one from the check at exit.
+START_TEST(a_full_disk_on_stdout_stops_the_run_with_one_error_line) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s train %s --out %s --steps 20 --batch 4 --context 16 --embd 16 --heads 2 --peak 100 >/dev/full 2>%s",
+             tinygpt_binary(), corpus, in_work("r"), in_work("err.txt"));
+    int raw = system(cmd);
+    expect_status(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1, "cannot write to standard output");
+    ck_assert_msg(strstr(last_err(), "--resume") != NULL, "no way on: %s", last_err());
+}
+END_TEST
+
+// A text from standard input too big for memory, which a huge --max-bytes
+// let through: the message names --max-bytes, not the model's sizes.
+START_TEST(text_too_big_for_memory_names_max_bytes) {
+    if (TINYGPT_SANITIZED) return;  // the sanitizers reserve more address space than the limit below
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "head -c 600000000 /dev/zero | (ulimit -v 400000; %s train - --out %s --max-bytes 1000000000000 --batch 4 --context 16 --embd 16 --heads 2 --peak 100) 2>%s",
+             tinygpt_binary(), in_work("r"), in_work("err.txt"));
+    int raw = system(cmd);
+    expect_status(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1, "out of memory reading standard input");
+    ck_assert_msg(strstr(last_err(), "give a smaller --max-bytes") && !strstr(last_err(), "--batch"), "%s", last_err());
+}
+END_TEST
+
 // A log that is gone, or cut short, at --resume is not quietly started
 // over: it is an error naming the file, unless --restart-log says to.
 START_TEST(resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it) {
@@ -1342,6 +1367,8 @@ Suite *train_suite(void) {
     tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
     tcase_add_test(progress, steps_0_writes_a_loss_png_too);
     tcase_add_test(progress, a_closed_pipe_on_stdout_stops_the_run_with_a_save);
+    tcase_add_test(progress, a_full_disk_on_stdout_stops_the_run_with_one_error_line);
+    tcase_add_test(progress, text_too_big_for_memory_names_max_bytes);
     tcase_add_test(progress, the_best_validation_weights_are_kept_as_best_safetensors);
     tcase_add_test(progress, validation_that_stops_improving_is_warned_of_once);
     tcase_add_test(progress, resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it);

@@ -667,9 +667,11 @@ int cmd_train(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     if (run.last_saved_step != done) save_checkpoint(&run, done);
-    // Stopped by a closed pipe: the reader is gone, and so is what stdout
-    // still holds (main's check at exit would call it a failed write).
-    if (stop_signal == SIGPIPE) {
+    // Stopped by a closed pipe, or by standard output that cannot be
+    // written (a full disk): what stdout still holds cannot go anywhere, and
+    // main's check at exit would report again the failure reported below
+    // (or call the closed pipe one).
+    if (stop_signal == SIGPIPE || run.write_failed) {
         FILE *quiet = freopen("/dev/null", "w", stdout);
         (void)quiet;  // if even that fails, main's check says so
     }
