@@ -12,6 +12,9 @@
 // log must be those of an undisturbed run, byte for byte. Then the exit
 // statuses: a failed write is 1 and says which file; a SIGTERM is 143 if it
 // cut the run short and 0 if it arrived during the final save.
+//
+// And the other way round: a command that is refused leaves the run
+// directory byte for byte as it was.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +182,85 @@ START_TEST(a_sigterm_at_any_point_saves_and_exits_as_it_should) {
 }
 END_TEST
 
+// ---- Refusals ----------------------------------------------------------------
+
+// saved_run: the run "name" in the scratch directory, stopped after 4 of its
+// 6 steps with --keep 2 (checkpoint-2 and checkpoint-4), into "out" [cap].
+static void saved_run(const char *name, char *out, size_t cap) {
+    snprintf(out, cap, "%s", path_in(dir, name));
+    char args[1024];
+    snprintf(args, sizeof args, "%s --out %s %s --keep 2 --stop-after 4", corpus, out, RUN_FLAGS);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == 0, "the run failed: %s", r->err);
+}
+
+// flip: byte "at" of the file "path" XOR "mask" (again: as it was).
+static void flip(const char *path, size_t at, unsigned char mask) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    ck_assert_uint_lt(at, len);
+    bytes[at] ^= (char)mask;
+    write_bytes(path, bytes, len);
+    free(bytes);
+}
+
+// expect_refused_without_trace: "args" (a train command line, "%s" the
+// run directory "run") exits with "status" in one line saying "needle",
+// and leaves "run" as it was.
+static void expect_refused_without_trace(const char *run, const char *format, int status, const char *needle) {
+    char args[1024];
+    snprintf(args, sizeof args, format, run);
+    char *before = tree_snapshot(run);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == status && strstr(r->err, needle) && stderr_is_one_line(r),
+                  "train %s: exit %d (not %d), or its error does not say '%s' on one line: %s", args, r->status, status,
+                  needle, r->err);
+    expect_tree_unchanged(run, before, args);
+}
+
+// Every way a command on a run directory is refused, the directory is as it
+// was after: no lock file made or written, no leftover of a killed save
+// removed, no log cut. (A lock file left in a checkpoint once made every
+// later save of the run fail.)
+START_TEST(a_refused_command_leaves_the_run_directory_as_it_was) {
+    char run[300], damaged[4300];
+    saved_run("r", run, sizeof run);
+    // A killed save's leftovers, which only a run that goes on removes.
+    ck_assert_int_eq(mkdir(path_in(run, "checkpoint-9.tmp"), 0700), 0);
+    write_text_file(path_in(run, "checkpoint-9.tmp/model.safetensors.tmp"), "half a checkpoint");
+    write_text_file(path_in(run, "model.safetensors.tmp"), "half a link");
+    const char *other = path_in(dir, "other.txt");
+    write_corpus(other, 21);
+    char other_args[600];
+    snprintf(other_args, sizeof other_args, "%s --resume %%s", other);
+    expect_refused_without_trace(run, "--resume %s --lr 0.1", 2, "cannot be changed when resuming");
+    expect_refused_without_trace(run, "--resume %s --force", 2, "drop one of them");
+    expect_refused_without_trace(run, "--resume %s --steps 4", 2, "already at step 4");
+    expect_refused_without_trace(run, "--resume %s/checkpoint-2 --steps 2", 2, "already at step 2");
+    expect_refused_without_trace(run, "--resume %s/checkpoint-3", 1, "has no checkpoint of step 3");
+    expect_refused_without_trace(run, other_args, 1, "is not the text this run was trained on");
+    char new_args[1024];
+    snprintf(new_args, sizeof new_args, "%s --out %%s %s", corpus, RUN_FLAGS);
+    expect_refused_without_trace(run, new_args, 2, "already holds a run");
+    snprintf(new_args, sizeof new_args, "%s --out %%s --force %s", path_in(dir, "no-such.txt"), RUN_FLAGS);
+    expect_refused_without_trace(run, new_args, 1, "no-such.txt");
+    // Each damaged file in turn (and put back).
+    const char *files[] = {"run.json", "checkpoint-4/model.safetensors", "checkpoint-4/optimizer.safetensors"};
+    for (int i = 0; i < COUNT(files); i++) {
+        snprintf(damaged, sizeof damaged, "%s", path_in(run, files[i]));
+        if (access(damaged, F_OK) != 0) continue;  // SGD: no optimizer state
+        flip(damaged, 20, 0x01);
+        expect_refused_without_trace(run, "--resume %s", 1, files[i]);
+        flip(damaged, 20, 0x01);
+    }
+    // Nothing stopped it: it finishes, and clears the leftovers.
+    snprintf(new_args, sizeof new_args, "--resume %s", run);
+    RunResult *r = train("", new_args);
+    ck_assert_msg(r->status == 0, "the run did not resume: %s", r->err);
+    ck_assert_int_ne(access(path_in(run, "checkpoint-9.tmp"), F_OK), 0);
+}
+END_TEST
+
 // Three suites, one test each, so that two processes can run them side by
 // side (each starts a few hundred runs).
 static Suite *faults_suite(const char *name, const TTest *test) {
@@ -194,6 +276,9 @@ Suite *faults_failing_write_suite(void) {
     return faults_suite("faults_failing_write", a_failing_write_at_any_point_loses_nothing);
 }
 Suite *faults_kill_suite(void) { return faults_suite("faults_kill", a_kill_at_any_point_loses_nothing); }
+Suite *faults_refusals_suite(void) {
+    return faults_suite("faults_refusals", a_refused_command_leaves_the_run_directory_as_it_was);
+}
 Suite *faults_sigterm_suite(void) {
     return faults_suite("faults_sigterm", a_sigterm_at_any_point_saves_and_exits_as_it_should);
 }

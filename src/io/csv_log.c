@@ -17,24 +17,14 @@ bool csv_log_create(CsvLog *log, const char *path, const char *header, Error *er
     return log->f != NULL;
 }
 
-// rewrite_with_header: "path" as "header" and then "rows" ("len" bytes).
-static bool rewrite_with_header(const char *path, const char *header, const char *rows, size_t len, Error *err) {
-    size_t header_len = strlen(header);
-    char *text = xmalloc(header_len + len);
-    memcpy(text, header, header_len);
-    memcpy(text + header_len, rows, len);
-    bool written = write_file_atomic(path, text, header_len + len, err);
-    free(text);
-    return written;
-}
-
-bool csv_log_continue(CsvLog *log, const char *path, const char *header, long step, bool restart, Error *err) {
+bool csv_log_prepare(CsvLog *log, const char *path, const char *header, long step, bool restart, Error *err) {
+    memset(log, 0, sizeof *log);
+    snprintf(log->path, sizeof log->path, "%s", path);
+    log->header = header;
     if (access(path, F_OK) != 0 && !restart)
         return error_set(err, "'%s' is missing, but the run is at step %ld: it held the rows of the steps before; put it back, or start a new log at step %ld with --restart-log",
                          path, step, step);
-    if (access(path, F_OK) != 0) return csv_log_create(log, path, header, err);
-    memset(log, 0, sizeof *log);
-    snprintf(log->path, sizeof log->path, "%s", path);
+    if (access(path, F_OK) != 0) return true;  // a new log
     char *text;
     size_t len;
     if (!read_file(path, &text, &len, err)) return false;
@@ -60,19 +50,45 @@ bool csv_log_continue(CsvLog *log, const char *path, const char *header, long st
     }
     if (!whole) {
         free(text);
-        return csv_log_create(log, path, header, err);
+        log->rows = 0;
+        return true;  // a new log
     }
     const char *header_end = memchr(text, '\n', len);
     size_t header_len = header_end ? (size_t)(header_end - text) + 1 : 0;
+    log->text = text;
+    log->keep = keep;
+    log->new_header = keep > 0 && (header_len != strlen(header) || memcmp(text, header, header_len) != 0);
+    return true;
+}
+
+bool csv_log_continue(CsvLog *log, Error *err) {
+    if (!log->text) {
+        long rows = log->rows;
+        char path[sizeof log->path];
+        snprintf(path, sizeof path, "%s", log->path);
+        bool created = csv_log_create(log, path, log->header, err);
+        log->rows = rows;
+        return created;
+    }
+    char *text = log->text;
+    log->text = NULL;
     bool ok;
-    if (keep > 0 && (header_len != strlen(header) || memcmp(text, header, header_len) != 0)) {
-        ok = rewrite_with_header(path, header, text + header_len, keep - header_len, err);
+    if (log->new_header) {
+        // "header" and then the rows after the old one.
+        const char *header_end = memchr(text, '\n', log->keep);
+        size_t header_len = (size_t)(header_end - text) + 1, new_len = strlen(log->header);
+        size_t len = new_len + log->keep - header_len;
+        char *rewritten = xmalloc(len);
+        memcpy(rewritten, log->header, new_len);
+        memcpy(rewritten + new_len, text + header_len, log->keep - header_len);
+        ok = write_file_atomic(log->path, rewritten, len, err);
+        free(rewritten);
     } else {
-        ok = truncate(path, (off_t)keep) == 0;
-        if (!ok) error_set(err, "cannot cut '%s' back to step %ld: %s", path, step, strerror(errno));
+        ok = truncate(log->path, (off_t)log->keep) == 0;
+        if (!ok) error_set(err, "cannot cut '%s' back to the checkpoint's step: %s", log->path, strerror(errno));
     }
     free(text);
-    if (ok) log->f = fopen_checked(path, "a", err);
+    if (ok) log->f = fopen_checked(log->path, "a", err);
     return log->f != NULL;
 }
 
@@ -99,6 +115,8 @@ bool csv_log_flush(CsvLog *log, Error *err) {
 void csv_log_close(CsvLog *log) {
     if (log->f) fclose(log->f);
     log->f = NULL;
+    free(log->text);
+    log->text = NULL;
 }
 
 void csv_quote(const char *text, char *out, size_t cap) {

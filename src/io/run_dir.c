@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,15 +114,53 @@ static int remove_checkpoints(const char *dir, const char *suffix, int keep, Err
     return status;
 }
 
-bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step) {
+// remove_checkpoints_after: every DIR/checkpoint-<step> of a step after
+// "step", the newest save: a run resumed from an older checkpoint has gone
+// back over those steps, and its own are the run now (a --resume DIR that
+// took one of those would mix two histories, and its log would no longer
+// hold their rows).
+static int remove_checkpoints_after(const char *dir, long step, Error *err) {
+    long *steps;
+    int n = checkpoint_steps(dir, "", &steps), status = 0;
+    for (int i = n - 1; i >= 0 && steps[i] > step && !status; i--) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" CHECKPOINT_PREFIX "%ld", dir, steps[i]);
+        status = remove_checkpoint(path, err);
+    }
+    free(steps);
+    return status;
+}
+
+bool run_dir_checkpoint_before(const char *dir, long before, char *out, size_t cap, long *step) {
     long *steps;
     int n = checkpoint_steps(dir, "", &steps);
+    while (n > 0 && steps[n - 1] >= before) n--;
     if (n > 0) {
         *step = steps[n - 1];
         snprintf(out, cap, "%s/" CHECKPOINT_PREFIX "%ld", dir, *step);
     }
     free(steps);
     return n > 0;
+}
+
+bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step) {
+    return run_dir_checkpoint_before(dir, LONG_MAX, out, cap, step);
+}
+
+bool run_dir_named_checkpoint(const char *path, char *dir, size_t cap, long *step) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;  // "DIR/checkpoint-20/"
+    size_t base = len;
+    while (base > 0 && path[base - 1] != '/') base--;
+    char name[256];
+    if (len - base >= sizeof name) return false;
+    memcpy(name, path + base, len - base);
+    name[len - base] = '\0';
+    *step = checkpoint_step(name, "");
+    if (*step < 0) return false;
+    if (base == 0) snprintf(dir, cap, ".");
+    else snprintf(dir, cap, "%.*s", base > 1 ? (int)base - 1 : 1, path);  // "/checkpoint-5": the root
+    return true;
 }
 
 int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err) {
@@ -179,7 +218,8 @@ int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err) 
         return EXIT_RUNTIME;
     }
     if (!sync_dir(dir, err)) return EXIT_RUNTIME;
-    status = remove_checkpoints(dir, "", keep, err);
+    status = remove_checkpoints_after(dir, step, err);
+    if (!status) status = remove_checkpoints(dir, "", keep, err);
     char old_optimizer[4200];  // from before checkpoints were directories
     snprintf(old_optimizer, sizeof old_optimizer, "%s/optimizer.safetensors", dir);
     if (!status && unlink(old_optimizer) != 0 && errno != ENOENT) {
@@ -258,8 +298,9 @@ static long lock_holder(int fd) {
 
 // lock: flock DIR/.lock for this process, without waiting: held by another
 // train, it is an error naming that process. Creates the file when
-// "create"; otherwise writes nothing, and leaves rd->lock_fd at -1 if the
-// file is not there.
+// "create"; otherwise leaves rd->lock_fd at -1 if the file is not there.
+// Writes nothing into it: run_dir_claim writes our PID, once the run is
+// sure to go on, so a command refused before then leaves the file as it was.
 static int lock(RunDir *rd, bool create, Error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/" LOCK_FILE, rd->path);
@@ -285,7 +326,6 @@ static int lock(RunDir *rd, bool create, Error *err) {
         return EXIT_RUNTIME;
     }
     rd->lock_fd = fd;
-    note_lock_owner(rd);  // at once, so that no one reads the last holder's
     return 0;
 }
 
@@ -315,6 +355,44 @@ int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err) {
     return 0;
 }
 
+int run_dir_open(RunDir *rd, const char *dir, Error *err) {
+    rd->path = dir;
+    rd->lock_fd = -1;
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        error_set(err, "--resume '%s' is not a directory; give the --out directory of an earlier run", dir);
+        return EXIT_RUNTIME;
+    }
+    return lock(rd, false, err);
+}
+
+int run_dir_resume_checkpoint(const char *dir, long step, char *out, size_t cap, Error *err) {
+    struct stat st;
+    if (step >= 0) {
+        snprintf(out, cap, "%s/" CHECKPOINT_PREFIX "%ld", dir, step);
+        if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+        error_set(err, "'%s' has no checkpoint of step %ld (no '%s'); give one it has, or the run directory itself for its newest",
+                  dir, step, out);
+        return EXIT_RUNTIME;
+    }
+    if (run_dir_latest_checkpoint(dir, out, cap, &step)) return 0;
+    // A run saved before checkpoints were directories: its model in DIR.
+    snprintf(out, cap, "%s/model.safetensors", dir);
+    if (lstat(out, &st) == 0) {
+        snprintf(out, cap, "%s", dir);
+        return 0;
+    }
+    char files[256];
+    if (run_files_in(dir, files, sizeof files) > 0) {
+        error_set(err, "--resume '%s' holds a run that never saved a checkpoint (%s), so there is nothing to resume; start over with: tinygpt train FILE --out %s --force (which deletes those files)",
+                  dir, files, dir);
+        return EXIT_RUNTIME;
+    }
+    error_set(err, "--resume '%s' holds no run (no checkpoint-<step> and no model.safetensors); give the --out directory of an earlier run",
+              dir);
+    return EXIT_RUNTIME;
+}
+
 int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err) {
     if (rd->path != dir) {  // not checked first (a resumed run)
         rd->path = dir;
@@ -323,6 +401,7 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
     if (new_run) make_dir(dir);
     int status = rd->lock_fd < 0 ? lock(rd, true, err) : 0;
     if (status) return status;
+    note_lock_owner(rd);
     char files[256];
     if (new_run && !force && run_files_in(dir, files, sizeof files) > 0) return refuse_run(dir, files, err);
     // --force: the model and the checkpoints go first, the newest last, so a

@@ -42,17 +42,23 @@ typedef struct {
     int lock_fd;       // DIR/.lock, flock'ed until the process ends; -1 until then
 } RunDir;
 
+// run_dir_open: for --resume, before anything is read: DIR is a
+// directory, and no other train is using it: its lock is taken if it has a
+// lock file (a run from before locks has none; run_dir_claim makes it).
+// Writes nothing: a resume refused before run_dir_claim leaves DIR as it was.
+int run_dir_open(RunDir *rd, const char *dir, Error *err);
+
 // run_dir_check: for a new run, before anything is loaded or written: DIR
 // is a directory (or not there yet: run_dir_claim makes it), no other train
 // is using it, and, without "force", it holds no run. If DIR has a lock
 // file, the lock is taken here and kept.
 int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err);
 
-// run_dir_claim: make DIR the run's own, just before it first writes there
-// (a new run: once everything has loaded, so a mistyped FILE deletes
-// nothing even with --force; a resumed run: before its checkpoint is
-// read): DIR made if missing ("new_run"), its lock held, our PID in it, the
-// atomic writer's leftovers removed, and with "force" the old run's files.
+// run_dir_claim: make DIR the run's own, just before it first writes there,
+// once everything has loaded and been checked (so a mistyped FILE deletes
+// nothing even with --force, and a refused command leaves no trace): DIR
+// made if missing ("new_run"), its lock held, our PID in it, the atomic
+// writer's leftovers removed, and with "force" the old run's files.
 // A run that appeared since run_dir_check (another train that ended in
 // between) is refused as it would have been there.
 int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err);
@@ -83,7 +89,21 @@ int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err);
 
 // run_dir_latest_checkpoint: the newest checkpoint of DIR into "out" [cap]
 // (its directory) and its step into "*step"; false if there is none.
+// run_dir_checkpoint_before: the same for the newest of a step below "before".
 bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step);
+bool run_dir_checkpoint_before(const char *dir, long before, char *out, size_t cap, long *step);
+
+// run_dir_named_checkpoint: whether "path" names a checkpoint directory
+// (its last part checkpoint-<step>, as `--resume DIR/checkpoint-20`); if
+// so its run directory into "dir" [cap] and its step into "*step".
+bool run_dir_named_checkpoint(const char *path, char *dir, size_t cap, long *step);
+
+// run_dir_resume_checkpoint: the checkpoint --resume DIR continues from,
+// into "out" [cap]: DIR/checkpoint-<step> for "step" >= 0 (--resume
+// DIR/checkpoint-<step>), else the newest, else DIR itself for a run saved
+// before checkpoints were directories. None is an error that says why: a
+// run that never saved (offering --force), or no run at all.
+int run_dir_resume_checkpoint(const char *dir, long step, char *out, size_t cap, Error *err);
 
 // ---- run.json -------------------------------------------------------------------
 //
