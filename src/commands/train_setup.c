@@ -242,9 +242,12 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
-    // A resumed run's log, checked (nothing written yet).
+    // A resumed run's log, checked against the checkpoint's mark of it
+    // (nothing written yet); --restart-log starts a new one, unchecked.
+    LogMark mark = {0};
     if (s->resume_dir && run->writer &&
-        !csv_log_prepare(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &err))
+        ((!s->restart_log && !run_dir_read_log_mark(run->resume_files.checkpoint, &mark, &err)) ||
+         !csv_log_prepare(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &mark, &err)))
         die(EXIT_RUNTIME, "%s", err.msg);
 
     // Everything has loaded and been checked: the first write into DIR.
@@ -371,8 +374,11 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     if (seconds && (!parse_double(seconds->value, seconds->len, &run->seconds_before) || run->seconds_before < 0))
         die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"train_seconds\" must be a number of seconds; the file is damaged: start a new run from its weights with --init",
             checkpoint);
+    // A damaged run.json is an error, unless FILE is given: then it is
+    // not needed, and the next save writes it anew.
     const char *info = run->resume_files.run_info;
-    if (info[0] && run_info_read(dist_fopen(&run->dist, info, &err), info, s->resume_dir, &run->run_info, &err))
+    if (info[0] && run_info_read(dist_fopen(&run->dist, info, &err), info, s->resume_dir, &run->run_info, &err) &&
+        !s->data_path)
         die(EXIT_RUNTIME, "%s", err.msg);
     TrainSettings saved = *s;
     if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||
