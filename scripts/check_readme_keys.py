@@ -8,11 +8,11 @@ GPT-2's tokenizer, read from a directory `tinygpt export` wrote, for the
 gpt2_* keys; all with
 AdamW, so optimizer.safetensors is written), reads the metadata keys of
 their newest checkpoint's (checkpoint-<step>/) model.safetensors and
-optimizer.safetensors and the keys of run.json,
-and compares them with the tables of the section "### Metadata keys" (on
+optimizer.safetensors and the keys of run.json and of the checkpoint's
+log.json, and compares them with the tables of the section "### Metadata keys" (on
 the one page of README.md and docs/*.md that has it), in order: the
 model's keys, the run state's (both in model.safetensors),
-optimizer.safetensors', run.json's. A key a file holds and its table lacks
+optimizer.safetensors', run.json's, log.json's. A key a file holds and its table lacks
 is a problem; so is a key a table lists that no file holds, unless it is
 one tinygpt only reads (READ_ONLY: kept for files written by older
 versions).
@@ -94,7 +94,7 @@ def main():
             "nanogpt": ["--vocab-size", "260", "--norm", "layernorm", "--mlp", "gelu", "--pos", "learned",
                         "--tied-head", "--no-qk-norm"],
             "gpt2": ["--tokenizer", "gpt2", "--tokenizer-dir", gpt2_dir]}
-    model, optimizer, run_info = set(), set(), set()
+    model, optimizer, run_info, log_mark = set(), set(), set(), set()
     for name, extra in runs.items():
         if name == "gpt2":
             r = subprocess.run([args.tinygpt, "export", "--model", os.path.join(tmp, "nanogpt", "model.safetensors"),
@@ -113,16 +113,19 @@ def main():
         optimizer |= metadata(os.path.join(out, newest, "optimizer.safetensors"))
         with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
             run_info |= set(json.load(f))
+        with open(os.path.join(out, newest, "log.json"), encoding="utf-8") as f:
+            log_mark |= set(json.load(f))
     shutil.rmtree(tmp)
 
     page, tables = key_tables(pages(args.readme, args.docs))
-    if len(tables) != 4:
-        sys.exit(f"check_readme_keys: {page}, '### Metadata keys' has {len(tables)} tables; expected 4 "
-                 "(model, run state, optimizer.safetensors, run.json)")
+    if len(tables) != 5:
+        sys.exit(f"check_readme_keys: {page}, '### Metadata keys' has {len(tables)} tables; expected 5 "
+                 "(model, run state, optimizer.safetensors, run.json, log.json)")
     problems = []
     for what, written, listed, read_only in [("model.safetensors", model, tables[0] | tables[1], READ_ONLY),
                                              ("optimizer.safetensors", optimizer, tables[2], set()),
-                                             ("run.json", run_info, tables[3], set())]:
+                                             ("run.json", run_info, tables[3], set()),
+                                             ("log.json", log_mark, tables[4], set())]:
         listed = listed - {"key"}
         for k in sorted(written - listed):
             problems.append(f"{page}, Metadata keys: {what} holds '{k}', which its table does not list")
@@ -130,7 +133,8 @@ def main():
             problems.append(f"{page}, Metadata keys: the {what} table lists '{k}', which tinygpt does not write")
     for p in problems:
         print(p)
-    print(f"check_readme_keys: {len(model)} + {len(optimizer)} + {len(run_info)} keys, {len(problems)} problems")
+    print(f"check_readme_keys: {len(model)} + {len(optimizer)} + {len(run_info)} + {len(log_mark)} keys, "
+          f"{len(problems)} problems")
     sys.exit(min(len(problems), 100))
 
 

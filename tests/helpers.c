@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +177,56 @@ char *slurp_or_empty(const char *path, size_t *len) {
     if (access(path, F_OK) == 0) return slurp(path, len);
     if (len) *len = 0;
     return xcalloc(1, 1);
+}
+
+// tree_list: the entries under "dir" ("rel" its path below the snapshot's
+// root) appended to "*out" ("*len" bytes, "*cap" allocated), name order.
+static void tree_list(const char *dir, const char *rel, char **out, size_t *len, size_t *cap) {
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+            char path[4096], sub[4096], line[4500] = "";
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name);
+            struct stat st;
+            ck_assert_int_eq(lstat(path, &st), 0);
+            if (S_ISDIR(st.st_mode)) {
+                snprintf(line, sizeof line, "%s/\n", sub);
+            } else if (S_ISREG(st.st_mode)) {
+                size_t bytes;
+                char *text = slurp(path, &bytes);
+                XXH128_hash_t h = XXH3_128bits(text, bytes);
+                free(text);
+                snprintf(line, sizeof line, "%s %zu bytes %016llx%016llx\n", sub, bytes, (unsigned long long)h.high64,
+                         (unsigned long long)h.low64);
+            } else {
+                snprintf(line, sizeof line, "%s (mode %o)\n", sub, (unsigned)st.st_mode);
+            }
+            size_t add = strlen(line);
+            while (*len + add + 1 > *cap) *out = xrealloc(*out, *cap = 2 * *cap + 4096);
+            memcpy(*out + *len, line, add + 1);
+            *len += add;
+            if (S_ISDIR(st.st_mode)) tree_list(path, sub, out, len, cap);
+        }
+        free(names[i]);
+    }
+    if (n >= 0) free(names);
+}
+
+char *tree_snapshot(const char *dir) {
+    char *out = xcalloc(1, 1);
+    size_t len = 0, cap = 1;
+    tree_list(dir, "", &out, &len, &cap);
+    return out;
+}
+
+void expect_tree_unchanged(const char *dir, char *before, const char *why) {
+    char *after = tree_snapshot(dir);
+    ck_assert_msg(strcmp(before, after) == 0, "%s changed '%s':\nbefore:\n%s\nafter:\n%s", why, dir, before, after);
+    free(after);
+    free(before);
 }
 
 void set_threads(int n) { omp_set_num_threads(n); }

@@ -99,6 +99,15 @@ void read_text_file(const char *path, char *buf, size_t cap);
 char *slurp(const char *path, size_t *len);
 char *slurp_or_empty(const char *path, size_t *len);
 
+// tree_snapshot: everything under "dir", hidden entries too, in name
+// order, one line each: its path, and for a file its size and the XXH3-128
+// of its bytes (a directory, a symlink or another kind: its path and kind).
+// The caller frees it. expect_tree_unchanged: "dir" is now as "before" (a
+// tree_snapshot, freed here) saw it, byte for byte; else the test fails
+// saying "why" (the command that changed it) and both listings.
+char *tree_snapshot(const char *dir);
+void expect_tree_unchanged(const char *dir, char *before, const char *why);
+
 // The thread count matters to tests that prove results do not depend on it,
 // and to finite-difference loops that run thousands of tiny passes, where a
 // parallel region costs more than its arithmetic.

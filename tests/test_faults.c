@@ -12,12 +12,17 @@
 // log must be those of an undisturbed run, byte for byte. Then the exit
 // statuses: a failed write is 1 and says which file; a SIGTERM is 143 if it
 // cut the run short and 0 if it arrived during the final save.
+//
+// And the other way round: a command that is refused leaves the run
+// directory byte for byte as it was, and every changed byte of run.json,
+// or of the log's rows a checkpoint saw, is caught before a resume goes on.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "csv_log.h"
 #include "helpers.h"
 #include "run_dir.h"
 #include "sanitized.h"
@@ -179,6 +184,193 @@ START_TEST(a_sigterm_at_any_point_saves_and_exits_as_it_should) {
 }
 END_TEST
 
+// ---- Refusals ----------------------------------------------------------------
+
+// saved_run: the run "name" in the scratch directory, stopped after 4 of its
+// 6 steps with --keep 2 (checkpoint-2 and checkpoint-4), into "out" [cap].
+static void saved_run(const char *name, char *out, size_t cap) {
+    snprintf(out, cap, "%s", path_in(dir, name));
+    char args[1024];
+    snprintf(args, sizeof args, "%s --out %s %s --keep 2 --stop-after 4", corpus, out, RUN_FLAGS);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == 0, "the run failed: %s", r->err);
+}
+
+// flip: byte "at" of the file "path" XOR "mask" (again: as it was).
+static void flip(const char *path, size_t at, unsigned char mask) {
+    size_t len;
+    char *bytes = slurp(path, &len);
+    ck_assert_uint_lt(at, len);
+    bytes[at] ^= (char)mask;
+    write_bytes(path, bytes, len);
+    free(bytes);
+}
+
+// expect_refused_without_trace: "args" (a train command line, "%s" the
+// run directory "run") exits with "status" in one line saying "needle",
+// and leaves "run" as it was.
+static void expect_refused_without_trace(const char *run, const char *format, int status, const char *needle) {
+    char args[1024];
+    snprintf(args, sizeof args, format, run);
+    char *before = tree_snapshot(run);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == status && strstr(r->err, needle) && stderr_is_one_line(r),
+                  "train %s: exit %d (not %d), or its error does not say '%s' on one line: %s", args, r->status, status,
+                  needle, r->err);
+    expect_tree_unchanged(run, before, args);
+}
+
+// Every way a command on a run directory is refused, the directory is as it
+// was after: no lock file made or written, no leftover of a killed save
+// removed, no log cut. (A lock file left in a checkpoint once made every
+// later save of the run fail.)
+START_TEST(a_refused_command_leaves_the_run_directory_as_it_was) {
+    char run[300], damaged[4300];
+    saved_run("r", run, sizeof run);
+    // A killed save's leftovers, which only a run that goes on removes.
+    ck_assert_int_eq(mkdir(path_in(run, "checkpoint-9.tmp"), 0700), 0);
+    write_text_file(path_in(run, "checkpoint-9.tmp/model.safetensors.tmp"), "half a checkpoint");
+    write_text_file(path_in(run, "model.safetensors.tmp"), "half a link");
+    const char *other = path_in(dir, "other.txt");
+    write_corpus(other, 21);
+    char other_args[600];
+    snprintf(other_args, sizeof other_args, "%s --resume %%s", other);
+    expect_refused_without_trace(run, "--resume %s --lr 0.1", 2, "cannot be changed when resuming");
+    expect_refused_without_trace(run, "--resume %s --force", 2, "drop one of them");
+    expect_refused_without_trace(run, "--resume %s --steps 4", 2, "already at step 4");
+    expect_refused_without_trace(run, "--resume %s/checkpoint-2 --steps 2", 2, "already at step 2");
+    expect_refused_without_trace(run, "--resume %s/checkpoint-3", 1, "has no checkpoint of step 3");
+    expect_refused_without_trace(run, other_args, 1, "is not the text this run was trained on");
+    char new_args[1024];
+    snprintf(new_args, sizeof new_args, "%s --out %%s %s", corpus, RUN_FLAGS);
+    expect_refused_without_trace(run, new_args, 2, "already holds a run");
+    snprintf(new_args, sizeof new_args, "%s --out %%s --force %s", path_in(dir, "no-such.txt"), RUN_FLAGS);
+    expect_refused_without_trace(run, new_args, 1, "no-such.txt");
+    // Each damaged file in turn (and put back).
+    const char *files[] = {"run.json", "log.csv", "checkpoint-4/log.json", "checkpoint-4/model.safetensors",
+                           "checkpoint-4/optimizer.safetensors"};
+    for (int i = 0; i < COUNT(files); i++) {
+        snprintf(damaged, sizeof damaged, "%s", path_in(run, files[i]));
+        if (access(damaged, F_OK) != 0) continue;  // SGD: no optimizer state
+        flip(damaged, 20, 0x01);
+        expect_refused_without_trace(run, "--resume %s", 1, files[i]);
+        flip(damaged, 20, 0x01);
+    }
+    // Nothing stopped it: it finishes, and clears the leftovers.
+    snprintf(new_args, sizeof new_args, "--resume %s", run);
+    RunResult *r = train("", new_args);
+    ck_assert_msg(r->status == 0, "the run did not resume: %s", r->err);
+    ck_assert_int_ne(access(path_in(run, "checkpoint-9.tmp"), F_OK), 0);
+}
+END_TEST
+
+// Every byte of run.json changed, each of 8 ways, is caught by its reader;
+// every byte changed once is refused by --resume, naming the file.
+START_TEST(every_changed_byte_of_run_json_is_caught) {
+    char run[300], path[600];
+    saved_run("r", run, sizeof run);
+    snprintf(path, sizeof path, "%s", path_in(run, "run.json"));
+    size_t len;
+    char *good = slurp(path, &len);
+    Metadata md;
+    Error err;
+    ck_assert_msg(run_info_read(fopen(path, "rb"), path, run, &md, &err) == 0, "%s", err.msg);
+    metadata_free(&md);
+    for (size_t at = 0; at < len; at++)
+        for (int bit = 0; bit < 8; bit++) {
+            good[at] ^= (char)(1 << bit);
+            write_bytes(path, good, len);
+            good[at] ^= (char)(1 << bit);
+            int status = run_info_read(fopen(path, "rb"), path, run, &md, &err);
+            if (status == 0) metadata_free(&md);
+            ck_assert_msg(status != 0, "run.json with byte %zu XOR %d was read: %s", at, 1 << bit, good);
+        }
+    char args[700];
+    snprintf(args, sizeof args, "--resume %s", run);
+    for (size_t at = 0; at < len; at += STRIDE) {
+        good[at] ^= 0x01;
+        write_bytes(path, good, len);
+        good[at] ^= 0x01;
+        RunResult *r = train("", args);
+        ck_assert_msg(r->status == 1 && strstr(r->err, "run.json' is damaged"), "byte %zu: exit %d: %s", at, r->status,
+                      r->err);
+    }
+    // FILE given makes it unneeded, as the message says: the run goes on,
+    // and its save writes run.json anew.
+    good[len / 2] ^= 0x01;
+    write_bytes(path, good, len);
+    free(good);
+    snprintf(args, sizeof args, "%s --resume %s", corpus, run);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == 0, "a damaged run.json with FILE given: exit %d: %s", r->status, r->err);
+    ck_assert_msg(run_info_read(fopen(path, "rb"), path, run, &md, &err) == 0, "%s", err.msg);
+    metadata_free(&md);
+}
+END_TEST
+
+// Every byte of the log's rows that checkpoint-4 saw, changed, is caught
+// before a resume cuts or appends anything; a byte of a row after them (as
+// a run killed after its save leaves) is not checked, and the resume cuts
+// that row off.
+START_TEST(every_changed_byte_of_the_logs_checked_rows_is_caught) {
+    char run[300], log_path[600], checkpoint[600];
+    saved_run("r", run, sizeof run);
+    snprintf(log_path, sizeof log_path, "%s", path_in(run, "log.csv"));
+    snprintf(checkpoint, sizeof checkpoint, "%s", path_in(run, "checkpoint-4"));
+    LogMark mark;
+    Error err;
+    ck_assert_msg(run_dir_read_log_mark(checkpoint, &mark, &err), "%s", err.msg);
+    size_t len;
+    char *good = slurp(log_path, &len);
+    ck_assert_msg(mark.present && mark.bytes == len, "the mark covers %llu bytes of %zu", (unsigned long long)mark.bytes, len);
+    // A row of step 4, after the checkpoint's, as a killed run leaves it.
+    const char row[] = "4,9.999,,0.5,1.0,100,1,,,0.1,\n";
+    good = xrealloc(good, len + sizeof row);
+    memcpy(good + len, row, sizeof row);
+    const size_t whole = len + sizeof row - 1;
+    char header[512];  // the log's own header: the one the run writes
+    snprintf(header, sizeof header, "%.*s", (int)(strchr(good, '\n') - good + 1), good);
+    for (size_t at = 0; at < whole; at++)
+        for (int bit = 0; bit < 8; bit++) {
+            good[at] ^= (char)(1 << bit);
+            write_bytes(log_path, good, whole);
+            good[at] ^= (char)(1 << bit);
+            CsvLog log;
+            bool taken = csv_log_prepare(&log, log_path, header, 4, false, &mark, &err);
+            if (taken) ck_assert_uint_eq(log.keep, len);  // a changed row after the checkpoint's: cut off
+            csv_log_close(&log);
+            ck_assert_msg(taken == (at >= len), "log.csv with byte %zu (of %zu checked) XOR %d: %s", at, len, 1 << bit,
+                          taken ? "taken" : err.msg);
+        }
+    free(good);
+}
+END_TEST
+
+// The same through --resume, for a spread of the checked bytes: each is
+// refused, naming the log, and leaves it as it was; the log put back, the
+// run resumes.
+START_TEST(a_resume_refuses_a_log_with_a_changed_byte_in_its_checked_rows) {
+    char run[300], log_path[600], args[700];
+    saved_run("r", run, sizeof run);
+    snprintf(log_path, sizeof log_path, "%s", path_in(run, "log.csv"));
+    snprintf(args, sizeof args, "--resume %s", run);
+    size_t len;
+    char *good = slurp(log_path, &len);  // every byte of it: the run saved at its last step
+    for (size_t at = 0; at < len; at += 7 * STRIDE) {
+        good[at] ^= 0x01;
+        write_bytes(log_path, good, len);
+        good[at] ^= 0x01;
+        RunResult *r = train("", args);
+        ck_assert_msg(r->status == 1 && strstr(r->err, "log.csv' is not the log the checkpoint of step 4 was saved with"),
+                      "byte %zu: exit %d: %s", at, r->status, r->err);
+    }
+    write_bytes(log_path, good, len);
+    RunResult *r = train("", args);
+    ck_assert_msg(r->status == 0, "the run did not resume: %s", r->err);
+    free(good);
+}
+END_TEST
+
 // Three suites, one test each, so that two processes can run them side by
 // side (each starts a few hundred runs).
 static Suite *faults_suite(const char *name, const TTest *test) {
@@ -194,6 +386,17 @@ Suite *faults_failing_write_suite(void) {
     return faults_suite("faults_failing_write", a_failing_write_at_any_point_loses_nothing);
 }
 Suite *faults_kill_suite(void) { return faults_suite("faults_kill", a_kill_at_any_point_loses_nothing); }
+Suite *faults_refusals_suite(void) {
+    Suite *s = faults_suite("faults_refusals", a_refused_command_leaves_the_run_directory_as_it_was);
+    TCase *tc = tcase_create("changed bytes");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, TEST_TIMEOUT_SECONDS);
+    tcase_add_test(tc, every_changed_byte_of_run_json_is_caught);
+    tcase_add_test(tc, every_changed_byte_of_the_logs_checked_rows_is_caught);
+    tcase_add_test(tc, a_resume_refuses_a_log_with_a_changed_byte_in_its_checked_rows);
+    suite_add_tcase(s, tc);
+    return s;
+}
 Suite *faults_sigterm_suite(void) {
     return faults_suite("faults_sigterm", a_sigterm_at_any_point_saves_and_exits_as_it_should);
 }

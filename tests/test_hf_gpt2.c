@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "helpers.h"
@@ -472,7 +474,7 @@ static void untied_head(HfFile *f) {
 static void nan_weight(HfFile *f) { hf_find(f, "h.0.ln_1.weight")->values[3] = NAN; }
 
 static const BadCase BAD_CASES[] = {
-    {"no config.json", NULL, NULL, "config.json", {"config.json", NULL}},
+    {"no config.json", NULL, NULL, "config.json", {"has no config.json", NULL}},
     {"no model.safetensors", NULL, NULL, "model.safetensors", {"model.safetensors", NULL}},
     {"no vocab.json", NULL, NULL, "vocab.json", {"vocab.json", NULL}},
     {"config without n_layer", NULL, "{\"n_embd\": 16, \"n_head\": 2, \"n_positions\": 8, \"vocab_size\": 257}", NULL,
@@ -496,6 +498,9 @@ static const BadCase BAD_CASES[] = {
      "{\"n_inner\": 32, \"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, \"n_positions\": 8, \"vocab_size\": 257}", NULL,
      {"config.json", "\"n_inner\"", NULL}},
     {"config not JSON", NULL, "{\"n_layer\": 2,", NULL, {"config.json", "not JSON", NULL}},
+    {"config with a head of its own", NULL,
+     "{\"tie_word_embeddings\": false, \"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, \"n_positions\": 8, \"vocab_size\": 257}",
+     NULL, {"config.json", "\"tie_word_embeddings\" is not true", "ties them"}},
     {"config's vocab_size not the weights'", NULL,
      "{\"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, \"n_positions\": 8, \"vocab_size\": 300}", NULL,
      {"model.safetensors", "'wte.weight' has shape [257,16]", "needs [300,16]"}},
@@ -535,6 +540,26 @@ START_TEST(a_bad_directory_gets_one_line_naming_the_file_and_the_key) {
 }
 END_TEST
 
+// A config.json of 200 MB is refused by its size, before it is read: the
+// process grows by much less than the file.
+START_TEST(a_huge_config_json_is_refused_without_being_read) {
+    Model want, got;
+    Tokenizer tok;
+    random_model(&want, 23);
+    write_dir(dir, &want, (HfOptions){DTYPE_F32, false, false, false}, CONFIG);
+    model_free(&want);
+    const char *config = path_in(dir, "config.json");
+    ck_assert_int_eq(truncate(config, 200 << 20), 0);  // CONFIG, then zeros (a sparse file: no disk)
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    Error err = {{0}};
+    ck_assert(!hf_gpt2_load(dir, &got, &tok, 1, false, &err));
+    getrusage(RUSAGE_SELF, &after);
+    ck_assert_msg(strstr(err.msg, "config.json' is 209715200 bytes"), "%s", err.msg);
+    ck_assert_msg(after.ru_maxrss - before.ru_maxrss < 50 * 1024, "loading took %ld KB more", after.ru_maxrss - before.ru_maxrss);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // 5. The commands.
 
@@ -558,6 +583,18 @@ START_TEST(sample_eval_and_attention_take_a_gpt2_directory) {
              path_in(dir, "attention.png"));
     r = run_tinygpt(dir, args);
     ck_assert_msg(r->status == 0, "%s: %s%s", args, r->out, r->err);
+    // A directory without its config.json: that is what the message says
+    // (not that its model.safetensors is a tinygpt file of the wrong format).
+    char config[600];
+    snprintf(config, sizeof config, "%s", path_in(model_dir, "config.json"));
+    char *text = slurp(config, NULL);
+    remove(config);
+    snprintf(args, sizeof args, "sample --model %s", model_dir);
+    r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 1 && stderr_is_one_line(r) && strstr(r->err, "has no config.json"), "%s: %d %s", args,
+                  r->status, r->err);
+    write_text_file(config, text);
+    free(text);
     // A directory without its weights: one line naming the file, exit 1.
     remove(path_in(model_dir, "model.safetensors"));
     snprintf(args, sizeof args, "sample --model %s", model_dir);
@@ -635,6 +672,7 @@ Suite *hf_gpt2_suite(void) {
     tcase_add_test(tc, a_tensor_reads_whole_or_in_pieces_in_any_of_the_three_dtypes);
     tcase_add_loop_test(tc, a_bad_directory_gets_one_line_naming_the_file_and_the_key, 0,
                         (int)(sizeof BAD_CASES / sizeof BAD_CASES[0]));
+    tcase_add_test(tc, a_huge_config_json_is_refused_without_being_read);
     tcase_add_test(tc, sample_eval_and_attention_take_a_gpt2_directory);
     tcase_add_test(tc, train_init_dir_fine_tunes_the_directory_s_model);
     suite_add_tcase(s, tc);

@@ -47,7 +47,7 @@ static int exit_status(int failed) { return failed < 255 ? failed : 255; }
 int main(void) {
     Suite *(*const suites[])(void) = {
         // The slowest first (the three faults suites start a few hundred runs each).
-        faults_failing_write_suite, faults_kill_suite, faults_sigterm_suite, train_suite, gradcheck_model_suite,
+        faults_failing_write_suite, faults_kill_suite, faults_sigterm_suite, faults_refusals_suite, train_suite, gradcheck_model_suite,
         timed_suite, cli_suite, model_suite, tokenize_suite, paths_suite,
         // The rest in the order of src/.
         common_suite, rng_suite, utf8_suite, tokenizer_suite, chunk_suite, bpe_suite, gpt2_tokenizer_suite, hf_gpt2_suite, data_suite,  encoder_suite,    tile_suite, linear_suite,

@@ -235,6 +235,9 @@ START_TEST(a_log_from_before_val_bpb_gets_todays_header_when_its_run_resumes) {
     }
     write_text_file(in_work("old/log.csv"), old);
     ck_assert_int_eq(strncmp(old, "step,train_loss,val_loss,lr,ms,tokens_per_s,grad_norm\n", 54), 0);
+    // Nor did it record the log in its checkpoints (log.json, which would
+    // rightly refuse this log as changed).
+    ck_assert_int_eq(remove(in_work("old/checkpoint-10/log.json")), 0);
 
     snprintf(args, sizeof args, "train --resume %s", in_work("old"));
     expect_ok(run_tinygpt(work_dir, args), "train --resume");

@@ -388,15 +388,19 @@ START_TEST(resume_refuses_flags_that_would_change_the_run) {
     const char *flags[][2] = {{"--lr", "0.1"},           {"--seed", "3"},     {"--batch", "8"}, {"--out", "elsewhere"},
                               {"--order", "sequential"}, {"--context", "8"}, {"--arch", "card"}, {"--layers", "2"},
                               {"--grad-accum", "2"}};
+    char *before = tree_snapshot(in_work("r"));
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9", flags[i][0], flags[i][1]), 2, flags[i][0]);
+    expect_tree_unchanged(in_work("r"), before, "resumes refused for their flags");
 }
 END_TEST
 
 START_TEST(resume_of_a_finished_run_asks_for_a_larger_steps) {
     ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "5", TINY), 0);
+    char *before = tree_snapshot(in_work("r"));
     expect_status(RUN("train", "--resume", in_work("r")), 2, "give a larger --steps");
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "3"), 2, "already at step 5");
+    expect_tree_unchanged(in_work("r"), before, "resumes of a finished run");
 }
 END_TEST
 
@@ -407,7 +411,9 @@ START_TEST(resume_refuses_a_different_text) {
     text[0] = text[0] == 'a' ? 'c' : 'a';
     const char *other = write_text("other.txt", text, strlen(text));
     free(text);
+    char *before = tree_snapshot(in_work("r"));
     expect_status(RUN("train", other, "--resume", in_work("r")), 1, "is not the text this run was trained on");
+    expect_tree_unchanged(in_work("r"), before, "a resume on another text");
 }
 END_TEST
 
@@ -423,17 +429,36 @@ START_TEST(resume_refuses_an_optimizer_state_of_another_step_naming_both) {
     ck_assert_uint_gt(len, 0);
     write_text("r/checkpoint-10/optimizer.safetensors", older, len);
     free(older);
+    char *before = tree_snapshot(in_work("r"));
     expect_status(RUN("train", "--resume", in_work("r")), 1, "holds the optimizer's state after step 5 but");
     ck_assert_ptr_nonnull(strstr(last_err(), "holds the weights after step 10"));
-    // Without the file at all, it says what to do.
+    expect_tree_unchanged(in_work("r"), before, "a resume refused for its optimizer state");
+    // Without the file at all, it says what to do: go back to the checkpoint before.
     ck_assert_int_eq(unlink(in_work("r/checkpoint-10/optimizer.safetensors")), 0);
+    before = tree_snapshot(in_work("r"));
     expect_status(RUN("train", "--resume", in_work("r")), 1, "--init");
+    ck_assert_msg(strstr(last_err(), "tinygpt train --resume ") && strstr(last_err(), "r/checkpoint-5"),
+                  "no way back to checkpoint-5: %s", last_err());
+    expect_tree_unchanged(in_work("r"), before, "a resume refused for a missing optimizer state");
 }
 END_TEST
 
-START_TEST(resume_from_a_directory_without_a_checkpoint_names_the_file) {
+// --resume of a directory with nothing to resume says why: no run at all,
+// or a run that never saved (which --force starts over), and leaves it as
+// it was.
+START_TEST(resume_of_a_directory_without_a_checkpoint_says_why) {
     mkdir(in_work("empty"), 0700);
-    expect_status(RUN("train", "--resume", in_work("empty")), 1, "empty/model.safetensors");
+    char *before = tree_snapshot(in_work("empty"));
+    expect_status(RUN("train", "--resume", in_work("empty")), 1,
+                  "empty' holds no run (no checkpoint-<step> and no model.safetensors)");
+    expect_tree_unchanged(in_work("empty"), before, "--resume of an empty directory");
+    // A run stopped before its first save: its log, its picture, no checkpoint.
+    ck_assert_int_eq(mkdir(in_work("unsaved"), 0700), 0);
+    write_text("unsaved/log.csv", "step,train_loss,val_loss\n", 25);
+    before = tree_snapshot(in_work("unsaved"));
+    expect_status(RUN("train", "--resume", in_work("unsaved")), 1, "holds a run that never saved a checkpoint (log.csv)");
+    ck_assert_ptr_nonnull(strstr(last_err(), "--force"));
+    expect_tree_unchanged(in_work("unsaved"), before, "--resume of a run that never saved");
 }
 END_TEST
 
@@ -449,6 +474,57 @@ START_TEST(resume_from_a_checkpoint_without_training_state_says_to_use_init) {
     model_free(&m);
     tokenizer_free(&tok);
     expect_status(RUN("train", "--resume", in_work("r"), "--steps", "9"), 1, "--init");
+}
+END_TEST
+
+// --keep is the run's: a run stopped and resumed without it keeps as many
+// checkpoints as it was started with; given again, it changes.
+START_TEST(resuming_keeps_the_runs_keep) {
+    ck_assert_int_eq(RUN("train", corpus, "--out", in_work("r"), "--steps", "40", TINY, "--save-every", "5", "--keep",
+                         "3", "--stop-after", "10"),
+                     0);
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 0, "stopped after 20 of 40 steps");
+    const char *kept[] = {"r/checkpoint-10", "r/checkpoint-15", "r/checkpoint-20"};
+    for (int i = 0; i < COUNT(kept); i++)
+        ck_assert_msg(access(in_work(kept[i]), F_OK) == 0, "%s is gone: the resumed run forgot --keep 3", kept[i]);
+    ck_assert_msg(access(in_work("r/checkpoint-5"), F_OK) != 0, "checkpoint-5, the fourth newest, is still there");
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "25", "--keep", "1"), 0, "stopped after 25");
+    ck_assert_msg(access(in_work("r/checkpoint-20"), F_OK) != 0, "--keep 1 given again kept checkpoint-20");
+    ck_assert_int_eq(access(in_work("r/checkpoint-25"), F_OK), 0);
+}
+END_TEST
+
+// --resume DIR/checkpoint-N continues the run in DIR from step N, as if
+// the steps after it had not run: to the weights and the log of an
+// undisturbed run, bit for bit. It is the way back when the newest
+// checkpoint is damaged, and --resume DIR's refusal says so.
+START_TEST(resume_from_an_older_checkpoint_continues_that_step_bit_for_bit) {
+    char whole[300], parts[300], older[400];
+    snprintf(whole, sizeof whole, "%s", in_work("whole"));
+    snprintf(parts, sizeof parts, "%s", in_work("parts"));
+    snprintf(older, sizeof older, "%s/checkpoint-15", parts);
+    ck_assert_int_eq(RUN("train", corpus, "--out", whole, "--steps", "30", TINY, "--save-every", "5", "--keep", "2"), 0);
+    ck_assert_int_eq(RUN("train", corpus, "--out", parts, "--steps", "30", TINY, "--save-every", "5", "--keep", "2",
+                         "--stop-after", "20"),
+                     0);
+    // A byte of the newest checkpoint's weights changes.
+    size_t len;
+    char *model = slurp_or_empty(in_work("parts/checkpoint-20/model.safetensors"), &len);
+    ck_assert_uint_gt(len, 100);
+    model[len - 5] ^= 0x40;
+    write_text("parts/checkpoint-20/model.safetensors", model, len);
+    free(model);
+    char *before = tree_snapshot(parts);
+    expect_status(RUN("train", "--resume", parts), 1, "checkpoint-20/model.safetensors");
+    char way_back[600];
+    snprintf(way_back, sizeof way_back, "tinygpt train --resume %s", older);
+    ck_assert_msg(strstr(last_err(), way_back) != NULL, "the refusal does not say '%s': %s", way_back, last_err());
+    expect_tree_unchanged(parts, before, "a resume of a damaged checkpoint");
+    // The way back, as the message says (with a slash after it, as a shell completes it).
+    char slashed[420];
+    snprintf(slashed, sizeof slashed, "%s/", older);
+    expect_status(RUN("train", "--resume", slashed), 0, "saved");
+    expect_same_run(whole, parts);
 }
 END_TEST
 
@@ -651,45 +727,17 @@ END_TEST
 
 // ---- The run directory ----------------------------------------------------------------
 
-// The files of DIR that the tests below watch, each as it was.
-typedef struct {
-    char *bytes[4];
-    size_t len[4];
-} Snapshot;
-static const char *const WATCHED[4] = {"model.safetensors", "optimizer.safetensors", "log.csv", "loss.png"};
-
-static Snapshot snapshot(const char *dir) {
-    Snapshot snap;
-    for (int i = 0; i < 4; i++) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/%s", dir, WATCHED[i]);
-        snap.bytes[i] = slurp_or_empty(path, &snap.len[i]);
-    }
-    return snap;
-}
-
-// expect_unchanged: DIR's watched files are byte for byte what "before" saw.
-static void expect_unchanged(const char *dir, Snapshot *before) {
-    Snapshot after = snapshot(dir);
-    for (int i = 0; i < 4; i++) {
-        ck_assert_msg(after.len[i] == before->len[i] && memcmp(after.bytes[i], before->bytes[i], after.len[i]) == 0,
-                      "%s/%s changed", dir, WATCHED[i]);
-        free(after.bytes[i]);
-        free(before->bytes[i]);
-    }
-}
-
 START_TEST(a_new_run_refuses_an_out_that_holds_a_run_naming_its_files_and_the_ways_on) {
     char r[300];  // in_work's buffers are reused
     snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "5", TINY), 0);
-    Snapshot before = snapshot(r);
+    char *before = tree_snapshot(r);
     expect_status(RUN("train", corpus, "--out", r, "--steps", "9", TINY), 2, "already holds a run");
     const char *err = last_err();
     const char *wanted[] = {r, "model.safetensors", "1 checkpoint", "log.csv", "loss.png", "--resume", "--force"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         ck_assert_msg(strstr(err, wanted[i]) != NULL, "the error does not say '%s': %s", wanted[i], err);
-    expect_unchanged(r, &before);  // not even log.csv, which a run used to empty as it started
+    expect_tree_unchanged(r, before, "a new run into it");  // not even log.csv, which a run used to empty as it started
     // Any one file of a run is enough; an empty directory is fine.
     ck_assert_int_eq(mkdir(in_work("only_log"), 0700), 0);
     write_text("only_log/log.csv", "step,train_loss,val_loss\n", 25);
@@ -734,9 +782,9 @@ START_TEST(force_with_a_file_that_fails_to_load_deletes_nothing) {
     char r[300];  // in_work's buffers are reused
     snprintf(r, sizeof r, "%s", in_work("r"));
     ck_assert_int_eq(RUN("train", corpus, "--out", r, "--steps", "3", TINY), 0);
-    Snapshot before = snapshot(r);
+    char *before = tree_snapshot(r);
     expect_status(RUN("train", in_work("no-such.txt"), "--out", r, "--force", TINY), 1, "no-such.txt");
-    expect_unchanged(r, &before);
+    expect_tree_unchanged(r, before, "--force with a missing FILE");
 }
 END_TEST
 
@@ -842,6 +890,8 @@ static void make_old_run(const char *name, const char *data_path) {
     if (access(path, F_OK) == 0) ck_assert_int_eq(rename(path, in_work("r/optimizer.safetensors")), 0);
     snprintf(path, sizeof path, "%s/model.safetensors", newest);
     ck_assert_int_eq(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/log.json", newest);
+    ck_assert_int_eq(unlink(path), 0);
     ck_assert_int_eq(rmdir(newest), 0);
     unlink(in_work("r/run.json"));
     free(out);
@@ -929,6 +979,31 @@ START_TEST(a_closed_pipe_on_stdout_stops_the_run_with_a_save) {
 }
 END_TEST
 
+// Standard output on a full disk (/dev/full): the run stops with a save and
+// says so in one error line, not a second one from the check at exit.
+START_TEST(a_full_disk_on_stdout_stops_the_run_with_one_error_line) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s train %s --out %s --steps 20 --batch 4 --context 16 --embd 16 --heads 2 --peak 100 >/dev/full 2>%s",
+             tinygpt_binary(), corpus, in_work("r"), in_work("err.txt"));
+    int raw = system(cmd);
+    expect_status(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1, "cannot write to standard output");
+    ck_assert_msg(strstr(last_err(), "--resume") != NULL, "no way on: %s", last_err());
+}
+END_TEST
+
+// A text from standard input too big for memory, which a huge --max-bytes
+// let through: the message names --max-bytes, not the model's sizes.
+START_TEST(text_too_big_for_memory_names_max_bytes) {
+    if (TINYGPT_SANITIZED) return;  // the sanitizers reserve more address space than the limit below
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "head -c 600000000 /dev/zero | (ulimit -v 400000; %s train - --out %s --max-bytes 1000000000000 --batch 4 --context 16 --embd 16 --heads 2 --peak 100) 2>%s",
+             tinygpt_binary(), in_work("r"), in_work("err.txt"));
+    int raw = system(cmd);
+    expect_status(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1, "out of memory reading standard input");
+    ck_assert_msg(strstr(last_err(), "give a smaller --max-bytes") && !strstr(last_err(), "--batch"), "%s", last_err());
+}
+END_TEST
+
 // A log that is gone, or cut short, at --resume is not quietly started
 // over: it is an error naming the file, unless --restart-log says to.
 START_TEST(resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it) {
@@ -937,6 +1012,14 @@ START_TEST(resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_rest
     strstr(log, "\n9,")[1] = '\0';  // the row of step 9 and after: gone
     write_text("r/log.csv", log, strlen(log));
     free(log);
+    // The checkpoint's mark of the log (log.json) catches it; without one (a
+    // checkpoint from before log.json), the rows do.
+    char *before = tree_snapshot(in_work("r"));
+    expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1,
+                  "r/log.csv' is not the log the checkpoint of step 10 was saved with: it is shorter");
+    ck_assert_ptr_nonnull(strstr(last_err(), "--restart-log"));
+    expect_tree_unchanged(in_work("r"), before, "a resume refused for its log");
+    ck_assert_int_eq(unlink(in_work("r/checkpoint-10/log.json")), 0);
     expect_status(RUN("train", "--resume", in_work("r"), "--stop-after", "20"), 1, "r/log.csv' has no row of step 9");
     ck_assert_ptr_nonnull(strstr(last_err(), "--restart-log"));
     ck_assert_int_eq(unlink(in_work("r/log.csv")), 0);
@@ -1281,9 +1364,11 @@ Suite *train_suite(void) {
     tcase_add_test(resume, resume_of_a_finished_run_asks_for_a_larger_steps);
     tcase_add_test(resume, resume_refuses_a_different_text);
     tcase_add_test(resume, resume_refuses_an_optimizer_state_of_another_step_naming_both);
-    tcase_add_test(resume, resume_from_a_directory_without_a_checkpoint_names_the_file);
+    tcase_add_test(resume, resume_of_a_directory_without_a_checkpoint_says_why);
     tcase_add_test(resume, resume_from_a_checkpoint_without_training_state_says_to_use_init);
     tcase_add_test(resume, train_without_file_or_resume_is_a_usage_error);
+    tcase_add_test(resume, resuming_keeps_the_runs_keep);
+    tcase_add_test(resume, resume_from_an_older_checkpoint_continues_that_step_bit_for_bit);
     suite_add_tcase(s, resume);
 
     TCase *accum = tcase_create("gradient accumulation");
@@ -1324,6 +1409,8 @@ Suite *train_suite(void) {
     tcase_add_test(progress, without_validation_progress_lines_come_every_log_interval_steps);
     tcase_add_test(progress, steps_0_writes_a_loss_png_too);
     tcase_add_test(progress, a_closed_pipe_on_stdout_stops_the_run_with_a_save);
+    tcase_add_test(progress, a_full_disk_on_stdout_stops_the_run_with_one_error_line);
+    tcase_add_test(progress, text_too_big_for_memory_names_max_bytes);
     tcase_add_test(progress, the_best_validation_weights_are_kept_as_best_safetensors);
     tcase_add_test(progress, validation_that_stops_improving_is_warned_of_once);
     tcase_add_test(progress, resume_refuses_a_log_that_is_missing_or_cut_short_unless_told_to_restart_it);

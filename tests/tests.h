@@ -48,6 +48,7 @@ Suite *tokenize_suite(void);
 Suite *faults_failing_write_suite(void);
 Suite *faults_kill_suite(void);
 Suite *faults_sigterm_suite(void);
+Suite *faults_refusals_suite(void);
 Suite *timed_suite(void);
 Suite *fma_peak_suite(void);
 Suite *flops_suite(void);

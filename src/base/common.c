@@ -353,7 +353,15 @@ bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t
         }
         if (n < cap) break;
         cap = cap > max_bytes / 2 ? max_bytes + 1 : 2 * cap;  // one byte past the limit tells
-        buf = xrealloc(buf, cap + 1);
+        // Not xrealloc, whose message names the flags that size the model:
+        // here the text is what does not fit, and --max-bytes what let it.
+        char *grown = realloc(buf, cap + 1);
+        if (!grown) {
+            free(buf);
+            return error_set(err, "out of memory reading %s: %zu bytes read, and --max-bytes %zu lets it go on; the text must fit in memory: give a smaller --max-bytes, or a file",
+                             path, n, max_bytes);
+        }
+        buf = grown;
     }
     if (ferror(f)) {
         free(buf);

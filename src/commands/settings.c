@@ -192,7 +192,7 @@ const Setting TRAIN_SETTINGS[] = {
      "with --resume: a log.csv that is missing or cut short starts afresh at the checkpoint's step",
      .resume = RESUME_MAY_CHANGE},
     {FIELD(keep), SETTING_INT, "--keep", "N", "checkpoints kept in --out (checkpoint-<step>), the newest; 1 = the last",
-     SAME("1"), .min = 1, .max = 1e6, .resume = RESUME_MAY_CHANGE},
+     SAME("1"), .min = 1, .max = 1e6, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "keep", .if_absent = "1"},
     {FIELD(log_interval), SETTING_LONG, "--log-interval", "N",
      "print a progress line every N steps (and at every evaluation and the last step)",
      .derived = "--eval-interval", .derive = derive_log_interval, .min = 1, .max = 1e12, .resume = RESUME_MAY_CHANGE},

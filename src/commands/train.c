@@ -116,9 +116,10 @@ static void log_failed(const TrainRun *run, long done) {
 
 // save_checkpoint: the run after "done" steps, as one checkpoint
 // (run_dir.h): DIR/checkpoint-<done> with the model, its settings and
-// state (the text's length and fingerprint, the batch stream) and AdamW's
-// moments, made whole before it replaces the last one; run.json beside it.
-// The log is flushed first, so it always has a row for every step a
+// state (the text's length and fingerprint, the batch stream), AdamW's
+// moments and the log's mark (its length and hash, which a resume checks
+// it against), made whole before it replaces the last one; run.json beside
+// it. The log is flushed first, so it always has a row for every step a
 // checkpoint has seen: if that fails, nothing is saved (see log_failed).
 // A save that fails stops the run, naming the checkpoint it can continue
 // from.
@@ -135,8 +136,12 @@ static void save_checkpoint(TrainRun *run, long done) {
     // asking for more time, as resuming a finished run of steps is asking
     // for more steps.
     const double seconds = run->time_up ? fmax(run_seconds(run), s->time) : run_seconds(run);
-    // run.json first: what the run is, and how far it has come (with
-    // --time, in seconds too).
+    if (!csv_log_flush(&run->log, &run->fault)) {
+        log_failed(run, done);
+        exit(EXIT_RUNTIME);
+    }
+    // run.json: what the run is, and how far it has come (with --time, in
+    // seconds too).
     TrainSettings where = *s;
     where.data_path = run->data_absolute;  // from any directory
     settings_to_metadata(&where, KEPT_IN_RUN_JSON, &md);
@@ -144,10 +149,6 @@ static void save_checkpoint(TrainRun *run, long done) {
     if (s->time > 0) metadata_set(&md, "train_seconds", "%.3f", seconds);
     if (!run_info_save(s->out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
     metadata_free(&md);
-    if (!csv_log_flush(&run->log, &run->fault)) {
-        log_failed(run, done);
-        exit(EXIT_RUNTIME);
-    }
 
     settings_to_metadata(s, KEPT_IN_RUN, &md);
     metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
@@ -167,6 +168,8 @@ static void save_checkpoint(TrainRun *run, long done) {
     ok = ok && (run->optimizer.cfg.kind == OPT_SGD ||
                 optimizer_state_save(&run->optimizer, &run->model, done, optimizer, &err));
     ok = ok && checkpoint_save_run(&run->model, &run->tok, done, &md, model, &err);
+    const LogMark mark = csv_log_mark(&run->log);  // the log has every row up to here: flushed above
+    ok = ok && run_dir_save_log_mark(dir, &mark, &err);
     ok = ok && run_dir_commit_checkpoint(s->out_dir, done, s->keep, &err) == 0;
     metadata_free(&md);
     if (!ok) {
@@ -667,9 +670,11 @@ int cmd_train(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     if (run.last_saved_step != done) save_checkpoint(&run, done);
-    // Stopped by a closed pipe: the reader is gone, and so is what stdout
-    // still holds (main's check at exit would call it a failed write).
-    if (stop_signal == SIGPIPE) {
+    // Stopped by a closed pipe, or by standard output that cannot be
+    // written (a full disk): what stdout still holds cannot go anywhere, and
+    // main's check at exit would report again the failure reported below
+    // (or call the closed pipe one).
+    if (stop_signal == SIGPIPE || run.write_failed) {
         FILE *quiet = freopen("/dev/null", "w", stdout);
         (void)quiet;  // if even that fails, main's check says so
     }

@@ -5,6 +5,7 @@
 // setup_run builds the run from them.
 #include "train_setup.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -111,6 +112,20 @@ static void build_slices(TrainRun *run) {
     omp_set_max_active_levels(1);  // inside a slice's thread, every layer's loop runs on that thread
 }
 
+// die_resuming: stop with "msg", the reason the checkpoint --resume took
+// cannot be read, saying how to go back to the checkpoint before it, if
+// the run directory has one (--keep 2 or more keeps them).
+static _Noreturn void die_resuming(const TrainRun *run, const char *msg) {
+    char older[4200];
+    long step, before = LONG_MAX;
+    const char *name = strrchr(run->resume_files.checkpoint, '/');
+    if (name && strncmp(name, "/checkpoint-", 12) == 0) before = strtol(name + 12, NULL, 10);
+    if (run->writer && run_dir_checkpoint_before(run->s.out_dir, before, older, sizeof older, &step))
+        die(EXIT_RUNTIME, "%s; to continue from the checkpoint before it (step %ld): tinygpt train --resume %s", msg,
+            step, older);
+    die(EXIT_RUNTIME, "%s", msg);
+}
+
 // continue_from_state: --resume, once the data is loaded: it must be the
 // text the run was trained on; then the batch stream, AdamW's moments and
 // the log continue where the checkpoint left them.
@@ -142,7 +157,7 @@ static void continue_from_state(TrainRun *run) {
         const char *state = run->resume_files.optimizer;
         if (!optimizer_state_load_stream(&run->optimizer, &run->model, dist_fopen(&run->dist, state, &err), state,
                                          &saved_step, &err))
-            die(EXIT_RUNTIME, "%s", err.msg);
+            die_resuming(run, err.msg);
         if (saved_step != run->start_step)
             die(EXIT_RUNTIME, "'%s' holds the optimizer's state after step %ld but '%s' holds the weights after step %ld; they must come from the same save, so this run cannot continue exactly: start a new run from the weights with --init",
                 state, saved_step, run->resume_files.model, run->start_step);
@@ -223,21 +238,25 @@ static void setup_run(TrainRun *run, const Command *cmd) {
     if (strcmp(s->data_path, "-") == 0) snprintf(run->data_absolute, sizeof run->data_absolute, "-");
     else absolute_utf8_path(s->data_path, run->data_absolute, sizeof run->data_absolute);
 
-    // Everything has loaded: the first write into DIR (a resumed run has
-    // claimed it already, before reading its checkpoint).
-    if (!s->resume_dir) {
-        int status = run->writer ? run_dir_claim(&run->dir, s->out_dir, true, s->force, &err) : 0;
-        status = dist_rank0_result(&run->dist, status, &err);
-        if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
-        if (status) die(status, "%s", err.msg);
-    }
     snprintf(run->checkpoint_path, sizeof run->checkpoint_path, "%s/model.safetensors", s->out_dir);
     char log_path[4200];
     snprintf(log_path, sizeof log_path, "%s/log.csv", s->out_dir);
     if (s->resume_dir) continue_from_state(run);
+    // A resumed run's log, checked against the checkpoint's mark of it
+    // (nothing written yet); --restart-log starts a new one, unchecked.
+    LogMark mark = {0};
+    if (s->resume_dir && run->writer &&
+        ((!s->restart_log && !run_dir_read_log_mark(run->resume_files.checkpoint, &mark, &err)) ||
+         !csv_log_prepare(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &mark, &err)))
+        die(EXIT_RUNTIME, "%s", err.msg);
+
+    // Everything has loaded and been checked: the first write into DIR.
+    int status = run->writer ? run_dir_claim(&run->dir, s->out_dir, !s->resume_dir, s->force, &err) : 0;
+    status = dist_rank0_result(&run->dist, status, &err);
+    if (status == EXIT_USAGE) usage_error(cmd, "%s", err.msg);
+    if (status) die(status, "%s", err.msg);
     if (!run->writer) return;
-    bool opened = s->resume_dir ? csv_log_continue(&run->log, log_path, LOG_HEADER, run->start_step, s->restart_log, &err)
-                                : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
+    bool opened = s->resume_dir ? csv_log_continue(&run->log, &err) : csv_log_create(&run->log, log_path, LOG_HEADER, &err);
     if (!opened) die(EXIT_RUNTIME, "%s", err.msg);
 }
 
@@ -294,6 +313,7 @@ static void load_start(TrainRun *run, const Command *cmd, const Given *given, Gi
                       ? hf_gpt2_load(path, &run->start, &run->tok, 1, false, &err)
                       : checkpoint_load_stream(dist_fopen(&run->dist, path, &err), path, &run->start, &run->tok, 1,
                                                false, NULL, &err);
+    if (!loaded && run->s.resume_dir) die_resuming(run, err.msg);
     if (!loaded) die(EXIT_RUNTIME, "%s", err.msg);
     const int context_row = (int)(setting_named("context") - TRAIN_SETTINGS);
     if (path_is_directory(path) && given->given[context_row] && run->s.context < run->start.config.block_size)
@@ -307,25 +327,21 @@ static void load_start(TrainRun *run, const Command *cmd, const Given *given, Gi
 }
 
 // find_resume_files: rank 0's part of --resume DIR, which only it need
-// have: DIR must be a directory, which it locks (run_dir_claim), and
-// run->resume_files are found in it. 0, or the exit status, "err" saying why.
+// have: DIR must be a directory, which it locks if it can without writing
+// (run_dir_open; run_dir_claim writes, once the run has loaded), and
+// run->resume_files are found in it: the checkpoint of --resume
+// DIR/checkpoint-<step>, else the newest. 0, or the exit status, "err"
+// saying why.
 static int find_resume_files(TrainRun *run, Error *err) {
     const char *dir = run->s.resume_dir;
-    struct stat dir_st;
-    if (stat(dir, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)) {
-        error_set(err, "--resume '%s' is not a directory; give the --out directory of an earlier run", dir);
-        return EXIT_RUNTIME;
-    }
-    // --out is DIR itself (settings.c, derive_out_dir).
-    int status = run_dir_claim(&run->dir, run->s.out_dir, false, false, err);
+    // --out is DIR itself (settings.c, derive_out_dir; resume_settings).
+    int status = run_dir_open(&run->dir, run->s.out_dir, err);
     if (status) return status;
-    // The newest checkpoint; a run saved before checkpoints were directories
-    // has its model and AdamW's state in DIR itself.
-    char newest[4096];
-    long newest_step;
-    if (!run_dir_latest_checkpoint(dir, newest, sizeof newest, &newest_step)) snprintf(newest, sizeof newest, "%s", dir);
-    snprintf(run->resume_files.model, sizeof run->resume_files.model, "%s/model.safetensors", newest);
-    snprintf(run->resume_files.optimizer, sizeof run->resume_files.optimizer, "%s/optimizer.safetensors", newest);
+    char *checkpoint = run->resume_files.checkpoint;
+    status = run_dir_resume_checkpoint(dir, run->resume_step, checkpoint, sizeof run->resume_files.checkpoint, err);
+    if (status) return status;
+    snprintf(run->resume_files.model, sizeof run->resume_files.model, "%s/model.safetensors", checkpoint);
+    snprintf(run->resume_files.optimizer, sizeof run->resume_files.optimizer, "%s/optimizer.safetensors", checkpoint);
     run_info_find(dir, run->resume_files.run_info, sizeof run->resume_files.run_info);
     return 0;
 }
@@ -339,6 +355,10 @@ static int find_resume_files(TrainRun *run, Error *err) {
 static void resume_settings(TrainRun *run, const Command *cmd, const Given *given, Given *from_file) {
     TrainSettings *s = &run->s;
     settings_refuse_on_resume(cmd, given);
+    // --resume DIR/checkpoint-<step>: the run in DIR, from that step.
+    run->resume_step = -1;
+    if (run_dir_named_checkpoint(s->resume_dir, run->resume_dir, sizeof run->resume_dir, &run->resume_step))
+        s->resume_dir = s->out_dir = run->resume_dir;
     Error err;
     int status = run->writer ? find_resume_files(run, &err) : 0;
     status = dist_rank0_result(&run->dist, status, &err);
@@ -346,7 +366,7 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     dist_broadcast(&run->dist, &run->resume_files, sizeof run->resume_files);
     const char *checkpoint = run->resume_files.model;
     if (!checkpoint_read_header_stream(dist_fopen(&run->dist, checkpoint, &err), checkpoint, &run->resumed, &err))
-        die(EXIT_RUNTIME, "%s", err.msg);
+        die_resuming(run, err.msg);
     run->start_step = run->resumed.step;
     // The training time so far, which a --time budget counts on from (a
     // checkpoint from before --time has none: it counts from here).
@@ -354,8 +374,11 @@ static void resume_settings(TrainRun *run, const Command *cmd, const Given *give
     if (seconds && (!parse_double(seconds->value, seconds->len, &run->seconds_before) || run->seconds_before < 0))
         die(EXIT_RUNTIME, "'%s' is not a valid tinygpt checkpoint: its __metadata__ \"train_seconds\" must be a number of seconds; the file is damaged: start a new run from its weights with --init",
             checkpoint);
+    // A damaged run.json is an error, unless FILE is given: then it is
+    // not needed, and the next save writes it anew.
     const char *info = run->resume_files.run_info;
-    if (info[0] && run_info_read(dist_fopen(&run->dist, info, &err), info, s->resume_dir, &run->run_info, &err))
+    if (info[0] && run_info_read(dist_fopen(&run->dist, info, &err), info, s->resume_dir, &run->run_info, &err) &&
+        !s->data_path)
         die(EXIT_RUNTIME, "%s", err.msg);
     TrainSettings saved = *s;
     if (!settings_read_kept(&saved, &run->resumed.metadata, KEPT_IN_RUN, checkpoint, &err) ||

@@ -53,8 +53,11 @@ typedef struct {
     char checkpoint_path[4200];    // <out>/model.safetensors: the newest checkpoint's model (run_dir.h)
     char data_absolute[4096];      // the training file's absolute path, for run.json; "" if not UTF-8
     char init_file[4200];          // --init of a run directory: its model.safetensors (run_model_path)
+    char resume_dir[4200];         // --resume DIR/checkpoint-<step>: DIR, the run's directory
+    long resume_step;              // that <step>; -1 for --resume DIR (its newest checkpoint)
     struct {                       // --resume: the files it reads, as rank 0 found them in DIR
-        char model[4300];          // the model of DIR's newest checkpoint, its --init
+        char checkpoint[4200];     // the checkpoint it continues from (DIR itself for a run from before checkpoint directories)
+        char model[4300];          // the checkpoint's model, its --init
         char optimizer[4300];      // AdamW's or Muon's state beside it
         char run_info[4300];       // DIR/run.json, or "" for a run saved before run.json existed
     } resume_files;

@@ -6,12 +6,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "json.h"
 #include "utf8.h"
@@ -20,12 +23,15 @@ const char *const RUN_FILES[] = {"model.safetensors", "optimizer.safetensors", "
                                  "loss.png", "run.json", NULL};
 #define LOCK_FILE ".lock"
 #define RUN_INFO_FILE "run.json"
-#define RUN_INFO_FORMAT "tinygpt-run-1"
+#define RUN_INFO_FORMAT "tinygpt-run-2"      // with a checksum
+#define RUN_INFO_FORMAT_OLD "tinygpt-run-1"  // without one, still read
+#define LOG_MARK_FILE "log.json"
+#define LOG_MARK_FORMAT "tinygpt-log-1"
 #define CHECKPOINT_PREFIX "checkpoint-"
 #define REMOVED_SUFFIX ".old"  // a checkpoint being removed (remove_checkpoint)
 // What a checkpoint directory may hold: its files, and their .tmp while a
 // save is writing them.
-static const char *const CHECKPOINT_FILES[] = {"model.safetensors", "optimizer.safetensors", NULL};
+static const char *const CHECKPOINT_FILES[] = {"model.safetensors", "optimizer.safetensors", LOG_MARK_FILE, NULL};
 
 // ---- Checkpoint directories ------------------------------------------------------
 
@@ -113,15 +119,53 @@ static int remove_checkpoints(const char *dir, const char *suffix, int keep, Err
     return status;
 }
 
-bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step) {
+// remove_checkpoints_after: every DIR/checkpoint-<step> of a step after
+// "step", the newest save: a run resumed from an older checkpoint has gone
+// back over those steps, and its own are the run now (a --resume DIR that
+// took one of those would mix two histories, and its log would no longer
+// hold their rows).
+static int remove_checkpoints_after(const char *dir, long step, Error *err) {
+    long *steps;
+    int n = checkpoint_steps(dir, "", &steps), status = 0;
+    for (int i = n - 1; i >= 0 && steps[i] > step && !status; i--) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" CHECKPOINT_PREFIX "%ld", dir, steps[i]);
+        status = remove_checkpoint(path, err);
+    }
+    free(steps);
+    return status;
+}
+
+bool run_dir_checkpoint_before(const char *dir, long before, char *out, size_t cap, long *step) {
     long *steps;
     int n = checkpoint_steps(dir, "", &steps);
+    while (n > 0 && steps[n - 1] >= before) n--;
     if (n > 0) {
         *step = steps[n - 1];
         snprintf(out, cap, "%s/" CHECKPOINT_PREFIX "%ld", dir, *step);
     }
     free(steps);
     return n > 0;
+}
+
+bool run_dir_latest_checkpoint(const char *dir, char *out, size_t cap, long *step) {
+    return run_dir_checkpoint_before(dir, LONG_MAX, out, cap, step);
+}
+
+bool run_dir_named_checkpoint(const char *path, char *dir, size_t cap, long *step) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;  // "DIR/checkpoint-20/"
+    size_t base = len;
+    while (base > 0 && path[base - 1] != '/') base--;
+    char name[256];
+    if (len - base >= sizeof name) return false;
+    memcpy(name, path + base, len - base);
+    name[len - base] = '\0';
+    *step = checkpoint_step(name, "");
+    if (*step < 0) return false;
+    if (base == 0) snprintf(dir, cap, ".");
+    else snprintf(dir, cap, "%.*s", base > 1 ? (int)base - 1 : 1, path);  // "/checkpoint-5": the root
+    return true;
 }
 
 int run_dir_begin_checkpoint(const char *dir, long step, char *tmp_dir, size_t cap, Error *err) {
@@ -179,7 +223,8 @@ int run_dir_commit_checkpoint(const char *dir, long step, int keep, Error *err) 
         return EXIT_RUNTIME;
     }
     if (!sync_dir(dir, err)) return EXIT_RUNTIME;
-    status = remove_checkpoints(dir, "", keep, err);
+    status = remove_checkpoints_after(dir, step, err);
+    if (!status) status = remove_checkpoints(dir, "", keep, err);
     char old_optimizer[4200];  // from before checkpoints were directories
     snprintf(old_optimizer, sizeof old_optimizer, "%s/optimizer.safetensors", dir);
     if (!status && unlink(old_optimizer) != 0 && errno != ENOENT) {
@@ -258,8 +303,9 @@ static long lock_holder(int fd) {
 
 // lock: flock DIR/.lock for this process, without waiting: held by another
 // train, it is an error naming that process. Creates the file when
-// "create"; otherwise writes nothing, and leaves rd->lock_fd at -1 if the
-// file is not there.
+// "create"; otherwise leaves rd->lock_fd at -1 if the file is not there.
+// Writes nothing into it: run_dir_claim writes our PID, once the run is
+// sure to go on, so a command refused before then leaves the file as it was.
 static int lock(RunDir *rd, bool create, Error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/" LOCK_FILE, rd->path);
@@ -285,7 +331,6 @@ static int lock(RunDir *rd, bool create, Error *err) {
         return EXIT_RUNTIME;
     }
     rd->lock_fd = fd;
-    note_lock_owner(rd);  // at once, so that no one reads the last holder's
     return 0;
 }
 
@@ -315,6 +360,44 @@ int run_dir_check(RunDir *rd, const char *dir, bool force, Error *err) {
     return 0;
 }
 
+int run_dir_open(RunDir *rd, const char *dir, Error *err) {
+    rd->path = dir;
+    rd->lock_fd = -1;
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        error_set(err, "--resume '%s' is not a directory; give the --out directory of an earlier run", dir);
+        return EXIT_RUNTIME;
+    }
+    return lock(rd, false, err);
+}
+
+int run_dir_resume_checkpoint(const char *dir, long step, char *out, size_t cap, Error *err) {
+    struct stat st;
+    if (step >= 0) {
+        snprintf(out, cap, "%s/" CHECKPOINT_PREFIX "%ld", dir, step);
+        if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+        error_set(err, "'%s' has no checkpoint of step %ld (no '%s'); give one it has, or the run directory itself for its newest",
+                  dir, step, out);
+        return EXIT_RUNTIME;
+    }
+    if (run_dir_latest_checkpoint(dir, out, cap, &step)) return 0;
+    // A run saved before checkpoints were directories: its model in DIR.
+    snprintf(out, cap, "%s/model.safetensors", dir);
+    if (lstat(out, &st) == 0) {
+        snprintf(out, cap, "%s", dir);
+        return 0;
+    }
+    char files[256];
+    if (run_files_in(dir, files, sizeof files) > 0) {
+        error_set(err, "--resume '%s' holds a run that never saved a checkpoint (%s), so there is nothing to resume; start over with: tinygpt train FILE --out %s --force (which deletes those files)",
+                  dir, files, dir);
+        return EXIT_RUNTIME;
+    }
+    error_set(err, "--resume '%s' holds no run (no checkpoint-<step> and no model.safetensors); give the --out directory of an earlier run",
+              dir);
+    return EXIT_RUNTIME;
+}
+
 int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *err) {
     if (rd->path != dir) {  // not checked first (a resumed run)
         rd->path = dir;
@@ -323,6 +406,7 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
     if (new_run) make_dir(dir);
     int status = rd->lock_fd < 0 ? lock(rd, true, err) : 0;
     if (status) return status;
+    note_lock_owner(rd);
     char files[256];
     if (new_run && !force && run_files_in(dir, files, sizeof files) > 0) return refuse_run(dir, files, err);
     // --force: the model and the checkpoints go first, the newest last, so a
@@ -338,13 +422,23 @@ int run_dir_claim(RunDir *rd, const char *dir, bool new_run, bool force, Error *
     return status;
 }
 
-// ---- run.json -------------------------------------------------------------------
+// ---- run.json and a checkpoint's log.json: checksummed JSON ---------------------
+//
+// Both are one JSON object of strings that opens with its checksum:
+//   {"checksum":"<16 hex digits>","format":"tinygpt-run-2","data":"/home/me/moby-dick.txt"}
+// the XXH3-64 of the whole file with those 16 digits written as zeros, as a
+// checkpoint's (safetensors.h). A file that does not open so has no
+// checksum, and is read only if its format is the older one that had none
+// (run.json's tinygpt-run-1): a changed byte in the checksum's key or the
+// format name cannot pass for an older file.
+#define JSON_CHECKSUM_PREFIX "{\"checksum\":\""
+#define JSON_CHECKSUM_DIGITS 16
 
-bool run_info_save(const char *dir, const Metadata *md, Error *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" RUN_INFO_FILE, dir);
+// json_file_save: "path" = the checksum, "format", then "md"'s keys, whole
+// or not at all (write_file_atomic).
+static bool json_file_save(const char *path, const char *format, const Metadata *md, Error *err) {
     JsonBuf b = {0};
-    json_buf_printf(&b, "{\"format\":\"%s\"", RUN_INFO_FORMAT);
+    json_buf_printf(&b, JSON_CHECKSUM_PREFIX "0000000000000000\",\"format\":\"%s\"", format);
     for (int i = 0; i < md->count; i++) {
         json_buf_append(&b, ",", 1);
         json_buf_string(&b, md->items[i].key, strlen(md->items[i].key));
@@ -352,9 +446,55 @@ bool run_info_save(const char *dir, const Metadata *md, Error *err) {
         json_buf_string(&b, md->items[i].value, md->items[i].len);
     }
     json_buf_append(&b, "}\n", 2);
+    char digits[JSON_CHECKSUM_DIGITS + 1];
+    snprintf(digits, sizeof digits, "%016llx", (unsigned long long)XXH3_64bits(b.data, b.len));
+    memcpy(b.data + strlen(JSON_CHECKSUM_PREFIX), digits, JSON_CHECKSUM_DIGITS);
     bool ok = write_file_atomic(path, b.data, b.len, err);
     json_buf_free(&b);
     return ok;
+}
+
+// json_file_parse: the keys of "text" [len] (its digits zeroed and put back
+// while the checksum is checked), a file json_file_save wrote with
+// "format", or one without a checksum of "old_format" (NULL: there is no
+// such older file), into "md" (except "format"). NULL, or what is wrong.
+static const char *json_file_parse(char *text, size_t len, const char *format, const char *old_format, Metadata *md) {
+    const size_t at = strlen(JSON_CHECKSUM_PREFIX);
+    const bool has_checksum = len > at + JSON_CHECKSUM_DIGITS && memcmp(text, JSON_CHECKSUM_PREFIX, at) == 0;
+    if (has_checksum) {
+        char digits[JSON_CHECKSUM_DIGITS + 1];
+        memcpy(digits, text + at, JSON_CHECKSUM_DIGITS);
+        digits[JSON_CHECKSUM_DIGITS] = '\0';
+        memset(text + at, '0', JSON_CHECKSUM_DIGITS);
+        const uint64_t sum = XXH3_64bits(text, len);
+        memcpy(text + at, digits, JSON_CHECKSUM_DIGITS);
+        if (strspn(digits, "0123456789abcdef") != JSON_CHECKSUM_DIGITS || sum != strtoull(digits, NULL, 16))
+            return "its checksum does not match its contents, so a byte of it changed after it was saved";
+    }
+    const char *wanted = has_checksum ? format : old_format;
+    memset(md, 0, sizeof *md);
+    JsonValue *root = NULL;
+    Error json_err;
+    bool ok = wanted && json_parse(text, len, &root, &json_err) && root->type == JSON_OBJECT;
+    const JsonValue *found = ok ? json_get(root, "format") : NULL;
+    ok = ok && found && json_string_is(found, wanted);
+    for (size_t i = 0; ok && i < root->count; i++) {
+        const JsonValue *item = &root->items[i];
+        ok = item->type == JSON_STRING && strlen(item->key) == item->key_len &&
+             strlen(item->string) == item->string_len;
+        if (ok && strcmp(item->key, "format") != 0 && strcmp(item->key, "checksum") != 0)
+            metadata_set_bytes(md, item->key, item->string, item->string_len);
+    }
+    json_free(root);
+    if (ok) return NULL;
+    metadata_free(md);
+    return "it is not a file of tinygpt's of that name";
+}
+
+bool run_info_save(const char *dir, const Metadata *md, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" RUN_INFO_FILE, dir);
+    return json_file_save(path, RUN_INFO_FORMAT, md, err);
 }
 
 bool run_info_find(const char *dir, char *path, size_t cap) {
@@ -371,25 +511,51 @@ int run_info_read(FILE *f, const char *path, const char *dir, Metadata *md, Erro
     bool read = f && read_stream(f, path, SIZE_MAX, &text, &len, err);
     if (f) fclose(f);
     if (!read) return EXIT_RUNTIME;
-    JsonValue *root = NULL;
-    Error json_err;
-    bool ok = json_parse(text, len, &root, &json_err) && root->type == JSON_OBJECT;
-    const JsonValue *format = ok ? json_get(root, "format") : NULL;
-    ok = ok && format && json_string_is(format, RUN_INFO_FORMAT);
-    for (size_t i = 0; ok && i < root->count; i++) {
-        const JsonValue *item = &root->items[i];
-        ok = item->type == JSON_STRING && strlen(item->key) == item->key_len &&
-             strlen(item->string) == item->string_len;
-        if (ok && strcmp(item->key, "format") != 0)
-            metadata_set_bytes(md, item->key, item->string, item->string_len);
-    }
-    json_free(root);
+    const char *wrong = json_file_parse(text, len, RUN_INFO_FORMAT, RUN_INFO_FORMAT_OLD, md);
     free(text);
-    if (ok) return 0;
-    metadata_free(md);
-    error_set(err, "'%s' is not a run.json that tinygpt train wrote; give the training file instead: tinygpt train FILE --resume %s",
-              path, dir);
+    if (!wrong) return 0;
+    error_set(err, "'%s' is damaged: %s; give the training file, which makes it unneeded: tinygpt train FILE --resume %s",
+              path, wrong, dir);
     return EXIT_RUNTIME;
+}
+
+bool run_dir_save_log_mark(const char *checkpoint, const LogMark *mark, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" LOG_MARK_FILE, checkpoint);
+    Metadata md = {0};
+    metadata_set(&md, "log_bytes", "%llu", (unsigned long long)mark->bytes);
+    metadata_set(&md, "log_hash", "%016llx", (unsigned long long)mark->hash);
+    bool ok = json_file_save(path, LOG_MARK_FORMAT, &md, err);
+    metadata_free(&md);
+    return ok;
+}
+
+bool run_dir_read_log_mark(const char *checkpoint, LogMark *mark, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" LOG_MARK_FILE, checkpoint);
+    mark->present = false;
+    if (access(path, F_OK) != 0) return true;  // a checkpoint from before log.json
+    char *text;
+    size_t len;
+    if (!read_file(path, &text, &len, err)) return false;
+    Metadata md;
+    const char *wrong = json_file_parse(text, len, LOG_MARK_FORMAT, NULL, &md);
+    free(text);
+    const bool parsed = !wrong;
+    const MetadataItem *bytes = parsed ? metadata_get(&md, "log_bytes") : NULL;
+    const MetadataItem *hash = parsed ? metadata_get(&md, "log_hash") : NULL;
+    if (parsed && (!bytes || !hash || strspn(bytes->value, "0123456789") != bytes->len || bytes->len == 0 ||
+                   bytes->len > 18 || hash->len != 16 || strspn(hash->value, "0123456789abcdef") != 16))
+        wrong = "its log_bytes and log_hash are not a length and 16 hex digits";
+    if (!wrong) {
+        mark->present = true;
+        mark->bytes = strtoull(bytes->value, NULL, 10);
+        mark->hash = strtoull(hash->value, NULL, 16);
+    }
+    if (parsed) metadata_free(&md);
+    if (!wrong) return true;
+    return error_set(err, "'%s' is damaged: %s; resume from another checkpoint, or start a new log at this one's step with --restart-log",
+                     path, wrong);
 }
 
 void absolute_utf8_path(const char *path, char *out, size_t cap) {

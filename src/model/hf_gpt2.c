@@ -23,6 +23,8 @@
 // What the weights file is called in messages ("'<dir>/model.safetensors'
 // is not a valid tinygpt Hugging Face GPT-2 model: ...").
 #define WEIGHTS_KIND "Hugging Face GPT-2 model"
+// The largest config.json read: Hugging Face's configs are a few KB.
+#define HF_CONFIG_MAX_BYTES (1 << 20)
 
 // ===========================================================================
 // config.json
@@ -62,6 +64,12 @@ static bool config_activation(const JsonValue *root, const char *path, MlpKind *
 static bool read_config(const char *dir, ModelConfig *cfg, Error *err) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
+    // Its size first: a config.json is a few KB (GPT-2's, under 1 KB), and a
+    // huge file is refused before it takes its size in memory.
+    struct stat info;
+    if (stat(path, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > HF_CONFIG_MAX_BYTES)
+        return error_set(err, "'%s' is %lld bytes, more than any config.json (at most %d); it is not GPT-2's: download it again",
+                         path, (long long)info.st_size, HF_CONFIG_MAX_BYTES);
     char *text;
     size_t len;
     if (!read_file(path, &text, &len, err)) return false;
@@ -74,6 +82,7 @@ static bool read_config(const char *dir, ModelConfig *cfg, Error *err) {
     const JsonValue *type = json_get(root, "model_type");
     const JsonValue *eps = json_get(root, "layer_norm_epsilon");
     const JsonValue *inner = json_get(root, "n_inner");
+    const JsonValue *tied = json_get(root, "tie_word_embeddings");
     if (root->type != JSON_OBJECT) ok = error_set(err, "'%s' is not a JSON object of settings; download it again", path);
     else if (type && !json_string_is(type, "gpt2"))
         ok = error_set(err, "'%s': \"model_type\" is not \"gpt2\"; tinygpt reads GPT-2's directories only", path);
@@ -92,6 +101,11 @@ static bool read_config(const char *dir, ModelConfig *cfg, Error *err) {
     if (ok && inner && inner->type != JSON_NULL && !(json_as_uint(inner, &width) && width == 4 * (uint64_t)cfg->n_embd))
         ok = error_set(err, "'%s': \"n_inner\" must be null or 4 n_embd (%d); tinygpt's MLP is 4 n_embd wide", path,
                        4 * cfg->n_embd);
+    // Absent or true: the head is wte, as in every GPT-2. False: a head of
+    // its own, which tinygpt's gpt2 (GPT-2's architecture) does not have.
+    if (ok && tied && !(tied->type == JSON_BOOL && tied->boolean))
+        ok = error_set(err, "'%s': \"tie_word_embeddings\" is not true: the model's head (lm_head.weight) is not its embedding (wte), but tinygpt's gpt2 ties them, as GPT-2 does; tinygpt reads GPT-2's tied models only",
+                       path);
     if (ok && cfg->n_embd % cfg->n_head != 0)
         ok = error_set(err, "'%s': \"n_head\" %d does not divide \"n_embd\" %d", path, cfg->n_head, cfg->n_embd);
     Error why;
@@ -377,10 +391,19 @@ static bool dir_has(const char *dir, const char *name) {
     return len < (int)sizeof path && stat(path, &info) == 0;
 }
 
+// is_hf_directory: whether "dir" holds a file that only a Hugging Face
+// GPT-2 directory has (a tinygpt run keeps its tokenizer in its checkpoints).
+static bool is_hf_directory(const char *dir) {
+    return dir_has(dir, "config.json") || dir_has(dir, "vocab.json") || dir_has(dir, "merges.txt");
+}
+
 bool hf_gpt2_load(const char *dir, Model *m, Tokenizer *tok, int max_batch, bool with_grads, Error *err) {
     memset(m, 0, sizeof *m);
     memset(tok, 0, sizeof *tok);
     // The callers have taken a run directory for its model.safetensors (run_model_path).
+    if (!dir_has(dir, "config.json") && is_hf_directory(dir))
+        return error_set(err, "'%s' has no config.json: a Hugging Face GPT-2 directory needs it beside model.safetensors, vocab.json and merges.txt; download it again",
+                         dir);
     if (!dir_has(dir, "config.json"))
         return error_set(err, "'%s' is a directory, neither a tinygpt run (no model.safetensors) nor a Hugging Face GPT-2 directory (no config.json); give a checkpoint, a run directory or a GPT-2 directory",
                          dir);
@@ -410,7 +433,7 @@ bool path_is_directory(const char *path) {
 }
 
 const char *run_model_path(const char *path, char *buf, size_t cap) {
-    if (!path_is_directory(path) || dir_has(path, "config.json") || !dir_has(path, "model.safetensors")) return path;
+    if (!path_is_directory(path) || is_hf_directory(path) || !dir_has(path, "model.safetensors")) return path;
     int len = snprintf(buf, cap, "%s/model.safetensors", path);
     return len < (int)cap ? buf : path;
 }
