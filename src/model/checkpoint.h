@@ -16,7 +16,7 @@
 // LayerNorms for it), mlp ("relu2" or "swiglu", only for a gpt whose MLP is one),
 // untied_head ("1", only for a gpt with a head.weight of its own), pos
 // ("rope", only for a gpt with rotary positions and no pos_emb), qk_norm
-// ("1", only for a gpt that normalises its heads' q and k), dropout, step, and "format": "tinygpt-1". From
+// ("1", only for a gpt that normalises its heads' q and k), dropout, step, and "format": "tinygpt-2". From
 // `train`, also the run's settings and state (settings.h), which only
 // --resume reads. A file without "arch" (saved before gpt existed) is a
 // card model with one block; one without "tokenizer" is a char model.
@@ -32,6 +32,15 @@
 #include "optimizer.h"
 #include "safetensors.h"
 #include "tokenizer.h"
+
+// The value of "__metadata__"."format"; bump it if the meaning of the file
+// changes. Version 2 carries a checksum (safetensors.h); files of version
+// 1, written before it, have none and still load.
+#define CHECKPOINT_FORMAT "tinygpt-2"
+#define CHECKPOINT_FORMAT_1 "tinygpt-1"
+// The same for AdamW's state (optimizer_state_save).
+#define OPTIMIZER_FORMAT "tinygpt-optimizer-2"
+#define OPTIMIZER_FORMAT_1 "tinygpt-optimizer-1"
 
 // checkpoint_save: parameters, tokenizer and "step" to "path", whole or
 // not at all (safetensors_save). checkpoint_save_run: the same, with the
@@ -80,7 +89,18 @@ bool checkpoint_read_header_stream(FILE *f, const char *path, CheckpointHeader *
 // settings that shape the model take (settings.h, KEPT_IN_MODEL).
 void checkpoint_model_metadata(Metadata *md, const ModelConfig *cfg, TokenizerKind kind);
 
+// What the two files share (checkpoint.c, for optimizer_state.c):
+// checkpoint_check_format: the metadata's "format" must be "want", or
+// "older" (the version before checksums); the other file of the pair is
+// named as the likely mix-up. checkpoint_expectations: what a file's
+// tensor messages say about "cfg" (safetensors.h, TensorExpectations).
+bool checkpoint_check_format(SafetensorsFile *st, const char *want, const char *older);
+TensorExpectations checkpoint_expectations(const ModelConfig *cfg, const char *source, const char *fix,
+                                          bool (*name_problem)(SafetensorsFile *, const char *, size_t, bool,
+                                                               const void *));
+
 // ---- The optimizer's state: DIR/optimizer.safetensors, next to DIR/model.safetensors ----
+// (optimizer_state.c)
 //
 // The model file stays a model that sample, eval and PyTorch read alone;
 // AdamW's moments (as large as the weights, twice) go in a file of their own,
