@@ -506,6 +506,32 @@ START_TEST(eval_takes_trains_validation_fraction) {
 }
 END_TEST
 
+// The settings that shape the model (KEPT_IN_MODEL) are exactly the keys a
+// model file holds about its model (checkpoint.c's table, and its rules for
+// "tokenizer", "arch", "n_layer" and "dropout"): a key added to one list
+// and not the other would be saved and never read, or read from nowhere.
+START_TEST(the_models_settings_are_the_model_files_keys) {
+    ModelConfig cfg = {.vocab_size = 300, .block_size = 8, .n_embd = 8, .n_head = 2, .arch = ARCH_GPT, .n_layer = 1};
+    Metadata md = {0};
+    checkpoint_model_metadata(&md, &cfg, TOKENIZER_BPE);
+    int model_rows = 0;
+    for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
+        const Setting *st = &TRAIN_SETTINGS[i];
+        if (st->kept != KEPT_IN_MODEL) continue;
+        model_rows++;
+        ck_assert_msg(metadata_get(&md, st->key), "setting %s's key \"%s\" is not a model file's", st->name, st->key);
+    }
+    for (int k = 0; k < md.count; k++) {
+        bool found = false;
+        for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
+            found |= TRAIN_SETTINGS[i].kept == KEPT_IN_MODEL && strcmp(TRAIN_SETTINGS[i].key, md.items[k].key) == 0;
+        ck_assert_msg(found, "a model file's key \"%s\" is no setting's", md.items[k].key);
+    }
+    ck_assert_int_eq(model_rows, md.count);
+    metadata_free(&md);
+}
+END_TEST
+
 Suite *settings_suite(void) {
     Suite *s = suite_create("settings");
     TCase *tc = tcase_create("table");
@@ -522,6 +548,7 @@ Suite *settings_suite(void) {
     tcase_add_test(tc, resume_may_change_what_does_not_change_the_numbers);
     tcase_add_test(tc, the_shared_flags_take_trains_ranges);
     tcase_add_test(tc, eval_takes_trains_validation_fraction);
+    tcase_add_test(tc, the_models_settings_are_the_model_files_keys);
     suite_add_tcase(s, tc);
     TCase *usage = tcase_create("usage errors");  // no fixture: an exit skips the teardown
     tcase_add_exit_test(usage, a_flag_for_another_architecture_is_a_usage_error, EXIT_USAGE);

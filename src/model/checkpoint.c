@@ -28,29 +28,80 @@
 // ===========================================================================
 // The model's metadata.
 
+// The keys of a model file that describe its model, each spelled once
+// here: model_keys writes them, read_model_metadata reads them, beside
+// "tokenizer", "arch", "n_layer" and "dropout", which have rules of their
+// own. A file saved before a switch or a swap existed lacks its key; its
+// model is "absent": no part removed, none swapped. (The run's settings
+// that shape the model, settings.c's KEPT_IN_MODEL rows, name these keys
+// as their own: checkpoint_model_metadata is how --init reads them, and a
+// test holds the two lists equal.)
+typedef enum { KEY_SIZE, KEY_SWITCH, KEY_CHOICE } ModelKeyType;
+typedef struct {
+    const char *key;
+    ModelKeyType type;
+    size_t field;              // offsetof(ModelConfig, ...): an int (a size, or a choice's enum) or a bool
+    const char *const *names;  // KEY_CHOICE: the names, in enum order
+    int absent;                // KEY_CHOICE: the index a file without the key meant (a switch: off)
+    const char *what;          // KEY_CHOICE: what the key names, for messages
+} ModelKey;
+_Static_assert(sizeof(NormKind) == sizeof(int) && sizeof(MlpKind) == sizeof(int) && sizeof(PosKind) == sizeof(int),
+               "a choice is kept through an int *");
+// Each key is its ModelConfig field's name.
+#define SIZE_KEY(f) {#f, KEY_SIZE, offsetof(ModelConfig, f), NULL, 0, NULL}
+#define SWITCH_KEY(f) {#f, KEY_SWITCH, offsetof(ModelConfig, f), NULL, 0, NULL}
+#define CHOICE_KEY(f, names, absent, what) {#f, KEY_CHOICE, offsetof(ModelConfig, f), names, absent, what}
+static const ModelKey MODEL_KEYS[] = {
+    SIZE_KEY(vocab_size),
+    SIZE_KEY(n_embd),
+    SIZE_KEY(n_head),
+    SIZE_KEY(block_size),
+    SWITCH_KEY(no_layernorm),
+    SWITCH_KEY(no_mlp),
+    SWITCH_KEY(no_residual),
+    SWITCH_KEY(untied_head),
+    SWITCH_KEY(qk_norm),
+    CHOICE_KEY(norm, NORM_NAMES, NORM_LAYERNORM, "a norm"),
+    CHOICE_KEY(mlp, MLP_NAMES, MLP_GELU, "an MLP activation"),
+    CHOICE_KEY(pos, POS_NAMES, POS_LEARNED, "a kind of position embedding"),
+};
+enum { N_MODEL_KEYS = sizeof MODEL_KEYS / sizeof MODEL_KEYS[0] };
+
+// key_value / set_key: the ModelConfig field of "k", read or set.
+static int key_value(const ModelConfig *cfg, const ModelKey *k) {
+    const char *field = (const char *)cfg + k->field;
+    return k->type == KEY_SWITCH ? *(const bool *)field : *(const int *)field;
+}
+static void set_key(ModelConfig *cfg, const ModelKey *k, long value) {
+    char *field = (char *)cfg + k->field;
+    if (k->type == KEY_SWITCH) *(bool *)field = value != 0;
+    else *(int *)field = (int)value;
+}
+
+// write_key: "k"'s value in "cfg", unless "complete" is false and the value
+// is the one a file without the key means (a switch off, a choice not made).
+static void write_key(Metadata *md, const ModelKey *k, const ModelConfig *cfg, bool complete) {
+    const int value = key_value(cfg, k);
+    if (!complete && k->type != KEY_SIZE && value == k->absent) return;
+    if (k->type == KEY_CHOICE) metadata_set(md, k->key, "%s", k->names[value]);
+    else metadata_set(md, k->key, "%d", value);
+}
+
 // model_keys: the keys that describe "cfg", a tokenizer of "kind": with
 // "complete", every one; without, as a file holds them: a char model says
 // nothing of its tokenizer, a whole gpt nothing of parts it lacks, and a
 // gpt nothing of the modern recipe's swaps it does not make, so those files
-// stay as they were before bpe, the ladder and the recipe existed.
+// stay as they were before bpe, the ladder and the recipe existed. The
+// sizes come before "arch" and "n_layer", the rest after, as files always
+// had them.
 static void model_keys(Metadata *md, const ModelConfig *cfg, TokenizerKind kind, bool complete) {
     if (complete || kind != TOKENIZER_CHAR) metadata_set(md, "tokenizer", "%s", tokenizer_kind_name(kind));
-    metadata_set(md, "vocab_size", "%d", cfg->vocab_size);
-    metadata_set(md, "n_embd", "%d", cfg->n_embd);
-    metadata_set(md, "n_head", "%d", cfg->n_head);
-    metadata_set(md, "block_size", "%d", cfg->block_size);
+    for (int i = 0; i < N_MODEL_KEYS; i++)
+        if (MODEL_KEYS[i].type == KEY_SIZE) write_key(md, &MODEL_KEYS[i], cfg, complete);
     metadata_set(md, "arch", "%s", arch_name(cfg->arch));
     metadata_set(md, "n_layer", "%d", model_layers(cfg));
-    const struct {
-        const char *key;
-        bool removed;
-    } parts[] = {{"no_layernorm", cfg->no_layernorm}, {"no_mlp", cfg->no_mlp}, {"no_residual", cfg->no_residual},
-                 {"untied_head", cfg->untied_head}, {"qk_norm", cfg->qk_norm}};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (complete || parts[i].removed) metadata_set(md, parts[i].key, "%d", parts[i].removed);
-    if (complete || cfg->norm != NORM_LAYERNORM) metadata_set(md, "norm", "%s", NORM_NAMES[cfg->norm]);
-    if (complete || cfg->mlp != MLP_GELU) metadata_set(md, "mlp", "%s", MLP_NAMES[cfg->mlp]);
-    if (complete || cfg->pos != POS_LEARNED) metadata_set(md, "pos", "%s", POS_NAMES[cfg->pos]);
+    for (int i = 0; i < N_MODEL_KEYS; i++)
+        if (MODEL_KEYS[i].type != KEY_SIZE) write_key(md, &MODEL_KEYS[i], cfg, complete);
     // %.9g prints any float so that strtod + (float) gives back the same bits.
     metadata_set(md, "dropout", "%.9g", (double)cfg->dropout);
 }
@@ -188,6 +239,25 @@ static bool read_architecture(SafetensorsFile *st, Arch *arch, long *n_layer) {
     return true;
 }
 
+// read_key: "k" from the metadata into "cfg": a size (at most INT_MAX here;
+// model_check_config bounds it further), a switch "0" or "1", a choice one
+// of its names; a switch or a choice the file lacks (an older file) takes
+// its "absent".
+static bool read_key(SafetensorsFile *st, const ModelKey *k, ModelConfig *cfg) {
+    long value = k->absent;
+    if (k->type == KEY_SIZE) {
+        if (!safetensors_meta_long(st, k->key, INT_MAX, &value)) return false;
+    } else if (k->type == KEY_SWITCH) {
+        if (safetensors_meta_has(st, k->key) && !safetensors_meta_long(st, k->key, 1, &value)) return false;
+    } else {
+        int index;
+        if (!read_choice(st, k->key, k->what, k->names, k->absent, &index)) return false;
+        value = index;
+    }
+    set_key(cfg, k, value);
+    return true;
+}
+
 // read_model_metadata: the format marker, the config, the step and the
 // tokenizer's string. The config must pass model_check_config: it bounds
 // every size, so the shape arithmetic that follows cannot overflow.
@@ -196,14 +266,13 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
         return safetensors_reject(st, "its header has no \"__metadata__\" object with the vocabulary and sizes; was it written by tinygpt train?");
     if (!checkpoint_check_format(st, CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_1)) return false;
 
-    long vocab_size, n_embd, n_head, block_size;
-    if (!safetensors_meta_long(st, "vocab_size", INT_MAX, &vocab_size) ||
-        !safetensors_meta_long(st, "n_embd", INT_MAX, &n_embd) || !safetensors_meta_long(st, "n_head", INT_MAX, &n_head) ||
-        !safetensors_meta_long(st, "block_size", INT_MAX, &block_size) ||
-        !safetensors_meta_long(st, "step", LONG_MAX, &mm->step))
-        return false;
+    mm->cfg = (ModelConfig){0};
+    for (int i = 0; i < N_MODEL_KEYS; i++)
+        if (MODEL_KEYS[i].type == KEY_SIZE && !read_key(st, &MODEL_KEYS[i], &mm->cfg)) return false;
+    if (!safetensors_meta_long(st, "step", LONG_MAX, &mm->step)) return false;
     double p;
     if (!safetensors_meta_double(st, "dropout", &p)) return false;
+    mm->cfg.dropout = (float)p;
     int tokenizer;
     if (!read_choice(st, "tokenizer", "a tokenizer", TOKENIZER_NAMES, TOKENIZER_CHAR, &tokenizer)) return false;
     mm->tokenizer = (TokenizerKind)tokenizer;
@@ -212,38 +281,12 @@ static bool read_model_metadata(SafetensorsFile *st, ModelMetadata *mm) {
     if (!mm->vocab) return false;
     mm->merges = NULL;
     if (mm->tokenizer == TOKENIZER_GPT2 && !(mm->merges = safetensors_meta_string(st, "gpt2_merges"))) return false;
-    Arch arch;
-    long n_layer, no_layernorm = 0, no_mlp = 0, no_residual = 0, untied_head = 0, qk_norm = 0;
-    if (!read_architecture(st, &arch, &n_layer)) return false;
-    if ((safetensors_meta_has(st, "no_layernorm") && !safetensors_meta_long(st, "no_layernorm", 1, &no_layernorm)) ||
-        (safetensors_meta_has(st, "no_mlp") && !safetensors_meta_long(st, "no_mlp", 1, &no_mlp)) ||
-        (safetensors_meta_has(st, "no_residual") && !safetensors_meta_long(st, "no_residual", 1, &no_residual)) ||
-        (safetensors_meta_has(st, "untied_head") && !safetensors_meta_long(st, "untied_head", 1, &untied_head)) ||
-        (safetensors_meta_has(st, "qk_norm") && !safetensors_meta_long(st, "qk_norm", 1, &qk_norm)))
-        return false;
-    // The modern recipe's swaps: a file without the key was saved before
-    // the swap existed, and made none.
-    int norm, mlp, pos;
-    if (!read_choice(st, "norm", "a norm", NORM_NAMES, NORM_LAYERNORM, &norm) ||
-        !read_choice(st, "mlp", "an MLP activation", MLP_NAMES, MLP_GELU, &mlp) ||
-        !read_choice(st, "pos", "a kind of position embedding", POS_NAMES, POS_LEARNED, &pos))
-        return false;
+    long n_layer;
+    if (!read_architecture(st, &mm->cfg.arch, &n_layer)) return false;
+    mm->cfg.n_layer = (int)n_layer;
+    for (int i = 0; i < N_MODEL_KEYS; i++)
+        if (MODEL_KEYS[i].type != KEY_SIZE && !read_key(st, &MODEL_KEYS[i], &mm->cfg)) return false;
 
-    mm->cfg = (ModelConfig){.vocab_size = (int)vocab_size,
-                            .block_size = (int)block_size,
-                            .n_embd = (int)n_embd,
-                            .n_head = (int)n_head,
-                            .dropout = (float)p,
-                            .arch = arch,
-                            .n_layer = (int)n_layer,
-                            .no_layernorm = no_layernorm != 0,
-                            .no_mlp = no_mlp != 0,
-                            .no_residual = no_residual != 0,
-                            .norm = (NormKind)norm,
-                            .mlp = (MlpKind)mlp,
-                            .untied_head = untied_head != 0,
-                            .pos = (PosKind)pos,
-                            .qk_norm = qk_norm != 0};
     Error cfg_err;
     if (!model_check_config(&mm->cfg, &cfg_err))
         return safetensors_reject(st, "its __metadata__ describes an impossible model (%s); the file is damaged, retrain",
