@@ -1,6 +1,7 @@
 // test_faults.c: no failing write and no kill at any point of a run leaves a
-// run directory that --resume refuses or resumes wrongly (src/io/run_dir.c,
-// src/commands/train.c, the checked writers of src/base/common.c).
+// run directory that --resume refuses or resumes wrongly (src/io/run_dir.c
+// and run_info.c, src/commands/train.c and train_save.c, the checked writers
+// of src/base/common.c).
 //
 // A short run makes K checked file operations (writes, flushes, fsyncs,
 // renames, links, mkdirs: io_fault in common.h counts them). For each N in

@@ -1,5 +1,5 @@
 // test_timed.c: how a run is measured out and watched
-// (src/commands/train.c):
+// (src/commands/train.c, and train_progress.c for the progress lines):
 // 1. `--time SECONDS` ends the run when its time is spent, with its
 //    schedule: the steps reached are recorded alike in the checkpoint,
 //    log.csv and run.json; a --time that does not bind leaves the run to
@@ -290,7 +290,7 @@ END_TEST
 // this process's CPUs (taskset), where four busy loops share it with the
 // run's two threads until its start has measured the peak (the `speed:`
 // line on stderr), so the probe gets a third of the CPU or so; when it is
-// measured again, at an evaluation 10 s on (train.c's
+// measured again, at an evaluation 10 s on (train_progress.c's
 // PEAK_RECHECK_INTERVAL), the loops are gone and the reading is clearly
 // higher (the other test process, `make test` runs two, may share the CPU
 // throughout: it lowers both readings). The run says so on stderr, and the

@@ -1,236 +1,26 @@
 // train.c: the `train` command: the training loop (see train.h).
 //
 // Reading order: file 35, after train_setup.c, which builds the run this
-// file trains. From the bottom up: cmd_train sets the run up
-// (train_setup), train_loop runs the steps (train_step is one) until
-// --steps or the clock of --time ends them, printing progress (the losses,
-// the speed as a share of the CPU's peak, a line of sample text), and
-// save_checkpoint saves. Besides the loop, what keeps a long run safe:
-// Ctrl-C or SIGTERM stops it after the current step with a checkpoint;
-// --save-every saves one every N steps; a NaN or infinity stops it before
-// it reaches a checkpoint; a log that cannot be written (a full disk) stops
-// it with one; --resume DIR continues a run exactly where its checkpoint
-// left it; and the run directory belongs to one run at a time (run_dir.h).
+// file trains, and train_save.c and train_progress.c, the run's
+// bookkeeping. From the bottom up: cmd_train sets the run up
+// (train_setup), train_loop runs the steps (train_step is one: a batch
+// forward and backward, then clip and update) until --steps or the clock
+// of --time ends them, measuring the validation loss (validation_loss) and
+// printing progress (train_progress.h) on the way, and save_checkpoint
+// saves (train_save.h). --resume DIR continues a run exactly where its
+// checkpoint left it, and the run directory belongs to one run at a time
+// (run_dir.h).
 #include "train.h"
 
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "fma_peak.h"
-#include "flops.h"
+#include "train_progress.h"
+#include "train_save.h"
 #include "train_setup.h"
 #include "watch.h"
-
-// How long the run's start measures the CPU's peak (fma_peak.h): long
-// enough for a steady number (PEAK_WINDOWS windows of 10 ms, about twenty
-// of the loop's chunks each), short beside any run worth measuring.
-static const double PEAK_PROBE_SECONDS = 0.1;
-
-// The probe only ever reads low, and sometimes much too low: when the host
-// pauses one of a virtual machine's CPUs for those 0.1 s (on a 2-core Intel
-// Cascade Lake, five starts in some two dozen read one thread's peak, 152 of
-// ~300 GFLOP/s), every share of the peak the run then printed was twice the
-// truth. So at an evaluation, at least PEAK_RECHECK_INTERVAL seconds after
-// the last probe, the run measures again for PEAK_RECHECK_SECONDS (not
-// counted in ms/step), and a reading PEAK_RAISE times the peak or more
-// replaces it, with a line on stderr: the peak is the best seen, as
-// `tinygpt peak` takes the best of its windows.
-static const double PEAK_RECHECK_INTERVAL = 10.0, PEAK_RECHECK_SECONDS = 0.02, PEAK_RAISE = 1.1;
-
-// ---- Stopping on a signal -------------------------------------------------------
-// A signal handler may only touch a volatile sig_atomic_t and call
-// async-signal-safe functions (write, _exit), so the first SIGINT or SIGTERM
-// only records itself and says what will happen; the loop checks after each
-// step and saves. A second one exits at once: a checkpoint becomes one only
-// when it is whole (run_dir.h), so the last whole one is on disk whatever
-// that exit interrupts. SIGPIPE (`train ... | head`, once head has quit)
-// stops the run the same way, rather than kill it without a save.
-
-static volatile sig_atomic_t stop_signal;  // 0, or the first SIGINT/SIGTERM/SIGPIPE received
-
-static void on_stop_signal(int sig) {
-    if (stop_signal) _exit(128 + sig);
-    stop_signal = sig;
-    static const char msg[] = "\ntinygpt: stopping after this step to save a checkpoint (press Ctrl-C again to quit at once without saving)\n";
-    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)ignored;  // nothing to do if stderr is gone
-}
-
-// catch_stop_signals: SA_RESTART, so a signal arriving inside fwrite or
-// fsync does not make them fail with EINTR.
-static void catch_stop_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);  // each blocks the other while its handler runs, so the message is written whole
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sigaddset(&sa.sa_mask, SIGPIPE);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGPIPE, &sa, NULL);
-}
-
-// ---- Saving -------------------------------------------------------------------
-
-// run_seconds: the run's training time so far: the seconds before this
-// process (a --resume's checkpoint kept them) and this process's since its
-// first step. --time counts it; checkpoints keep it.
-static double run_seconds(const TrainRun *run) { return run->seconds_before + (now_seconds() - run->clock_start); }
-
-// last_checkpoint: where the run can continue from, for a message: "the
-// last whole checkpoint (after 500 steps) is 'DIR/checkpoint-500'", or that
-// there is none yet.
-static bool last_checkpoint(const TrainRun *run, char *out, size_t cap) {
-    char path[4200];
-    long step;
-    if (run_dir_latest_checkpoint(run->s.out_dir, path, sizeof path, &step)) {
-        snprintf(out, cap, "the last whole checkpoint (saved after %ld steps) is '%s'", step, path);
-        return true;
-    }
-    snprintf(out, cap, "no checkpoint was saved before it (see --save-every)");
-    return false;
-}
-
-// log_failed: log.csv could not be written (run->fault says why) after
-// "done" steps: say so, and that nothing was saved since the last
-// checkpoint, whose steps the log holds every row of. Saving the steps since
-// would leave a checkpoint whose log lacks rows, which --resume could only
-// continue with a log that no longer tells the run's whole story.
-static void log_failed(const TrainRun *run, long done) {
-    char kept[4400];
-    if (last_checkpoint(run, kept, sizeof kept))
-        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then continue with: tinygpt train --resume %s\n",
-                run->fault.msg, done, kept, run->s.out_dir);
-    else
-        fprintf(stderr, "tinygpt: %s; training stopped after %ld steps without saving them, since the log lacks their rows, and %s; make room, then start again with --force\n",
-                run->fault.msg, done, kept);
-}
-
-// save_checkpoint: the run after "done" steps, as one checkpoint
-// (run_dir.h): DIR/checkpoint-<done> with the model, its settings and
-// state (the text's length and fingerprint, the batch stream), AdamW's
-// moments and the log's mark (its length and hash, which a resume checks
-// it against), made whole before it replaces the last one; run.json beside
-// it. The log is flushed first, so it always has a row for every step a
-// checkpoint has seen: if that fails, nothing is saved (see log_failed).
-// A save that fails stops the run, naming the checkpoint it can continue
-// from.
-static void save_checkpoint(TrainRun *run, long done) {
-    const TrainSettings *s = &run->s;
-    if (!run->writer) {  // under mpirun, rank 0 saves for every rank: they hold the same weights
-        run->last_saved_step = done;
-        return;
-    }
-    Metadata md = {0};
-    Error err;
-    // A run the clock has ended counts its whole budget as spent, though
-    // its last step may have ended a little before: resuming it is then
-    // asking for more time, as resuming a finished run of steps is asking
-    // for more steps.
-    const double seconds = run->time_up ? fmax(run_seconds(run), s->time) : run_seconds(run);
-    if (!csv_log_flush(&run->log, &run->fault)) {
-        log_failed(run, done);
-        exit(EXIT_RUNTIME);
-    }
-    // run.json: what the run is, and how far it has come (with --time, in
-    // seconds too).
-    TrainSettings where = *s;
-    where.data_path = run->data_absolute;  // from any directory
-    settings_to_metadata(&where, KEPT_IN_RUN_JSON, &md);
-    metadata_set(&md, "steps_done", "%ld", done);
-    if (s->time > 0) metadata_set(&md, "train_seconds", "%.3f", seconds);
-    if (!run_info_save(s->out_dir, &md, &err)) die(EXIT_RUNTIME, "%s; training stopped after %ld steps", err.msg, done);
-    metadata_free(&md);
-
-    settings_to_metadata(s, KEPT_IN_RUN, &md);
-    metadata_set(&md, "data_tokens", "%zu", run->data.n_tokens);
-    metadata_set(&md, "data_hash", "%llu", (unsigned long long)run->data_hash);
-    metadata_set(&md, "batch_rng", "%llu", (unsigned long long)run->batch_rng.state);
-    // The clock, which only --time reads: a run of steps alone stays the
-    // same to the byte, however long it took.
-    if (s->time > 0) metadata_set(&md, "train_seconds", "%.17g", seconds);
-    if (run->best_step >= 0) {
-        metadata_set(&md, "best_val_loss", "%.9g", (double)run->best_val);
-        metadata_set(&md, "best_step", "%ld", run->best_step);
-    }
-    char dir[4200], model[4300], optimizer[4300];
-    bool ok = run_dir_begin_checkpoint(s->out_dir, done, dir, sizeof dir, &err) == 0;
-    snprintf(model, sizeof model, "%s/model.safetensors", dir);
-    snprintf(optimizer, sizeof optimizer, "%s/optimizer.safetensors", dir);
-    ok = ok && (run->optimizer.cfg.kind == OPT_SGD ||
-                optimizer_state_save(&run->optimizer, &run->model, done, optimizer, &err));
-    ok = ok && checkpoint_save_run(&run->model, &run->tok, done, &md, model, &err);
-    const LogMark mark = csv_log_mark(&run->log);  // the log has every row up to here: flushed above
-    ok = ok && run_dir_save_log_mark(dir, &mark, &err);
-    ok = ok && run_dir_commit_checkpoint(s->out_dir, done, s->keep, &err) == 0;
-    metadata_free(&md);
-    if (!ok) {
-        char kept[4400];
-        last_checkpoint(run, kept, sizeof kept);
-        die(EXIT_RUNTIME, "%s; training stopped after %ld steps, and %s", err.msg, done, kept);
-    }
-    run->last_saved_step = done;
-}
-
-// ---- Numerical faults -------------------------------------------------------------
-
-// numerical_fault: false, with run->fault saying that training stops at
-// "step" because "what" (the loss, a gradient, a weight) is not finite.
-// Nothing is saved: those weights are useless, and the last good checkpoint
-// stays as it was.
-static bool numerical_fault(TrainRun *run, long step, const char *what) {
-    char kept[4400];
-    last_checkpoint(run, kept, sizeof kept);
-    return error_set(&run->fault, "training diverged at step %ld: %s; nothing was saved, and %s; try a lower --lr (it is %g)",
-                     step, what, kept, run->s.lr);
-}
-
-// check_loss / check_tensors: after each part of step "step", false (see
-// numerical_fault) if a value has become NaN or infinite: the loss (then name
-// the first activation that broke), the gradients, the weights after the update.
-static bool check_loss(TrainRun *run, long step, float loss) {
-    if (isfinite(loss)) return true;
-    char what[160];
-    size_t element;
-    int t = model_find_nonfinite_act(&run->model, &element);
-    if (t >= 0)
-        snprintf(what, sizeof what, "the loss is %s, and activation '%s' first holds a non-finite value (element %zu)",
-                 isnan(loss) ? "NaN" : "infinite", run->model.act_table.specs[t].name, element);
-    else snprintf(what, sizeof what, "the loss is %s", isnan(loss) ? "NaN" : "infinite");
-    // The first step's loss comes before any update, so --lr has done
-    // nothing yet: the weights the run started from (an --init or --resume
-    // checkpoint, which passed the loader's checks) are what overflows.
-    if (step == run->start_step && run->s.init_path)
-        return error_set(&run->fault, "training cannot start: at step %ld, before any update, %s, so the weights of '%s' overflow float arithmetic (--lr is not the cause); nothing was saved: start from another checkpoint",
-                         step, what, run->s.init_path);
-    return numerical_fault(run, step, what);
-}
-
-static bool check_tensors(TrainRun *run, long step, const float *memory, const char *kind) {
-    size_t element;
-    // The weights are also held within MODEL_MAX_WEIGHT, as the checkpoint
-    // loader requires: a run never saves a file it could not load again.
-    bool weights = memory == run->model.params_memory;
-    int t = weights ? model_find_weight_beyond(&run->model, &element) : model_find_nonfinite(&run->model, memory, &element);
-    if (t < 0) return true;
-    char what[160];
-    const TensorSpec *spec = &run->model.param_table.specs[t];
-    float value = memory[spec->offset + element];
-    if (isfinite(value))
-        snprintf(what, sizeof what, "the %s of '%s' holds %g at element %zu, beyond the %g a weight may have", kind,
-                 spec->name, (double)value, element, (double)MODEL_MAX_WEIGHT);
-    else snprintf(what, sizeof what, "the %s of '%s' holds %s at element %zu", kind, spec->name,
-                  isnan(value) ? "NaN" : "an infinity", element);
-    return numerical_fault(run, step, what);
-}
 
 // ---- The training loop --------------------------------------------------------------
 
@@ -296,106 +86,6 @@ static float validation_loss(TrainRun *run, int B, int T, int n_batches) {
     return (float)(total / (double)chosen);
 }
 
-// recipe_text: the modern recipe's swaps "cfg" makes, as " norm=rmsnorm"
-// and so on, into "out"; "" for none (every card, the plain gpt).
-static const char *recipe_text(const ModelConfig *cfg, char *out, size_t cap) {
-    out[0] = '\0';
-    if (cfg->norm != NORM_LAYERNORM) snprintf(out + strlen(out), cap - strlen(out), " norm=%s", NORM_NAMES[cfg->norm]);
-    if (cfg->mlp != MLP_GELU) snprintf(out + strlen(out), cap - strlen(out), " mlp=%s", MLP_NAMES[cfg->mlp]);
-    if (cfg->untied_head) snprintf(out + strlen(out), cap - strlen(out), " untied-head");
-    if (cfg->pos != POS_LEARNED) snprintf(out + strlen(out), cap - strlen(out), " pos=%s", POS_NAMES[cfg->pos]);
-    if (cfg->qk_norm) snprintf(out + strlen(out), cap - strlen(out), " qk-norm");
-    return out;
-}
-
-// print_run: what is about to train, on stderr: the model and the data,
-// the memory it takes, the optimizer.
-static void print_run(TrainRun *run) {
-    const Model *m = &run->model;
-    const ModelConfig *cfg = &m->config;
-    char recipe[128];
-    fprintf(stderr, "model: arch=%s layers=%d%s%s%s%s V=%d T=%d C=%d heads=%d dropout=%g, %zu parameters; data: %zu train + %zu val tokens (%s tokenizer)\n",
-            arch_name(cfg->arch), m->n_layer, cfg->no_layernorm ? " (no layernorm)" : "", cfg->no_mlp ? " (no mlp)" : "",
-            cfg->no_residual ? " (no residual)" : "", recipe_text(cfg, recipe, sizeof recipe), cfg->vocab_size, cfg->block_size, cfg->n_embd, cfg->n_head,
-            (double)cfg->dropout, m->param_table.total, run->data.n_train, run->data.n_tokens - run->data.n_train,
-            tokenizer_kind_name(run->tok.kind));
-    // Counted in floats (an int, of the model's inputs and targets, is as big).
-    double mb = sizeof(float) / 1e6;
-    // The activations include the batch's inputs and targets, the tokens the model reads first.
-    double params = (double)m->param_table.total;
-    double acts = (double)m->act_table.total + 2.0 * (double)m->max_batch * cfg->block_size;
-    double grad_acts = (double)m->grad_act_table.total;
-    double moments = run->optimizer.m ? 2.0 * params : 0.0;  // AdamW's m and v
-    // The other threads' slices: each its own gradients.
-    double slices = (double)(run->n_slices - 1) * (double)(run->slice_bytes / sizeof(float));
-    fprintf(stderr, "memory: parameters %.1f MB + gradients %.1f MB + optimizer %.1f MB + activations %.1f MB + activation gradients %.1f MB",
-            params * mb, params * mb, moments * mb, acts * mb, grad_acts * mb);
-    if (run->n_slices > 1)
-        fprintf(stderr, " + gradients of %d more thread%s %.1f MB (each of %d threads runs the step on %d of the %d rows)",
-                run->n_slices - 1, run->n_slices > 2 ? "s" : "", slices * mb, run->n_slices, run->rows / run->n_slices,
-                run->rows);
-    fprintf(stderr, " = %.1f MB\n", (2.0 * params + moments + acts + grad_acts + slices) * mb);
-    const OptimizerConfig *o = &run->optimizer.cfg;
-    fprintf(stderr, "optimizer: %s, lr %g", OPTIMIZER_NAMES[o->kind], o->lr);
-    if (o->warmup_steps > 0) fprintf(stderr, " after %ld warmup steps", o->warmup_steps);
-    const TrainSettings *s = &run->s;
-    if (o->schedule == LR_COSINE && s->time > 0 && s->steps == STEPS_NO_LIMIT)
-        fprintf(stderr, ", cosine to %g at the end of --time %g s", o->min_lr, s->time);
-    else if (o->schedule == LR_COSINE && s->time > 0)
-        fprintf(stderr, ", cosine to %g at step %ld or the end of --time %g s, whichever comes first", o->min_lr,
-                o->decay_steps, s->time);
-    else if (o->schedule == LR_COSINE) fprintf(stderr, ", cosine to %g at step %ld", o->min_lr, o->decay_steps);
-    if (o->kind == OPT_MUON)
-        fprintf(stderr, " (muon lr %g for the blocks' matrices, momentum %g nesterov)", o->muon_lr, MUON_MOMENTUM);
-    if (o->kind == OPT_ADAMW || o->kind == OPT_MUON)
-        fprintf(stderr, ", betas %g %g, weight decay %g", o->beta1, o->beta2, o->weight_decay);
-    fprintf(stderr, o->grad_clip > 0 ? ", gradients clipped at norm %g\n" : ", no clipping\n", o->grad_clip);
-    // The ceiling the progress lines' GFLOP/s are a share of: measured
-    // briefly here (`tinygpt peak` measures it longer), on the run's threads,
-    // unless --peak gives it (a run of a second or two spends a tenth of it
-    // here: sweeps and tests of many short runs give it once).
-    run->flops_per_token = model_train_flops_per_token(cfg);
-    run->peak_gflops = s->peak > 0 ? s->peak : peak_measure(0, PEAK_PROBE_SECONDS);
-    run->peak_measured_at = now_seconds();
-    fprintf(stderr, "speed: %.4g MFLOP per token trained (forward and backward); kernels: %s; this CPU's FMA peak on %d threads: %.0f GFLOP/s%s",
-            run->flops_per_token / 1e6, KERNEL_PATH, omp_get_max_threads(), run->peak_gflops, s->peak > 0 ? " (--peak)" : "");
-    // Under mpirun the run's ceiling is every process's (rank 0's, times N:
-    // the machines are taken to be alike).
-    if (run->dist.size > 1) {
-        run->peak_gflops *= run->dist.size;
-        fprintf(stderr, ", x %d processes: %.0f GFLOP/s", run->dist.size, run->peak_gflops);
-    }
-    fputc('\n', stderr);
-}
-
-// note_evaluation: validation loss "val" measured at "step" (the weights
-// after that many steps). A new best is kept as DIR/best.safetensors (the
-// model alone, for sample and eval), whole or not at all. False (with
-// run->fault) if it could not be written.
-static bool note_evaluation(TrainRun *run, long step, float val) {
-    const TrainSettings *s = &run->s;
-    if (val < run->best_val) {
-        run->best_val = val;
-        run->best_step = step;
-        if (!run->writer) return true;
-        char path[4200];
-        snprintf(path, sizeof path, "%s/best.safetensors", s->out_dir);
-        return checkpoint_save(&run->model, &run->tok, step, path, &run->fault);
-    }
-    return true;
-}
-
-// warn_of_overfitting: once a run, after --patience evaluations at "step"
-// without a better validation loss than the best's.
-static void warn_of_overfitting(TrainRun *run, long step) {
-    const TrainSettings *s = &run->s;
-    long evaluations = (step - run->best_step) / s->eval_interval;
-    if (s->patience == 0 || evaluations < s->patience || run->warned_overfit) return;
-    fprintf(stderr, "tinygpt: validation loss has not improved for %ld evaluations (best %.4f at step %ld, kept in %s/best.safetensors): the model may be learning its training text by heart (more text, more --dropout or a smaller model help), or --lr is too high\n",
-            evaluations, (double)run->best_val, run->best_step, s->out_dir);
-    run->warned_overfit = true;
-}
-
 // next_batch: this rank's rows of micro-batch "k" of step "step", into
 // run->inputs and run->targets. A step's batch is --batch x --grad-accum
 // windows; micro-batch k is the k-th --batch of them, and this rank's rows
@@ -448,49 +138,6 @@ static bool train_step(TrainRun *run, long step, double lr, float *loss, double 
     optimizer_scale_grads(&run->model, *grad_norm, run->optimizer.cfg.grad_clip);
     optimizer_step(&run->optimizer, &run->model, lr);
     return check_tensors(run, step, run->model.params_memory, "weight");
-}
-
-// recheck_peak: the peak measured again, if it is time (see
-// PEAK_RECHECK_INTERVAL), and raised if the new reading is clearly higher;
-// a peak given by --peak stands. Only the writer calls it: it prints the
-// shares (and made the start's probe).
-static void recheck_peak(TrainRun *run, long step) {
-    if (run->s.peak > 0 || now_seconds() - run->peak_measured_at < PEAK_RECHECK_INTERVAL) return;
-    const double measured = peak_measure(0, PEAK_RECHECK_SECONDS) * run->dist.size;
-    run->peak_measured_at = now_seconds();
-    if (measured < PEAK_RAISE * run->peak_gflops) return;
-    fprintf(stderr, "speed: the FMA peak measured again at step %ld: %.0f GFLOP/s, not the %.0f of before (a CPU was busy or held up then); shares of the peak are of %.0f from here on\n",
-            step, measured, run->peak_gflops, measured);
-    run->peak_gflops = measured;
-}
-
-// print_progress: the plain line of step "step" on stdout, and under it
-// the step's sample, if it drew one ("sample" not empty). False (with
-// run->fault) if standard output could not be written; a closed pipe is
-// SIGPIPE's (a stop, see catch_stop_signals), not a failure.
-static bool print_progress(TrainRun *run, long step, double train_loss, float val_loss, double val_bpb, bool evaluate,
-                           double ms_per_step, double tokens_per_s, const char *sample) {
-    const TrainSettings *s = &run->s;
-    if (s->steps == STEPS_NO_LIMIT) printf("step %6ld", step);
-    else printf("step %6ld/%ld", step, s->steps);
-    printf(" | train loss %.4f", train_loss);
-    if (evaluate) printf(" | val loss %.4f (%.3f bits/byte)", (double)val_loss, val_bpb);
-    if (evaluate && run->best_step != step) printf(" | best %.4f at step %ld", (double)run->best_val, run->best_step);
-    double gflops = tokens_per_s * run->flops_per_token / 1e9;
-    printf(" | %.2f ms/step | %.0f tokens/s | %.0f GFLOP/s, %.0f%% of peak", ms_per_step, tokens_per_s, gflops,
-           100.0 * gflops / run->peak_gflops);
-    if (s->time > 0) {
-        char left[32];
-        watch_format_duration(left, sizeof left, s->time - run_seconds(run));
-        printf(" | %s left", left);
-    }
-    putchar('\n');
-    if (sample[0]) printf("  sample: %s\n", sample);
-    if ((fflush(stdout) != 0 || ferror(stdout)) && !stop_signal) {
-        error_set(&run->fault, "cannot write to standard output: %s", strerror(errno));
-        return false;
-    }
-    return true;
 }
 
 // is_last_step: whether step "step" is the run's last: the last of --steps,

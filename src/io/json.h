@@ -2,7 +2,7 @@
 // for a safetensors header.
 //
 // Reading order: file 25, before safetensors.h, its main user, and read just
-// before it (run_dir.c writes run.json with it too). Its strings are read and
+// before it (run_info.c writes run.json with it too). Its strings are read and
 // written with utf8_decode and utf8_encode from utf8.h (file 15).
 //
 // Reader: json_parse turns the text into a tree of JsonValue nodes. It is

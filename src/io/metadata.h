@@ -3,7 +3,7 @@
 // one: what tinygpt's checkpoints and run.json say about themselves.
 //
 // Reading order: file 26, after json.h: safetensors.h writes a Metadata
-// into a file's header; checkpoint.c (file 27) and run_dir.c fill one.
+// into a file's header; checkpoint.c (file 27) and run_info.c fill one.
 #ifndef TINYGPT_METADATA_H
 #define TINYGPT_METADATA_H
 

@@ -3,7 +3,9 @@
 //
 // Reading order: file 31, after the pictures (file 30), with csv_log.h: the
 // files train keeps besides the checkpoint. run.json holds the same kind of
-// key/value strings as a checkpoint's metadata (safetensors.h).
+// key/value strings as a checkpoint's metadata (safetensors.h). run_dir.c
+// implements the directory's life (the lock, --force, the checkpoints);
+// run_info.c the records beside them (run.json, a checkpoint's log.json).
 //
 // DIR (train's --out, or --resume's) belongs to one run at a time. What a
 // run writes there is RUN_FILES: if any one of them is there, DIR holds a
@@ -119,6 +121,11 @@ typedef struct {
     uint64_t bytes; // the log's length then
     uint64_t hash;  // XXH3-64 of its first "bytes" bytes
 } LogMark;
+
+// LOG_MARK_FILE: the mark's name in its checkpoint's directory: one of the
+// files a checkpoint holds (run_dir.c removes it with the checkpoint;
+// run_info.c writes and reads it).
+#define LOG_MARK_FILE "log.json"
 
 // run_dir_save_log_mark: "mark" as "checkpoint"/log.json (checksummed, as
 // run.json below), whole or not at all. run_dir_read_log_mark: the mark of
