@@ -379,7 +379,7 @@ static bool build_vocab(SafetensorsFile *st, const ModelMetadata *mm, Tokenizer 
 // checkpoint_load: the steps above in order; the model is allocated only
 // once the header has passed every check, and freed again if the data fails.
 // Training stops before it would save a weight beyond MODEL_MAX_WEIGHT
-// (train.c), so a file that holds one is refused.
+// (check_tensors, train_save.c), so a file that holds one is refused.
 bool checkpoint_load(const char *path, Model *m, Tokenizer *tok, int max_batch, bool with_grads, long *step,
                      Error *err) {
     return checkpoint_load_stream(fopen_checked(path, "rb", err), path, m, tok, max_batch, with_grads, step, err);
