@@ -4,8 +4,8 @@
 // the memory those lists lay out and the views into it, the slices of a
 // batch, the first weights, and the search for a NaN.
 //
-// Reading order: file 12, after model.h and before model.c, whose passes
-// read and write the tensors laid out here.
+// Reading order: file 12, after model.h and before which_kernels.h; the
+// blocks (block.c) and model.c read and write the tensors laid out here.
 #include "model.h"
 
 #include <assert.h>
