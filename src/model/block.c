@@ -92,17 +92,15 @@ static void gpt_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t
     const BlockParams *p = &m->params.blocks[l];
     BlockActs *a = &m->acts.blocks[l];
     const float *x = rows_of(block_input(m, l), s, C);
+    float *ln1_out = rows_of(a->ln1_out, s, C), *ln2_out = rows_of(a->ln2_out, s, C);  // NULL without the norms
     float *qkv = qkv_rows(a, s, C), *attn_out = rows_of(a->attn_out, s, C);
     float *res_attn = rows_of(a->res_attn, s, C), *res_mlp = rows_of(a->res_mlp, s, C);
     float *branch = rows_of(m->acts.branch_out, s, C);  // NULL without a residual stream
 
     // 1. ln1_out = ln1(x)  (+ b); without the norms attention reads x
-    const float *attn_in = x;
-    if (parts->layernorm) {
-        attn_in = rows_of(a->ln1_out, s, C);
-        norm(m, rows_of(a->ln1_out, s, C), rows_of(a->ln1_mean, s, 1), rows_of(a->ln1_rstd, s, 1), x, p->ln1_weight,
-             p->ln1_bias, n, C);
-    }
+    if (parts->layernorm)
+        norm(m, ln1_out, rows_of(a->ln1_mean, s, 1), rows_of(a->ln1_rstd, s, 1), x, p->ln1_weight, p->ln1_bias, n, C);
+    const float *attn_in = parts->layernorm ? ln1_out : x;
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]), q and k turned and normed,  attn_out = attention(qkv)
     linear(qkv, attn_in, p->qkv_weight, p->qkv_bias, n, C, 3 * C);
     if (parts->rope) rope_forward(qkv, n, s.T, s.position < 0 ? 0 : s.position, C, NH);
@@ -115,12 +113,10 @@ static void gpt_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t
                          stream_first(m, s.T));
     if (!parts->mlp) return;
     // 4. res_mlp = res_attn + dropout(mlp(ln2_out)), ln2_out = ln2(res_attn)  (each + b)
-    const float *mlp_in = res_attn;
-    if (parts->layernorm) {
-        mlp_in = rows_of(a->ln2_out, s, C);
-        norm(m, rows_of(a->ln2_out, s, C), rows_of(a->ln2_mean, s, 1), rows_of(a->ln2_rstd, s, 1), res_attn,
-             p->ln2_weight, p->ln2_bias, n, C);
-    }
+    if (parts->layernorm)
+        norm(m, ln2_out, rows_of(a->ln2_mean, s, 1), rows_of(a->ln2_rstd, s, 1), res_attn, p->ln2_weight,
+             p->ln2_bias, n, C);
+    const float *mlp_in = parts->layernorm ? ln2_out : res_attn;
     float *fc_out = rows_of(a->fc_out, s, (size_t)mlp_fc_width(C, parts->activation));
     float *act_out = rows_of(m->acts.act_out, s, (size_t)mlp_hidden(C, parts->activation));
     mlp(parts->residual ? branch : res_mlp, fc_out, act_out, mlp_in, p, n, C, parts->activation);
@@ -184,7 +180,8 @@ static void join_stream(Model *m, float *dnorm_weight, float *dnorm_bias, const 
 // The skip path's dy needs no work: dresidual holds it, and the norm's
 // backward adds its term in place. Without the residual stream (y = f(u))
 // dv = dy and dh = norm'(h)^T du, written; without the norms (u = h)
-// norm'(h)^T du is du, added.
+// norm'(h)^T du is du, added (with neither, the branch's first layer
+// writes du into dresidual as dh itself: input_grad).
 //
 // It WRITES dbranch, dln_out, dattn_out and dqkv (and the scratch dhidden,
 // dattn_weights, values_t), and ADDS to block l's parameter gradients and to
