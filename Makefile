@@ -85,7 +85,7 @@ CHECK_LIBS = $(shell $(PKG) --libs check)
 BUILD ?= build$(if $(CROSS),/$(CC_ARCH))
 
 # `make REFERENCE=1`: tinygpt trained by the plain reference kernels (each
-# layer's `_reference` loops; see "Which kernels" in src/model/model.c),
+# layer's `_reference` loops; see src/model/which_kernels.h),
 # built apart in build/reference/tinygpt (build/aarch64/reference/tinygpt
 # for a cross build) so it never replaces ./tinygpt.
 ifeq ($(REFERENCE),1)

@@ -23,8 +23,9 @@
 // defaults (2026-11-26): nanoGPT's, on characters, and its windows drawn
 // at random (the gpt's default until 2026-11-28). Tests that count
 // characters, or replay runs recorded before, ask for them by name.
-#define NANOGPT_PARTS \
-    "--tokenizer char --norm layernorm --mlp gelu --pos learned --tied-head --no-qk-norm --order random"
+// NANOGPT_MODEL: the parts alone, the flags of the model (gradcheck's too).
+#define NANOGPT_MODEL "--norm layernorm --mlp gelu --pos learned --tied-head --no-qk-norm"
+#define NANOGPT_PARTS "--tokenizer char " NANOGPT_MODEL " --order random"
 
 // scratch_dir_create: a new empty directory under /tmp, its path in "dir";
 // scratch_dir_remove deletes it and everything in it (made writable first:

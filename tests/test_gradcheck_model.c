@@ -1,7 +1,9 @@
 // test_gradcheck_model.c: tests for src/commands/gradcheck_model.c
 // (`tinygpt gradcheck`): it passes on the real model, card and gpt, for
-// several seeds, printing one line per parameter tensor; it fails, with
-// exit status 1, on a build whose softmax backward is deliberately wrong
+// several seeds, printing one line per parameter tensor; it checks the
+// model train builds from the same flags (with none, train's default
+// model), at its small sizes, and passes; it fails, with exit status 1, on
+// a build whose softmax backward is deliberately wrong
 // ($(BUILD)/tinygpt-broken, see the Makefile), naming the tensors whose
 // gradient flows through that softmax (one loop test over card and gpt);
 // and it refuses bad flags in one line.
@@ -12,6 +14,10 @@
 #include "gradcheck_model.h"
 #include "helpers.h"
 #include "tests.h"
+#include "train_setup.h"
+
+// The gpt of gradcheck_config(ARCH_GPT, 2), as gradcheck's flags.
+#define PLAIN_GPT "--arch gpt --layers 2 " NANOGPT_MODEL
 
 static char dir[256];
 
@@ -86,6 +92,84 @@ START_TEST(model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps)
 }
 END_TEST
 
+// The flags of train's model that the two tests below give gradcheck: none
+// (train's default model), then a recipe swap or a ladder removal each,
+// GPT-2's model and card. Model parts only: no sizes.
+static const char *const MODEL_FLAGS[] = {"",
+                                          "--norm layernorm",
+                                          "--mlp swiglu --no-qk-norm",
+                                          "--pos learned --tied-head",
+                                          "--no-residual --no-layernorm",
+                                          "--no-mlp --mlp gelu",
+                                          "--arch gpt2",
+                                          "--arch card"};
+
+// split_args: "argv0" then "args" cut at spaces, into argv [max] (the
+// words are copied into "buf" [cap]); returns argc.
+static int split_args(const char *argv0, const char *args, char *buf, size_t cap, char **argv, int max) {
+    snprintf(buf, cap, "%s %s", argv0, args);
+    int argc = 0;
+    char *save = NULL;
+    for (char *word = strtok_r(buf, " ", &save); word && argc < max; word = strtok_r(NULL, " ", &save))
+        argv[argc++] = word;
+    return argc;
+}
+
+// train_model_small: the model `tinygpt train ARGS` would build, from
+// train's own settings table and defaults, at gradcheck's small sizes
+// (GRADCHECK_MODEL's, a gpt of GRADCHECK_LAYERS blocks): what `tinygpt
+// gradcheck ARGS` must check.
+static ModelConfig train_model_small(const char *args) {
+    static TrainSettings s;
+    static Flag flags[NUM_TRAIN_SETTINGS_MAX];
+    Command cmd = {"train", "[FILE]", "Train.", "tinygpt train x.txt", NULL, 0};
+    char buf[512], *argv[32];
+    const int argc = split_args("train", args, buf, sizeof buf, argv, 32);
+    Given given;
+    memset(&s, 0, sizeof s);
+    settings_command(&cmd, flags, &s);
+    settings_parse(&cmd, argc, argv, &s, &given);
+    settings_finish(&cmd, &s, &given, NULL);
+    ModelConfig cfg = train_model_config(&s, GRADCHECK_MODEL.vocab_size);
+    cfg.block_size = GRADCHECK_MODEL.block_size;
+    cfg.n_embd = GRADCHECK_MODEL.n_embd;
+    cfg.n_head = GRADCHECK_MODEL.n_head;
+    cfg.dropout = GRADCHECK_MODEL.dropout;
+    if (cfg.arch != ARCH_CARD) cfg.n_layer = GRADCHECK_LAYERS;
+    return cfg;
+}
+
+// expect_same_model: every field of the two configurations is the same.
+static void expect_same_model(const ModelConfig *got, const ModelConfig *want, const char *args) {
+    const struct {
+        const char *name;
+        long got, want;
+    } fields[] = {{"vocab_size", got->vocab_size, want->vocab_size}, {"block_size", got->block_size, want->block_size},
+                  {"n_embd", got->n_embd, want->n_embd},             {"n_head", got->n_head, want->n_head},
+                  {"arch", got->arch, want->arch},                   {"n_layer", got->n_layer, want->n_layer},
+                  {"no_layernorm", got->no_layernorm, want->no_layernorm}, {"no_mlp", got->no_mlp, want->no_mlp},
+                  {"no_residual", got->no_residual, want->no_residual}, {"norm", got->norm, want->norm},
+                  {"mlp", got->mlp, want->mlp},                      {"untied_head", got->untied_head, want->untied_head},
+                  {"pos", got->pos, want->pos},                      {"qk_norm", got->qk_norm, want->qk_norm}};
+    for (int i = 0; i < COUNT(fields); i++)
+        ck_assert_msg(fields[i].got == fields[i].want, "gradcheck %s: %s %ld, train's %ld", args, fields[i].name,
+                      fields[i].got, fields[i].want);
+    ck_assert_msg(got->dropout == want->dropout, "gradcheck %s: dropout %g, train's %g", args, (double)got->dropout,
+                  (double)want->dropout);
+}
+
+// Loop test over MODEL_FLAGS: gradcheck's model is train's, flag for flag;
+// with no flags (_i = 0) train's default model, not card.
+START_TEST(gradcheck_checks_the_model_train_builds_from_the_same_flags) {
+    char buf[512], *argv[32];
+    const int argc = split_args("gradcheck", MODEL_FLAGS[_i], buf, sizeof buf, argv, 32);
+    const GradCheckRequest req = gradcheck_request(argc, argv);
+    const ModelConfig want = train_model_small(MODEL_FLAGS[_i]);
+    expect_same_model(&req.config, &want, MODEL_FLAGS[_i]);
+    if (_i == 0) ck_assert_int_eq(req.config.arch, ARCH_GPT);
+}
+END_TEST
+
 // expect_a_passing_line_per_tensor: "out" has a PASS line, with the shape,
 // for every tensor of the parameter table of "cfg", and the closing count.
 static void expect_a_passing_line_per_tensor(const char *out, const ModelConfig *cfg) {
@@ -108,7 +192,7 @@ static void expect_a_passing_line_per_tensor(const char *out, const ModelConfig 
 }
 
 START_TEST(gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero) {
-    RunResult *r = run_tinygpt(dir, "gradcheck --seed 3");
+    RunResult *r = run_tinygpt(dir, "gradcheck --arch card --seed 3");
     ck_assert_msg(r->status == 0, "gradcheck failed (%d): %s%s", r->status, r->out, r->err);
     expect_a_passing_line_per_tensor(r->out, &GRADCHECK_MODEL);
     ck_assert_ptr_nonnull(strstr(r->out, "all 9 tensors pass"));
@@ -116,7 +200,7 @@ START_TEST(gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero) {
 END_TEST
 
 START_TEST(gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor) {
-    RunResult *r = run_tinygpt(dir, "gradcheck --arch gpt --layers 2");
+    RunResult *r = run_tinygpt(dir, "gradcheck " PLAIN_GPT);
     ck_assert_msg(r->status == 0, "gradcheck --arch gpt failed (%d): %s%s", r->status, r->out, r->err);
     const ModelConfig cfg = gradcheck_config(ARCH_GPT, 2);
     expect_a_passing_line_per_tensor(r->out, &cfg);
@@ -146,7 +230,20 @@ START_TEST(gradcheck_command_checks_a_gpt2_s_biases_tensor_by_tensor) {
         ck_assert_msg(line_of(r->out, names[i], line, sizeof line) != NULL, "no line for %s", names[i]);
     // 19 of the gpt, 8 biases a block and ln_f's
     ck_assert_ptr_nonnull(strstr(r->out, "all 36 tensors pass"));
-    ck_assert_ptr_nonnull(strstr(r->out, "gpt2 (GELU tanh)"));
+    ck_assert_ptr_nonnull(strstr(r->out, "--arch gpt2 --layers 2 --mlp gelu_tanh "));
+}
+END_TEST
+
+// Loop test over MODEL_FLAGS: the command checks, and passes on, every
+// tensor of the model train builds from the same flags; with none, train's
+// default model (a gpt of the modern recipe: its own head, no pos_emb).
+START_TEST(gradcheck_command_passes_on_the_model_train_builds_from_the_same_flags) {
+    char args[256];
+    snprintf(args, sizeof args, "gradcheck %s", MODEL_FLAGS[_i]);
+    RunResult *r = run_tinygpt(dir, args);
+    ck_assert_msg(r->status == 0, "%s failed (%d): %s%s", args, r->status, r->out, r->err);
+    const ModelConfig cfg = train_model_small(MODEL_FLAGS[_i]);
+    expect_a_passing_line_per_tensor(r->out, &cfg);
 }
 END_TEST
 
@@ -170,7 +267,7 @@ static const struct {
     // card: zeroing softmax's "- weighted_sum" term corrupts the gradient of
     // the scores, so of q and k, and through them of the embeddings; v, the
     // projection and the head never see it.
-    {"gradcheck",
+    {"gradcheck --arch card",
      {"tok_emb.weight", "pos_emb.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight", NULL},
      {"blocks.0.attn.v.weight", "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias", "head.weight", "head.bias",
       NULL},
@@ -182,7 +279,7 @@ static const struct {
     // this seed it does for v and the projection), so they are not checked.
     // After the last softmax's q and k, nothing sees it: block 1's v,
     // projection and MLP, and ln_f.
-    {"gradcheck --arch gpt --layers 2",
+    {"gradcheck " PLAIN_GPT,
      {"tok_emb.weight", "pos_emb.weight", "blocks.0.ln1.weight", "blocks.0.attn.q.weight", "blocks.0.attn.k.weight",
       "blocks.1.ln1.weight", "blocks.1.attn.q.weight", "blocks.1.attn.k.weight", NULL},
      {"blocks.1.attn.v.weight", "blocks.1.attn.proj.weight", "blocks.1.ln2.weight", "blocks.1.mlp.fc.weight",
@@ -208,7 +305,10 @@ END_TEST
 START_TEST(gradcheck_command_refuses_bad_flags_in_one_line) {
     const char *cases[][2] = {{"gradcheck --seed minus-one", "--seed"},
                               {"gradcheck --arch transformer", "--arch"},
-                              {"gradcheck --layers 2", "--layers"},  // card has one block
+                              {"gradcheck --arch card --layers 2", "--layers"},  // card has one block
+                              {"gradcheck --arch gpt2 --norm rmsnorm", "--norm"},  // gpt2 is GPT-2's
+                              {"gradcheck --heads 3", "--heads"},                  // 3 does not divide C = 8
+                              {"gradcheck --tokenizer char", "--tokenizer"},       // the text's, not the model's
                               {"gradcheck --arch gpt --layers 0", "--layers"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         expect_run_fails(dir, cases[i][0], 2, cases[i][1]);
@@ -223,9 +323,12 @@ Suite *gradcheck_model_suite(void) {
     tcase_set_timeout(tc, 30);  // runs the binary on a shared machine
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_for_several_seeds, 0, 4);
     tcase_add_loop_test(tc, model_gradcheck_passes_every_tensor_of_a_gpt_with_the_recipe_s_swaps, 0, 7);
+    tcase_add_loop_test(tc, gradcheck_checks_the_model_train_builds_from_the_same_flags, 0, COUNT(MODEL_FLAGS));
     tcase_add_test(tc, gradcheck_command_prints_a_passing_line_per_tensor_and_exits_zero);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt_of_two_blocks_tensor_by_tensor);
     tcase_add_test(tc, gradcheck_command_checks_a_gpt2_s_biases_tensor_by_tensor);
+    tcase_add_loop_test(tc, gradcheck_command_passes_on_the_model_train_builds_from_the_same_flags, 0,
+                        COUNT(MODEL_FLAGS));
     tcase_add_loop_test(tc, gradcheck_command_fails_on_a_build_with_a_broken_softmax_backward, 0, 2);
     tcase_add_test(tc, gradcheck_command_refuses_bad_flags_in_one_line);
     suite_add_tcase(s, tc);

@@ -1,6 +1,6 @@
 // parallel.h: when a loop over threads starts a parallel region of its own.
 //
-// Reading order: file 11b, before model.c, its first user; the fast
+// Reading order: file 11b, before block.c, its first user; the fast
 // kernels (file 17 on) use it too. Their loops are orphaned `omp for`s:
 // they share their iterations among the threads of the parallel region
 // they run in, or, outside any, the calling thread runs them all.

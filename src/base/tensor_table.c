@@ -4,6 +4,7 @@
 #include "tensor_table.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,4 +48,35 @@ const TensorSpec *table_find(const TensorTable *t, const char *name) {
     for (int i = 0; i < t->count; i++)
         if (strcmp(t->specs[i].name, name) == 0) return &t->specs[i];
     return NULL;
+}
+
+// first_beyond: the index of the first value of x[n] that is NaN or beyond
+// +-"limit" (with limit FLT_MAX: the first NaN or infinity), or n.
+// Training asks twice a step and almost always finds nothing, so blocks of
+// 1024 are first tested with a loop that vectorises (an OR of "not
+// |x| <= limit", which is also true for NaN; a loop that stops at the first
+// hit cannot be vectorised), and only a block that holds one is searched
+// number by number.
+static size_t first_beyond(const float *x, size_t n, float limit) {
+    for (size_t block = 0; block < n; block += 1024) {
+        size_t end = n - block < 1024 ? n : block + 1024;
+        int found = 0;
+        for (size_t i = block; i < end; i++) found |= !(fabsf(x[i]) <= limit);
+        if (found)
+            for (size_t i = block; i < end; i++)
+                if (!(fabsf(x[i]) <= limit)) return i;
+    }
+    return n;
+}
+
+int table_find_beyond(const TensorTable *t, const float *memory, float limit, size_t *element) {
+    for (int i = 0; i < t->count; i++) {
+        const TensorSpec *spec = &t->specs[i];
+        size_t at = first_beyond(memory + spec->offset, spec->size, limit);
+        if (at < spec->size) {
+            *element = at;
+            return i;
+        }
+    }
+    return -1;
 }

@@ -4,8 +4,8 @@
 // parameters, their gradients, its activations and their gradients each in
 // one contiguous buffer of floats; a table says where each named tensor
 // sits in its buffer and what shape it has. The model builds its tables
-// (model_tensors.c), the optimizer walks them, and a safetensors file (io/) is
-// written from one and checked against one.
+// (model_tensors.c), the optimizer walks them, training searches them for a
+// NaN, and a safetensors file (io/) is written from one and checked against one.
 #ifndef TINYGPT_TENSOR_TABLE_H
 #define TINYGPT_TENSOR_TABLE_H
 
@@ -36,6 +36,10 @@ void table_add(TensorTable *t, const char *name, size_t rows, size_t cols, int i
 void table_free(TensorTable *t);
 // table_find: the entry named "name", or NULL.
 const TensorSpec *table_find(const TensorTable *t, const char *name);
+// table_find_beyond: the first tensor of "t", read in "memory" (the buffer
+// the table lays out), that holds a NaN or a value beyond +-"limit": its
+// index in t, with the element in "*element"; -1 if there is none.
+int table_find_beyond(const TensorTable *t, const float *memory, float limit, size_t *element);
 
 // Saturating size_t arithmetic: a size that does not fit becomes SIZE_MAX
 // and stays there, and SIZE_MAX bytes never fit in memory, so an overflow

@@ -1,5 +1,5 @@
 // gradcheck_model.c: the whole model's gradient against finite differences
-// (see gradcheck_model.h).
+// (see gradcheck_model.h): the check, then the command.
 #include "gradcheck_model.h"
 
 #include <omp.h>
@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "rng.h"
+#include "train_setup.h"
 
 const ModelConfig GRADCHECK_MODEL = {.vocab_size = 7, .block_size = GRADCHECK_CONTEXT, .n_embd = 8, .n_head = 2, .dropout = 0.2f};
 
@@ -79,43 +80,107 @@ int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, ui
 }
 
 int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *results) {
-    return model_gradcheck_case(cfg, GRADCHECK_BATCH, GRADCHECK_BATCH, GRADCHECK_CONTEXT, seed,
+    return model_gradcheck_case(cfg, GRADCHECK_BATCH, GRADCHECK_BATCH, cfg->block_size, seed,
                                 gradcheck_tolerance(cfg->arch), results, NULL);
 }
 
-int cmd_gradcheck(int argc, char **argv) {
-    Arch arch = ARCH_CARD;           // the model checked: card, or a gpt (gpt2) of --layers blocks
-    int layers = 2;                  // blocks of the gpt or gpt2
-    long seed = 1;                   // weights, batch and dropout mask of the model checked
-    Flag flags[] = {
-        {"--arch", FLAG_CHOICE, &arch, "ARCH", "the model checked: card (one attention block), gpt, or gpt2 (GPT-2's biases and tanh GELU)", 0, 0, false, NULL, ARCH_NAMES},
-        {"--layers", FLAG_INT, &layers, "L", "blocks of the gpt or gpt2 checked (not card)", 1, GRADCHECK_MAX_LAYERS, false, NULL, NULL},
-        {"--seed", FLAG_LONG, &seed, "S", "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false, NULL, NULL},
-    };
+// ===========================================================================
+// The command: train's model flags, from its settings table.
+
+// The sizes the command line did not give are GRADCHECK_MODEL's (and
+// GRADCHECK_LAYERS blocks), not train's: finite differences run two
+// forward passes per weight, and at train's sizes a gpt has half a
+// million. small_size: size i of N_SMALL_SIZES, its setting, and its value
+// as it would be typed, into "text" [16].
+enum { N_SMALL_SIZES = 5 };
+static const Setting *small_size(int i, char *text) {
+    const struct {
+        const char *name;
+        double value;
+    } sizes[N_SMALL_SIZES] = {{"layers", GRADCHECK_LAYERS},     {"context", GRADCHECK_MODEL.block_size},
+                              {"embd", GRADCHECK_MODEL.n_embd}, {"heads", GRADCHECK_MODEL.n_head},
+                              {"dropout", GRADCHECK_MODEL.dropout}};
+    snprintf(text, 16, "%g", sizes[i].value);
+    return setting_named(sizes[i].name);
+}
+
+// show_small_sizes: those sizes as the --help defaults of "flags" [n].
+static void show_small_sizes(Flag *flags, int n) {
+    static char texts[N_SMALL_SIZES][16];
+    for (int i = 0; i < N_SMALL_SIZES; i++) {
+        const Setting *st = small_size(i, texts[i]);
+        for (int j = 0; j < n; j++)
+            if (strcmp(flags[j].name, st->flag) == 0) flags[j].default_text = texts[i];
+    }
+}
+
+// apply_small_sizes: those sizes into "s", each not "given", as if typed
+// (--dropout 0.2: the double 0.2).
+static void apply_small_sizes(TrainSettings *s, const Given *given) {
+    for (int i = 0; i < N_SMALL_SIZES; i++) {
+        char text[16];
+        const Setting *st = small_size(i, text);
+        if (given->given[st - TRAIN_SETTINGS]) continue;
+        void *field = (char *)s + st->offset;
+        if (st->type == SETTING_INT) *(int *)field = atoi(text);
+        else *(double *)field = strtod(text, NULL);
+    }
+}
+
+GradCheckRequest gradcheck_request(int argc, char **argv) {
+    GradCheckRequest req = {.seed = 1};
+    Flag flags[NUM_TRAIN_SETTINGS_MAX + 1];
     Command cmd = {"gradcheck", NULL,
                    "Check every parameter's gradient from model_backward against central finite differences of "
-                   "model_forward's loss, on a small random model; exit status 1 if any tensor fails.",
-                   "tinygpt gradcheck --arch gpt --layers 2 --seed 7", flags, (int)(sizeof flags / sizeof flags[0])};
-    parse_flags(&cmd, argc, argv);
-    if (arch == ARCH_CARD && command_flag(&cmd, "--layers")->seen)
-        usage_error(&cmd, "--layers is for --arch gpt or gpt2: card has exactly one block; drop --layers, or add --arch gpt");
+                   "model_forward's loss, on a small random model: train's (its flags and defaults; its sizes "
+                   "small unless given); exit status 1 if any tensor fails.",
+                   "tinygpt gradcheck --norm layernorm --mlp gelu --seed 7", NULL, 0};
+    settings_model_command(&cmd, flags, &req.settings);
+    flags[cmd.n_flags++] = (Flag){"--seed", FLAG_LONG, &req.seed, "S",
+                                  "random seed for the model's weights, batch and dropout mask", 0, 9.2e18, false,
+                                  NULL, NULL};
+    show_small_sizes(flags, cmd.n_flags);
+    Given given;
+    settings_model_parse(&cmd, argc, argv, &req.settings, &given);
+    settings_finish(&cmd, &req.settings, &given, NULL);
+    apply_small_sizes(&req.settings, &given);
+    req.config = train_model_config(&req.settings, GRADCHECK_MODEL.vocab_size);
+    Error err;
+    if (!model_check_config(&req.config, &err)) usage_error(&cmd, "%s", err.msg);
+    return req;
+}
 
-    const ModelConfig cfg = gradcheck_config(arch, layers);
-    const GradCheckTolerance tol = gradcheck_tolerance(arch);
-    char model[64] = "";  // card's line is as it was before gpt existed
-    if (arch != ARCH_CARD)
-        snprintf(model, sizeof model, "%s, %d layer%s, weights U(-%g, %g), ", arch == ARCH_GPT ? "gpt" : "gpt2 (GELU tanh)",
-                 layers, layers == 1 ? "" : "s", (double)GRADCHECK_GPT_WEIGHT, (double)GRADCHECK_GPT_WEIGHT);
-    printf("gradcheck: random model %sV=%d T=%d C=%d heads=%d, dropout %g with a fixed mask, batch %d, seed %ld\n"
+// print_model: the model checked, as the flags that give it, on one line.
+static void print_model(const GradCheckRequest *req, GradCheckTolerance tol) {
+    printf("gradcheck: random model");
+    for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
+        const Setting *st = &TRAIN_SETTINGS[i];
+        if (!setting_shapes_model(st) || !setting_needs_met(st, &req->settings)) continue;
+        char value[64];
+        settings_value_text(st, &req->settings, value, sizeof value);
+        if (st->type != SETTING_SWITCH) printf(" %s %s", st->flag, value);
+        else if (value[0] == '1') printf(" %s", st->flag);
+        else if (st->off_flag) printf(" %s", st->off_flag);
+    }
+    const ModelConfig *cfg = &req->config;
+    printf(", V=%d", cfg->vocab_size);
+    if (cfg->arch != ARCH_CARD) printf(", weights U(-%g, %g)", (double)GRADCHECK_GPT_WEIGHT, (double)GRADCHECK_GPT_WEIGHT);
+    printf("; dropout with a fixed mask, batch %d, seed %ld\n"
            "each element of each parameter: analytic (model_backward) vs numeric (f(x+h) - f(x-h)) / 2h, h = %g;\n"
            "it passes when |analytic - numeric| <= %g + %g |numeric|. The relative error is large only where\n"
            "the gradient itself is near 0, which the absolute tolerance is for.\n\n",
-           model, cfg.vocab_size, cfg.block_size, cfg.n_embd, cfg.n_head, (double)cfg.dropout, GRADCHECK_BATCH, seed,
-           tol.h, tol.atol, tol.rtol);
+           GRADCHECK_BATCH, req->seed, tol.h, tol.atol, tol.rtol);
+}
+
+int cmd_gradcheck(int argc, char **argv) {
+    const GradCheckRequest req = gradcheck_request(argc, argv);
+    const ModelConfig *cfg = &req.config;
+    const GradCheckTolerance tol = gradcheck_tolerance(cfg->arch);
+    print_model(&req, tol);
     TensorTable table;
-    param_table(&table, &cfg);
+    param_table(&table, cfg);
     GradCheckResult *results = xcalloc((size_t)table.count, sizeof *results);
-    int failed = model_gradcheck(&cfg, (uint64_t)seed, results);
+    int failed = model_gradcheck(cfg, (uint64_t)req.seed, results);
 
     int width = 27;  // the name column: as wide as the longest name
     for (int i = 0; i < table.count; i++)

@@ -9,10 +9,13 @@
 //
 // The model has dropout on, with one fixed mask (a fixed dropout_key), so
 // dropout's backward is checked too: for a fixed mask the loss is a smooth
-// function of the weights. `--arch gpt --layers L` checks a small gpt of L
-// blocks instead of the card model: its LayerNorms, MLPs and residual
-// stream, and the head tied to tok_emb, whose gradient is the sum of both
-// its uses; `--arch gpt2` the same with GPT-2's biases and its tanh GELU.
+// function of the weights. The command takes every model flag train takes,
+// from the same rows of train's settings table (settings.h,
+// setting_shapes_model), with train's defaults: with no flags it checks
+// the model `tinygpt train` would build (the gpt of the modern recipe),
+// small; `--arch card` the card model; `--arch gpt2` GPT-2's biases and
+// its tanh GELU; `--norm layernorm --mlp gelu ...` each part a gpt may
+// have or lack.
 #ifndef TINYGPT_GRADCHECK_MODEL_H
 #define TINYGPT_GRADCHECK_MODEL_H
 
@@ -20,16 +23,21 @@
 
 #include "gradcheck.h"
 #include "model.h"
+#include "settings.h"
 
-// The card model checked: V=7, T=5, C=8, 2 heads, dropout 0.2; batches of
-// 2. Small, so that the ~1000 forward passes take a few milliseconds.
-enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5, GRADCHECK_MAX_LAYERS = 16 };
+// The sizes of the model checked, unless its flags say otherwise: V=7,
+// T=5, C=8, 2 heads, dropout 0.2, and a gpt of GRADCHECK_LAYERS blocks;
+// batches of 2. Small, so that the ~1000 forward passes of card take a few
+// milliseconds. GRADCHECK_MODEL is card at these sizes.
+enum { GRADCHECK_BATCH = 2, GRADCHECK_CONTEXT = 5, GRADCHECK_LAYERS = 2 };
 extern const ModelConfig GRADCHECK_MODEL;
 
-// gradcheck_config: the model `tinygpt gradcheck --arch "arch"` checks:
-// GRADCHECK_MODEL for card; for gpt and gpt2, the same sizes with
-// "n_layer" blocks (1..GRADCHECK_MAX_LAYERS); gpt2's GELU is GPT-2's tanh
-// form (its config's "gelu_new").
+// gradcheck_config: GRADCHECK_MODEL as "arch", with the plain parts
+// (LayerNorm, GELU, learned positions, a tied head, nothing removed) and
+// "n_layer" blocks for gpt and gpt2; gpt2's GELU is GPT-2's tanh form (its
+// config's "gelu_new"). The tests' starting point; `tinygpt gradcheck
+// --arch gpt --norm layernorm --mlp gelu --pos learned --tied-head
+// --no-qk-norm --layers L` checks the same gpt.
 ModelConfig gradcheck_config(Arch arch, int n_layer);
 
 // The weights of a gpt checked (see model_gradcheck_case): U(-0.5, 0.5).
@@ -68,13 +76,25 @@ GradCheckTolerance gradcheck_tolerance(Arch arch);
 int model_gradcheck_case(const ModelConfig *cfg, int max_batch, int B, int T, uint64_t seed, GradCheckTolerance tol,
                          GradCheckResult *results, double *loss);
 
-// model_gradcheck: model_gradcheck_case on "cfg" (block size
-// GRADCHECK_CONTEXT) with batches of GRADCHECK_BATCH x GRADCHECK_CONTEXT and
-// its architecture's tolerances; results[param_table(cfg).count].
+// model_gradcheck: model_gradcheck_case on "cfg" with batches of
+// GRADCHECK_BATCH x cfg->block_size and its architecture's tolerances;
+// results[param_table(cfg).count].
 int model_gradcheck(const ModelConfig *cfg, uint64_t seed, GradCheckResult *results);
 
-// cmd_gradcheck: the `tinygpt gradcheck` command: one line per tensor,
-// exit status 1 if any fails.
+// What `tinygpt gradcheck` is asked to check.
+typedef struct {
+    TrainSettings settings;  // the model's settings as train reads them (its flags, else train's defaults)
+    ModelConfig config;      // the model checked: train_model_config of those, at the sizes above unless given
+    long seed;               // --seed: the weights, the batch and the dropout mask
+} GradCheckRequest;
+
+// gradcheck_request: the request of "argv" (argv[0] is "gradcheck"); a
+// usage error (an unknown flag, a flag another setting rules out, sizes
+// model_check_config refuses) exits 2, --help prints the flags and exits 0.
+GradCheckRequest gradcheck_request(int argc, char **argv);
+
+// cmd_gradcheck: the `tinygpt gradcheck` command: the model as its flags,
+// then one line per tensor; exit status 1 if any fails.
 int cmd_gradcheck(int argc, char **argv);
 
 #endif

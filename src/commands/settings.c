@@ -301,10 +301,7 @@ void settings_value_text(const Setting *st, const TrainSettings *s, char *out, s
     }
 }
 
-
-// needs_met: whether setting "st" means something in "s": what it needs
-// has the value it needs, or it needs nothing.
-static bool needs_met(const Setting *st, const TrainSettings *s) {
+bool setting_needs_met(const Setting *st, const TrainSettings *s) {
     if (!st->needs) return true;
     const Setting *other = setting_named(st->needs);
     const char *has = other->choices[*(const int *)field(other, s)];
@@ -351,13 +348,24 @@ static const char *default_text(const Setting *st, char *out, size_t cap) {
 // Each flag's --help default, one buffer per setting.
 static char default_texts[NUM_TRAIN_SETTINGS_MAX][64];
 
-// The flags: every row but the positional FILE, in table order, a switch's
-// off flag after it. "flags" has room for NUM_TRAIN_SETTINGS_MAX.
-void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
+bool setting_shapes_model(const Setting *st) {
+    return st->kept == KEPT_IN_MODEL && strcmp(st->name, "tokenizer") != 0 &&
+           !(st->needs && strcmp(st->needs, "tokenizer") == 0);
+}
+
+// is_flag_of: "st" is a flag of train (every row but the positional FILE),
+// or, "model_only", of gradcheck (setting_shapes_model).
+static bool is_flag_of(const Setting *st, bool model_only) {
+    return is_flag(st) && (!model_only || setting_shapes_model(st));
+}
+
+// The flags: the rows is_flag_of takes, in table order, a switch's off
+// flag after it. "flags" has room for NUM_TRAIN_SETTINGS_MAX.
+static void make_flags(Command *cmd, Flag *flags, TrainSettings *s, bool model_only) {
     int n = 0;
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (!is_flag(st)) continue;
+        if (!is_flag_of(st, model_only)) continue;
         const char *dflt = default_text(st, default_texts[i], sizeof default_texts[i]);
         assert(n + 2 <= NUM_TRAIN_SETTINGS_MAX && "room for the flags: raise NUM_TRAIN_SETTINGS_MAX");
         if (st->off_flag)
@@ -377,6 +385,8 @@ void settings_command(Command *cmd, Flag *flags, TrainSettings *s) {
     cmd->flags = flags;
     cmd->n_flags = n;
 }
+void settings_command(Command *cmd, Flag *flags, TrainSettings *s) { make_flags(cmd, flags, s, false); }
+void settings_model_command(Command *cmd, Flag *flags, TrainSettings *s) { make_flags(cmd, flags, s, true); }
 
 // apply_default: setting "st" of "s" from its default text for "arch".
 // gpt2 takes gpt's defaults, but for the parts of a gpt (the settings that
@@ -397,13 +407,15 @@ static void apply_default(const Setting *st, TrainSettings *s, Arch arch) {
 // gpt's defaults and the derived ones go in at once, so that the settings
 // that do not depend on the architecture (--out) hold theirs before a
 // checkpoint is read; settings_finish sets them all again once the
-// architecture is settled.
-void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given) {
+// architecture is settled. A row that is not the command's flag
+// (make_flags) is not given.
+static void parse_rows(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given, bool model_only) {
     memset(given, 0, sizeof *given);
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) apply_default(&TRAIN_SETTINGS[i], s, ARCH_GPT);
     s->data_path = parse_flags(cmd, argc, argv);
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
+        if (is_flag(st) && !is_flag_of(st, model_only)) continue;
         // A switch and its off flag both given: the later one holds, as for
         // any flag given twice (the parser set the value in their order).
         const bool off = st->off_flag && command_flag(cmd, st->off_flag)->seen;
@@ -411,6 +423,12 @@ void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given
     }
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++)
         if (TRAIN_SETTINGS[i].derive && !given->given[i]) TRAIN_SETTINGS[i].derive(s);
+}
+void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given) {
+    parse_rows(cmd, argc, argv, s, given, false);
+}
+void settings_model_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given) {
+    parse_rows(cmd, argc, argv, s, given, true);
 }
 
 // ===========================================================================
@@ -445,7 +463,7 @@ bool settings_read_kept(TrainSettings *saved, const Metadata *md, Kept kept, con
     const bool exact = metadata_get(md, "settings_format") != NULL;  // see Setting.was_float
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (st->kept != kept || !needs_met(st, saved)) continue;
+        if (st->kept != kept || !setting_needs_met(st, saved)) continue;
         const MetadataItem *item = metadata_get(md, st->key);
         if (!item && st->type == SETTING_PATH) continue;  // a path is left out when it is not UTF-8
         const char *text = item ? item->value : st->if_absent ? st->if_absent : st->type == SETTING_SWITCH ? "0" : NULL;
@@ -468,7 +486,7 @@ void settings_take_kept(const Command *cmd, TrainSettings *s, const Given *given
                         bool check_given, Given *from_file) {
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (st->kept != kept || !needs_met(st, saved)) continue;
+        if (st->kept != kept || !setting_needs_met(st, saved)) continue;
         char mine[64], theirs[64];
         settings_value_text(st, s, mine, sizeof mine);
         settings_value_text(st, saved, theirs, sizeof theirs);
@@ -496,7 +514,7 @@ void settings_finish(const Command *cmd, TrainSettings *s, const Given *given, c
             TRAIN_SETTINGS[i].derive(s);
     for (int i = 0; i < NUM_TRAIN_SETTINGS; i++) {
         const Setting *st = &TRAIN_SETTINGS[i];
-        if (!given->given[i] || needs_met(st, s)) continue;
+        if (!given->given[i] || setting_needs_met(st, s)) continue;
         const Setting *other = setting_named(st->needs);
         const int other_index = (int)(other - TRAIN_SETTINGS);
         const char *has = other->choices[*(const int *)field(other, s)];

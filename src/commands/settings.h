@@ -10,7 +10,8 @@
 // keeps it in a checkpoint or in run.json. Everything train does with its
 // settings is a loop over that table: the flags and --help (args.h), the
 // defaults, the checks, --init's and --resume's rules, the checkpoint's
-// metadata and run.json.
+// metadata and run.json; `tinygpt gradcheck` takes the model's rows as its
+// flags the same way.
 //
 // Adding a setting is one row there, a field in TrainSettings below, and
 // the code that uses it (docs/contributing.md, "Adding a setting", has an
@@ -157,6 +158,20 @@ typedef struct {
 // whose flags the table makes (settings_command).
 void settings_command(Command *cmd, Flag *flags, TrainSettings *s);
 void settings_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given);
+
+// settings_model_command, settings_model_parse: the same for `tinygpt
+// gradcheck`, whose flags are the rows that shape the model
+// (setting_shapes_model) and no others; then settings_finish as for train.
+void settings_model_command(Command *cmd, Flag *flags, TrainSettings *s);
+void settings_model_parse(Command *cmd, int argc, char **argv, TrainSettings *s, Given *given);
+// setting_shapes_model: "st" is one of the model's own settings: kept in
+// the model (KEPT_IN_MODEL), and not the tokenizer's (the text's, which
+// gradcheck has none of).
+bool setting_shapes_model(const Setting *st);
+// setting_needs_met: whether setting "st" means something in "s": what it
+// needs has the value it needs, or it needs nothing (--layers of a card
+// model does not).
+bool setting_needs_met(const Setting *st, const TrainSettings *s);
 
 // settings_refuse_on_resume: with --resume, a usage error for the first
 // given setting that RESUME_KEEPS.

@@ -18,9 +18,7 @@
 // ===========================================================================
 // The run, built from its settings.
 
-// model_config: the model a fresh run builds: the settings' sizes, the
-// tokenizer's vocabulary.
-static ModelConfig model_config(const TrainSettings *s, int vocab_size) {
+ModelConfig train_model_config(const TrainSettings *s, int vocab_size) {
     return (ModelConfig){.vocab_size = vocab_size,
                          .block_size = s->context,
                          .n_embd = s->embd,
@@ -216,7 +214,7 @@ static void setup_run(TrainRun *run, const Command *cmd) {
                                                &err);
     if (dist_rank0_result(&run->dist, loaded ? 0 : EXIT_RUNTIME, &err)) die(EXIT_RUNTIME, "%s", err.msg);
     share_data(run, !s->init_path && !read_gpt2);
-    ModelConfig cfg = s->init_path ? run->start.config : model_config(s, run->tok.vocab_size);
+    ModelConfig cfg = s->init_path ? run->start.config : train_model_config(s, run->tok.vocab_size);
     cfg.dropout = (float)s->dropout;  // with --init, the flag overrides the file's: dropout is not a size
     build_model(run, cmd, &cfg);
     build_slices(run);

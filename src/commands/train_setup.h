@@ -106,6 +106,11 @@ typedef struct {
 // with one line saying why.
 void train_setup(TrainRun *run, int argc, char **argv);
 
+// train_model_config: the model a fresh run of settings "s" builds: their
+// architecture, parts and sizes, and the tokenizer's "vocab_size"
+// (`tinygpt gradcheck` checks the model it gives).
+ModelConfig train_model_config(const TrainSettings *s, int vocab_size);
+
 // train_free: everything train_setup built. The lock is released as the
 // process ends (closing it here would let another train in while this one
 // still prints its last words).

@@ -1,7 +1,7 @@
 // gelu.h: the GELU activation of the transformer's MLP, forward and backward.
 //
 // Reading order: file 9, after residual.h, the last piece the MLP (file
-// 10) needs. mlp.c calls the fast versions; model.c calls the reference ones
+// 10) needs. mlp.c calls the fast versions; which_kernels.h calls the reference ones
 // itself in `make REFERENCE=1` builds, which run the MLP's steps one by one.
 // GELU (Gaussian Error Linear Unit) weighs each number by the chance that a
 // standard normal sample falls below it:

@@ -33,7 +33,7 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
 // Parameter gradients are added to, so that several backward passes (and
 // gpt's tied head and embedding, both tok_emb) can sum into them; the
 // input's gradient is written. Where the input has a second consumer (the
-// residual stream), the model adds the two itself (model.c: LayerNorm's
+// residual stream), the model adds the two itself (block.c: LayerNorm's
 // backward adds to the stream's gradient; without LayerNorm, join_stream).
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);

@@ -30,7 +30,7 @@ void residual_forward(float *out, const float *inp, const float *branch, size_t 
 // (1) needs no code: the caller's dout buffer already holds it. But it is
 // only the skip path's share of inp's gradient: inp (the stream) is also
 // what the branch was computed from, so the branch's backward, walked down
-// to its LayerNorm, adds the other share to the same buffer (model.c). A
+// to its LayerNorm, adds the other share to the same buffer (block.c). A
 // sum in the forward pass copies the gradient to both addends; a value used
 // twice sums the gradients of its two uses. That is why the stream's
 // gradient is added to, and every other activation's, which has one

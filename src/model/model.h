@@ -35,12 +35,13 @@
 //
 // and in all, loss = mean cross-entropy(logits, targets).
 //
-// They differ only in which parts a block has (ModelParts below). model.c
-// writes a block's forward and backward once for each of card and gpt
-// (whose block, with its bias pointers NULL, is gpt2's too), and once more
-// for a gpt with some parts removed or swapped (`make ladder`: the ladder's --no-*
-// switches, and the modern recipe's, each one part replaced by what
-// today's small GPTs use); one loop over the blocks serves all three.
+// They differ only in which parts a block has (ModelParts below). block.c
+// writes a block's forward and backward twice: card's, and the gpt's, which
+// is gpt2's too (with its bias pointers NULL in a gpt) and asks of each
+// part whether the model has it (`make ladder`: the ladder's --no-*
+// switches) and which kind it is (the modern recipe's, each one part
+// replaced by what today's small GPTs use); model.c's one loop over the
+// blocks serves all three architectures.
 //
 // The modern recipe, one switch each (docs/model.md, "The modern recipe"):
 //   --norm rmsnorm   ln1, ln2, ln_f are RMSNorm (rmsnorm.h): x / rms(x) * weight
@@ -264,7 +265,7 @@ typedef struct Model {
     // forward's B rows are the whole batch.
     size_t loss_rows;
     // The row of that whole batch the last forward's row 0 is (0 for a
-    // whole batch): dropout's masks are the whole batch's (model.c,
+    // whole batch): dropout's masks are the whole batch's (block.h,
     // stream_first), so cutting a batch into parts changes no mask.
     size_t batch_first;
 } Model;
