@@ -27,6 +27,7 @@
 
 #include "attention.h"
 #include "common.h"
+#include "fast.h"
 #include "gradcheck.h"
 #include "rng.h"
 #include "helpers.h"

@@ -17,6 +17,7 @@
 #endif
 
 #include "crossentropy.h"
+#include "fast.h"
 #include "gradcheck.h"
 #include "rng.h"
 #include "helpers.h"

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "fast.h"
 #include "fasterf.h"
 #include "gelu.h"
 #include "gradcheck.h"

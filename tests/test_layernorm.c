@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "fast.h"
 #include "gradcheck.h"
 #include "helpers.h"
 #include "layernorm.h"

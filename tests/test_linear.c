@@ -20,6 +20,7 @@
 #endif
 
 #include "common.h"
+#include "fast.h"
 #include "gradcheck.h"
 #include "linear.h"
 #include "matmul.h"

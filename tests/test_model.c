@@ -38,6 +38,7 @@
 
 #include "common.h"
 #include "crossentropy.h"
+#include "fast.h"
 #include "linear.h"
 #include "gradcheck.h"
 #include "helpers.h"

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "fast.h"
 #include "fma_peak.h"
 #include "json.h"
 #include "linear.h"

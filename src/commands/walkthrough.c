@@ -7,6 +7,7 @@
 
 #include "attention.h"
 #include "crossentropy.h"
+#include "fast.h"
 #include "linear.h"
 #include "rng.h"
 

@@ -11,6 +11,7 @@
 #include "args.h"
 #include "attention.h"
 #include "crossentropy.h"
+#include "fast.h"
 #include "linear.h"
 #include "residual.h"
 #include "rmsnorm.h"

@@ -18,7 +18,7 @@
 // - attention_*_reference (attention.c): the five steps as written, one dot
 //   product at a time, recomputing the dropout mask where it is needed, and
 //   the backward derived. Read these now.
-// - attention_forward / attention_backward (attention_fast.c, file 19): the
+// - attention_forward / attention_backward (fast.h; attention_fast.c, file 19): the
 //   same math arranged so no inner loop stores to memory: the T x T
 //   products (scores, and their gradient) run on matmul.h's register tiles
 //   (matmul_tile_rows) over each head's keys and values transposed
@@ -52,45 +52,5 @@ void attention_forward_reference(float *attn_out, float *attn_weights, const flo
 void attention_backward_reference(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
                                   const float *attn_weights, int B, int T, int C, int NH, float dropout_p,
                                   uint64_t dropout_key, uint64_t dropout_first);
-
-// The fast forward also fills:
-//   dropped_weights[B,NH,T,T] P, the weights after dropout: attn_weights x
-//                             0 (dropped) or 1/(1-p) (kept), zero above the
-//                             diagonal; the fast backward reads it (for
-//                             dV = P^T dOut, and for the factors: a weight is
-//                             kept where P is not 0); unused when dropout_p = 0
-//   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys,
-//                             transposed (the scores' tiles read them; sampling's
-//                             cache keeps them)
-void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
-                       const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
-                       uint64_t dropout_first);
-// transpose_head: keys_t/values_t of head h of one sequence (qkv_b = its
-//   [T,3C] slice), positions [first, last); each is a [HS,T] slice, and
-//   either may be NULL (not wanted).
-void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int first, int last, int T, int C, int HS,
-                    int h);
-// For a forward pass one position at a time (sampling with a key/value
-// cache, model.h), the same steps in two pieces:
-// cache_key: sampling's key/value cache keeps the values in qkv and each
-//   head's keys in keys_cache[NH, HS, T], in blocks of positions (see
-//   attention_fast.c): this adds position t's key of head h (from qkv[T,3C]).
-// attention_forward_position: steps 1-3 and 5 (no dropout: sampling) for
-//   position t of one sequence, head h, reading its keys 0..t from
-//   keys_cache and their values from qkv[T,3C] itself. The head's HS
-//   outputs go in out_row[C] (at h * HS) and its weights in weights_row[T]
-//   (entries 0..t; the rest is scratch): one row each, wherever the caller
-//   keeps it. Each number is the one attention_forward gives row t.
-void cache_key(float *keys_cache, const float *qkv, int h, int t, int T, int C, int NH);
-void attention_forward_position(float *out_row, float *weights_row, const float *keys_cache, const float *qkv, int h,
-                                int t, int T, int C, int NH);
-
-// The fast backward: "dweights" as the reference's, one T x T slot per
-// thread; "values_t" [B,NH,HS,T] likewise, one [HS,T] slot per thread for
-// the head at hand's values transposed, which it fills itself (a copy per
-// block kept from the forward pass would cost L times the memory).
-void attention_backward(float *dqkv, float *dweights, const float *dattn_out, const float *qkv,
-                        const float *attn_weights, const float *dropped_weights, float *values_t, int B, int T,
-                        int C, int NH, float dropout_p);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "attention.h"
+#include "fast.h"
 #include "matmul.h"
 #include "parallel.h"
 #include "rng.h"

@@ -18,12 +18,10 @@
 // (each row's target logit is read first). Training does that (model.c):
 // at GPT-2's V = 50257, a [B,T,V] buffer for a batch of 4 x 256 is 206 MB,
 // and the logits are not needed once the loss has them.
-// The definition as plain loops (crossentropy.c), with libm's expf:
+// The definition as plain loops (crossentropy.c), with libm's expf (the
+// same on softmax.h's rows, which training runs, is in fast.h):
 float crossentropy_forward_reference(float *losses, float *probs, const float *logits, const int *targets, int N,
                                      int V);
-// The same on softmax.h's rows (crossentropy_fast.c, file 20), which
-// training runs; tests hold the two together.
-float crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
 
 // Softmax and cross-entropy together have a famously simple gradient
 // (derived in crossentropy.c):
@@ -41,10 +39,5 @@ float crossentropy_forward(float *losses, float *probs, const float *logits, con
 // micro-batch of --grad-accum, one process's rows under mpirun), so that
 // the parts' gradients add up to the whole batch's.
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int N, int V, size_t count);
-
-// softmax_forward (crossentropy_fast.c): probs[N,V] = softmax(logits[N,V])
-// row by row, without a loss (`tinygpt walkthrough` uses it; sampling has
-// its own, in sample.c).
-void softmax_forward(float *probs, const float *logits, int N, int V);
 
 #endif

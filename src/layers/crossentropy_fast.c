@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "crossentropy.h"
+#include "fast.h"
 #include "softmax.h"
 
 void softmax_forward(float *probs, const float *logits, int N, int V) {

@@ -18,7 +18,7 @@
 // Two versions of each pass, as in linear.h:
 // - gelu_*_reference (gelu.c): the formula with libm's erff and expf, and
 //   the backward derived. Read these now.
-// - gelu_forward / gelu_forward_backward (gelu_fast.c, file 21): the same formula with fast_erff
+// - gelu_forward / gelu_forward_backward (fast.h; gelu_fast.c, file 21): the same formula with fast_erff
 //   (fasterf.h) and fast_expf (fastexp.h), which the compiler vectorises,
 //   spread over OpenMP threads for large n. Within 5e-7 max(1, |x|) of the
 //   reference forward and 5e-7 max(1, |dout|) backward (measured 2.4e-7);
@@ -44,15 +44,6 @@ void gelu_forward_reference(float *out, const float *inp, size_t n);
 // Written, not added to; dinp may be the same buffer as dout (in place).
 void gelu_backward_reference(float *dinp, const float *inp, const float *dout, size_t n);
 
-// The fast versions (gelu_fast.c), which training runs: the forward, and
-// the backward together with the forward again, in one pass, for
-// mlp_backward, which needs GELU's output once more (the model does not
-// keep it) just as it takes the backward: out = gelu(inp) (gelu_forward's
-// bits) and dinp = dout * gelu'(inp), Phi(x) computed once for the two.
-// dinp may be dout (in place).
-void gelu_forward(float *out, const float *inp, size_t n);
-void gelu_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
-
 // GPT-2's tanh approximation, the same four functions.
 #define GELU_SQRT_2_OVER_PI 0.79788456080286536f  // sqrt(2 / pi)
 #define GELU_TANH_CUBIC 0.044715f                 // GPT-2's coefficient of x^3
@@ -63,11 +54,5 @@ void gelu_tanh_forward_reference(float *out, const float *inp, size_t n);
 // Written, not added to; dinp may be the same buffer as dout (in place).
 // Beyond |x| = 1e19, x^2 overflows and the slope is not finite.
 void gelu_tanh_backward_reference(float *dinp, const float *inp, const float *dout, size_t n);
-// The fast versions (gelu_fast.c): 0.5 (1 + tanh u) is the logistic
-// sigmoid of 2u, 1 / (1 + e^(-2u)), which fast_expf (fastexp.h) computes
-// in vector code. Within 5e-7 max(1, |x|) of the reference forward and
-// 2e-6 max(1, |dout|) backward (the tests hold them to that).
-void gelu_tanh_forward(float *out, const float *inp, size_t n);
-void gelu_tanh_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
 #endif

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "fast.h"
 #include "fasterf.h"
 #include "fastexp.h"
 #include "gelu.h"

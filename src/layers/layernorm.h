@@ -26,7 +26,8 @@
 #define LAYERNORM_EPS 1e-5f
 
 // The reference versions (layernorm.c): the steps above as plain loops,
-// one running sum per row, and the backward derived. Read these now.
+// one running sum per row, and the backward derived. Read these now (the
+// fast versions, which training runs, are in fast.h).
 // out[N,C] = (inp[N,C] - mean[N]) * rstd[N] * weight[C]; mean[N] and
 // rstd[N] = 1/sqrt(var + eps) are saved for backward.
 void layernorm_forward_reference(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N,
@@ -50,14 +51,5 @@ void layernorm_backward_reference(float *dinp, float *dweight, const float *dout
 // for both builds.
 void layernorm_bias_forward(float *out, const float *bias, int N, int C);
 void layernorm_bias_backward(float *dbias, const float *dout, int N, int C);
-
-// The fast versions (layernorm_fast.c, file 18), which training runs: the
-// same, with each row's sums in 16 lanes (another order of additions, so
-// they agree to float rounding, not to the bit) and rows and channels split
-// over threads; tests hold the two together, and `make REFERENCE=1` trains
-// with the reference ones.
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, int N, int C);
-void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                        const float *mean, const float *rstd, int N, int C);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "layernorm.h"
+#include "fast.h"
 #include "parallel.h"
 #include "simd.h"
 

@@ -9,7 +9,7 @@
 // Two versions of each pass:
 // - linear_*_reference (linear.c): the definition as plain loops, and the
 //   backward derived. Read these now.
-// - linear_forward / linear_backward (linear_fast.c, file 17, with the
+// - linear_forward / linear_backward (fast.h; linear_fast.c, file 17, with the
 //   fast kernels): the same sums in the same order on matmul.h's engine:
 //   blocks of the output held in vector registers while k runs, cut over
 //   cache-sized blocks and spread over OpenMP threads. Training runs these;
@@ -37,36 +37,5 @@ void linear_forward_reference(float *out, const float *inp, const float *weight,
 // backward adds to the stream's gradient; without LayerNorm, join_stream).
 void linear_backward_reference(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int N, int C, int OC);
-
-// Fast versions (linear_fast.c), the same sums as the reference's. The
-// forward reads the weight as it lies, [OC,C], turning it into the engine's
-// panels as it goes (matmul_turned in matmul.h); for fewer rows than the
-// engine's register tile (sampling's one) it runs linear_forward_rows.
-void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC);
-// linear_backward's two halves, for a caller with work between them
-// (mlp_backward): dinp alone, then dweight and dbias, each with
-// linear_backward's bits. (linear_backward runs the two products in one
-// parallel region: one start and one wait of the threads, not two.)
-void linear_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC);
-void linear_backward_params(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC);
-// out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC], exactly as linear_forward
-// (every output the same chain of multiply-adds), one row at a time: each
-// weight is read once a row, where the engine would copy all of it first.
-void linear_forward_rows(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-
-// out[N,OC] = inp[N,C] @ weight_t[C,OC] + bias[OC], for a caller that holds
-// the weight transposed already: Muon's products (optimizer.c) are plain
-// a @ b. The engine reads weight_t where it lies.
-void linear_forward_transposed(float *out, const float *inp, const float *weight_t, const float *bias, int N, int C,
-                               int OC);
-
-// weight_t[C,OC] = weight[OC,C]^T: not used by the layer itself, but where a
-// matrix must be turned (Muon's tall matrices, GPT-2's Conv1D weights,
-// which Hugging Face stores [in, out]). Inside a parallel region its
-// threads share the work, with no barrier of their own (the region's end
-// waits for it); outside one, the calling thread does it all.
-void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "linear.h"
+#include "fast.h"
 #include "matmul.h"
 #include "simd.h"
 

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "fast.h"
 #include "gelu.h"
 #include "linear.h"
 #include "relu2.h"

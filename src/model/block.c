@@ -10,6 +10,7 @@
 // the reference build (`make REFERENCE=1`) runs these same lines.
 #include "block.h"
 
+#include "fast.h"
 #include "parallel.h"
 #include "residual.h"
 #include "rmsnorm.h"

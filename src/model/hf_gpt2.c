@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "checkpoint.h"
+#include "fast.h"
 #include "gpt2_tokenizer.h"
 #include "json.h"
 #include "layernorm.h"

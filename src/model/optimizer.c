@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast.h"
 #include "linear.h"
 
 // Below this many elements, waking the other threads costs more than the

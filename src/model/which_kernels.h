@@ -18,6 +18,7 @@
 
 #include "attention.h"
 #include "crossentropy.h"
+#include "fast.h"
 #include "gelu.h"
 #include "layernorm.h"
 #include "linear.h"
