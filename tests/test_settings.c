@@ -1,4 +1,4 @@
-// test_settings.c: tests for src/commands/settings.c, the table of a
+// test_settings.c: tests for src/commands/settings.c and settings_table.c, the table of a
 // training run's settings: every setting round-trips through a checkpoint
 // (the run's keys and the model's) and run.json bit for bit; --help lists
 // every flag with its default; every default reads as its flag would;

@@ -88,7 +88,7 @@ int parse_flags_list(Command *cmd, int argc, char **argv, const char **positiona
 
 // The flags several commands share, declared once: each call gives the table
 // row, so the name, the metavar, the range and the usual help read the same
-// in every command that takes the flag (train's settings table, settings.c,
+// in every command that takes the flag (train's settings table, settings_table.c,
 // takes the same ranges). "help" NULL gives the usual help; a command whose
 // flag means something narrower passes its own.
 #define THREADS_MAX 1024           // --threads: 0 = OpenMP's default

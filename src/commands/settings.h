@@ -3,7 +3,7 @@
 // Reading order: file 33, after args.h, run_dir.h and csv_log.h, before
 // train_setup.c, which sets a run up from it. A run is what `train` is told: the
 // text, the model's sizes, the optimizer, the schedule, how often to
-// evaluate and save. Each setting is one row of the table in settings.c
+// evaluate and save. Each setting is one row of the table in settings_table.c
 // (TRAIN_SETTINGS): its name, type and flag, its help line, its default for
 // gpt and for card, its range or its choices, the architecture or
 // tokenizer it needs, whether --resume may change it, and the key that

@@ -332,7 +332,7 @@ static void load_start(TrainRun *run, const Command *cmd, const Given *given, Gi
 // saying why.
 static int find_resume_files(TrainRun *run, Error *err) {
     const char *dir = run->s.resume_dir;
-    // --out is DIR itself (settings.c, derive_out_dir; resume_settings).
+    // --out is DIR itself (settings_table.c, derive_out_dir; resume_settings).
     int status = run_dir_open(&run->dir, run->s.out_dir, err);
     if (status) return status;
     char *checkpoint = run->resume_files.checkpoint;

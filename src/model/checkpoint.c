@@ -33,7 +33,7 @@
 // "tokenizer", "arch", "n_layer" and "dropout", which have rules of their
 // own. A file saved before a switch or a swap existed lacks its key; its
 // model is "absent": no part removed, none swapped. (The run's settings
-// that shape the model, settings.c's KEPT_IN_MODEL rows, name these keys
+// that shape the model, settings_table.c's KEPT_IN_MODEL rows, name these keys
 // as their own: checkpoint_model_metadata is how --init reads them, and a
 // test holds the two lists equal.)
 typedef enum { KEY_SIZE, KEY_SWITCH, KEY_CHOICE } ModelKeyType;
