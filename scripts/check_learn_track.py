@@ -3,7 +3,8 @@
 
 docs/learn.md walks a learner through the model in numbered stops; a stop
 that starts "**Read**" names files of src/ by their links (../src/...), read
-whole. Counting this page's lines down to a stop, then the lines of each
+whole; from a line that says "*Look up*" to the stop's end, the files named
+are tables to look names up in, not read, and not counted. Counting this page's lines down to a stop, then the lines of each
 file it names, in order:
 
 - the first derivation (the first "Backward, derived" a file holds) comes
@@ -25,6 +26,7 @@ FIRST_DERIVATION = 300
 WHOLE_MODEL = 2000
 DERIVATION = "Backward, derived"
 MODEL_END = "<!-- the whole model ends here -->"
+LOOK_UP = "*Look up*"
 STOP_RE = re.compile(r"^\s*\d+\. ")
 LINK_RE = re.compile(r"\]\(\.\./(src/[^)#]+)\)")
 
@@ -41,6 +43,8 @@ def read_stops(track):
                 stops.append(current)
         if MODEL_END in line and model_end is None:
             model_end = number
+        if LOOK_UP in line:
+            current = None
         if current is not None:
             current[1].extend(LINK_RE.findall(line))
     return stops, model_end

@@ -114,7 +114,7 @@ typedef struct {
     // The default, as it would be typed, for each architecture. NULL: no
     // default (a path not given), or, for card, not a card setting (see
     // needs). derived: computed from other settings when not given
-    // (apply_derived in settings.c), with this text in --help instead.
+    // (settings_finish, settings.c), with this text in --help instead.
     // gpt2 takes gpt's, or card's for the parts of a gpt (see apply_default),
     // but gpt2_default where GPT-2 differs from both (GELU's tanh form).
     const char *gpt_default, *card_default, *gpt2_default;
