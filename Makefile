@@ -211,11 +211,15 @@ test: test-bins bpe-check readme-check
 # with its default and range; every metadata key the checkpoints and
 # run.json hold listed (docs/checkpoints.md); and the reading order of src/
 # (docs/reading-order.md) free of forward references, each file's
-# "Reading order: file N" agreeing with it; README.md at most 15 KB; and every command in
+# "Reading order: file N" agreeing with it; and every command in
 # a code block of those pages run, as it shows it, in a stand-in world
 # (a small text, a tiny trained run), with every `make` target named
-# existing and no file needed from outside the repository; and every
-# link between the pages leading to a file and heading that exist.
+# existing and no file needed from outside the repository; every
+# link between the pages leading to a file and heading that exist; the
+# rooms of a livable size (check_sizes.py: README.md at most 15 KB, no
+# src/ file outside kernels/ over 500 lines, no script over 800); and the
+# learner's track (docs/learn.md) reaching its first derivation within
+# 300 lines and the whole model within 2,000 (check_learn_track.py).
 # Python's standard library only.
 .PHONY: readme-check
 readme-check: tinygpt
@@ -224,6 +228,8 @@ readme-check: tinygpt
 	/usr/bin/python3 scripts/check_reading_order.py
 	/usr/bin/python3 scripts/check_doc_commands.py --tinygpt ./tinygpt
 	/usr/bin/python3 scripts/check_doc_links.py
+	/usr/bin/python3 scripts/check_sizes.py
+	/usr/bin/python3 scripts/check_learn_track.py
 
 # The BPE learner and encoder against an independent Python one
 # (scripts/bpe_reference.py, standard library only) on a few small texts:
