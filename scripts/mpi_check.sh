@@ -176,7 +176,7 @@ same_losses "$dir/A/init1" "$dir/A/init2" 1e-4 || fail "--init with the file onl
 mkdir "$dir/A/empty"
 cp -r "$dir/A/init2" "$dir/A/damaged"
 truncate -s 1000 "$dir/A/damaged/checkpoint-20/model.safetensors"
-for bad in "empty:cannot open 'empty/model.safetensors'" "damaged:is not a valid tinygpt checkpoint"; do
+for bad in "empty:'empty' holds no run" "damaged:is not a valid tinygpt checkpoint"; do
     status=0
     on_two_machines train --resume "${bad%%:*}" >/dev/null 2>"$dir/bad.err" || status=$?
     ((status != 0 && status != 124)) || fail "--resume ${bad%%:*} exited $status (124: it hung)"
