@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "common.h"
 #include "helpers.h"
 #include "parallel.h"
+#include "sanitized.h"
 #include "tests.h"
 
 // Opening a FIFO for reading waits for a writer: if fopen_checked ever does
@@ -157,6 +159,24 @@ START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
 END_TEST
 
 // ---- Paths -------------------------------------------------------------------------
+
+// A stream read without a bound (max_bytes SIZE_MAX: a file read whole)
+// that outgrows memory says so, and names no --max-bytes, which only a
+// caller that has one (standard input's) can point to.
+START_TEST(read_stream_out_of_memory_without_a_bound_names_no_flag) {
+    if (TINYGPT_SANITIZED) return;  // the sanitizers reserve more address space than the limit below
+    const struct rlimit memory = {400u << 20, 400u << 20};
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &memory), 0);  // this test's own process (check forks each)
+    FILE *zeros = popen("head -c 600000000 /dev/zero", "r");
+    ck_assert_ptr_nonnull(zeros);
+    char *text = NULL;
+    size_t len = 0;
+    Error err = {{0}};
+    ck_assert(!read_stream(zeros, "zeros", SIZE_MAX, &text, &len, &err));
+    pclose(zeros);
+    ck_assert_msg(strstr(err.msg, "out of memory reading zeros") && !strstr(err.msg, "--max-bytes"), "%s", err.msg);
+}
+END_TEST
 
 START_TEST(path_dir_is_the_directory_of_a_file_as_dirname_says) {
     const char *cases[][2] = {
@@ -300,6 +320,7 @@ Suite *common_suite(void) {
     tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
     tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
     tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    tcase_add_test(files, read_stream_out_of_memory_without_a_bound_names_no_flag);
     tcase_add_test(files, atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all);
     suite_add_tcase(s, files);
 

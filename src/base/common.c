@@ -354,10 +354,14 @@ bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t
         if (n < cap) break;
         cap = cap > max_bytes / 2 ? max_bytes + 1 : 2 * cap;  // one byte past the limit tells
         // Not xrealloc, whose message names the flags that size the model:
-        // here the text is what does not fit, and --max-bytes what let it.
+        // here the text is what does not fit, and --max-bytes, when the
+        // caller has one, what let it (a file, read whole, has none).
         char *grown = realloc(buf, cap + 1);
         if (!grown) {
             free(buf);
+            if (max_bytes == SIZE_MAX)
+                return error_set(err, "out of memory reading %s: %zu bytes read; the text must fit in memory: use a part of it",
+                                 path, n);
             return error_set(err, "out of memory reading %s: %zu bytes read, and --max-bytes %zu lets it go on; the text must fit in memory: give a smaller --max-bytes, or a file",
                              path, n, max_bytes);
         }
