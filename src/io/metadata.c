@@ -72,6 +72,22 @@ bool parse_double(const char *text, size_t len, double *out) {
     return true;
 }
 
+void format_checksum(uint64_t sum, char out[CHECKSUM_DIGITS + 1]) {
+    snprintf(out, CHECKSUM_DIGITS + 1, "%016llx", (unsigned long long)sum);
+}
+
+bool parse_checksum(const char *text, uint64_t *sum) {
+    uint64_t value = 0;
+    for (int i = 0; i < CHECKSUM_DIGITS; i++) {
+        const char c = text[i];
+        const bool digit = c >= '0' && c <= '9', letter = c >= 'a' && c <= 'f';
+        if (!digit && !letter) return false;
+        value = value << 4 | (uint64_t)(digit ? c - '0' : c - 'a' + 10);
+    }
+    *sum = value;
+    return true;
+}
+
 bool metadata_u64(const Metadata *md, const char *key, uint64_t *out) {
     const MetadataItem *item = metadata_get(md, key);
     return item && parse_u64(item->value, item->len, out);

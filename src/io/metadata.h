@@ -40,6 +40,14 @@ bool metadata_u64(const Metadata *md, const char *key, uint64_t *out);
 // number with a digit first ("0.1", "1e-05"; not " 1", "+1", ".5" or "nan").
 bool parse_u64(const char *text, size_t len, uint64_t *out);
 bool parse_double(const char *text, size_t len, double *out);
+
+// A checksum as tinygpt's files spell it (safetensors.h, run_dir.h): the
+// XXH3-64 of the file, as 16 lowercase hex digits. format_checksum writes
+// them and a NUL into "out"; parse_checksum reads the 16 characters at
+// "text" (the caller has them), false unless each is such a digit.
+#define CHECKSUM_DIGITS 16
+void format_checksum(uint64_t sum, char out[CHECKSUM_DIGITS + 1]);
+bool parse_checksum(const char *text, uint64_t *sum);
 void metadata_free(Metadata *md);
 
 #endif

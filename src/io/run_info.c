@@ -33,7 +33,6 @@
 // (run.json's tinygpt-run-1): a changed byte in the checksum's key or the
 // format name cannot pass for an older file.
 #define JSON_CHECKSUM_PREFIX "{\"checksum\":\""
-#define JSON_CHECKSUM_DIGITS 16
 
 // json_file_save: "path" = the checksum, "format", then "md"'s keys, whole
 // or not at all (write_file_atomic).
@@ -47,9 +46,9 @@ static bool json_file_save(const char *path, const char *format, const Metadata 
         json_buf_string(&b, md->items[i].value, md->items[i].len);
     }
     json_buf_append(&b, "}\n", 2);
-    char digits[JSON_CHECKSUM_DIGITS + 1];
-    snprintf(digits, sizeof digits, "%016llx", (unsigned long long)XXH3_64bits(b.data, b.len));
-    memcpy(b.data + strlen(JSON_CHECKSUM_PREFIX), digits, JSON_CHECKSUM_DIGITS);
+    char digits[CHECKSUM_DIGITS + 1];
+    format_checksum(XXH3_64bits(b.data, b.len), digits);
+    memcpy(b.data + strlen(JSON_CHECKSUM_PREFIX), digits, CHECKSUM_DIGITS);
     bool ok = write_file_atomic(path, b.data, b.len, err);
     json_buf_free(&b);
     return ok;
@@ -61,15 +60,15 @@ static bool json_file_save(const char *path, const char *format, const Metadata 
 // such older file), into "md" (except "format"). NULL, or what is wrong.
 static const char *json_file_parse(char *text, size_t len, const char *format, const char *old_format, Metadata *md) {
     const size_t at = strlen(JSON_CHECKSUM_PREFIX);
-    const bool has_checksum = len > at + JSON_CHECKSUM_DIGITS && memcmp(text, JSON_CHECKSUM_PREFIX, at) == 0;
+    const bool has_checksum = len > at + CHECKSUM_DIGITS && memcmp(text, JSON_CHECKSUM_PREFIX, at) == 0;
     if (has_checksum) {
-        char digits[JSON_CHECKSUM_DIGITS + 1];
-        memcpy(digits, text + at, JSON_CHECKSUM_DIGITS);
-        digits[JSON_CHECKSUM_DIGITS] = '\0';
-        memset(text + at, '0', JSON_CHECKSUM_DIGITS);
+        char digits[CHECKSUM_DIGITS];
+        uint64_t written;
+        memcpy(digits, text + at, CHECKSUM_DIGITS);
+        memset(text + at, '0', CHECKSUM_DIGITS);
         const uint64_t sum = XXH3_64bits(text, len);
-        memcpy(text + at, digits, JSON_CHECKSUM_DIGITS);
-        if (strspn(digits, "0123456789abcdef") != JSON_CHECKSUM_DIGITS || sum != strtoull(digits, NULL, 16))
+        memcpy(text + at, digits, CHECKSUM_DIGITS);
+        if (!parse_checksum(digits, &written) || sum != written)
             return "its checksum does not match its contents, so a byte of it changed after it was saved";
     }
     const char *wanted = has_checksum ? format : old_format;
@@ -125,7 +124,9 @@ bool run_dir_save_log_mark(const char *checkpoint, const LogMark *mark, Error *e
     snprintf(path, sizeof path, "%s/" LOG_MARK_FILE, checkpoint);
     Metadata md = {0};
     metadata_set(&md, "log_bytes", "%llu", (unsigned long long)mark->bytes);
-    metadata_set(&md, "log_hash", "%016llx", (unsigned long long)mark->hash);
+    char hash_digits[CHECKSUM_DIGITS + 1];
+    format_checksum(mark->hash, hash_digits);
+    metadata_set(&md, "log_hash", "%s", hash_digits);
     bool ok = json_file_save(path, LOG_MARK_FORMAT, &md, err);
     metadata_free(&md);
     return ok;
@@ -145,13 +146,14 @@ bool run_dir_read_log_mark(const char *checkpoint, LogMark *mark, Error *err) {
     const bool parsed = !wrong;
     const MetadataItem *bytes = parsed ? metadata_get(&md, "log_bytes") : NULL;
     const MetadataItem *hash = parsed ? metadata_get(&md, "log_hash") : NULL;
+    uint64_t log_hash = 0;
     if (parsed && (!bytes || !hash || strspn(bytes->value, "0123456789") != bytes->len || bytes->len == 0 ||
-                   bytes->len > 18 || hash->len != 16 || strspn(hash->value, "0123456789abcdef") != 16))
+                   bytes->len > 18 || hash->len != CHECKSUM_DIGITS || !parse_checksum(hash->value, &log_hash)))
         wrong = "its log_bytes and log_hash are not a length and 16 hex digits";
     if (!wrong) {
         mark->present = true;
         mark->bytes = strtoull(bytes->value, NULL, 10);
-        mark->hash = strtoull(hash->value, NULL, 16);
+        mark->hash = log_hash;
     }
     if (parsed) metadata_free(&md);
     if (!wrong) return true;

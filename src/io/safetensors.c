@@ -29,7 +29,6 @@ _Static_assert(sizeof(float) == 4, "safetensors F32 is 4 bytes");
 // How a header with a checksum begins; its 16 hex digits follow at once.
 #define CHECKSUM_PREFIX "{\"__metadata__\":{\"checksum\":\""
 #define CHECKSUM_AT (sizeof CHECKSUM_PREFIX - 1)
-#define CHECKSUM_DIGITS 16
 
 // ===========================================================================
 // Writing.
@@ -87,7 +86,7 @@ bool safetensors_save(const char *path, const Metadata *md, const TensorGroup *g
             XXH3_64bits_update(hash, groups[g].memory + groups[g].table->specs[i].offset,
                                groups[g].table->specs[i].size * sizeof(float));
     char digits[CHECKSUM_DIGITS + 1];
-    snprintf(digits, sizeof digits, "%016llx", (unsigned long long)XXH3_64bits_digest(hash));
+    format_checksum(XXH3_64bits_digest(hash), digits);
     XXH3_freeState(hash);
     memcpy(header.data + CHECKSUM_AT, digits, CHECKSUM_DIGITS);
 
@@ -164,8 +163,7 @@ static bool parse_header(SafetensorsFile *st) {
     const char *digits = st->header + CHECKSUM_AT;
     st->has_checksum = st->header_len > CHECKSUM_AT + CHECKSUM_DIGITS &&
                        memcmp(st->header, CHECKSUM_PREFIX, CHECKSUM_AT) == 0 &&
-                       strspn(digits, "0123456789abcdef") >= CHECKSUM_DIGITS && digits[CHECKSUM_DIGITS] == '"';
-    if (st->has_checksum) st->checksum = strtoull(digits, NULL, 16);  // 16 hex digits fit in 64 bits
+                       parse_checksum(digits, &st->checksum) && digits[CHECKSUM_DIGITS] == '"';
     return true;
 }
 
