@@ -114,10 +114,10 @@ static void build_slices(TrainRun *run) {
 // cannot be read, saying how to go back to the checkpoint before it, if
 // the run directory has one (--keep 2 or more keeps them).
 static _Noreturn void die_resuming(const TrainRun *run, const char *msg) {
-    char older[4200];
-    long step, before = LONG_MAX;
-    const char *name = strrchr(run->resume_files.checkpoint, '/');
-    if (name && strncmp(name, "/checkpoint-", 12) == 0) before = strtol(name + 12, NULL, 10);
+    char older[4200], dir[4200];
+    long step, before;
+    // A run saved before checkpoints were directories has its one in DIR itself.
+    if (!run_dir_named_checkpoint(run->resume_files.checkpoint, dir, sizeof dir, &before)) before = LONG_MAX;
     if (run->writer && run_dir_checkpoint_before(run->s.out_dir, before, older, sizeof older, &step))
         die(EXIT_RUNTIME, "%s; to continue from the checkpoint before it (step %ld): tinygpt train --resume %s", msg,
             step, older);
