@@ -167,6 +167,12 @@ START_TEST(read_stream_out_of_memory_without_a_bound_names_no_flag) {
     if (TINYGPT_SANITIZED) return;  // the sanitizers reserve more address space than the limit below
     const struct rlimit memory = {400u << 20, 400u << 20};
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &memory), 0);  // this test's own process (check forks each)
+    void *volatile beyond = malloc(500u << 20);  // volatile: kept, not elided with its free
+    if (beyond) {  // qemu-user (make arm-check) takes the limit and does not enforce it
+        free(beyond);
+        fprintf(stderr, "common: skipped read_stream out of memory: this process's address-space limit is not enforced\n");
+        return;
+    }
     FILE *zeros = popen("head -c 600000000 /dev/zero", "r");
     ck_assert_ptr_nonnull(zeros);
     char *text = NULL;
