@@ -5,14 +5,18 @@
 //    both inp and weight, and that it adds to both gradients;
 // 3. a row alone gives the same bits as inside a batch (sampling
 //    normalises one position at a time, training all);
-// 4. QK-norm (qk_norm_forward/backward): every head of q and k at length
+// 4. QK-norm (qk_norm_forward_reference/backward): every head of q and k at length
 //    sqrt(HS) and v untouched, no weight the same bits as a weight of ones,
 //    and the backward, in place on dqkv, against finite differences.
+// 5. The fast versions (rmsnorm_fast.c) give the references' bits: every
+//    output, rstd and gradient, for row counts and widths that fill a
+//    vector's lanes and ones that leave some over.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
+#include "fast.h"
 #include "gradcheck.h"
 #include "helpers.h"
 #include "rmsnorm.h"
@@ -44,7 +48,7 @@ static const double HAND_OUT[HN * HC] = {0.365148128, 1.46059251, -1.09544438, 0
 
 START_TEST(forward_scales_a_hand_computed_row_by_its_root_mean_square_and_keeps_a_zero_row_finite) {
     float out[HN * HC], rstd[HN];
-    rmsnorm_forward(out, rstd, HAND_INP, HAND_WEIGHT, HN, HC);
+    rmsnorm_forward_reference(out, rstd, HAND_INP, HAND_WEIGHT, HN, HC);
     for (int n = 0; n < HN; n++)
         ck_assert_msg(fabs(rstd[n] - HAND_RSTD[n]) <= HAND_VALUE_TOL * HAND_RSTD[n], "rstd[%d] = %.9g, want %.9g", n,
                       (double)rstd[n], HAND_RSTD[n]);
@@ -78,7 +82,7 @@ static void rmsnorm_case_init(RmsNormCase *rc, uint64_t seed) {
 // L = sum(out * R), in double
 static double rmsnorm_loss(void *ctx) {
     RmsNormCase *rc = ctx;
-    rmsnorm_forward(rc->out, rc->rstd, rc->inp, rc->weight, GN, GC);
+    rmsnorm_forward_reference(rc->out, rc->rstd, rc->inp, rc->weight, GN, GC);
     double loss = 0;
     for (int i = 0; i < GN * GC; i++) loss += rc->out[i] * rc->R[i];
     return loss;
@@ -89,7 +93,7 @@ static void rmsnorm_case_backward(RmsNormCase *rc, float *dinp, float *dweight) 
     float dout[GN * GC];
     for (int i = 0; i < GN * GC; i++) dout[i] = (float)rc->R[i];  // dL/dout = R
     rmsnorm_loss(rc);                                             // fills rstd
-    rmsnorm_backward(dinp, dweight, dout, rc->inp, rc->weight, rc->rstd, GN, GC);
+    rmsnorm_backward_reference(dinp, dweight, dout, rc->inp, rc->weight, rc->rstd, GN, GC);
 }
 
 START_TEST(backward_matches_finite_differences_for_inp_and_weight) {
@@ -131,14 +135,14 @@ START_TEST(a_row_alone_gives_the_same_bits_as_inside_a_batch) {
     fill_uniform(inp, nc, &rng);
     fill_uniform(dout, nc, &rng);
     fill_uniform(weight, BC, &rng);
-    rmsnorm_forward(out, rstd, inp, weight, BN, BC);
-    rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, BN, BC);
+    rmsnorm_forward_reference(out, rstd, inp, weight, BN, BC);
+    rmsnorm_backward_reference(dinp, dweight, dout, inp, weight, rstd, BN, BC);
     const int rows[] = {0, 17, BN - 1};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const size_t at = (size_t)rows[r] * BC;
         float out_1[BC], rstd_1, dinp_1[BC] = {0}, dweight_1[BC] = {0};
-        rmsnorm_forward(out_1, &rstd_1, inp + at, weight, 1, BC);
-        rmsnorm_backward(dinp_1, dweight_1, dout + at, inp + at, weight, &rstd_1, 1, BC);
+        rmsnorm_forward_reference(out_1, &rstd_1, inp + at, weight, 1, BC);
+        rmsnorm_backward_reference(dinp_1, dweight_1, dout + at, inp + at, weight, &rstd_1, 1, BC);
         ck_assert_msg(memcmp(out_1, out + at, sizeof out_1) == 0, "out of row %d differs", rows[r]);
         ck_assert_msg(rstd_1 == rstd[rows[r]], "rstd of row %d differs", rows[r]);
         ck_assert_msg(memcmp(dinp_1, dinp + at, sizeof dinp_1) == 0, "dinp of row %d differs", rows[r]);
@@ -165,7 +169,7 @@ START_TEST(qk_norm_puts_every_head_of_q_and_k_at_length_sqrt_hs_and_leaves_v_alo
     rng_init(&rng, 191);
     for (int i = 0; i < QN * 3 * QC; i++) qkv[i] = 3.0f * (2.0f * rng_uniform(&rng) - 1.0f);
     memcpy(before, qkv, sizeof qkv);
-    qk_norm_forward(qkv, rstd, QN, QC, QNH);
+    qk_norm_forward_reference(qkv, rstd, QN, QC, QNH);
     for (int n = 0; n < QN; n++) {
         for (int h = 0; h < 2 * QNH; h++) {
             double sq = 0;
@@ -185,8 +189,8 @@ START_TEST(no_weight_gives_the_bits_of_a_weight_of_ones) {
     rng_init(&rng, 192);
     fill_uniform(inp, GN * GC, &rng);
     for (int c = 0; c < GC; c++) ones[c] = 1.0f;
-    rmsnorm_forward(with, rstd, inp, ones, GN, GC);
-    rmsnorm_forward(without, rstd, inp, NULL, GN, GC);
+    rmsnorm_forward_reference(with, rstd, inp, ones, GN, GC);
+    rmsnorm_forward_reference(without, rstd, inp, NULL, GN, GC);
     ck_assert(memcmp(with, without, sizeof with) == 0);
 }
 END_TEST
@@ -201,7 +205,7 @@ typedef struct {
 static double qk_norm_loss(void *ctx) {
     QkNormCase *qc = ctx;
     memcpy(qc->out, qc->qkv, sizeof qc->out);
-    qk_norm_forward(qc->out, qc->rstd, QN, QC, QNH);
+    qk_norm_forward_reference(qc->out, qc->rstd, QN, QC, QNH);
     double loss = 0;
     for (int i = 0; i < QN * 3 * QC; i++) loss += qc->out[i] * qc->R[i];
     return loss;
@@ -216,9 +220,76 @@ START_TEST(qk_norm_backward_matches_finite_differences_and_passes_v_through) {
     float d[QN * 3 * QC];
     for (int i = 0; i < QN * 3 * QC; i++) d[i] = (float)qc.R[i];  // dL/d out = R, then in place
     qk_norm_loss(&qc);                                           // out and rstd
-    qk_norm_backward(d, qc.out, qc.rstd, QN, QC, QNH);
+    qk_norm_backward_reference(d, qc.out, qc.rstd, QN, QC, QNH);
     assert_gradcheck_passes("qkv", gradcheck(qk_norm_loss, &qc, qc.qkv, d, QN * 3 * QC, GRADCHECK_FLOAT32),
                             QN * 3 * QC);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// 5. Fast against reference, bit for bit.
+
+// Each of the four functions, fast and reference, on the same random
+// inputs (dinp and dweight start non-zero: both are added to); the
+// buffers compared whole, memcmp.
+static void expect_fast_bits(int N, int C, int NH, uint64_t seed) {
+    const size_t nc = (size_t)N * C, nqkv = 3 * nc, nheads = (size_t)N * 2 * NH;
+    float *inp = xmalloc(nc * sizeof(float)), *dout = xmalloc(nc * sizeof(float)), *weight = xmalloc(C * sizeof(float));
+    float *out[2], *rstd[2], *dinp[2], *dweight[2], *qkv[2], *qk_rstd[2], *dqkv[2];
+    Rng rng;
+    rng_init(&rng, seed);
+    fill_uniform(inp, nc, &rng);
+    fill_uniform(dout, nc, &rng);
+    fill_uniform(weight, (size_t)C, &rng);
+    float *qkv_start = xmalloc(nqkv * sizeof(float)), *dqkv_start = xmalloc(nqkv * sizeof(float));
+    float *dinp_start = xmalloc(nc * sizeof(float)), *dweight_start = xmalloc(C * sizeof(float));
+    fill_uniform(qkv_start, nqkv, &rng);
+    fill_uniform(dqkv_start, nqkv, &rng);
+    fill_uniform(dinp_start, nc, &rng);
+    fill_uniform(dweight_start, (size_t)C, &rng);
+    for (int v = 0; v < 2; v++) {  // 0 reference, 1 fast
+        out[v] = xmalloc(nc * sizeof(float)), rstd[v] = xmalloc(N * sizeof(float));
+        dinp[v] = xmalloc(nc * sizeof(float)), dweight[v] = xmalloc(C * sizeof(float));
+        qkv[v] = xmalloc(nqkv * sizeof(float)), qk_rstd[v] = xmalloc(nheads * sizeof(float));
+        dqkv[v] = xmalloc(nqkv * sizeof(float));
+        memcpy(dinp[v], dinp_start, nc * sizeof(float));
+        memcpy(dweight[v], dweight_start, C * sizeof(float));
+        memcpy(qkv[v], qkv_start, nqkv * sizeof(float));
+        memcpy(dqkv[v], dqkv_start, nqkv * sizeof(float));
+    }
+    rmsnorm_forward_reference(out[0], rstd[0], inp, weight, N, C);
+    rmsnorm_forward(out[1], rstd[1], inp, weight, N, C);
+    rmsnorm_backward_reference(dinp[0], dweight[0], dout, inp, weight, rstd[0], N, C);
+    rmsnorm_backward(dinp[1], dweight[1], dout, inp, weight, rstd[1], N, C);
+    qk_norm_forward_reference(qkv[0], qk_rstd[0], N, C, NH);
+    qk_norm_forward(qkv[1], qk_rstd[1], N, C, NH);
+    qk_norm_backward_reference(dqkv[0], qkv[0], qk_rstd[0], N, C, NH);
+    qk_norm_backward(dqkv[1], qkv[1], qk_rstd[1], N, C, NH);
+    ck_assert_msg(memcmp(out[0], out[1], nc * sizeof(float)) == 0, "N %d C %d: out differs", N, C);
+    ck_assert_msg(memcmp(rstd[0], rstd[1], N * sizeof(float)) == 0, "N %d C %d: rstd differs", N, C);
+    ck_assert_msg(memcmp(dinp[0], dinp[1], nc * sizeof(float)) == 0, "N %d C %d: dinp differs", N, C);
+    ck_assert_msg(memcmp(dweight[0], dweight[1], C * sizeof(float)) == 0, "N %d C %d: dweight differs", N, C);
+    ck_assert_msg(memcmp(qkv[0], qkv[1], nqkv * sizeof(float)) == 0, "N %d C %d NH %d: qk-norm's qkv differs", N, C,
+                  NH);
+    ck_assert_msg(memcmp(qk_rstd[0], qk_rstd[1], nheads * sizeof(float)) == 0, "N %d C %d NH %d: qk-norm's rstd differs",
+                  N, C, NH);
+    ck_assert_msg(memcmp(dqkv[0], dqkv[1], nqkv * sizeof(float)) == 0, "N %d C %d NH %d: qk-norm's dqkv differs", N, C,
+                  NH);
+    for (int v = 0; v < 2; v++) {
+        free(out[v]), free(rstd[v]), free(dinp[v]), free(dweight[v]), free(qkv[v]), free(qk_rstd[v]), free(dqkv[v]);
+    }
+    free(qkv_start), free(dqkv_start), free(dinp_start), free(dweight_start);
+    free(weight), free(dout), free(inp);
+}
+
+START_TEST(the_fast_versions_give_the_references_bits) {
+    // widths: under a vector, whole vectors of every path (16 floats),
+    // ragged; heads of 1, 3, 8 and 32 channels; row counts under, at and
+    // past a group of lanes. 768 x 128: the default gpt's slice, parallel.
+    const struct { int N, C, NH; } shapes[] = {{1, 3, 1},  {5, 13, 1},  {16, 16, 2},  {17, 24, 8},
+                                               {33, 130, 10}, {7, 128, 4}, {768, 128, 4}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        expect_fast_bits(shapes[i].N, shapes[i].C, shapes[i].NH, 300 + i);
 }
 END_TEST
 
@@ -232,6 +303,7 @@ Suite *rmsnorm_suite(void) {
     tcase_add_test(tc, qk_norm_puts_every_head_of_q_and_k_at_length_sqrt_hs_and_leaves_v_alone);
     tcase_add_test(tc, no_weight_gives_the_bits_of_a_weight_of_ones);
     tcase_add_test(tc, qk_norm_backward_matches_finite_differences_and_passes_v_through);
+    tcase_add_test(tc, the_fast_versions_give_the_references_bits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,7 +91,7 @@ static float forward_from(Work *w, Stage from) {
     }
     if (from <= FROM_CONTEXT) linear_forward_reference(w->output, w->context, w->proj_weight, w->proj_bias, T, C, C);
     if (from <= FROM_OUTPUT) residual_forward(w->stream, w->context, w->output, (size_t)T * C, 0.0f, 0, 0);
-    if (from <= FROM_STREAM) rmsnorm_forward(w->normed, w->rstd, w->stream, w->norm_weight, T, C);
+    if (from <= FROM_STREAM) rmsnorm_forward_reference(w->normed, w->rstd, w->stream, w->norm_weight, T, C);
     if (from <= FROM_NORMED) linear_forward_reference(w->logits, w->normed, w->head_weight, w->head_bias, T, C, V);
     return crossentropy_forward(w->losses, w->probs, w->logits, WALK_TARGETS, T, V);
 }
@@ -144,10 +144,10 @@ static void backward(Work *w) {
     crossentropy_backward(w->dlogits, w->probs, WALK_TARGETS, T, V, (size_t)T);
     linear_backward_reference(w->dnormed, w->dhead_weight, w->dhead_bias, w->dlogits, w->normed, w->head_weight, T,
                               C, V);
-    // rmsnorm_backward adds to its input's gradient (in a block, the skip
+    // rmsnorm_backward_reference adds to its input's gradient (in a block, the skip
     // path has put its part there already); here it is the first, so zero.
     memset(w->dstream, 0, sizeof w->dstream);
-    rmsnorm_backward(w->dstream, w->dnorm_weight, w->dnormed, w->stream, w->norm_weight, w->rstd, T, C);
+    rmsnorm_backward_reference(w->dstream, w->dnorm_weight, w->dnormed, w->stream, w->norm_weight, w->rstd, T, C);
     // stream = context + output: the branch gets d stream as it is...
     residual_backward(w->doutput, w->dstream, (size_t)T * C, 0.0f, 0, 0);
     linear_backward_reference(w->dcontext, w->dproj_weight, w->dproj_bias, w->doutput, w->context, w->proj_weight,
@@ -197,7 +197,7 @@ static const GradientSpec GRADIENTS[NG] = {
      AT(head_weight, dhead_weight, 0, 1, C), FROM_NORMED},
     {"(7d)", "d b_head = d logits summed over the rows", 1, V, BIAS, WALK_TOKENS, false,
      AT(head_bias, dhead_bias, 0, 0, 1), FROM_NORMED},
-    {"(8a)", "d stream = (d xhat - xhat mean(d xhat xhat)) / rms, d xhat = d normed g (rmsnorm_backward)", T, C,
+    {"(8a)", "d stream = (d xhat - xhat mean(d xhat xhat)) / rms, d xhat = d normed g (rmsnorm_backward_reference)", T, C,
      WALK_TOKENS, WALK_OUT_DIMS, false, AT(stream, dstream, 0, C, 1), FROM_STREAM},
     {"(8b)", "d g = d normed xhat summed over the rows", 1, C, NORM_WEIGHT, WALK_OUT_DIMS, false,
      AT(norm_weight, dnorm_weight, 0, 0, 1), FROM_STREAM},
@@ -348,7 +348,7 @@ int walkthrough_backward_print(const WalkBackward *b, FILE *out) {
     walk_print_matrix(out, "(6a) stream = context (5b) + output (5c) (residual_forward)", b->stream, T, C, tok,
                       WALK_OUT_DIMS, false);
     walk_print_matrix(out, "g", WALK_NORM_WEIGHT, 1, C, NORM_WEIGHT, WALK_OUT_DIMS, false);
-    walk_print_matrix(out, "(6b) normed = stream / rms of its row * g (rmsnorm_forward)", b->normed, T, C, tok,
+    walk_print_matrix(out, "(6b) normed = stream / rms of its row * g (rmsnorm_forward_reference)", b->normed, T, C, tok,
                       WALK_OUT_DIMS, false);
     walk_print_matrix(out, "W_head", &WALK_W_HEAD[0][0], C, V, WALK_OUT_DIMS, tok, false);
     walk_print_matrix(out, "b_head", WALK_B_HEAD, 1, V, BIAS, tok, false);

@@ -110,6 +110,17 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                         const float *mean, const float *rstd, int N, int C);
 
+// ---- RMSNorm and QK-norm (rmsnorm.h; rmsnorm_fast.c, file 18b) ------------
+
+// The fast versions (rmsnorm_fast.c), which training runs: the reference's
+// numbers to the bit (each row's sum the same one chain, several rows'
+// chains at once in a vector's lanes), the same arguments.
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
+void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                      const float *rstd, int N, int C);
+void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH);
+void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH);
+
 // ---- GELU (gelu.h; gelu_fast.c, file 21) -----------------------------------
 
 // The fast versions (gelu_fast.c), which training runs: the forward, and

@@ -3,7 +3,6 @@
 #include "rmsnorm.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stddef.h>
 
 // Below this many numbers (a row or a few, when sampling), waking the other
@@ -17,6 +16,9 @@
 // products is fused with the subtraction is its choice, and gcc chose one
 // for x86 and the other for aarch64, whose trained weights then came 1e-7
 // apart. Said, they are the same bits on every CPU (make arm-check).
+// (QK-norm's backward sum was left to it until 2026-11-29: gcc multiplied
+// in vectors and added the products one at a time unfused, but fused the
+// last HS mod the vector's width, so the bits hung on the vector width.)
 
 // One row: out[C] = x[C] * r * weight[C], r = 1 / sqrt(sum over c of x[c]^2 / C + eps),
 // returned; without a weight (NULL) out = x * r, the same bits as a weight of ones.
@@ -32,7 +34,7 @@ static float rmsnorm_row(float *out, const float *x, const float *weight, int C)
 }
 
 // out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps)
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
+void rmsnorm_forward_reference(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) rstd[n] = rmsnorm_row(out + (size_t)n * C, inp + (size_t)n * C, weight, C);
 }
@@ -61,48 +63,48 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
 //        dW += colsum(dY * Xhat)      dX += r * (dXhat - Xhat * rowmean(dXhat * Xhat)),  dXhat = dY * w
 // dx is added to dinp, not written: the input is the residual stream
 // (rmsnorm.h). Two passes, each shared among the threads: dx row by row,
-// then dw channel by channel (each channel's sum over the rows in row
-// order, so the threads never add to the same dw[c]).
-void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                      const float *rstd, int N, int C) {
-    const bool parallel = (size_t)N * C >= MIN_PARALLEL_WORK;
-#pragma omp parallel if (parallel)
-    {
-#pragma omp for schedule(static) nowait
+// then dw channel by channel (rmsnorm_weight_grad).
+void rmsnorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                                const float *rstd, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float dxhat_xhat_sum = 0.0f;
+        for (int c = 0; c < C; c++)
+            dxhat_xhat_sum = fmaf(dy[c] * weight[c], x[c] * rstd[n], dxhat_xhat_sum);  // sum of dxhat xhat (4. dxhat = dy w)
+        const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
+        for (int c = 0; c < C; c++) {
+            const float xhat = x[c] * rstd[n];
+            dx[c] = fmaf(rstd[n], fmaf(dy[c], weight[c], -(xhat * dxhat_xhat_mean)), dx[c]);  // 3-1. the two terms
+        }
+    }
+    rmsnorm_weight_grad(dweight, dout, inp, rstd, N, C);
+}
+
+// 4. dw, each channel's sum over the rows in row order, so the threads
+// never add to the same dw[c]; in runs of CHANNEL_RUN channels, read row by
+// row (a column at a time would touch a new cache line for every number).
+void rmsnorm_weight_grad(float *dweight, const float *dout, const float *inp, const float *rstd, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
+    for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
+        const int width = C - c0 < CHANNEL_RUN ? C - c0 : CHANNEL_RUN;
+        float dw[CHANNEL_RUN];
+        for (int c = 0; c < width; c++) dw[c] = dweight[c0 + c];
         for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-            float *dx = dinp + (size_t)n * C;
-            float dxhat_xhat_sum = 0.0f;
-            for (int c = 0; c < C; c++)
-                dxhat_xhat_sum = fmaf(dy[c] * weight[c], x[c] * rstd[n], dxhat_xhat_sum);  // sum of dxhat xhat (4. dxhat = dy w)
-            const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
-            for (int c = 0; c < C; c++) {
-                const float xhat = x[c] * rstd[n];
-                dx[c] = fmaf(rstd[n], fmaf(dy[c], weight[c], -(xhat * dxhat_xhat_mean)), dx[c]);  // 3-1. the two terms
-            }
+            const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
+            for (int c = 0; c < width; c++) dw[c] = fmaf(dy[c], x[c] * rstd[n], dw[c]);  // 4. dw
         }
-        // In runs of CHANNEL_RUN channels, read row by row (a column at a
-        // time would touch a new cache line for every number).
-#pragma omp for schedule(static)
-        for (int c0 = 0; c0 < C; c0 += CHANNEL_RUN) {
-            const int width = C - c0 < CHANNEL_RUN ? C - c0 : CHANNEL_RUN;
-            float dw[CHANNEL_RUN];
-            for (int c = 0; c < width; c++) dw[c] = dweight[c0 + c];
-            for (int n = 0; n < N; n++) {
-                const float *x = inp + (size_t)n * C + c0, *dy = dout + (size_t)n * C + c0;
-                for (int c = 0; c < width; c++) dw[c] = fmaf(dy[c], x[c] * rstd[n], dw[c]);  // 4. dw
-            }
-            for (int c = 0; c < width; c++) dweight[c0 + c] = dw[c];
-        }
+        for (int c = 0; c < width; c++) dweight[c0 + c] = dw[c];
     }
 }
 
-// qk_norm_forward: rmsnorm_forward without a weight over each row's 2NH
+// qk_norm_forward_reference: rmsnorm_forward_reference without a weight over each row's 2NH
 // heads of q and k, in place (rmsnorm.h). One parallel loop over the rows,
-// each head a rmsnorm_row (through rmsnorm_forward, every row's call opened
+// each head a rmsnorm_row (through rmsnorm_forward_reference, every row's call opened
 // a parallel region of its own: ~4,800 a step of the default gpt, each a
 // futex call, ~10% of the step).
-void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
+void qk_norm_forward_reference(float *qkv, float *rstd, int N, int C, int NH) {
     const int HS = C / NH;
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
@@ -112,7 +114,7 @@ void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
     }
 }
 
-// qk_norm_backward, derived: rmsnorm_backward's derivation with w = 1, for
+// qk_norm_backward_reference, derived: rmsnorm_backward_reference's derivation with w = 1, for
 // one head's x[HS] with r = rstd, y = xhat = x r (the forward's output,
 // which is all the backward needs: no weight to multiply back out):
 //   4. no weight: dxhat = dy, no dw
@@ -120,7 +122,7 @@ void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH) {
 //              = r (dy[j] - y[j] mean(dy y))
 // The mean is taken before any dx is written, so dx can overwrite dy in
 // place. Written, not added: q and k go nowhere but through this norm.
-void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
+void qk_norm_backward_reference(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
     const int HS = C / NH;
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
@@ -130,9 +132,9 @@ void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, i
             float *d = dqkv + at;
             const float r = rstd[(size_t)n * 2 * NH + h];
             float dy_y_sum = 0.0f;
-            for (int c = 0; c < HS; c++) dy_y_sum += d[c] * y[c];
+            for (int c = 0; c < HS; c++) dy_y_sum = fmaf(d[c], y[c], dy_y_sum);
             const float dy_y_mean = dy_y_sum / (float)HS;
-            for (int c = 0; c < HS; c++) d[c] = r * (d[c] - y[c] * dy_y_mean);  // 3-1.
+            for (int c = 0; c < HS; c++) d[c] = r * fmaf(-y[c], dy_y_mean, d[c]);  // 3-1.
         }
     }
 }

@@ -16,26 +16,31 @@
 // LayerNorm's, 1e-5 (PyTorch's nn.RMSNorm defaults to the float's own
 // epsilon; LLaMA uses 1e-5 or 1e-6).
 //
-// One version, plain loops, that training and `make REFERENCE=1` both run:
-// like LayerNorm's reference, one running sum per row, so a row alone
-// (sampling) gives the same bits as inside a batch (training).
+// The plain loops, the reference, which `make REFERENCE=1` trains with:
+// like LayerNorm's, one running sum per row, so a row alone (sampling)
+// gives the same bits as inside a batch (training). Training runs their
+// fast twins (rmsnorm_fast.c, declared in fast.h), which keep each row's
+// one sum and give the same bits.
 #ifndef TINYGPT_RMSNORM_H
 #define TINYGPT_RMSNORM_H
 
 #define RMSNORM_EPS 1e-5f
 
 // out[N,C] = inp[N,C] * rstd[N] * weight[C],  rstd[N] = 1/sqrt(mean(inp^2) + eps), saved for backward.
-// "weight" NULL: no weight (times 1; qk_norm_forward below). "out" may be
+// "weight" NULL: no weight (times 1; qk_norm_forward_reference below). "out" may be
 // "inp" (in place): each element is read before it is written.
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
+void rmsnorm_forward_reference(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
 
 // Backward, given dout[N,C] (derived in rmsnorm.c):
 //   dinp[N,C]  += rstd * (dxhat - xhat * mean(dxhat * xhat)),  dxhat = dout * weight
 //   dweight[C] += sum over n of dout[n,c] * xhat[n,c]
 // Both are added to, as in LayerNorm's: the input is the residual stream,
 // whose gradient collects from this norm and from the skip path.
-void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                      const float *rstd, int N, int C);
+void rmsnorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                                const float *rstd, int N, int C);
+// Its second half alone, dweight[C] += sum over n of dout[n,c] * inp[n,c] *
+// rstd[n], shared with the fast backward.
+void rmsnorm_weight_grad(float *dweight, const float *dout, const float *inp, const float *rstd, int N, int C);
 
 // ---- QK-norm (`--qk-norm`) ------------------------------------------------
 // The same normalisation, without a weight, on each attention head's query
@@ -54,8 +59,8 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
 // each NH heads of HS channels, one after another; v, [2C,3C), is left as
 // it is); rstd[N,2NH] saved for backward (q's heads, then k's). Row n's
 // 2NH heads of q and k are 2NH consecutive rows of HS, so this is
-// rmsnorm_forward over them, weight NULL.
-void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH);
+// rmsnorm_forward_reference over them, weight NULL.
+void qk_norm_forward_reference(float *qkv, float *rstd, int N, int C, int NH);
 
 // Backward, in place on dqkv[N,3C] (derived in rmsnorm.c): the gradient of
 // the normalised q and k becomes that of q and k before the norm, from the
@@ -63,6 +68,6 @@ void qk_norm_forward(float *qkv, float *rstd, int N, int C, int NH);
 //   dx = rstd (dy - y mean(dy y))      per head, over its HS channels
 // Written, not added: q and k feed nothing but the norm. v's part is left
 // as it is.
-void qk_norm_backward(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH);
+void qk_norm_backward_reference(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH);
 
 #endif

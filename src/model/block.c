@@ -105,7 +105,7 @@ static void gpt_block_forward(Model *m, int l, Span s, float dropout_p, uint64_t
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]), q and k turned and normed,  attn_out = attention(qkv)
     linear(qkv, attn_in, p->qkv_weight, p->qkv_bias, n, C, 3 * C);
     if (parts->rope) rope_forward(qkv, n, s.T, s.position < 0 ? 0 : s.position, C, NH);
-    if (parts->qk_norm) qk_norm_forward(qkv, rows_of(a->qk_rstd, s, 2 * (size_t)NH), n, C, NH);
+    if (parts->qk_norm) qk_norm(qkv, rows_of(a->qk_rstd, s, 2 * (size_t)NH), n, C, NH);
     attention_span(a, s, &m->config, dropout_p, site_key(key, l, SITE_ATTN), weights_first(m, s.T));
     // 3. res_attn = x + dropout(attn_out @ Wproj^T  (+ b)); without the stream, the projection itself
     linear(parts->residual ? branch : res_attn, attn_out, p->proj_weight, p->proj_bias, n, C, C);
@@ -211,7 +211,7 @@ static void gpt_block_backward(Model *m, int l, float dropout_p, uint64_t key) {
     // 2. qkv = ln1_out @ [Wq;Wk;Wv]^T  (+ [bq;bk;bv]), q and k turned and normed,  attn_out = attention(qkv)
     attention_grad(d->dqkv, d->dattn_weights, d->values_t, d->dattn_out, a, B, T, C, NH, dropout_p,
                    site_key(key, l, SITE_ATTN), weights_first(m, T));
-    if (parts->qk_norm) qk_norm_backward(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
+    if (parts->qk_norm) qk_norm_grad(d->dqkv, a->qkv, a->qk_rstd, BT, C, NH);  // d(normed q, k) -> d(q, k)
     if (parts->rope) rope_backward(d->dqkv, BT, T, 0, C, NH);                      // d(turned q, k) -> d(q, k)
     const float *attn_in = parts->layernorm ? a->ln1_out : x;
     linear_grad(input_grad(m), g->qkv_weight, g->qkv_bias, d->dqkv, attn_in, p->qkv_weight, BT, C, 3 * C);

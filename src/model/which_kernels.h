@@ -4,7 +4,7 @@
 //
 // Reading order: file 12, after model_tensors.c and before block.h, whose
 // block and model.c's ends call these. The products, attention,
-// LayerNorm, GELU (and so the MLP) and the loss's forward have two
+// LayerNorm, RMSNorm and QK-norm, GELU (and so the MLP) and the loss's forward have two
 // versions; the other passes are plain loops already. Every switch between
 // the two is one of the small functions below, so the passes that call
 // them read the same in both builds. They are static inline: each pass
@@ -50,11 +50,18 @@ static inline void layernorm(float *out, float *mean, float *rstd, const float *
 
 // The model's norm: LayerNorm (with gpt2's bias, else "bias" NULL), or with
 // --norm rmsnorm RMSNorm, which keeps no mean ("mean" NULL) and has no bias.
-// RMSNorm has one version, plain loops, for both builds.
 static inline void norm(const Model *m, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                  const float *bias, int N, int C) {
-    if (m->parts.rmsnorm) rmsnorm_forward(out, rstd, inp, weight, N, C);
-    else layernorm(out, mean, rstd, inp, weight, bias, N, C);
+    if (!m->parts.rmsnorm) layernorm(out, mean, rstd, inp, weight, bias, N, C);
+    else if (USE_REFERENCE) rmsnorm_forward_reference(out, rstd, inp, weight, N, C);
+    else rmsnorm_forward(out, rstd, inp, weight, N, C);
+}
+
+// QK-norm (--qk-norm): each head of q and k in qkv[N,3C] divided by its
+// root mean square, in place (rmsnorm.h).
+static inline void qk_norm(float *qkv, float *rstd, int N, int C, int NH) {
+    if (USE_REFERENCE) qk_norm_forward_reference(qkv, rstd, N, C, NH);
+    else qk_norm_forward(qkv, rstd, N, C, NH);
 }
 
 // The attention layer over a whole window [B,T] of block "a" (attention.h).
@@ -110,8 +117,15 @@ static inline void layernorm_grad(float *dinp, float *dweight, float *dbias, con
 
 static inline void norm_grad(const Model *m, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                       const float *weight, const float *mean, const float *rstd, int N, int C) {
-    if (m->parts.rmsnorm) rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
-    else layernorm_grad(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    if (!m->parts.rmsnorm) layernorm_grad(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    else if (USE_REFERENCE) rmsnorm_backward_reference(dinp, dweight, dout, inp, weight, rstd, N, C);
+    else rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+
+// QK-norm's backward, in place on dqkv's q and k (rmsnorm.h).
+static inline void qk_norm_grad(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
+    if (USE_REFERENCE) qk_norm_backward_reference(dqkv, qkv, rstd, N, C, NH);
+    else qk_norm_backward(dqkv, qkv, rstd, N, C, NH);
 }
 
 // attention's backward: dqkv from dattn_out, with dweights and values_t as scratch.
