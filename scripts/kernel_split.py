@@ -33,7 +33,7 @@ import tempfile
 PARTS = [
     ("products (matmul, linear, the head)", r"matmul|linear|tile|gemm|transpose|head_product"),
     ("attention (scores, softmax, weighted sums)", r"attention|softmax|rope|qk_norm"),
-    ("norms (LayerNorm, RMSNorm)", r"layernorm|rmsnorm"),
+    ("norms (LayerNorm, RMSNorm)", r"layernorm|rmsnorm|square_sums"),
     ("MLP activation (GELU, ReLU^2, SwiGLU)", r"gelu|relu2|swiglu|erf"),
     ("loss (cross-entropy)", r"crossentropy|cross_entropy"),
     ("embeddings and residual", r"encoder|embedding|residual"),
