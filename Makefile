@@ -353,9 +353,10 @@ bench: tinygpt $(BENCH_DATA_DEP)
 	$(MAKE) --no-print-directory bench-paths
 
 # card L and the baby gpt, tinygpt beside PyTorch, on every x86 kernel path
-# this CPU has (make PORTABLE=1's binary capped by TINYGPT_KERNELS, PyTorch
-# capped to the same vectors): bench/results-PATH.md, each with its path's
-# own peak (scripts/bench_paths.sh; docs/cpus.md). About 4 minutes a path.
+# this CPU has, the generic (no FMA) one included (make PORTABLE=1's binary
+# capped by TINYGPT_KERNELS, PyTorch capped to the same vectors):
+# bench/results-PATH.md, each with its path's own peak
+# (scripts/bench_paths.sh; docs/cpus.md). About 4 minutes a path.
 .PHONY: bench-paths
 bench-paths: portable-bin $(BENCH_DATA_DEP)
 	scripts/setup.sh --quiet --python

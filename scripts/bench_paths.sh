@@ -9,7 +9,8 @@
 #
 #   scripts/bench_paths.sh PORTABLE_TINYGPT DATA [OUT_DIR]   (make bench-paths)
 #
-# A path the CPU lacks is skipped with a line saying so. Extra flags for
+# BENCH_PATHS picks some (default: avx512 avx2 generic). A path the CPU
+# lacks is skipped with a line saying so. Extra flags for
 # torch_reference.py bench may follow in BENCH_FLAGS (make bench-smoke's
 # short runs).
 set -euo pipefail
@@ -18,7 +19,7 @@ data=${2:?usage: scripts/bench_paths.sh PORTABLE_TINYGPT DATA [OUT_DIR]}
 out_dir=${3:-bench}
 read -r -a extra <<<"${BENCH_FLAGS:-}"
 mkdir -p "$out_dir"
-for path in avx512 avx2; do
+for path in ${BENCH_PATHS:-avx512 avx2 generic}; do
     # The path the portable binary runs when capped to this one: the same,
     # or a narrower one when the CPU lacks it.
     ran=$(TINYGPT_KERNELS=$path "$portable" peak --json --seconds 0.01 --threads 1 |
@@ -30,6 +31,9 @@ for path in avx512 avx2; do
     case $path in
         avx512) aten=avx512 blas=SkylakeX ;;
         avx2) aten=avx2 blas=Haswell ;;
+        # x86-64's baseline: SSE2, no FMA (PyTorch's "default" kernels,
+        # OpenBLAS's SSE-only Nehalem ones)
+        generic) aten=default blas=Nehalem ;;
     esac
     echo "bench_paths: $path (tinygpt TINYGPT_KERNELS=$path; PyTorch ATEN_CPU_CAPABILITY=$aten, OPENBLAS_CORETYPE=$blas)"
     TINYGPT_KERNELS=$path ATEN_CPU_CAPABILITY=$aten OPENBLAS_CORETYPE=$blas \

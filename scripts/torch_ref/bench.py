@@ -228,7 +228,8 @@ def bench_report(info, results, samples, no_cache_supported, peak=None):
               ""]
     if peak:
         lines += ["## The CPU's peak", "",
-                  f"`tinygpt peak --json --threads {peak['threads']}`, run first: fused multiply-adds "
+                  f"`tinygpt peak --json --threads {peak['threads']}`, run first: "
+                  f"{'fused multiply-adds' if peak.get('fused', True) else 'multiplies and adds (no FMA on this path)'} "
                   f"on {peak['vector_bits']}-bit vectors ({peak['instructions']}) held in registers, "
                   f"{peak['seconds']:g} s on 1 thread and {peak['seconds']:g} s on "
                   f"{peak['threads']}, on {peak['cpu']} (family {peak['family']}, model "
