@@ -16,7 +16,7 @@ recipe in tinygpt and in PyTorch and compares the validation loss each
 reaches in its training time.
 
     /usr/bin/python3 scripts/torch_reference.py parity --tinygpt ./tinygpt [--data FILE]
-                                                       [--only card|gpt|adamw|recipe]
+                                                       [--only card|gpt|adamw|muon|recipe|gpt2]
     /usr/bin/python3 scripts/torch_reference.py selftest
     /usr/bin/python3 scripts/torch_reference.py bench --tinygpt ./tinygpt [--data FILE] [--out FILE]
                                                       [--configs S,M,L,gpt]
