@@ -20,17 +20,23 @@
 // in vectors and added the products one at a time unfused, but fused the
 // last HS mod the vector's width, so the bits hung on the vector width.)
 
-// One row: out[C] = x[C] * r * weight[C], r = 1 / sqrt(sum over c of x[c]^2 / C + eps),
-// returned; without a weight (NULL) out = x * r, the same bits as a weight of ones.
-static float rmsnorm_row(float *out, const float *x, const float *weight, int C) {
-    float squares = 0.0f;
-    for (int c = 0; c < C; c++) squares = fmaf(x[c], x[c], squares);
+// A row's steps 1-4 once its sum of squares is known (rmsnorm.h): r = 1 /
+// sqrt(squares / C + eps), returned, and out[C] = x[C] * r * weight[C];
+// without a weight (NULL) out = x * r, the same bits as a weight of ones.
+float rmsnorm_scale_row(float *out, const float *x, const float *weight, float squares, int C) {
     const float r = 1.0f / sqrtf(squares / (float)C + RMSNORM_EPS);  // 1-2.
     if (weight)
         for (int c = 0; c < C; c++) out[c] = x[c] * r * weight[c];  // 3-4.
     else
         for (int c = 0; c < C; c++) out[c] = x[c] * r;  // 3. (4. has no weight)
     return r;
+}
+
+// One row: its sum of squares, one running sum in increasing c, then the rest.
+static float rmsnorm_row(float *out, const float *x, const float *weight, int C) {
+    float squares = 0.0f;
+    for (int c = 0; c < C; c++) squares = fmaf(x[c], x[c], squares);
+    return rmsnorm_scale_row(out, x, weight, squares, C);
 }
 
 // out[N,C] = inp[N,C] * rstd[N] * weight[C], rstd[N] = 1 / sqrt(sum over c of inp[n,c]^2 / C + eps)
@@ -64,20 +70,27 @@ void rmsnorm_forward_reference(float *out, float *rstd, const float *inp, const 
 // dx is added to dinp, not written: the input is the residual stream
 // (rmsnorm.h). Two passes, each shared among the threads: dx row by row,
 // then dw channel by channel (rmsnorm_weight_grad).
+
+// 3-1. for one row once its sum of dxhat xhat is known:
+// dx[C] += r (dy w - xhat mean), xhat = x r, mean = dxhat_xhat_sum / C.
+void rmsnorm_dx_row(float *dx, const float *x, const float *dy, const float *weight, float r, float dxhat_xhat_sum,
+                    int C) {
+    const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
+    for (int c = 0; c < C; c++) {
+        const float xhat = x[c] * r;
+        dx[c] = fmaf(r, fmaf(dy[c], weight[c], -(xhat * dxhat_xhat_mean)), dx[c]);  // 3-1. the two terms
+    }
+}
+
 void rmsnorm_backward_reference(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                                 const float *rstd, int N, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
         float dxhat_xhat_sum = 0.0f;
         for (int c = 0; c < C; c++)
             dxhat_xhat_sum = fmaf(dy[c] * weight[c], x[c] * rstd[n], dxhat_xhat_sum);  // sum of dxhat xhat (4. dxhat = dy w)
-        const float dxhat_xhat_mean = dxhat_xhat_sum / (float)C;
-        for (int c = 0; c < C; c++) {
-            const float xhat = x[c] * rstd[n];
-            dx[c] = fmaf(rstd[n], fmaf(dy[c], weight[c], -(xhat * dxhat_xhat_mean)), dx[c]);  // 3-1. the two terms
-        }
+        rmsnorm_dx_row(dinp + (size_t)n * C, x, dy, weight, rstd[n], dxhat_xhat_sum, C);
     }
     rmsnorm_weight_grad(dweight, dout, inp, rstd, N, C);
 }
@@ -122,6 +135,14 @@ void qk_norm_forward_reference(float *qkv, float *rstd, int N, int C, int NH) {
 //              = r (dy[j] - y[j] mean(dy y))
 // The mean is taken before any dx is written, so dx can overwrite dy in
 // place. Written, not added: q and k go nowhere but through this norm.
+
+// 3-1. for one head once its sum of dy y is known: d[HS] = r (d - y mean),
+// mean = dy_y_sum / HS, in place.
+void qk_norm_dx_row(float *d, const float *y, float r, float dy_y_sum, int HS) {
+    const float dy_y_mean = dy_y_sum / (float)HS;
+    for (int c = 0; c < HS; c++) d[c] = r * fmaf(-y[c], dy_y_mean, d[c]);  // 3-1.
+}
+
 void qk_norm_backward_reference(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH) {
     const int HS = C / NH;
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= MIN_PARALLEL_WORK)
@@ -130,11 +151,9 @@ void qk_norm_backward_reference(float *dqkv, const float *qkv, const float *rstd
             const size_t at = (size_t)n * 3 * C + (size_t)h * HS;
             const float *y = qkv + at;
             float *d = dqkv + at;
-            const float r = rstd[(size_t)n * 2 * NH + h];
             float dy_y_sum = 0.0f;
             for (int c = 0; c < HS; c++) dy_y_sum = fmaf(d[c], y[c], dy_y_sum);
-            const float dy_y_mean = dy_y_sum / (float)HS;
-            for (int c = 0; c < HS; c++) d[c] = r * fmaf(-y[c], dy_y_mean, d[c]);  // 3-1.
+            qk_norm_dx_row(d, y, rstd[(size_t)n * 2 * NH + h], dy_y_sum, HS);
         }
     }
 }

@@ -70,4 +70,16 @@ void qk_norm_forward_reference(float *qkv, float *rstd, int N, int C, int NH);
 // as it is.
 void qk_norm_backward_reference(float *dqkv, const float *qkv, const float *rstd, int N, int C, int NH);
 
+// ---- A row's last steps, once its sum is known ----------------------------
+// The sums are the slow part (a chain of multiply-adds a row); the fast
+// versions (rmsnorm_fast.c) take them several rows at once and then finish
+// each row with these, so both versions share every step after the sum.
+// rmsnorm_scale_row: steps 1-4 given sum of x^2, returns r (rstd).
+// rmsnorm_dx_row: 3-1. given sum of dxhat xhat, dx[C] added to.
+// qk_norm_dx_row: QK-norm's 3-1. given sum of dy y, d[HS] in place.
+float rmsnorm_scale_row(float *out, const float *x, const float *weight, float squares, int C);
+void rmsnorm_dx_row(float *dx, const float *x, const float *dy, const float *weight, float r, float dxhat_xhat_sum,
+                    int C);
+void qk_norm_dx_row(float *d, const float *y, float r, float dy_y_sum, int HS);
+
 #endif

@@ -13,8 +13,8 @@
 // lane r of one vector holds row r's number c. A lane's multiply-add is
 // the scalar one, so every row's sum is rmsnorm.c's to the bit, on every
 // path (the tests compare them bit for bit); the rest of each row (the
-// scale, the output, dx) is rmsnorm.c's expression, written again here.
-#include <math.h>
+// scale, the output, dx) is rmsnorm.c's own code, called once a row's sum
+// is known (rmsnorm_scale_row, rmsnorm_dx_row, qk_norm_dx_row).
 #include <stddef.h>
 
 #include "fast.h"
@@ -63,11 +63,14 @@ static vec square_sums(RowGroup x, int C) {
     return squares;
 }
 
+// n, or "last" past it: a group's rows past the last real one repeat it
+static inline int row_or_last(int n, int last) { return n < last ? n : last; }
+
 // The rows [n0, n0 + W) of inp[N,C] (past N: row N - 1 again), "stride"
 // floats apart.
 static RowGroup rows_from(const float *inp, size_t stride, int n0, int N) {
     RowGroup g;
-    for (int r = 0; r < W; r++) g.row[r] = inp + (size_t)(n0 + r < N ? n0 + r : N - 1) * stride;
+    for (int r = 0; r < W; r++) g.row[r] = inp + (size_t)row_or_last(n0 + r, N - 1) * stride;
     return g;
 }
 
@@ -77,16 +80,9 @@ static void rmsnorm_forward_groups(float *out, float *rstd, const float *inp, co
 #pragma omp for schedule(static)
     for (int n0 = 0; n0 < N; n0 += W) {
         const vec squares = square_sums(rows_from(inp, (size_t)C, n0, N), C);
-        for (int r = 0; r < W && n0 + r < N; r++) {
-            const float rs = 1.0f / sqrtf(squares[r] / (float)C + RMSNORM_EPS);  // 1-2.
-            const float *x = inp + (size_t)(n0 + r) * C;
-            float *y = out + (size_t)(n0 + r) * C;
-            if (weight)
-                for (int c = 0; c < C; c++) y[c] = x[c] * rs * weight[c];  // 3-4.
-            else
-                for (int c = 0; c < C; c++) y[c] = x[c] * rs;
-            rstd[n0 + r] = rs;
-        }
+        for (int r = 0; r < W && n0 + r < N; r++)
+            rstd[n0 + r] = rmsnorm_scale_row(out + (size_t)(n0 + r) * C, inp + (size_t)(n0 + r) * C, weight,
+                                             squares[r], C);
     }
 }
 
@@ -102,7 +98,7 @@ static void rmsnorm_dx_groups(float *dinp, const float *dout, const float *inp, 
     for (int n0 = 0; n0 < N; n0 += W) {
         const RowGroup x = rows_from(inp, (size_t)C, n0, N), dy = rows_from(dout, (size_t)C, n0, N);
         vec r_lanes;  // lane r: row r's rstd
-        for (int r = 0; r < W; r++) r_lanes[r] = rstd[n0 + r < N ? n0 + r : N - 1];
+        for (int r = 0; r < W; r++) r_lanes[r] = rstd[row_or_last(n0 + r, N - 1)];
         // lane r: row r's sum of dxhat xhat, one chain in increasing c
         vec sums = splat(0.0f);
         int c = 0;
@@ -113,15 +109,8 @@ static void rmsnorm_dx_groups(float *dinp, const float *dout, const float *inp, 
             for (int j = 0; j < W; j++) sums = fma_vec(dys[j] * weight[c + j], xs[j] * r_lanes, sums);
         }
         for (; c < C; c++) sums = fma_vec(column(dy, c) * weight[c], column(x, c) * r_lanes, sums);
-        for (int r = 0; r < W && n0 + r < N; r++) {
-            const float rs = r_lanes[r], dxhat_xhat_mean = sums[r] / (float)C;
-            const float *xr = x.row[r], *dyr = dy.row[r];
-            float *dx = dinp + (size_t)(n0 + r) * C;
-            for (int k = 0; k < C; k++) {
-                const float xhat = xr[k] * rs;
-                dx[k] = fmaf(rs, fmaf(dyr[k], weight[k], -(xhat * dxhat_xhat_mean)), dx[k]);  // 3-1.
-            }
-        }
+        for (int r = 0; r < W && n0 + r < N; r++)
+            rmsnorm_dx_row(dinp + (size_t)(n0 + r) * C, x.row[r], dy.row[r], weight, r_lanes[r], sums[r], C);
     }
 }
 
@@ -139,7 +128,7 @@ static RowGroup heads_from(const float *qkv, int i0, int N, int C, int NH) {
     const int heads = 2 * NH, last = N * heads - 1, HS = C / NH;
     RowGroup g;
     for (int r = 0; r < W; r++) {
-        const int i = i0 + r <= last ? i0 + r : last;
+        const int i = row_or_last(i0 + r, last);
         g.row[r] = qkv + (size_t)(i / heads) * 3 * C + (size_t)(i % heads) * HS;
     }
     return g;
@@ -152,10 +141,8 @@ static void qk_norm_forward_groups(float *qkv, float *rstd, int N, int C, int NH
         const RowGroup heads = heads_from(qkv, i0, N, C, NH);
         const vec squares = square_sums(heads, HS);
         for (int r = 0; r < W && i0 + r < count; r++) {
-            const float rs = 1.0f / sqrtf(squares[r] / (float)HS + RMSNORM_EPS);
             float *x = (float *)heads.row[r];  // qkv's own numbers, written in place
-            for (int c = 0; c < HS; c++) x[c] = x[c] * rs;
-            rstd[i0 + r] = rs;
+            rstd[i0 + r] = rmsnorm_scale_row(x, x, NULL, squares[r], HS);
         }
     }
 }
@@ -180,12 +167,8 @@ static void qk_norm_backward_groups(float *dqkv, const float *qkv, const float *
             for (int j = 0; j < W; j++) sums = fma_vec(ds[j], ys[j], sums);
         }
         for (; c < HS; c++) sums = fma_vec(column(d, c), column(y, c), sums);
-        for (int r = 0; r < W && i0 + r < count; r++) {
-            const float rs = rstd[i0 + r], dy_y_mean = sums[r] / (float)HS;
-            const float *yr = y.row[r];
-            float *dr = (float *)d.row[r];
-            for (int k = 0; k < HS; k++) dr[k] = rs * fmaf(-yr[k], dy_y_mean, dr[k]);  // 3-1.
-        }
+        for (int r = 0; r < W && i0 + r < count; r++)
+            qk_norm_dx_row((float *)d.row[r], y.row[r], rstd[i0 + r], sums[r], HS);  // dqkv's own numbers
     }
 }
 
