@@ -42,6 +42,22 @@ def cmd_selftest(args):
         ok = ok and passed
         print(f"selftest: {'ok  ' if passed else 'FAIL'} {name} {detail}")
 
+    def expect_accepted(name, call, error):
+        """call() must return without raising "error"."""
+        try:
+            call()
+            report(name, True)
+        except error as e:
+            report(name, False, f"({e})")
+
+    def expect_refused(name, call, error):
+        """call() must raise "error"."""
+        try:
+            call()
+            report(name, False)
+        except error as e:
+            report(name, True, f"({e})")
+
     # 1. safetensors: write a known file, read it back.
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "t.safetensors")
@@ -53,20 +69,13 @@ def cmd_selftest(args):
         same = (meta_back == meta and list(tensors) == list(params)
                 and all(torch.equal(tensors[n], params[n]) for n in params))
         report("safetensors round trip", same)
-        try:
-            check_metadata(tensors, meta_back, path)
-            report("check_metadata accepts the card model's tensors", True)
-        except ParityFailure as e:
-            report("check_metadata accepts the card model's tensors", False, f"({e})")
+        expect_accepted("check_metadata accepts the card model's tensors",
+                        lambda: check_metadata(tensors, meta_back, path), ParityFailure)
         with open(path, "rb") as f:
             blob = f.read()
         with open(path, "wb") as f:
             f.write(blob[:-4])
-        try:
-            read_safetensors(path)
-            report("safetensors rejects a truncated file", False)
-        except ValueError as e:
-            report("safetensors rejects a truncated file", True, f"({e})")
+        expect_refused("safetensors rejects a truncated file", lambda: read_safetensors(path), ValueError)
 
     # 2. forward() against the loop version, with and without dropout.
     V, T, C, NH, B, p = 6, 5, 8, 2, 2, 0.3
@@ -131,16 +140,11 @@ def cmd_selftest(args):
         same = (meta_back == meta and sorted(tensors) == sorted(gpt_params)
                 and all(torch.equal(tensors[n], gpt_params[n].float()) for n in gpt_params))
         report("GPT safetensors round trip (shuffled order)", same)
-        try:
-            check_metadata(tensors, meta_back, path)
-            report("check_metadata accepts the GPT's tensors", True)
-        except ParityFailure as e:
-            report("check_metadata accepts the GPT's tensors", False, f"({e})")
-        try:
-            check_metadata({n: t for n, t in tensors.items() if n != "ln_f.weight"}, meta_back, path)
-            report("check_metadata rejects a GPT without ln_f.weight", False)
-        except ParityFailure as e:
-            report("check_metadata rejects a GPT without ln_f.weight", True, f"({e})")
+        expect_accepted("check_metadata accepts the GPT's tensors",
+                        lambda: check_metadata(tensors, meta_back, path), ParityFailure)
+        without_ln_f = {n: t for n, t in tensors.items() if n != "ln_f.weight"}
+        expect_refused("check_metadata rejects a GPT without ln_f.weight",
+                       lambda: check_metadata(without_ln_f, meta_back, path), ParityFailure)
 
         # 7b. eval on a checkpoint written here: eval_loss over the windows
         # equals the loss of one forward over all of them.
