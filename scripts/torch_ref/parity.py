@@ -27,6 +27,19 @@ from torch_ref.tinygpt import (
     read_safetensors, read_safetensors_header, sgd_flags, train_has_arch_flag, write_safetensors)
 
 
+def replay_here(args, init_tensors, log, label, model, train_tokens, T):
+    """3. tinygpt's training (its log) replayed in float64 here, from the
+    init's tensors, with "model" (params, inputs, targets -> loss): the
+    trained params, the (step, tinygpt's, torch's) losses, and the failures
+    so far (a log of the wrong length, learning rates that differ)."""
+    params = float64_params(init_tensors)
+    failures = []
+    if len(log) != args.steps:
+        failures.append(f"{label} log.csv has {len(log)} rows, expected {args.steps}")
+    losses, lr_failures = replay_training(label, params, log, model, train_tokens, T, args.verbose)
+    return params, losses, failures + lr_failures
+
+
 def parity_card(args, workdir, data):
     """The card model: tinygpt and model.py train it from the same checkpoint
     on the same batches; returns the list of failures."""
@@ -47,15 +60,8 @@ def parity_card(args, workdir, data):
 
     # 3. The same training in float64 here.
     tokens, n_train = parity_tokens(data, vocab)
-    T = int(meta["block_size"])
-    params = float64_params(init_tensors)
-    failures = []
-    if len(log) != args.steps:
-        failures.append(f"log.csv has {len(log)} rows, expected {args.steps}")
-    losses, lr_failures = replay_training(
-        "card", params, log, lambda p, i, t: forward(p, i, t, n_head)[0], tokens[:n_train], T,
-        args.verbose)
-    failures += lr_failures
+    params, losses, failures = replay_here(args, init_tensors, log, "card", lambda p, i, t: forward(p, i, t, n_head)[0],
+                                           tokens[:n_train], int(meta["block_size"]))
     worst_loss = max(((abs(c - r), step) for step, c, r in losses), default=(0.0, None))
 
     # 4. Compare.
@@ -244,15 +250,9 @@ def parity_gpt(args, workdir, data, label="gpt", swap_flags=(), arch="gpt"):
     # 3. The same training in float64 here.
     tokens, n_train = parity_tokens(data, vocab)
     T = int(meta["block_size"])
-    params = float64_params(init_tensors)
-    failures = []
-    if len(log) != args.steps:
-        failures.append(f"{label} log.csv has {len(log)} rows, expected {args.steps}")
     if not log or log[0][0] != 0:
         raise ParityFailure(f"{trained_dir}/log.csv does not start at step 0")
-    losses, lr_failures = replay_training(
-        label, params, log, model, tokens[:n_train], T, args.verbose)
-    failures += lr_failures
+    params, losses, failures = replay_here(args, init_tensors, log, label, model, tokens[:n_train], T)
 
     # 4. Compare: the step-0 loss (the forward pass alone, from the shared
     # init), every step's loss, the final weights.
