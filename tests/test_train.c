@@ -1331,6 +1331,47 @@ START_TEST(threads_that_each_run_the_step_on_their_rows_give_one_threads_losses)
 }
 END_TEST
 
+// --thread-split layers: every layer shares its work among the threads and
+// each sum keeps one order, so 1, 2 and 3 threads give the same weights,
+// bit for bit, with dropout, for gpt and card, on a batch of 6 that 2
+// threads split by rows would slice (said on the memory line, so the check
+// cannot pass by the split being ignored); and the split is the run's: a
+// run of 2 threads resumed without the flag keeps it, and ends on one
+// thread's bits.
+START_TEST(threads_that_split_the_layers_give_one_threads_bits) {
+    const char *archs[] = {"gpt", "card"};
+    for (int a = 0; a < 2; a++) {
+        char one[64], by_rows[64];
+        snprintf(one, sizeof one, "one-%s", archs[a]);
+        snprintf(by_rows, sizeof by_rows, "rows-%s", archs[a]);
+        ck_assert_int_eq(RUN("train", corpus, "--out", in_work(one), "--steps", "20", TINY, "--batch", "6",
+                             "--dropout", "0.1", "--arch", archs[a], "--threads", "1"),
+                         0);
+        ck_assert_int_eq(RUN("train", corpus, "--out", in_work(by_rows), "--steps", "1", TINY, "--batch", "6",
+                             "--dropout", "0.1", "--arch", archs[a], "--threads", "2"),
+                         0);
+        ck_assert_msg(strstr(last_err(), "each of 2 threads runs the step on 3 of the 6 rows") != NULL,
+                      "%s: 2 threads split by rows did not slice the batch: %s", archs[a], last_err());
+        for (int threads = 2; threads <= 3; threads++) {
+            char out[64], threads_text[8];
+            snprintf(out, sizeof out, "layers-%s-%d", archs[a], threads);
+            snprintf(threads_text, sizeof threads_text, "%d", threads);
+            ck_assert_int_eq(RUN("train", corpus, "--out", in_work(out), "--steps", threads == 2 ? "10" : "20", TINY,
+                                 "--batch", "6", "--dropout", "0.1", "--arch", archs[a], "--threads", threads_text,
+                                 "--thread-split", "layers"),
+                             0);
+            ck_assert_msg(strstr(last_err(), "more thread") == NULL, "%s: sliced with --thread-split layers: %s",
+                          archs[a], last_err());
+            if (threads == 2) ck_assert_int_eq(RUN("train", "--resume", in_work(out), "--steps", "20"), 0);
+            char one_model[600], model[600];
+            snprintf(one_model, sizeof one_model, "%s/model.safetensors", in_work(one));
+            snprintf(model, sizeof model, "%s/model.safetensors", in_work(out));
+            expect_same_weights_at_step(one_model, model, 20);
+        }
+    }
+}
+END_TEST
+
 // OMP_THREAD_LIMIT below the threads asked for: the step runs on the
 // threads there are, unsliced, and learns what one thread does (a team
 // short of its slices once left half the rows out and summed a loss nobody
@@ -1375,6 +1416,7 @@ Suite *train_suite(void) {
     tcase_add_checked_fixture(accum, setup, teardown);
     tcase_set_timeout(accum, TEST_TIMEOUT_SECONDS);
     tcase_add_test(accum, threads_that_each_run_the_step_on_their_rows_give_one_threads_losses);
+    tcase_add_test(accum, threads_that_split_the_layers_give_one_threads_bits);
     tcase_add_test(accum, a_thread_limit_below_the_threads_asked_gives_one_threads_run);
     tcase_add_test(accum, a_step_of_k_micro_batches_is_one_step_on_k_times_the_rows);
     tcase_add_test(accum, grad_accum_changes_what_a_step_sees);

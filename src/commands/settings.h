@@ -28,6 +28,15 @@
 #include "safetensors.h"
 #include "tokenizer.h"
 
+// How the threads share a training step (model.h, "Slices"; docs/model.md,
+// "Threads"): SPLIT_ROWS, each thread the whole step on its own rows of the
+// batch (where their count divides the rows), whose sums are ordered by
+// thread; SPLIT_LAYERS, every layer shares its work among them, and every
+// sum keeps one order whatever their count. THREAD_SPLIT_NAMES: their
+// names, indexed by ThreadSplit, NULL-terminated.
+typedef enum { SPLIT_ROWS, SPLIT_LAYERS } ThreadSplit;
+extern const char *const THREAD_SPLIT_NAMES[];
+
 // The value of every setting of one run, as the table fills it in. Choices
 // are held as the index of the name in their list, which is the value of
 // the enum they name (ARCH_NAMES[ARCH_GPT] is "gpt").
@@ -70,6 +79,7 @@ typedef struct {
     BatchOrder order;
     long seed;
     int threads;
+    ThreadSplit thread_split;  // --thread-split
     double peak;             // --peak: the FMA peak in GFLOP/s the speed is a share of; 0 = measure it
     long save_every, log_interval;
     int keep;                // checkpoints kept in --out

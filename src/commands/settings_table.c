@@ -41,6 +41,8 @@ static void derive_vocab_size(TrainSettings *s) {
 // A resumed run writes where it was: into its own directory.
 static void derive_out_dir(TrainSettings *s) { s->out_dir = s->resume_dir ? s->resume_dir : "out"; }
 
+const char *const THREAD_SPLIT_NAMES[] = {"rows", "layers", NULL};
+
 const Setting TRAIN_SETTINGS[] = {
     // ---- Where the run reads and writes ----
     {FIELD(data_path), SETTING_PATH, "FILE", "FILE", NULL, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN_JSON,
@@ -169,6 +171,10 @@ const Setting TRAIN_SETTINGS[] = {
      .kept = KEPT_IN_RUN, .key = "seed"},
     {FIELD(threads), SETTING_INT, "--threads", "N", "OpenMP threads, 0 = default", SAME("0"), .max = THREADS_MAX,
      .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN, .key = "threads", .if_absent = "0"},
+    {FIELD(thread_split), SETTING_CHOICE, "--thread-split", "HOW",
+     "how the threads share a step: rows (each runs it on its own rows of the batch, when their count divides the rows: faster; the last bits depend on --threads) or layers (every layer shares its work among them: the same bits for any --threads, as releases before 2026-11-26 gave)",
+     SAME("rows"), .choices = THREAD_SPLIT_NAMES, .resume = RESUME_MAY_CHANGE, .kept = KEPT_IN_RUN,
+     .key = "thread_split", .if_absent = "rows"},
     {FIELD(peak), SETTING_DOUBLE, "--peak", "GFLOPS",
      "the FMA peak of this process's threads that the progress lines' GFLOP/s are a share of (`tinygpt peak` measures it); 0 = measured as the run starts (0.1 s) and again at evaluations",
      SAME("0"), .max = 1e9, .resume = RESUME_MAY_CHANGE},
@@ -200,7 +206,8 @@ _Static_assert(sizeof TRAIN_SETTINGS / sizeof TRAIN_SETTINGS[0] <= NUM_TRAIN_SET
 _Static_assert(sizeof(Arch) == sizeof(int) && sizeof(TokenizerKind) == sizeof(int) &&
                    sizeof(OptimizerKind) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
                    sizeof(BatchOrder) == sizeof(int) && sizeof(NormKind) == sizeof(int) &&
-                   sizeof(MlpKind) == sizeof(int) && sizeof(PosKind) == sizeof(int),
+                   sizeof(MlpKind) == sizeof(int) && sizeof(PosKind) == sizeof(int) &&
+                   sizeof(ThreadSplit) == sizeof(int),
                "a choice is stored through an int *");
 
 const Setting *setting_named(const char *name) {

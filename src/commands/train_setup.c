@@ -74,18 +74,18 @@ static void build_model(TrainRun *run, const Command *cmd, const ModelConfig *cf
 }
 
 // build_slices: one team of threads through each step (model.h, "Slices"):
-// with N threads, when N divides this rank's rows and N - 1 more copies of
-// the gradients would cost at most a quarter of the activations and their
-// gradients (a small model on many rows: GPT-2's size on 4 rows would need
-// 0.5 GB more a thread; both tables, since the loss's probs and dlogits
-// are written over the logits, one [B,T,V] buffer where the activations
-// alone had counted two), thread k runs the whole step on rows k*R/N.. of
-// the batch. Else one slice, the model itself, whose every layer shares
-// its rows among the threads. The slices hand their gradients on block by
-// block (with --grad-accum, whose micro-batches add to them in turn, they
-// keep them all to the end), so they cost much less than those copies;
-// but the test is still theirs, so that the models sliced, and so the
-// last bits of their runs, are what they were.
+// with N threads split by rows (--thread-split's default), when N divides
+// this rank's rows and N - 1 more copies of the gradients would cost at most
+// a quarter of the activations and their gradients (a small model on many
+// rows: GPT-2's size on 4 rows would need 0.5 GB more a thread; both tables,
+// since the loss's probs and dlogits are written over the logits, one
+// [B,T,V] buffer where the activations alone had counted two), thread k runs
+// the whole step on rows k*R/N.. of the batch. Else one slice, the model
+// itself, whose every layer shares its rows among the threads. The slices
+// hand their gradients on block by block (with --grad-accum, whose
+// micro-batches add to them in turn, they keep them all to the end), so they
+// cost much less than those copies; but the test is still theirs, so that the
+// models sliced, and so the last bits of their runs, are what they were.
 static void build_slices(TrainRun *run) {
     Model *m = &run->model;
     // A team of exactly N threads, one per slice (a slice nobody ran would
@@ -98,7 +98,7 @@ static void build_slices(TrainRun *run) {
     const size_t extra = (size_t)(threads - 1) * model_slice_bytes(m, false);
     const size_t acts = (m->act_table.total + m->grad_act_table.total) * sizeof(float);
     run->n_slices = 1;
-    if (threads < 2 || run->rows % threads != 0 || extra > acts / 4) return;
+    if (run->s.thread_split == SPLIT_LAYERS || threads < 2 || run->rows % threads != 0 || extra > acts / 4) return;
     run->n_slices = threads;
     run->slice_bytes = model_slice_bytes(m, hand_on);
     const int rows = run->rows / threads;
