@@ -491,6 +491,16 @@ bench-mpi: mpi-bin $(BENCH_DATA_DEP) gpt2-tokenizer-check
 arm-check: tinygpt
 	JOBS=$(JOBS) scripts/arm_check.sh ./tinygpt
 
+# The portable binary on x86-64 CPUs without AVX-512, emulated by
+# qemu-x86_64 (-cpu EPYC-Milan, Zen 3; Haswell; Nehalem, no AVX): it must
+# choose avx2, avx2 and generic from their cpuid, run no instruction they
+# lack (qemu stops the program at one), and train and sample to the bytes
+# this CPU's run capped to that path gives. About a minute; x86-64 only.
+.PHONY: cpu-check
+cpu-check: portable-bin
+	scripts/setup.sh --quiet --qemu
+	scripts/cpu_check.sh $(PORTABLE_BIN)
+
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
 

@@ -43,7 +43,7 @@ from doc_pages import pages
 # The flag docs/contributing.md, "Adding a setting", shows how to add.
 EXAMPLE_FLAGS = {"--adam-eps"}
 OTHER_PROGRAMS = {"--python", "--quiet", "--sanitize", "--configs", "--rounds", "--tinygpt", "--data",
-                  "--leak-check", "--mpi", "--arm", "--oversubscribe", "--hostfile", "--allow-run-as-root", "--bind-to",
+                  "--leak-check", "--mpi", "--arm", "--qemu", "--oversubscribe", "--hostfile", "--allow-run-as-root", "--bind-to",
                   "--map-by", "--dtype", "--positions", "--text", "--tokenizer-from", "--vocab"}
 # Every command has these two; the README says so once, not per table.
 EVERY_COMMAND = {"--help", "--version"}

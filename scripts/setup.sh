@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: install the Debian packages tinygpt needs, if any are missing.
 #
-#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm]
+#   scripts/setup.sh [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm] [--qemu]
 #
 # Always: gcc, make, pkg-config, libstb-dev, libxxhash-dev, libutf8proc-dev
 #           (Unicode's categories, for GPT-2's tokenizer), check (the build
@@ -26,6 +26,8 @@
 #           with its libc and libgomp) and qemu-user (qemu-aarch64, to run
 #           what it builds): `make arm-check`. Without qemu-user-binfmt: the
 #           check runs qemu itself, and nothing registers with the kernel.
+# --qemu    also qemu-user alone (qemu-x86_64, to run the portable binary as
+#           CPUs without AVX-512): `make cpu-check`.
 # --quiet   print nothing when everything is already there.
 #
 # It checks first and runs apt-get (as root, or through sudo) only when
@@ -33,7 +35,7 @@
 # every build, so the check must stay fast.
 set -euo pipefail
 
-quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0 man=0 arm=0
+quiet=0 python=0 npm=0 regex=0 sanitize=0 mpi=0 man=0 arm=0 qemu=0
 for arg in "$@"; do
     case "$arg" in
         --quiet) quiet=1 ;;
@@ -43,8 +45,9 @@ for arg in "$@"; do
         --sanitize) sanitize=1 ;;
         --mpi) mpi=1 ;;
         --man) man=1 ;;
-        --arm) arm=1 ;;
-        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm]" >&2; exit 2 ;;
+        --arm) arm=1 qemu=1 ;;
+        --qemu) qemu=1 ;;
+        *) echo "usage: $0 [--quiet] [--python] [--npm] [--regex] [--sanitize] [--mpi] [--man] [--arm] [--qemu]" >&2; exit 2 ;;
     esac
 done
 
@@ -96,7 +99,10 @@ fi
 if ((arm)); then
     command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
     [[ -e /usr/aarch64-linux-gnu/include/stdio.h ]] || missing+=(libc6-dev-arm64-cross)
-    command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+fi
+# qemu-user has both: qemu-aarch64 (--arm) and qemu-x86_64 (--qemu).
+if ((qemu)) && ! { command -v qemu-aarch64 >/dev/null && command -v qemu-x86_64 >/dev/null; }; then
+    missing+=(qemu-user)
 fi
 
 if ((sanitize)); then

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# cpu_check.sh: the portable binary (make PORTABLE=1) on CPUs without
+# AVX-512, emulated on this machine (make cpu-check, issue 44): the proof
+# that it picks its path from the CPU it finds, runs no instruction that CPU
+# lacks, and computes there what it computes here.
+#
+#   scripts/cpu_check.sh PORTABLE_TINYGPT
+#
+# qemu-x86_64 runs an x86-64 program as the CPU model that -cpu names: cpuid
+# answers as that model does, and an instruction the model lacks stops the
+# program (SIGILL): any AVX-512 instruction on every model (qemu 7.2 does
+# not emulate AVX-512), any AVX, AVX2 or FMA one on Nehalem. (Checked: the
+# plain build of an AVX-512 machine stops so under Haswell, and the AVX2
+# path's build under Nehalem.) The models, and the path each must get:
+#   EPYC-Milan  AMD Zen 3, the CPU issue 44 was found on: AVX2, FMA   avx2
+#   Haswell     Intel's first with AVX2 and FMA                       avx2
+#   Nehalem     SSE4.2, no AVX                                        generic
+# For each:
+# 1. `tinygpt peak` under qemu names the path the launcher chose from cpuid
+#    alone (TINYGPT_KERNELS unset).
+# 2. A short train of a small gpt on 2 threads (the default split, so each
+#    thread runs its own rows) and a sample from it, under qemu, give the
+#    model file and the text that this machine's own run of the same binary
+#    capped to that path (TINYGPT_KERNELS) gives, byte for byte.
+# Emulation is hundreds of times slower than the CPU: a tiny model, a few
+# steps; about a minute in all.
+#
+# Exit status: 0 when every model passed; otherwise 1, the last line saying
+# which and where its log is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=${1:?usage: scripts/cpu_check.sh PORTABLE_TINYGPT}
+[[ -x $bin ]] || { echo "cpu_check: $bin is not an executable tinygpt: run make PORTABLE=1 first" >&2; exit 1; }
+command -v qemu-x86_64 >/dev/null || { echo "cpu_check: no qemu-x86_64: run scripts/setup.sh --qemu" >&2; exit 1; }
+
+# tinygpt starts itself again once to set GOMP_SPINCOUNT for the OpenMP
+# runtime (docs/model.md, "Threads"); under qemu-user that second start
+# would run on this CPU, outside the emulation. Set, it starts once.
+export GOMP_SPINCOUNT=1000
+unset TINYGPT_KERNELS
+
+work=build/cpu-check
+rm -rf "$work" && mkdir -p "$work"
+train_flags=(--tokenizer char --steps 6 --batch 4 --context 32 --embd 32 --heads 4 --layers 2 --seed 5
+             --threads 2 --eval-interval 3 --eval-batches 2 --sample-every 0 --save-every 0 --peak 100)
+sample_flags=(--seed 3 --tokens 40 --prompt "The ")
+
+# emulated MODEL ARGS...: tinygpt under qemu as CPU model MODEL, its
+# warnings about features TCG cannot give (a model's pcid, x2apic, ...)
+# left out of what it prints.
+emulated() {
+    local model=$1
+    shift
+    qemu-x86_64 -cpu "$model" "$bin" "$@" 2> >(grep -v "warning: TCG doesn't support" >&2)
+}
+
+# run_as MODEL PATH: step 1 and 2 for one model; its output in $work/MODEL.
+run_as() {
+    local model=$1 path=$2 dir=$work/$1
+    mkdir -p "$dir"
+    local chosen
+    chosen=$(emulated "$model" peak --seconds 0.01 --threads 1 2>"$dir/peak.err" | sed -n 's/^kernels: //p') ||
+        { echo "cpu_check: $model: tinygpt peak failed under qemu: see $dir/peak.err" >&2; return 1; }
+    [[ $chosen == "$path" ]] ||
+        { echo "cpu_check: $model: the portable binary chose '$chosen', not $path" >&2; return 1; }
+    emulated "$model" train README.md "${train_flags[@]}" --out "$dir/emulated" >"$dir/emulated.log" 2>&1 ||
+        { echo "cpu_check: $model: train failed under qemu: see $dir/emulated.log" >&2; return 1; }
+    emulated "$model" sample --model "$dir/emulated/model.safetensors" "${sample_flags[@]}" >"$dir/emulated.sample" \
+        2>"$dir/emulated.sample.err" ||
+        { echo "cpu_check: $model: sample failed under qemu: see $dir/emulated.sample.err" >&2; return 1; }
+    TINYGPT_KERNELS=$path "$bin" train README.md "${train_flags[@]}" --out "$dir/here" >"$dir/here.log" 2>&1 ||
+        { echo "cpu_check: $model: train on this CPU (TINYGPT_KERNELS=$path) failed: see $dir/here.log" >&2; return 1; }
+    TINYGPT_KERNELS=$path "$bin" sample --model "$dir/here/model.safetensors" "${sample_flags[@]}" >"$dir/here.sample" \
+        2>/dev/null || { echo "cpu_check: $model: sample on this CPU failed" >&2; return 1; }
+    [[ -s $dir/here.sample ]] || { echo "cpu_check: $model: the sample printed nothing" >&2; return 1; }
+    cmp -s "$dir/emulated/model.safetensors" "$dir/here/model.safetensors" ||
+        { echo "cpu_check: $model: the model trained under qemu is not this CPU's $path run's: see $dir" >&2; return 1; }
+    cmp -s "$dir/emulated.sample" "$dir/here.sample" ||
+        { echo "cpu_check: $model: the sample under qemu is not this CPU's $path run's: see $dir" >&2; return 1; }
+    echo "cpu_check: $model: chose $path; trained 6 steps on 2 threads and sampled, byte for byte as $path here"
+}
+
+failed=0
+run_as EPYC-Milan avx2 || failed=1
+run_as Haswell avx2 || failed=1
+run_as Nehalem generic || failed=1
+if ((failed)); then
+    echo "cpu_check: failed (the logs: $work)" >&2
+    exit 1
+fi
+echo "cpu_check: passed"
