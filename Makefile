@@ -132,9 +132,14 @@ $(BUILD)/version.h: FORCE
 $(BUILD)/commands/args.o: $(BUILD)/version.h
 $(BUILD)/commands/args.o: ALL_CFLAGS += -I$(BUILD)
 
-LIB_SRC = $(filter-out src/commands/main.c src/commands/launcher.c, $(wildcard src/*/*.c))
+LIB_SRC = $(filter-out src/commands/main.c src/commands/launcher.c src/commands/cpu_guard.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
+# An x86-64 build checks before main that the CPU has the instruction sets
+# it was compiled for (src/commands/cpu_guard.c), and says what to build if
+# not. Not in the portable binary's copies (its launcher picks the copy the
+# CPU can run) nor in the test runner.
+GUARD_OBJ = $(if $(filter x86_64,$(CC_ARCH)),$(BUILD)/commands/cpu_guard.o)
 TEST_SRC = $(filter-out tests/bpe_dump.c tests/gpt2_dump.c, $(wildcard tests/*.c))
 TEST_OBJ = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
@@ -186,8 +191,8 @@ endif
 tinygpt: portable-bin build/tinygpt-kind
 	cp $(PORTABLE_BIN) $@
 else
-tinygpt: $(MAIN_OBJ) $(LIB_OBJ) build/tinygpt-kind
-	$(CC) $(ALL_LDFLAGS) $(MAIN_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
+tinygpt: $(MAIN_OBJ) $(GUARD_OBJ) $(LIB_OBJ) build/tinygpt-kind
+	$(CC) $(ALL_LDFLAGS) $(MAIN_OBJ) $(GUARD_OBJ) $(LIB_OBJ) -o $@ $(LDLIBS)
 endif
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
@@ -495,11 +500,13 @@ arm-check: tinygpt
 # qemu-x86_64 (-cpu EPYC-Milan, Zen 3; Haswell; Nehalem, no AVX): it must
 # choose avx2, avx2 and generic from their cpuid, run no instruction they
 # lack (qemu stops the program at one), and train and sample to the bytes
-# this CPU's run capped to that path gives. About a minute; x86-64 only.
+# this CPU's run capped to that path gives; and ./tinygpt, built for this
+# CPU, must refuse Nehalem in one line (cpu_guard.c). About a minute;
+# x86-64 only.
 .PHONY: cpu-check
-cpu-check: portable-bin
+cpu-check: tinygpt portable-bin
 	scripts/setup.sh --quiet --qemu
-	scripts/cpu_check.sh $(PORTABLE_BIN)
+	scripts/cpu_check.sh $(PORTABLE_BIN) ./tinygpt
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
@@ -567,7 +574,7 @@ sanitize:
 	echo "sanitize: no sanitizer reports"
 
 # tinygpt inside a build directory: the sanitizer build keeps its own binary.
-$(BUILD)/tinygpt: $(MAIN_OBJ) $(LIB_OBJ)
+$(BUILD)/tinygpt: $(MAIN_OBJ) $(GUARD_OBJ) $(LIB_OBJ)
 	$(CC) $(ALL_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # ---- Fuzzing (issue 5, "Proof") ----------------------------------------------

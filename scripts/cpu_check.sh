@@ -4,7 +4,7 @@
 # that it picks its path from the CPU it finds, runs no instruction that CPU
 # lacks, and computes there what it computes here.
 #
-#   scripts/cpu_check.sh PORTABLE_TINYGPT
+#   scripts/cpu_check.sh PORTABLE_TINYGPT PLAIN_TINYGPT
 #
 # qemu-x86_64 runs an x86-64 program as the CPU model that -cpu names: cpuid
 # answers as that model does, and an instruction the model lacks stops the
@@ -22,6 +22,9 @@
 #    thread runs its own rows) and a sample from it, under qemu, give the
 #    model file and the text that this machine's own run of the same binary
 #    capped to that path (TINYGPT_KERNELS) gives, byte for byte.
+# Then the plain build (make, for this CPU) under Nehalem, which lacks AVX:
+# it must stop with cpu_guard.c's one line (exit 1) that says what to
+# build, not at an illegal instruction.
 # Emulation is hundreds of times slower than the CPU: a tiny model, a few
 # steps; about a minute in all.
 #
@@ -30,8 +33,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=${1:?usage: scripts/cpu_check.sh PORTABLE_TINYGPT}
+usage="usage: scripts/cpu_check.sh PORTABLE_TINYGPT PLAIN_TINYGPT"
+bin=${1:?$usage} plain=${2:?$usage}
 [[ -x $bin ]] || { echo "cpu_check: $bin is not an executable tinygpt: run make PORTABLE=1 first" >&2; exit 1; }
+[[ -x $plain ]] || { echo "cpu_check: $plain is not an executable tinygpt: run make first" >&2; exit 1; }
 command -v qemu-x86_64 >/dev/null || { echo "cpu_check: no qemu-x86_64: run scripts/setup.sh --qemu" >&2; exit 1; }
 
 # tinygpt starts itself again once to set GOMP_SPINCOUNT for the OpenMP
@@ -46,13 +51,13 @@ train_flags=(--tokenizer char --steps 6 --batch 4 --context 32 --embd 32 --heads
              --threads 2 --eval-interval 3 --eval-batches 2 --sample-every 0 --save-every 0 --peak 100)
 sample_flags=(--seed 3 --tokens 40 --prompt "The ")
 
-# emulated MODEL ARGS...: tinygpt under qemu as CPU model MODEL, its
-# warnings about features TCG cannot give (a model's pcid, x2apic, ...)
-# left out of what it prints.
+# emulated MODEL ARGS...: the portable tinygpt under qemu as CPU model
+# MODEL, its warnings about features TCG cannot give (a model's pcid,
+# x2apic, ...) left out of what it prints.
 emulated() {
     local model=$1
     shift
-    qemu-x86_64 -cpu "$model" "$bin" "$@" 2> >(grep -v "warning: TCG doesn't support" >&2)
+    qemu-x86_64 -cpu "$model" "$@" 2> >(grep -v "warning: TCG doesn't support" >&2)
 }
 
 # run_as MODEL PATH: step 1 and 2 for one model; its output in $work/MODEL.
@@ -60,13 +65,13 @@ run_as() {
     local model=$1 path=$2 dir=$work/$1
     mkdir -p "$dir"
     local chosen
-    chosen=$(emulated "$model" peak --seconds 0.01 --threads 1 2>"$dir/peak.err" | sed -n 's/^kernels: //p') ||
+    chosen=$(emulated "$model" "$bin" peak --seconds 0.01 --threads 1 2>"$dir/peak.err" | sed -n 's/^kernels: //p') ||
         { echo "cpu_check: $model: tinygpt peak failed under qemu: see $dir/peak.err" >&2; return 1; }
     [[ $chosen == "$path" ]] ||
         { echo "cpu_check: $model: the portable binary chose '$chosen', not $path" >&2; return 1; }
-    emulated "$model" train README.md "${train_flags[@]}" --out "$dir/emulated" >"$dir/emulated.log" 2>&1 ||
+    emulated "$model" "$bin" train README.md "${train_flags[@]}" --out "$dir/emulated" >"$dir/emulated.log" 2>&1 ||
         { echo "cpu_check: $model: train failed under qemu: see $dir/emulated.log" >&2; return 1; }
-    emulated "$model" sample --model "$dir/emulated/model.safetensors" "${sample_flags[@]}" >"$dir/emulated.sample" \
+    emulated "$model" "$bin" sample --model "$dir/emulated/model.safetensors" "${sample_flags[@]}" >"$dir/emulated.sample" \
         2>"$dir/emulated.sample.err" ||
         { echo "cpu_check: $model: sample failed under qemu: see $dir/emulated.sample.err" >&2; return 1; }
     TINYGPT_KERNELS=$path "$bin" train README.md "${train_flags[@]}" --out "$dir/here" >"$dir/here.log" 2>&1 ||
@@ -85,6 +90,18 @@ failed=0
 run_as EPYC-Milan avx2 || failed=1
 run_as Haswell avx2 || failed=1
 run_as Nehalem generic || failed=1
+# The plain build under Nehalem: cpu_guard.c's line, or nothing to refuse
+# (a build for a CPU without AVX, which this check does not expect).
+status=0
+emulated Nehalem "$plain" --version >"$work/plain.out" 2>"$work/plain.err" || status=$?
+if ((status == 0)); then
+    echo "cpu_check: the plain build runs as Nehalem: it was compiled for no set Nehalem lacks, nothing to refuse"
+elif ((status == 1)) && [[ $(wc -l <"$work/plain.err") -eq 1 ]] && grep -q 'make PORTABLE=1' "$work/plain.err"; then
+    echo "cpu_check: the plain build as Nehalem stops with one line: $(cat "$work/plain.err")"
+else
+    echo "cpu_check: the plain build as Nehalem exited $status, not 1 with cpu_guard.c's line: see $work/plain.err" >&2
+    failed=1
+fi
 if ((failed)); then
     echo "cpu_check: failed (the logs: $work)" >&2
     exit 1
