@@ -91,8 +91,9 @@ void log_failed(const TrainRun *run, long done) {
 // state (the text's length and fingerprint, the batch stream), AdamW's
 // moments and the log's mark (its length and hash, which a resume checks
 // it against), made whole before it replaces the last one; run.json beside
-// it. The log is flushed first, so it always has a row for every step a
-// checkpoint has seen: if that fails, nothing is saved (see log_failed).
+// it. The log goes to disk first (csv_log_sync), so it always has a row
+// for every step a checkpoint has seen, a power cut included: if that
+// fails, nothing is saved (see log_failed).
 // A save that fails stops the run, naming the checkpoint it can continue
 // from.
 void save_checkpoint(TrainRun *run, long done) {
@@ -108,7 +109,7 @@ void save_checkpoint(TrainRun *run, long done) {
     // asking for more time, as resuming a finished run of steps is asking
     // for more steps.
     const double seconds = run->time_up ? fmax(run_seconds(run), s->time) : run_seconds(run);
-    if (!csv_log_flush(&run->log, &run->fault)) {
+    if (!csv_log_sync(&run->log, &run->fault)) {
         log_failed(run, done);
         exit(EXIT_RUNTIME);
     }
@@ -140,7 +141,7 @@ void save_checkpoint(TrainRun *run, long done) {
     ok = ok && (run->optimizer.cfg.kind == OPT_SGD ||
                 optimizer_state_save(&run->optimizer, &run->model, done, optimizer, &err));
     ok = ok && checkpoint_save_run(&run->model, &run->tok, done, &md, model, &err);
-    const LogMark mark = csv_log_mark(&run->log);  // the log has every row up to here: flushed above
+    const LogMark mark = csv_log_mark(&run->log);  // the log has every row up to here, on disk: synced above
     ok = ok && run_dir_save_log_mark(dir, &mark, &err);
     ok = ok && run_dir_commit_checkpoint(s->out_dir, done, s->keep, &err) == 0;
     metadata_free(&md);

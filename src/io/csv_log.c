@@ -156,6 +156,12 @@ bool csv_log_flush(CsvLog *log, Error *err) {
     return true;
 }
 
+bool csv_log_sync(CsvLog *log, Error *err) {
+    if (!csv_log_flush(log, err)) return false;
+    if (io_fault() || fsync(fileno(log->f)) != 0) return failed(log, err);
+    return true;
+}
+
 void csv_log_close(CsvLog *log) {
     if (log->f) fclose(log->f);
     log->f = NULL;

@@ -70,6 +70,12 @@ bool csv_log_row(CsvLog *log, Error *err, const char *fmt, ...) __attribute__((f
 void csv_quote(const char *text, char *out, size_t cap);
 // csv_log_flush: every row written so far onto the file, checked.
 bool csv_log_flush(CsvLog *log, Error *err);
+// csv_log_sync: csv_log_flush, and then those rows on the disk (fsync),
+// before a checkpoint records the log's mark: flushed alone, they could sit
+// in the kernel's cache past the checkpoint's own fsyncs, and a power cut
+// then leave a checkpoint whose log is shorter than its mark, which
+// --resume refuses (without --restart-log, which starts the log afresh).
+bool csv_log_sync(CsvLog *log, Error *err);
 // csv_log_close: the last rows were flushed (and checked) before, so fclose
 // has nothing left to fail on. Frees what the log holds.
 void csv_log_close(CsvLog *log);
