@@ -504,9 +504,14 @@ arm-check: tinygpt
 # CPU, must refuse Nehalem in one line (cpu_guard.c). About a minute;
 # x86-64 only.
 .PHONY: cpu-check
+ifeq ($(CC_ARCH)$(CROSS),x86_64)
 cpu-check: tinygpt portable-bin
 	scripts/setup.sh --quiet --qemu
 	scripts/cpu_check.sh $(PORTABLE_BIN) ./tinygpt
+else
+cpu-check:
+	@echo "make cpu-check runs x86-64 builds on an x86-64 machine; here the compiler builds for $(CC_ARCH)$(if $(CROSS), on $(shell uname -m))" >&2; exit 2
+endif
 
 # ---- Robustness checks (issue 5) ---------------------------------------------
 .PHONY: large-file-check crash-check
