@@ -155,6 +155,61 @@ static bool is_last_step(const TrainRun *run, long step, double spent) {
     return spent + run->longest_step >= s->time;
 }
 
+// What one step did, for its row of log.csv and its progress line.
+typedef struct {
+    long step;
+    bool evaluated;        // a validation loss was measured before the step
+    float loss, val_loss;  // val_loss NAN when not evaluated
+    double val_bpb;        // NAN likewise
+    double lr, seconds, grad_norm;
+    long best_step;        // when evaluated: the best validation loss's step so far
+    const char *sample;    // the one-line sample, or "" for none
+} StepReport;
+
+// log_step: the step's row of log.csv, val_loss, val_bpb and best_step
+// empty when it was not evaluated. False (run->fault) if the write failed.
+static bool log_step(TrainRun *run, const StepReport *r, double step_tokens) {
+    char val[32] = "", bpb[32] = "", best[32] = "", quoted[2 * SAMPLE_LINE_BYTES + 3] = "";
+    if (!isnan(r->val_loss)) snprintf(val, sizeof val, "%.6f", (double)r->val_loss);
+    if (!isnan(r->val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", r->val_bpb);
+    if (r->evaluated) snprintf(best, sizeof best, "%ld", r->best_step);
+    if (r->sample[0]) csv_quote(r->sample, quoted, sizeof quoted);
+    return csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", r->step,
+                       (double)r->loss, val, r->lr, 1e3 * r->seconds, step_tokens / r->seconds, r->grad_norm, bpb, best,
+                       run_seconds(run), quoted);
+}
+
+// The steps since the last progress line, whose means it prints.
+typedef struct {
+    double loss, seconds;
+    int steps;
+} Interval;
+
+// report_progress: the progress line of the interval that ends with step
+// "r", after the warnings an evaluation may bring; log.csv flushed and
+// loss.png redrawn with it. False (run->write_failed, or run->fault for
+// the log) if stdout or the log could not be written.
+static bool report_progress(TrainRun *run, Watch *watch, Interval *interval, const StepReport *r, double step_tokens) {
+    watch_clear_line(watch);
+    if (r->evaluated) warn_of_overfitting(run, r->step);
+    if (r->evaluated) recheck_peak(run, r->step);
+    if (!print_progress(run, r->step, interval->loss / interval->steps, r->val_loss, r->val_bpb, r->evaluated,
+                        1e3 * interval->seconds / interval->steps, step_tokens * interval->steps / interval->seconds,
+                        r->sample))
+        run->write_failed = true;
+    if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) return false;
+    watch_plot(watch);
+    *interval = (Interval){0.0, 0.0, 0};
+    return true;
+}
+
+// stopped_early: the run ends after "done" steps, before its last: a
+// signal, --stop-after, or a failed write. It is not finished.
+static long stopped_early(TrainRun *run, long done) {
+    run->finished = false;
+    return done;
+}
+
 // train_loop: steps from run->start_step until --steps or --time ends the
 // run (run->finished), or until a signal, --stop-after or a failed write
 // (run->write_failed, run->log.failed) stops it; returns the number of
@@ -169,8 +224,7 @@ static long train_loop(TrainRun *run) {
     const bool has_val = run->data.n_tokens > run->data.n_train;
     const bool timed = s->time > 0;
     if (run->writer) print_run(run);
-    double interval_loss = 0.0, interval_seconds = 0.0;
-    int interval_steps = 0;
+    Interval interval = {0.0, 0.0, 0};
     Watch watch;  // the live status line on a terminal, and loss.png (watch.h)
     watch_init(&watch, run->start_step, s->steps == STEPS_NO_LIMIT ? 0 : s->steps, step_tokens, s->out_dir);
     if (timed) watch_set_budget(&watch, s->time, run->seconds_before);
@@ -190,8 +244,7 @@ static long train_loop(TrainRun *run) {
         float val_loss = evaluate ? validation_loss(run, B, T, s->eval_batches) : NAN;
         if (evaluate && !note_evaluation(run, step, val_loss)) {
             run->write_failed = true;
-            run->finished = false;
-            result = step;
+            result = stopped_early(run, step);
             break;
         }
         // The sample: the same draws every time, so only the model changes it.
@@ -201,55 +254,35 @@ static long train_loop(TrainRun *run) {
                         sizeof sample);
 
         double start = now_seconds();
-        const double lr = optimizer_lr_timed(&run->optimizer.cfg, step, timed ? fmin(spent / s->time, 1.0) : 0.0);
-        float loss;
-        double grad_norm;
-        if (!train_step(run, step, lr, &loss, &grad_norm)) {
+        StepReport report = {
+            .step = step, .evaluated = evaluate, .val_loss = val_loss, .best_step = run->best_step, .sample = sample};
+        report.lr = optimizer_lr_timed(&run->optimizer.cfg, step, timed ? fmin(spent / s->time, 1.0) : 0.0);
+        if (!train_step(run, step, report.lr, &report.loss, &report.grad_norm)) {
             result = -1;
             break;
         }
-        double seconds = now_seconds() - start;
-        run->steps_seconds += seconds;
+        report.seconds = now_seconds() - start;
+        run->steps_seconds += report.seconds;
 
         long done = step + 1;
-        double val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
-        watch_step(&watch, step, loss, val_loss, seconds);
+        report.val_bpb = bits_per_byte(val_loss, run->data.n_tokens - run->data.n_train, run->data.val_bytes);
+        watch_step(&watch, step, report.loss, val_loss, report.seconds);
         plotted = false;
-        // The step's row; val_loss and val_bpb empty when not evaluated. The
-        // step is done, its row is not on disk: stop with a checkpoint.
-        char val[32] = "", bpb[32] = "", best[32] = "", quoted[2 * SAMPLE_LINE_BYTES + 3] = "";
-        if (!isnan(val_loss)) snprintf(val, sizeof val, "%.6f", (double)val_loss);
-        if (!isnan(val_bpb)) snprintf(bpb, sizeof bpb, "%.6f", val_bpb);
-        if (evaluate) snprintf(best, sizeof best, "%ld", run->best_step);
-        if (sample[0]) csv_quote(sample, quoted, sizeof quoted);
-        if (run->writer && !csv_log_row(&run->log, &run->fault, "%ld,%.6f,%s,%.9g,%.3f,%.0f,%.9g,%s,%s,%.3f,%s\n", step,
-                                        (double)loss, val, lr, 1e3 * seconds, step_tokens / seconds, grad_norm, bpb,
-                                        best, run_seconds(run), quoted)) {
-            run->finished = false;
-            result = done;
+        // The step is done, its row is not on disk: stop with a checkpoint.
+        if (run->writer && !log_step(run, &report, step_tokens)) {
+            result = stopped_early(run, done);
             break;
         }
 
-        interval_loss += loss;
-        interval_seconds += seconds;
-        interval_steps++;
+        interval.loss += report.loss;
+        interval.seconds += report.seconds;
+        interval.steps++;
         if (run->writer && (evaluate || sample[0] || step % s->log_interval == 0 || last)) {
-            watch_clear_line(&watch);
-            if (evaluate) warn_of_overfitting(run, step);
-            if (evaluate) recheck_peak(run, step);
-            if (!print_progress(run, step, interval_loss / interval_steps, val_loss, val_bpb, evaluate,
-                                1e3 * interval_seconds / interval_steps, step_tokens * interval_steps / interval_seconds,
-                                sample))
-                run->write_failed = true;
-            if (run->write_failed || !csv_log_flush(&run->log, &run->fault)) {
-                run->finished = false;
-                result = done;
+            if (!report_progress(run, &watch, &interval, &report, step_tokens)) {
+                result = stopped_early(run, done);
                 break;
             }
-            watch_plot(&watch);
             plotted = true;
-            interval_loss = interval_seconds = 0.0;
-            interval_steps = 0;
         }
 
         // The loop's last step, or the clock's: the one it said would be, or
@@ -265,15 +298,13 @@ static long train_loop(TrainRun *run) {
         // together, at the first step any of them has seen one.
         stop_signal = dist_max_int(&run->dist, stop_signal);
         if (stop_signal || done == s->stop_after) {
-            run->finished = false;
-            result = done;
+            result = stopped_early(run, done);
             break;
         }
         if (s->save_every > 0 && done % s->save_every == 0) {
             save_checkpoint(run, done);
             if (run->write_failed) {
-                run->finished = false;
-                result = done;
+                result = stopped_early(run, done);
                 break;
             }
         }
