@@ -1,7 +1,8 @@
 // cpu_guard.c: the plain x86-64 build's first act, before main: a check
 // that this CPU has every instruction set the build was compiled for.
 //
-// Reading order: file 43c, after launcher.c, and only for packagers.
+// Reading order: file 43c, after launcher.c: like it, about builds and
+// CPUs, not the model.
 //
 // `make` compiles for the CPU it runs on (-march=native), and gcc then uses
 // whatever that CPU has, anywhere: AVX-512 to clear a buffer, BMI2 to
