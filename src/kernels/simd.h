@@ -272,15 +272,35 @@ static inline float sum16(Lanes16 l) {
     return sum;
 }
 
+// lanes_by_row(block, lanes, r0, rows, p): block[c] = lane p * VEC_FLOATS
+// + c of rows r0, r0 + 1, ... side by side (lane k of the vector: row r0 +
+// k; rows past "rows" read as 0). One VEC_FLOATS x VEC_FLOATS transpose
+// (transpose_block) turns a block of rows' lanes into a vector per lane, so
+// a block of rows combines its lanes in whole vectors, a row per vector
+// lane, instead of one float at a time.
+static inline void lanes_by_row(vec block[VEC_FLOATS], const Lanes16 *lanes, int r0, int rows, int p) {
+    for (int k = 0; k < VEC_FLOATS; k++) block[k] = r0 + k < rows ? lanes[r0 + k].part[p] : splat(0.0f);
+    transpose_block(block);
+}
+
 // sums[r] = sum16(lanes[r]) for r < rows: the same additions in the same
-// order, for a block of rows at once. One sum16 is a chain of 16 dependent
-// additions (~50 cycles); here the rows' chains run side by side, one
-// addition of each row per step, and overlap. (Softmax over a block of
-// short rows spent most of its time waiting on these chains.)
+// order (0 + lane 0 + lane 1 + ... + lane 15), for a block of rows at once,
+// VEC_FLOATS rows to a vector (lanes_by_row). One sum16 is a chain of 16
+// dependent additions (~50 cycles); here the rows' chains run side by side,
+// and a vector add does a step of VEC_FLOATS of them. (Softmax over a block
+// of short rows spent most of its time on these chains; one float at a time,
+// through the stack, a 128 x 128 head's softmax took 5.6 us, now 4.1, on one
+// Sapphire Rapids core, AVX-512.)
 static inline void sum16_rows(float *sums, const Lanes16 *lanes, int rows) {
-    for (int r = 0; r < rows; r++) sums[r] = 0.0f;
-    for (int i = 0; i < 16; i++)
-        for (int r = 0; r < rows; r++) sums[r] += lane_at(lanes[r], i);
+    for (int r0 = 0; r0 < rows; r0 += VEC_FLOATS) {
+        vec total = splat(0.0f);
+        for (int p = 0; p < LANE_PARTS; p++) {
+            vec block[VEC_FLOATS];
+            lanes_by_row(block, lanes, r0, rows, p);
+            for (int c = 0; c < VEC_FLOATS; c++) total += block[c];
+        }
+        for (int k = 0; k < VEC_FLOATS && r0 + k < rows; k++) sums[r0 + k] = total[k];
+    }
 }
 
 // x[0..n) added in lanes: lane i holds x[i] + x[i+16] + ..., in increasing j

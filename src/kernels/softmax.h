@@ -75,11 +75,18 @@ static inline void softmax_rows(float *out, size_t ldo, const float *in, size_t 
                                 int room, float scale, float *log_sum_exp) {
     Lanes16 lanes[SOFTMAX_BLOCK];
     float max[SOFTMAX_BLOCK], sum[SOFTMAX_BLOCK];
-    // 1. each row's max: lanes first, then the lanes of every row
+    // 1. each row's max: lanes first, then the lanes of a vector of rows at
+    // once (lanes_by_row, as sum16_rows), lane 0 first
     for (int r = 0; r < rows; r++) lanes[r] = row_max_lanes(in + r * ldi, n0 + r * n_step);
-    for (int r = 0; r < rows; r++) max[r] = lane_at(lanes[r], 0);
-    for (int i = 1; i < 16; i++)
-        for (int r = 0; r < rows; r++) max[r] = lane_at(lanes[r], i) > max[r] ? lane_at(lanes[r], i) : max[r];
+    for (int r0 = 0; r0 < rows; r0 += VEC_FLOATS) {
+        vec most = splat(0.0f);
+        for (int p = 0; p < LANE_PARTS; p++) {
+            vec block[VEC_FLOATS];
+            lanes_by_row(block, lanes, r0, rows, p);
+            for (int c = 0; c < VEC_FLOATS; c++) most = p == 0 && c == 0 ? block[0] : max_vec(block[c], most);
+        }
+        for (int k = 0; k < VEC_FLOATS && r0 + k < rows; k++) max[r0 + k] = most[k];
+    }
     // 2. the exps and, in lanes, their sums
     for (int r = 0; r < rows; r++) {
         const float *in_r = in + r * ldi;
