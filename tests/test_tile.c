@@ -1,5 +1,6 @@
 // test_tile.c: tests for src/kernels/tile.h, the register tile, and
-// simd.h's transpose and lane sums, on the kernel path this build has.
+// simd.h's transpose and lane sums, and fastexp.h's exp on vectors, on the
+// kernel path this build has.
 //
 // tile_vec (vector registers, constant ROWS and COLS) and tile_tail (the
 // columns past the whole vectors) must give exactly the bits of tile_any
@@ -19,6 +20,7 @@
 #include "helpers.h"
 #include "rng.h"
 #include "sanitized.h"
+#include "fastexp.h"
 #include "tests.h"
 #include "tile.h"
 
@@ -210,6 +212,63 @@ START_TEST(lane_sums_add_in_the_order_of_their_definition) {
 }
 END_TEST
 
+// sum16_rows, a block of rows' lanes combined a vector of rows at a time,
+// gives each row sum16's bits (lane 0 first), for every block size.
+START_TEST(lane_sums_of_a_block_of_rows_give_each_row_s_own) {
+    Rng rng;
+    rng_init(&rng, 82);
+    Lanes16 lanes[16];
+    for (int r = 0; r < 16; r++)
+        for (int p = 0; p < LANE_PARTS; p++)
+            for (int i = 0; i < VEC_FLOATS; i++) lanes[r].part[p][i] = rng_normal(&rng) * (float)(1 << (i % 12));
+    for (int rows = 1; rows <= 16; rows++) {
+        float sums[16];
+        sum16_rows(sums, lanes, rows);
+        for (int r = 0; r < rows; r++)
+            ck_assert_msg(same_or_close(sums[r], sum16(lanes[r])), "rows %d: row %d %.9g, sum16 %.9g", rows, r,
+                          (double)sums[r], (double)sum16(lanes[r]));
+    }
+}
+END_TEST
+
+// fast_exp_vec gives fast_expf's bits in every lane: floats of every
+// exponent (bit patterns 65521 apart, NaNs and infinities among them),
+// the clamps' edges and the special values, each in every lane position.
+START_TEST(vector_exp_gives_the_bits_of_the_scalar_one) {
+    static const float SPECIAL[] = {0.0f, -0.0f, 1.0f, -1.0f, -87.0f, 88.0f, -87.00001f, 88.00001f, -86.99999f,
+                                    87.99999f, 1e-40f, -1e-40f, 0.3465736f, -0.3465736f, 1e30f, -1e30f};
+    enum { N_SPECIAL = sizeof SPECIAL / sizeof SPECIAL[0] };
+    float x[VEC_FLOATS];
+    int filled = 0;
+    uint32_t bits = 0;
+    for (long step = 0; step < 65600 + N_SPECIAL + VEC_FLOATS; step++) {
+        if (step < N_SPECIAL) x[filled++] = SPECIAL[step];
+        else {
+            memcpy(&x[filled++], &bits, sizeof bits);
+            bits += 65521u;
+        }
+        if (filled < VEC_FLOATS) continue;
+        filled = 0;
+        const vec e = fast_exp_vec(load_vec(x));
+        for (int i = 0; i < VEC_FLOATS; i++) {
+            const float expected = fast_expf(x[i]);
+            if (isnan(expected)) ck_assert_msg(isnan(e[i]), "exp(%.9g): %.9g, not NaN", (double)x[i], (double)e[i]);
+            else ck_assert_msg(same_or_close(e[i], expected), "exp(%.9g): vector %.9g, scalar %.9g", (double)x[i],
+                               (double)e[i], (double)expected);
+        }
+    }
+    // the specials again, each in a different lane
+    for (int at = 0; at < VEC_FLOATS; at++) {
+        for (int i = 0; i < VEC_FLOATS; i++) x[i] = SPECIAL[(at + i) % N_SPECIAL];
+        x[at] = NAN;
+        const vec e = fast_exp_vec(load_vec(x));
+        ck_assert(isnan(e[at]));
+        for (int i = 0; i < VEC_FLOATS; i++)
+            if (i != at) ck_assert(same_or_close(e[i], fast_expf(x[i])));
+    }
+}
+END_TEST
+
 Suite *tile_suite(void) {
     Suite *s = suite_create("tile");
     TCase *tc = tcase_create("core");
@@ -218,6 +277,8 @@ Suite *tile_suite(void) {
     tcase_add_test(tc, plain_tile_matches_a_double_precision_sum);
     tcase_add_test(tc, transpose_block_moves_every_entry_to_its_mirror_image);
     tcase_add_test(tc, lane_sums_add_in_the_order_of_their_definition);
+    tcase_add_test(tc, lane_sums_of_a_block_of_rows_give_each_row_s_own);
+    tcase_add_test(tc, vector_exp_gives_the_bits_of_the_scalar_one);
     suite_add_tcase(s, tc);
     return s;
 }

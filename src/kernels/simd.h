@@ -24,6 +24,7 @@
 #ifndef TINYGPT_SIMD_H
 #define TINYGPT_SIMD_H
 
+#include <stdint.h>
 #include <string.h>
 
 // PATH_AVX512, PATH_AVX2, PATH_NEON: 1 on that path, else 0 (all 0: generic).
@@ -60,6 +61,9 @@
 #endif
 
 typedef float vec __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
+// As many 32-bit integers: a comparison of two vecs gives one, -1 (all bits
+// set) in the lanes where it holds and 0 elsewhere.
+typedef int32_t ivec __attribute__((vector_size(VEC_FLOATS * sizeof(int32_t))));
 
 // Unaligned load and store; memcpy is how C says "these bytes, any alignment".
 static inline vec load_vec(const float *p) {
@@ -98,6 +102,39 @@ static inline vec fma_vec(vec a, vec b, vec c) {
     return (vec)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
 #else
     return a * b + c;
+#endif
+}
+
+// x clamped to [lo, hi] in each lane, as `x < lo ? lo : x > hi ? hi : x`
+// (a NaN lane stays NaN): x86's max and min return their second operand
+// unless the first is larger (smaller), which is that rule exactly, in one
+// instruction each; elsewhere the comparisons select.
+static inline vec clamp_vec(vec x, float lo, float hi) {
+#if PATH_AVX512
+    return (vec)_mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), (__m512)x));
+#elif PATH_AVX2
+    return (vec)_mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), (__m256)x));
+#else
+    const ivec below = x < lo, above = x > hi;
+    x = (vec)((below & (ivec)splat(lo)) | (~below & (ivec)x));
+    return (vec)((above & (ivec)splat(hi)) | (~above & (ivec)x));
+#endif
+}
+
+// Each lane of x (a whole number in int32_t's range) as an integer. A NaN
+// lane gives some integer (C leaves its conversion undefined; x86 gives
+// INT32_MIN, NEON 0, and the generic vectors convert 0 instead), for
+// callers whose result is NaN there whatever the integer.
+static inline ivec to_int_vec(vec x) {
+#if PATH_AVX512
+    return (ivec)_mm512_cvttps_epi32((__m512)x);
+#elif PATH_AVX2
+    return (ivec)_mm256_cvttps_epi32((__m256)x);
+#elif PATH_NEON
+    return (ivec)vcvtq_s32_f32((float32x4_t)x);
+#else
+    const ivec number = x == x;
+    return __builtin_convertvector((vec)(number & (ivec)x), ivec);
 #endif
 }
 

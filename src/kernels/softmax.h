@@ -26,8 +26,6 @@
 #include "fastexp.h"
 #include "simd.h"
 
-typedef int32_t ivec __attribute__((vector_size(VEC_FLOATS * sizeof(int32_t))));
-
 // max_vec: the larger of a and b in each lane; the comparison gives -1 (all
 // bits set) where a > b, which selects a's bits, else b's.
 static inline vec max_vec(vec a, vec b) {
@@ -92,7 +90,11 @@ static inline void softmax_rows(float *out, size_t ldo, const float *in, size_t 
         const float *in_r = in + r * ldi;
         float *out_r = out + r * ldo;
         const int n = n0 + r * n_step, whole = (n + 15) / 16 * 16 < room ? (n + 15) / 16 * 16 : room;
-        for (int j = 0; j < whole; j++) out_r[j] = fast_expf((in_r[j] - max[r]) * scale);
+        int j = 0;
+        for (; j + VEC_FLOATS <= whole; j += VEC_FLOATS)
+            store_vec(out_r + j, fast_exp_vec((load_vec(in_r + j) - max[r]) * scale));
+        if (j < whole)
+            store_tail(out_r + j, fast_exp_vec((load_tail(in_r + j, whole - j, 0.0f) - max[r]) * scale), whole - j);
         lanes[r] = row_sum_lanes(out_r, n);
     }
     sum16_rows(sum, lanes, rows);
