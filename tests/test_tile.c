@@ -1,6 +1,6 @@
 // test_tile.c: tests for src/kernels/tile.h, the register tile, and
-// simd.h's transpose and lane sums, and fastexp.h's exp on vectors, on the
-// kernel path this build has.
+// simd.h's transpose and lane sums, and the vector forms of fastexp.h's exp
+// and fasterf.h's erf, on the kernel path this build has.
 //
 // tile_vec (vector registers, constant ROWS and COLS) and tile_tail (the
 // columns past the whole vectors) must give exactly the bits of tile_any
@@ -20,6 +20,7 @@
 #include "helpers.h"
 #include "rng.h"
 #include "sanitized.h"
+#include "fasterf.h"
 #include "fastexp.h"
 #include "tests.h"
 #include "tile.h"
@@ -231,12 +232,14 @@ START_TEST(lane_sums_of_a_block_of_rows_give_each_row_s_own) {
 }
 END_TEST
 
-// fast_exp_vec gives fast_expf's bits in every lane: floats of every
-// exponent (bit patterns 65521 apart, NaNs and infinities among them),
-// the clamps' edges and the special values, each in every lane position.
-START_TEST(vector_exp_gives_the_bits_of_the_scalar_one) {
-    static const float SPECIAL[] = {0.0f, -0.0f, 1.0f, -1.0f, -87.0f, 88.0f, -87.00001f, 88.00001f, -86.99999f,
-                                    87.99999f, 1e-40f, -1e-40f, 0.3465736f, -0.3465736f, 1e30f, -1e30f};
+// A vector form of a scalar kernel gives the scalar's bits in every lane:
+// floats of every exponent (bit patterns 65521 apart, NaNs and infinities
+// among them), the clamps' edges and the special values, each in every lane
+// position, a NaN among them.
+static void check_vector_form(const char *name, vec (*vector)(vec), float (*scalar)(float)) {
+    static const float SPECIAL[] = {0.0f,     -0.0f,      1.0f,   -1.0f,  -87.0f,     88.0f,  -87.00001f, 88.00001f,
+                                    -86.999f, 87.999f,    4.0f,   -4.0f,  4.0000005f, -4.00001f, 1e-40f, -1e-40f,
+                                    0.3465736f, -0.3465736f, 1e30f, -1e30f};
     enum { N_SPECIAL = sizeof SPECIAL / sizeof SPECIAL[0] };
     float x[VEC_FLOATS];
     int filled = 0;
@@ -249,23 +252,33 @@ START_TEST(vector_exp_gives_the_bits_of_the_scalar_one) {
         }
         if (filled < VEC_FLOATS) continue;
         filled = 0;
-        const vec e = fast_exp_vec(load_vec(x));
+        const vec y = vector(load_vec(x));
         for (int i = 0; i < VEC_FLOATS; i++) {
-            const float expected = fast_expf(x[i]);
-            if (isnan(expected)) ck_assert_msg(isnan(e[i]), "exp(%.9g): %.9g, not NaN", (double)x[i], (double)e[i]);
-            else ck_assert_msg(same_or_close(e[i], expected), "exp(%.9g): vector %.9g, scalar %.9g", (double)x[i],
-                               (double)e[i], (double)expected);
+            const float expected = scalar(x[i]);
+            if (isnan(expected)) ck_assert_msg(isnan(y[i]), "%s(%.9g): %.9g, not NaN", name, (double)x[i], (double)y[i]);
+            else ck_assert_msg(same_or_close(y[i], expected), "%s(%.9g): vector %.9g, scalar %.9g", name,
+                               (double)x[i], (double)y[i], (double)expected);
         }
     }
-    // the specials again, each in a different lane
     for (int at = 0; at < VEC_FLOATS; at++) {
         for (int i = 0; i < VEC_FLOATS; i++) x[i] = SPECIAL[(at + i) % N_SPECIAL];
         x[at] = NAN;
-        const vec e = fast_exp_vec(load_vec(x));
-        ck_assert(isnan(e[at]));
+        const vec y = vector(load_vec(x));
+        ck_assert_msg(isnan(y[at]), "%s(NaN) in lane %d: %.9g", name, at, (double)y[at]);
         for (int i = 0; i < VEC_FLOATS; i++)
-            if (i != at) ck_assert(same_or_close(e[i], fast_expf(x[i])));
+            if (i != at) ck_assert(same_or_close(y[i], scalar(x[i])));
     }
+}
+
+// Addresses of the static inline kernels, to hand to check_vector_form.
+static vec exp_vec_of(vec x) { return fast_exp_vec(x); }
+static float exp_of(float x) { return fast_expf(x); }
+static vec erf_vec_of(vec x) { return fast_erf_vec(x); }
+static float erf_of(float x) { return fast_erff(x); }
+
+START_TEST(vector_exp_and_erf_give_the_bits_of_the_scalar_ones) {
+    check_vector_form("exp", exp_vec_of, exp_of);
+    check_vector_form("erf", erf_vec_of, erf_of);
 }
 END_TEST
 
@@ -278,7 +291,7 @@ Suite *tile_suite(void) {
     tcase_add_test(tc, transpose_block_moves_every_entry_to_its_mirror_image);
     tcase_add_test(tc, lane_sums_add_in_the_order_of_their_definition);
     tcase_add_test(tc, lane_sums_of_a_block_of_rows_give_each_row_s_own);
-    tcase_add_test(tc, vector_exp_gives_the_bits_of_the_scalar_one);
+    tcase_add_test(tc, vector_exp_and_erf_give_the_bits_of_the_scalar_ones);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,7 @@
 #ifndef TINYGPT_SIMD_H
 #define TINYGPT_SIMD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -246,6 +247,22 @@ static inline void transpose_block(vec rows[VEC_FLOATS]) {
     TRANSPOSE_ROUND(rows, 2)
     TRANSPOSE_ROUND(rows, 1)
 }
+
+// The loops of element-wise kernels run over vectors: element i of n in
+// piece i / VEC_FLOATS, the last piece perhaps shorter. lanes_left: the
+// elements of the piece at i; load_upto and store_upto: those elements (the
+// lanes past them, 0 in a load, are not stored).
+static inline int lanes_left(size_t n, size_t i) { return n - i < VEC_FLOATS ? (int)(n - i) : VEC_FLOATS; }
+static inline vec load_upto(const float *x, int count) {
+    return count == VEC_FLOATS ? load_vec(x) : load_tail(x, count, 0.0f);
+}
+static inline void store_upto(float *x, vec v, int count) {
+    if (count == VEC_FLOATS) store_vec(x, v);
+    else store_tail(x, v, count);
+}
+
+// |x| in each lane: the sign bit cleared.
+static inline vec abs_vec(vec x) { return (vec)((ivec)x & 0x7fffffff); }
 
 // ---------------------------------------------------------------------------
 // Lane sums: a sum over a row, in 16 lanes. Lane i adds the entries

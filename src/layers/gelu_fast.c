@@ -1,12 +1,14 @@
 // gelu_fast.c: GELU, the fast versions (see gelu.h): the same formula on
-// fast_erff and fast_expf, in loops with no calls, so each compiles to
-// vector instructions.
+// fast_erf_vec and fast_exp_vec, a vector of elements at a time.
 //
 // Reading order: file 21, after fasterf.h and gelu.c (file 9), the formula
 // these must match. The one approximation is erf's and exp's (each within
 // about 1e-7 relative, fasterf.h and fastexp.h); the formula and its
 // derivative are the reference's, term for term. GPT-2's tanh form, below
-// them, is rewritten once (see there), so it runs on fast_expf alone.
+// them, is rewritten once (see there), so it runs on fast_exp_vec alone.
+// Each loop runs over the elements in pieces of a vector (simd.h's
+// lanes_left), the last piece perhaps shorter: an element's bits do not
+// depend on which piece, or which thread, it falls in.
 #include <math.h>
 #include <stddef.h>
 
@@ -15,27 +17,37 @@
 #include "fastexp.h"
 #include "gelu.h"
 #include "parallel.h"
+#include "simd.h"
 
 // Below this many elements (one row of the hidden layer when sampling, say),
 // waking the other threads costs more than the work.
 #define MIN_PARALLEL_ELEMENTS (1 << 16)
 
 // Phi(x), the standard normal CDF
-static inline float normal_cdf(float x) { return 0.5f * (1.0f + fast_erff(x * GELU_INV_SQRT2)); }
+static inline vec normal_cdf(vec x) { return 0.5f * (1.0f + fast_erf_vec(x * GELU_INV_SQRT2)); }
 
 // phi(x), the standard normal density. Beyond |x| = sqrt(174) it is below
 // 1e-38, where fast_expf stops (at e^-87) but libm's expf reaches 0: 0 here
 // too, so that x * phi(x) is 0 for large x, as in the reference.
-static inline float normal_pdf(float x) {
-    const float half_x2 = 0.5f * x * x;
-    return half_x2 < 87.0f ? fast_expf(-half_x2) * GELU_INV_SQRT_2PI : 0.0f;
+static inline vec normal_pdf(vec x) {
+    const vec half_x2 = 0.5f * x * x;
+    const ivec in_range = half_x2 < 87.0f;
+    return (vec)(in_range & (ivec)(fast_exp_vec(-half_x2) * GELU_INV_SQRT_2PI));
 }
+
+// The pieces of n elements, a vector each (the last perhaps shorter).
+static inline size_t pieces(size_t n) { return (n + VEC_FLOATS - 1) / VEC_FLOATS; }
 
 // Each pass's loop is an orphaned `omp for`, in a region of its own only
 // when one pays (parallel.h).
 static void gelu_forward_loop(float *out, const float *inp, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] * normal_cdf(inp[i]);
+    for (size_t piece = 0; piece < pieces(n); piece++) {
+        const size_t i = piece * VEC_FLOATS;
+        const int count = lanes_left(n, i);
+        const vec x = load_upto(inp + i, count);
+        store_upto(out + i, x * normal_cdf(x), count);
+    }
 }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
@@ -44,14 +56,16 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 
 // The forward again and the backward, in one pass (mlp_backward needs
 // both at once): each element's x and Phi(x) serve both lines, so erf runs
-// once an element, not twice. In place (dinp == dout) is safe: element i
-// reads dout[i] before it writes dinp[i], and reads no other element.
+// once an element, not twice. In place (dinp == dout) is safe: a piece
+// reads its dout before it writes its dinp, and reads no other piece.
 static void gelu_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i], cdf = normal_cdf(x);
-        out[i] = x * cdf;
-        dinp[i] = dout[i] * (cdf + x * normal_pdf(x));
+    for (size_t piece = 0; piece < pieces(n); piece++) {
+        const size_t i = piece * VEC_FLOATS;
+        const int count = lanes_left(n, i);
+        const vec x = load_upto(inp + i, count), cdf = normal_cdf(x);
+        store_upto(out + i, x * cdf, count);
+        store_upto(dinp + i, load_upto(dout + i, count) * (cdf + x * normal_pdf(x)), count);
     }
 }
 
@@ -75,19 +89,23 @@ void gelu_forward_backward(float *out, float *dinp, const float *inp, const floa
 // finite, in the reference too; no activation comes near.
 
 // s = 1 / (1 + e^(-2u)) of x, and s (1 - s) in "*s_slope"
-static inline float tanh_gate(float x, float *s_slope) {
-    const float two_u = 2.0f * GELU_SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * x * x * x);
-    const float e = fast_expf(-two_u);
-    const float s = 1.0f / (1.0f + e);
-    *s_slope = fabsf(two_u) < 87.0f ? e * s * s : 0.0f;  // e s first: at most 1, where e may be 1.7e38
+static inline vec tanh_gate(vec x, vec *s_slope) {
+    const vec two_u = 2.0f * GELU_SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * x * x * x);
+    const vec e = fast_exp_vec(-two_u);
+    const vec s = 1.0f / (1.0f + e);
+    const ivec in_range = abs_vec(two_u) < 87.0f;
+    *s_slope = (vec)(in_range & (ivec)(e * s * s));  // e s first: at most 1, where e may be 1.7e38
     return s;
 }
 
 static void gelu_tanh_forward_loop(float *out, const float *inp, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float s_slope;
-        out[i] = inp[i] * tanh_gate(inp[i], &s_slope);
+    for (size_t piece = 0; piece < pieces(n); piece++) {
+        const size_t i = piece * VEC_FLOATS;
+        const int count = lanes_left(n, i);
+        const vec x = load_upto(inp + i, count);
+        vec s_slope;
+        store_upto(out + i, x * tanh_gate(x, &s_slope), count);
     }
 }
 
@@ -99,13 +117,15 @@ void gelu_tanh_forward(float *out, const float *inp, size_t n) {
 // one exp an element, not two. In place (dinp == dout) is safe.
 static void gelu_tanh_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        float s_slope;
-        const float s = tanh_gate(x, &s_slope);
-        const float du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
-        out[i] = x * s;
-        dinp[i] = dout[i] * (s + x * 2.0f * s_slope * du);
+    for (size_t piece = 0; piece < pieces(n); piece++) {
+        const size_t i = piece * VEC_FLOATS;
+        const int count = lanes_left(n, i);
+        const vec x = load_upto(inp + i, count);
+        vec s_slope;
+        const vec s = tanh_gate(x, &s_slope);
+        const vec du = GELU_SQRT_2_OVER_PI * (1.0f + 3.0f * GELU_TANH_CUBIC * x * x);  // u'
+        store_upto(out + i, x * s, count);
+        store_upto(dinp + i, load_upto(dout + i, count) * (s + x * 2.0f * s_slope * du), count);
     }
 }
 
