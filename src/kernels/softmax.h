@@ -1,5 +1,5 @@
 // softmax.h: the softmax of a row, or of a block of rows at once (whose
-// lane combinations overlap), in loops the compiler vectorises.
+// lane combinations overlap), in loops of vectors.
 //
 // Reading order: file 19, after fastexp.h. Used by the attention weights
 // (attention_fast.c) and by the loss (crossentropy_fast.c, file 20):

@@ -133,8 +133,8 @@ void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
 // The fast versions (gelu_fast.c): 0.5 (1 + tanh u) is the logistic
-// sigmoid of 2u, 1 / (1 + e^(-2u)), which fast_expf (fastexp.h) computes
-// in vector code. Within 5e-7 max(1, |x|) of the reference forward and
+// sigmoid of 2u, 1 / (1 + e^(-2u)), which fast_exp_vec (fastexp.h) computes
+// a vector at a time. Within 5e-7 max(1, |x|) of the reference forward and
 // 2e-6 max(1, |dout|) backward (the tests hold them to that).
 void gelu_tanh_forward(float *out, const float *inp, size_t n);
 void gelu_tanh_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);

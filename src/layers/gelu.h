@@ -19,7 +19,7 @@
 // - gelu_*_reference (gelu.c): the formula with libm's erff and expf, and
 //   the backward derived. Read these now.
 // - gelu_forward / gelu_forward_backward (fast.h; gelu_fast.c, file 21): the same formula with fast_erff
-//   (fasterf.h) and fast_expf (fastexp.h), which the compiler vectorises,
+//   (fasterf.h) and fast_expf (fastexp.h), in their vector forms,
 //   spread over OpenMP threads for large n. Within 5e-7 max(1, |x|) of the
 //   reference forward and 5e-7 max(1, |dout|) backward (measured 2.4e-7);
 //   the tests hold them to that.
