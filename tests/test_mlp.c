@@ -135,7 +135,7 @@ START_TEST(forward_matches_the_reference_linear_activation_linear_steps) {
     float *fc_ref = xmalloc(nfc * sizeof(float)), *act_ref = xmalloc(nh * sizeof(float));
     float *out_ref = xmalloc((size_t)N * C * sizeof(float));
     linear_forward_reference(fc_ref, m.inp, m.fc_weight, m.bias ? m.fc_bias : NULL, N, C, m.FC);
-    if (m.act == MLP_SWIGLU) swiglu_forward(act_ref, fc_ref, N, m.H);
+    if (m.act == MLP_SWIGLU) swiglu_forward_reference(act_ref, fc_ref, N, m.H);
     else if (m.act == MLP_RELU2) relu2_forward(act_ref, fc_ref, nh);
     else if (m.act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_ref, fc_ref, nh);
     else gelu_forward_reference(act_ref, fc_ref, nh);

@@ -139,4 +139,12 @@ void gelu_forward_backward(float *out, float *dinp, const float *inp, const floa
 void gelu_tanh_forward(float *out, const float *inp, size_t n);
 void gelu_tanh_forward_backward(float *out, float *dinp, const float *inp, const float *dout, size_t n);
 
+// ---- SwiGLU (swiglu.h; swiglu_fast.c, file 21a) ---------------------------
+
+// The fast versions (swiglu_fast.c), the reference's formulas on
+// fast_exp_vec; the same arguments as swiglu_forward_reference and
+// swiglu_backward_reference (dfc_out written, not overlapping dout).
+void swiglu_forward(float *out, const float *fc_out, int N, int H);
+void swiglu_backward(float *dfc_out, const float *dout, const float *fc_out, int N, int H);
+
 #endif

@@ -1,4 +1,5 @@
-// swiglu.c: SwiGLU, silu(g) * u, forward and backward derived (see swiglu.h).
+// swiglu.c: SwiGLU, silu(g) * u, the reference versions: forward, and the
+// backward derived (see swiglu.h). The fast versions are in swiglu_fast.c (file 21a).
 #include "swiglu.h"
 
 #include <math.h>
@@ -6,7 +7,7 @@
 
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-void swiglu_forward(float *out, const float *fc_out, int N, int H) {
+void swiglu_forward_reference(float *out, const float *fc_out, int N, int H) {
     for (int n = 0; n < N; n++) {
         const float *g = fc_out + (size_t)n * 2 * H, *u = g + H;  // this row's gate and up halves
         float *out_n = out + (size_t)n * H;
@@ -23,7 +24,7 @@ void swiglu_forward(float *out, const float *fc_out, int N, int H) {
 //   d silu / d g = s + g s (1 - s) = s (1 + g (1 - s))
 //   d out / d g  = u s (1 + g (1 - s))              ->  dg = dout u s (1 + g (1 - s))
 // Each output has one g and one u, so nothing sums: dfc_out is written.
-void swiglu_backward(float *dfc_out, const float *dout, const float *fc_out, int N, int H) {
+void swiglu_backward_reference(float *dfc_out, const float *dout, const float *fc_out, int N, int H) {
     for (int n = 0; n < N; n++) {
         const float *g = fc_out + (size_t)n * 2 * H, *u = g + H;
         const float *dout_n = dout + (size_t)n * H;

@@ -16,19 +16,25 @@
 // g >> 0. Three matrices instead of two, so mlp.h makes the hidden layer
 // 2/3 as wide to keep the parameter count.
 //
-// One version, plain loops on libm's expf, that training and `make
-// REFERENCE=1` both run: each element's result depends on its own g and u
-// alone, so a row alone (sampling) gives the bits it gives in a batch.
+// Two versions, as in gelu.h:
+// - swiglu_*_reference (swiglu.c): plain loops on libm's expf, and the
+//   backward derived. Read these now; `make REFERENCE=1` runs them.
+// - swiglu_forward / swiglu_backward (fast.h; swiglu_fast.c, file 21a):
+//   the same formulas on fast_exp_vec (fastexp.h), a vector of channels
+//   at a time; within 1e-6 max(1, |value|) of the reference (the tests
+//   hold them to that).
+// Each element's result depends on its own g and u alone, so a row alone
+// (sampling) gives the bits it gives in a batch.
 #ifndef TINYGPT_SWIGLU_H
 #define TINYGPT_SWIGLU_H
 
 // out[N,H] = silu(fc_out[:, 0:H)) * fc_out[:, H:2H)
-void swiglu_forward(float *out, const float *fc_out, int N, int H);
+void swiglu_forward_reference(float *out, const float *fc_out, int N, int H);
 
 // Given dout[N,H] (derived in swiglu.c), dfc_out[N,2H] written, not added:
 //   dg = dout * u * sigmoid(g) (1 + g (1 - sigmoid(g)))     columns [0,H)
 //   du = dout * silu(g)                                      columns [H,2H)
 // dfc_out must not overlap dout.
-void swiglu_backward(float *dfc_out, const float *dout, const float *fc_out, int N, int H);
+void swiglu_backward_reference(float *dfc_out, const float *dout, const float *fc_out, int N, int H);
 
 #endif

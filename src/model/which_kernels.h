@@ -77,13 +77,13 @@ static inline void attention(BlockActs *a, int B, int T, int C, int NH, float dr
 // The MLP over n rows: out = act(inp @ Wfc^T + bfc) @ Wproj^T + bproj
 // (mlp.h; the biases gpt2's, NULL in gpt), act GELU (either form) or
 // ReLU^2 or SwiGLU; the reference build runs its three steps one by one
-// (ReLU^2 and SwiGLU have one version).
+// (ReLU^2 has one version).
 static inline void mlp(float *out, float *fc_out, float *act_out, const float *inp, const BlockParams *p, int n, int C,
                 MlpKind act) {
     if (USE_REFERENCE) {
         const int H = mlp_hidden(C, act);
         linear_forward_reference(fc_out, inp, p->fc_weight, p->fc_bias, n, C, mlp_fc_width(C, act));
-        if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, n, H);
+        if (act == MLP_SWIGLU) swiglu_forward_reference(act_out, fc_out, n, H);
         else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, (size_t)n * H);
         else if (act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_out, fc_out, (size_t)n * H);
         else gelu_forward_reference(act_out, fc_out, (size_t)n * H);
@@ -152,13 +152,13 @@ static inline void mlp_grad(float *dinp, const BlockParams *g, float *dhidden, f
         const int H = mlp_hidden(C, act), FC = mlp_fc_width(C, act);
         const size_t n = (size_t)N * H;
         float *dact = act == MLP_SWIGLU ? dhidden + (size_t)N * FC : dhidden;  // as mlp_backward
-        if (act == MLP_SWIGLU) swiglu_forward(act_out, fc_out, N, H);
+        if (act == MLP_SWIGLU) swiglu_forward_reference(act_out, fc_out, N, H);
         else if (act == MLP_RELU2) relu2_forward(act_out, fc_out, n);
         else if (act == MLP_GELU_TANH) gelu_tanh_forward_reference(act_out, fc_out, n);
         else gelu_forward_reference(act_out, fc_out, n);
         linear_backward_reference(dact, g->mlp_proj_weight, g->mlp_proj_bias, dout, act_out, p->mlp_proj_weight, N,
                                   H, C);
-        if (act == MLP_SWIGLU) swiglu_backward(dhidden, dact, fc_out, N, H);
+        if (act == MLP_SWIGLU) swiglu_backward_reference(dhidden, dact, fc_out, N, H);
         else if (act == MLP_RELU2) relu2_backward(dhidden, fc_out, dhidden, n);
         else if (act == MLP_GELU_TANH) gelu_tanh_backward_reference(dhidden, fc_out, dhidden, n);
         else gelu_backward_reference(dhidden, fc_out, dhidden, n);
