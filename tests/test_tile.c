@@ -17,11 +17,11 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "fasterf.h"
+#include "fastexp.h"
 #include "helpers.h"
 #include "rng.h"
 #include "sanitized.h"
-#include "fasterf.h"
-#include "fastexp.h"
 #include "tests.h"
 #include "tile.h"
 

@@ -90,11 +90,10 @@ static inline void softmax_rows(float *out, size_t ldo, const float *in, size_t 
         const float *in_r = in + r * ldi;
         float *out_r = out + r * ldo;
         const int n = n0 + r * n_step, whole = (n + 15) / 16 * 16 < room ? (n + 15) / 16 * 16 : room;
-        int j = 0;
-        for (; j + VEC_FLOATS <= whole; j += VEC_FLOATS)
-            store_vec(out_r + j, fast_exp_vec((load_vec(in_r + j) - max[r]) * scale));
-        if (j < whole)
-            store_tail(out_r + j, fast_exp_vec((load_tail(in_r + j, whole - j, 0.0f) - max[r]) * scale), whole - j);
+        for (int j = 0; j < whole; j += VEC_FLOATS) {
+            const int count = lanes_left((size_t)whole, (size_t)j);
+            store_upto(out_r + j, fast_exp_vec((load_upto(in_r + j, count) - max[r]) * scale), count);
+        }
         lanes[r] = row_sum_lanes(out_r, n);
     }
     sum16_rows(sum, lanes, rows);

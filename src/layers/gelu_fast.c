@@ -9,7 +9,6 @@
 // Each loop runs over the elements in pieces of a vector (simd.h's
 // lanes_left), the last piece perhaps shorter: an element's bits do not
 // depend on which piece, or which thread, it falls in.
-#include <math.h>
 #include <stddef.h>
 
 #include "fast.h"
@@ -35,15 +34,11 @@ static inline vec normal_pdf(vec x) {
     return (vec)(in_range & (ivec)(fast_exp_vec(-half_x2) * GELU_INV_SQRT_2PI));
 }
 
-// The pieces of n elements, a vector each (the last perhaps shorter).
-static inline size_t pieces(size_t n) { return (n + VEC_FLOATS - 1) / VEC_FLOATS; }
-
 // Each pass's loop is an orphaned `omp for`, in a region of its own only
 // when one pays (parallel.h).
 static void gelu_forward_loop(float *out, const float *inp, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t piece = 0; piece < pieces(n); piece++) {
-        const size_t i = piece * VEC_FLOATS;
+    for (size_t i = 0; i < n; i += VEC_FLOATS) {
         const int count = lanes_left(n, i);
         const vec x = load_upto(inp + i, count);
         store_upto(out + i, x * normal_cdf(x), count);
@@ -60,8 +55,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 // reads its dout before it writes its dinp, and reads no other piece.
 static void gelu_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t piece = 0; piece < pieces(n); piece++) {
-        const size_t i = piece * VEC_FLOATS;
+    for (size_t i = 0; i < n; i += VEC_FLOATS) {
         const int count = lanes_left(n, i);
         const vec x = load_upto(inp + i, count), cdf = normal_cdf(x);
         store_upto(out + i, x * cdf, count);
@@ -100,8 +94,7 @@ static inline vec tanh_gate(vec x, vec *s_slope) {
 
 static void gelu_tanh_forward_loop(float *out, const float *inp, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t piece = 0; piece < pieces(n); piece++) {
-        const size_t i = piece * VEC_FLOATS;
+    for (size_t i = 0; i < n; i += VEC_FLOATS) {
         const int count = lanes_left(n, i);
         const vec x = load_upto(inp + i, count);
         vec s_slope;
@@ -117,8 +110,7 @@ void gelu_tanh_forward(float *out, const float *inp, size_t n) {
 // one exp an element, not two. In place (dinp == dout) is safe.
 static void gelu_tanh_forward_backward_loop(float *out, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp for schedule(static)
-    for (size_t piece = 0; piece < pieces(n); piece++) {
-        const size_t i = piece * VEC_FLOATS;
+    for (size_t i = 0; i < n; i += VEC_FLOATS) {
         const int count = lanes_left(n, i);
         const vec x = load_upto(inp + i, count);
         vec s_slope;
