@@ -193,7 +193,7 @@ static void drop_row(float *dropped, const float *weights, int n, int T, uint64_
 // the score tiles, 4 rows by up to 64 keys, at or left of the diagonal;
 // then the block's softmaxes at once (softmax_rows: row t over its t + 1
 // visible keys), the masked j > t set to zero, and the weights after dropout.
-static void attention_weights_rows(float *attn_weights, float *dropped_weights, const float *keys_t,
+static void attention_weights_rows(float *attn_weights, float *dropped_weights, const float *keys_t_bh,
                                    const float *qkv, int b, int h, int t0, int rows, int T, int C, int NH,
                                    float dropout_p, uint64_t dropout_key, uint64_t dropout_first) {
     const int HS = C / NH;
@@ -207,7 +207,7 @@ static void attention_weights_rows(float *attn_weights, float *dropped_weights, 
         const int tile_rows = t0 + rows - r0 < 4 ? t0 + rows - r0 : 4;
         const int last = r0 + tile_rows - 1;  // the last row's keys reach furthest
         for (int j0 = 0; j0 <= last; j0 += 64)
-            matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t + head * HS * T, T, HS, r0, tile_rows, j0,
+            matmul_tile_rows(weights_bh, qkv_b + h * HS, C3, keys_t_bh, T, HS, r0, tile_rows, j0,
                              causal_tile_cols(j0, last, T));
     }
     // Steps 2-3: row t's softmax over its t + 1 visible scores, in place
@@ -283,11 +283,15 @@ static void attention_forward_heads(float *attn_out, float *attn_weights, float 
 #pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            const size_t head = (size_t)b * NH + h;
             const float *qkv_b = qkv + (size_t)b * T * 3 * (size_t)C;
-            transpose_head(keys_t + head * HS * T, NULL, qkv_b, 0, T, T, C, HS, h);
+            // This head's keys, transposed, in this thread's [HS,T] slot of
+            // keys_t, reused head after head, so they stay in cache (as the
+            // backward's values_t: a thread gets work only if its number is
+            // below the B*NH heads, so its slot is in the buffer).
+            float *keys_t_bh = keys_t + (size_t)omp_get_thread_num() * HS * T;
+            transpose_head(keys_t_bh, NULL, qkv_b, 0, T, T, C, HS, h);
             for (int t0 = 0; t0 < T; t0 += SOFTMAX_BLOCK)
-                attention_weights_rows(attn_weights, dropped_weights, keys_t, qkv, b, h, t0,
+                attention_weights_rows(attn_weights, dropped_weights, keys_t_bh, qkv, b, h, t0,
                                        T - t0 < SOFTMAX_BLOCK ? T - t0 : SOFTMAX_BLOCK, T, C, NH, dropout_p, dropout_key,
                                        dropout_first);
             attention_values_rows(attn_out, dropout_p > 0.0f ? dropped_weights : attn_weights, qkv, b, h, 0, T, T, C,

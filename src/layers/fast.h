@@ -54,9 +54,11 @@ void linear_transpose_weight(float *weight_t, const float *weight, int C, int OC
 //                             diagonal; the fast backward reads it (for
 //                             dV = P^T dOut, and for the factors: a weight is
 //                             kept where P is not 0); unused when dropout_p = 0
-//   keys_t[B,NH,HS,T]         keys_t[b,h,i,j] = k[b,j,h*HS+i]: each head's keys,
-//                             transposed (the scores' tiles read them; sampling's
-//                             cache keeps them)
+//   keys_t[B,NH,HS,T]         scratch: each thread transposes the head at hand's
+//                             keys into one [HS,T] slot of it (slot i,j = k_j[i]),
+//                             which the scores' tiles read; the rest is untouched
+//                             (sampling's key cache is the same tensor, laid out
+//                             by cache_key)
 void attention_forward(float *attn_out, float *attn_weights, float *dropped_weights, float *keys_t,
                        const float *qkv, int B, int T, int C, int NH, float dropout_p, uint64_t dropout_key,
                        uint64_t dropout_first);

@@ -177,7 +177,7 @@ typedef struct {
     float *qk_rstd;         // [B,T,2NH]   --qk-norm: 1/rms of each head's q, then of each head's k
     float *attn_weights;    // [B,NH,T,T]  softmax of masked scaled scores (before dropout)
     float *dropped_weights; // [B,NH,T,T]  attn_weights after dropout (each x 0 or 1/(1-p)); only when dropout > 0
-    float *keys_t;          // [B,NH,HS,T] each head's keys, transposed (see attention.h)
+    float *keys_t;          // [B,NH,HS,T] scratch of the fast forward, and sampling's key cache (fast.h)
     float *attn_out;        // [B,T,C]     attention output, heads concatenated
     float *res_attn;        // [B,T,C]     the stream after attention: x + dropout(proj) (card: proj)
     float *ln2_out, *ln2_mean, *ln2_rstd;  // ln2(res_attn)
