@@ -106,21 +106,36 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 #endif
 }
 
-// x clamped to [lo, hi] in each lane, as `x < lo ? lo : x > hi ? hi : x`
-// (a NaN lane stays NaN): x86's max and min return their second operand
-// unless the first is larger (smaller), which is that rule exactly, in one
-// instruction each; elsewhere the comparisons select.
-static inline vec clamp_vec(vec x, float lo, float hi) {
+// max_vec: a where a > b, else b, in each lane; min_vec: a where a < b,
+// else b. That is x86's max and min exactly (their second operand unless
+// the first is larger, or smaller; NaN and signed zeros included), one
+// instruction each; elsewhere the comparison (-1, all bits set, where it
+// holds) selects a's bits or b's.
+static inline vec max_vec(vec a, vec b) {
 #if PATH_AVX512
-    return (vec)_mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), (__m512)x));
+    return (vec)_mm512_max_ps((__m512)a, (__m512)b);
 #elif PATH_AVX2
-    return (vec)_mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), (__m256)x));
+    return (vec)_mm256_max_ps((__m256)a, (__m256)b);
 #else
-    const ivec below = x < lo, above = x > hi;
-    x = (vec)((below & (ivec)splat(lo)) | (~below & (ivec)x));
-    return (vec)((above & (ivec)splat(hi)) | (~above & (ivec)x));
+    const ivec a_wins = a > b;
+    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
 #endif
 }
+static inline vec min_vec(vec a, vec b) {
+#if PATH_AVX512
+    return (vec)_mm512_min_ps((__m512)a, (__m512)b);
+#elif PATH_AVX2
+    return (vec)_mm256_min_ps((__m256)a, (__m256)b);
+#else
+    const ivec a_wins = a < b;
+    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
+#endif
+}
+
+// x clamped to [lo, hi] in each lane, as `x < lo ? lo : x > hi ? hi : x`
+// (a NaN lane stays NaN: both comparisons fail, and max_vec and min_vec
+// then give their second operand, x).
+static inline vec clamp_vec(vec x, float lo, float hi) { return min_vec(splat(hi), max_vec(splat(lo), x)); }
 
 // Each lane of x (a whole number in int32_t's range) as an integer. A NaN
 // lane gives some integer (C leaves its conversion undefined; x86 gives

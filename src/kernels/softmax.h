@@ -20,18 +20,10 @@
 #define TINYGPT_SOFTMAX_H
 
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "fastexp.h"
 #include "simd.h"
-
-// max_vec: the larger of a and b in each lane; the comparison gives -1 (all
-// bits set) where a > b, which selects a's bits, else b's.
-static inline vec max_vec(vec a, vec b) {
-    ivec a_wins = a > b;
-    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
-}
 
 // max_vec lane by lane over 16 lanes.
 static inline Lanes16 lanes16_max(Lanes16 a, Lanes16 b) {
