@@ -187,8 +187,9 @@ void transpose_head(float *keys_t, float *values_t, const float *qkv_b, int firs
 // store to a line not in cache waits for the line to be read first. The
 // tiles store whole blocks of such lines at once: card L's dV, dK and dQ
 // took ~1.8x as long as with their lines asked for first (one thread,
-// AVX-512). The heads' loops ask for a block of rows at a time while the
-// softmax's work runs. Only the lines move earlier; no result changes.
+// AVX-512). The heads' loops ask for a block's rows as they start on the
+// block (its scores and softmax, or its softmax backward), whose work runs
+// meanwhile. Only the lines move earlier; no result changes.
 #define LINE_FLOATS 16  // floats in a 64-byte cache line
 static void prefetch_for_write(float *piece, size_t row_stride, int first, int rows, int width) {
     for (int r = first; r < first + rows; r++) {
