@@ -106,19 +106,21 @@ static inline vec fma_vec(vec a, vec b, vec c) {
 #endif
 }
 
+// select_vec: a's bits where "mask" holds (a comparison's -1, all bits
+// set), b's elsewhere, in each lane.
+static inline vec select_vec(ivec mask, vec a, vec b) { return (vec)((mask & (ivec)a) | (~mask & (ivec)b)); }
+
 // max_vec: a where a > b, else b, in each lane; min_vec: a where a < b,
 // else b. That is x86's max and min exactly (their second operand unless
 // the first is larger, or smaller; NaN and signed zeros included), one
-// instruction each; elsewhere the comparison (-1, all bits set, where it
-// holds) selects a's bits or b's.
+// instruction each; elsewhere the comparison selects.
 static inline vec max_vec(vec a, vec b) {
 #if PATH_AVX512
     return (vec)_mm512_max_ps((__m512)a, (__m512)b);
 #elif PATH_AVX2
     return (vec)_mm256_max_ps((__m256)a, (__m256)b);
 #else
-    const ivec a_wins = a > b;
-    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
+    return select_vec(a > b, a, b);
 #endif
 }
 static inline vec min_vec(vec a, vec b) {
@@ -127,8 +129,7 @@ static inline vec min_vec(vec a, vec b) {
 #elif PATH_AVX2
     return (vec)_mm256_min_ps((__m256)a, (__m256)b);
 #else
-    const ivec a_wins = a < b;
-    return (vec)((a_wins & (ivec)a) | (~a_wins & (ivec)b));
+    return select_vec(a < b, a, b);
 #endif
 }
 
@@ -149,8 +150,7 @@ static inline ivec to_int_vec(vec x) {
 #elif PATH_NEON
     return (ivec)vcvtq_s32_f32((float32x4_t)x);
 #else
-    const ivec number = x == x;
-    return __builtin_convertvector((vec)(number & (ivec)x), ivec);
+    return __builtin_convertvector(select_vec(x == x, x, splat(0.0f)), ivec);
 #endif
 }
 

@@ -30,8 +30,7 @@ static inline vec normal_cdf(vec x) { return 0.5f * (1.0f + fast_erf_vec(x * GEL
 // too, so that x * phi(x) is 0 for large x, as in the reference.
 static inline vec normal_pdf(vec x) {
     const vec half_x2 = 0.5f * x * x;
-    const ivec in_range = half_x2 < 87.0f;
-    return (vec)(in_range & (ivec)(fast_exp_vec(-half_x2) * GELU_INV_SQRT_2PI));
+    return select_vec(half_x2 < 87.0f, fast_exp_vec(-half_x2) * GELU_INV_SQRT_2PI, splat(0.0f));
 }
 
 // Each pass's loop is an orphaned `omp for`, in a region of its own only
@@ -87,8 +86,7 @@ static inline vec tanh_gate(vec x, vec *s_slope) {
     const vec two_u = 2.0f * GELU_SQRT_2_OVER_PI * (x + GELU_TANH_CUBIC * x * x * x);
     const vec e = fast_exp_vec(-two_u);
     const vec s = 1.0f / (1.0f + e);
-    const ivec in_range = abs_vec(two_u) < 87.0f;
-    *s_slope = (vec)(in_range & (ivec)(e * s * s));  // e s first: at most 1, where e may be 1.7e38
+    *s_slope = select_vec(abs_vec(two_u) < 87.0f, e * s * s, splat(0.0f));  // e s first: at most 1, where e may be 1.7e38
     return s;
 }
 
