@@ -60,15 +60,22 @@ emulated() {
     qemu-x86_64 -cpu "$model" "$@" 2> >(grep -v "warning: TCG doesn't support" >&2)
 }
 
-# run_as MODEL PATH: step 1 and 2 for one model; its output in $work/MODEL.
+# run_as MODEL PATH DEPTH: step 1 and 2 for one model; its output in
+# $work/MODEL. DEPTH: the k blocks' depth the model's L1 data cache (as its
+# cpuid tells it) must get (matmul.c): these models' 32 KB, 80 rows; the
+# runs here, on this CPU's L1, may use another, which must not change a bit.
 run_as() {
-    local model=$1 path=$2 dir=$work/$1
+    local model=$1 path=$2 depth=$3 dir=$work/$1
     mkdir -p "$dir"
-    local chosen
-    chosen=$(emulated "$model" "$bin" peak --seconds 0.01 --threads 1 2>"$dir/peak.err" | sed -n 's/^kernels: //p') ||
+    emulated "$model" "$bin" peak --seconds 0.01 --threads 1 >"$dir/peak.out" 2>"$dir/peak.err" ||
         { echo "cpu_check: $model: tinygpt peak failed under qemu: see $dir/peak.err" >&2; return 1; }
+    local chosen blocks
+    chosen=$(sed -n 's/^kernels: //p' "$dir/peak.out")
     [[ $chosen == "$path" ]] ||
         { echo "cpu_check: $model: the portable binary chose '$chosen', not $path" >&2; return 1; }
+    blocks=$(sed -n 's/^products: //p' "$dir/peak.out")
+    [[ $blocks == "k blocks $depth deep ("* ]] ||
+        { echo "cpu_check: $model: '$blocks', not k blocks $depth deep" >&2; return 1; }
     emulated "$model" "$bin" train README.md "${train_flags[@]}" --out "$dir/emulated" >"$dir/emulated.log" 2>&1 ||
         { echo "cpu_check: $model: train failed under qemu: see $dir/emulated.log" >&2; return 1; }
     emulated "$model" "$bin" sample --model "$dir/emulated/model.safetensors" "${sample_flags[@]}" >"$dir/emulated.sample" \
@@ -83,13 +90,14 @@ run_as() {
         { echo "cpu_check: $model: the model trained under qemu is not this CPU's $path run's: see $dir" >&2; return 1; }
     cmp -s "$dir/emulated.sample" "$dir/here.sample" ||
         { echo "cpu_check: $model: the sample under qemu is not this CPU's $path run's: see $dir" >&2; return 1; }
-    echo "cpu_check: $model: chose $path; trained 6 steps on 2 threads and sampled, byte for byte as $path here"
+    echo "cpu_check: $model: chose $path, $blocks; trained 6 steps on 2 threads and sampled, byte for byte as" \
+        "$path here ($(TINYGPT_KERNELS=$path "$bin" peak --seconds 0.01 --threads 1 | sed -n 's/^products: //p'))"
 }
 
 failed=0
-run_as EPYC-Milan avx2 || failed=1
-run_as Haswell avx2 || failed=1
-run_as Nehalem generic || failed=1
+run_as EPYC-Milan avx2 80 || failed=1
+run_as Haswell avx2 80 || failed=1
+run_as Nehalem generic 80 || failed=1
 # The plain build under Nehalem: cpu_guard.c's line, or nothing to refuse
 # (a build for a CPU without AVX, which this check does not expect).
 status=0

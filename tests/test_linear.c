@@ -8,9 +8,9 @@
 //    gradients already there rather than overwrite them;
 // 3. the fast (tiled, OpenMP) versions agree with the reference ones on many
 //    shapes, most of them not multiples of matmul.c's blocking (tiles of
-//    TILE_ROWS 4 x TILE_COLS 64, row chunks of CHUNK_ROWS 128 and k blocks
-//    of K_BLOCK 128), so ragged edge tiles, several chunks and several k
-//    blocks all run.
+//    up to 6 rows by 64 columns, row chunks of 512 and k blocks up to 128
+//    deep), so ragged edge tiles, several chunks and several k blocks all
+//    run; and give the same bits at every k block depth.
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -51,13 +51,14 @@ static void assert_close(const char *what, const float *a, const float *b, size_
     }
 }
 
-// expect_same_bits: "one" (computed on one thread) and "two" (on two) hold
-// the same bits, element for element.
-static void expect_same_bits(const char *what, const float *one, const float *two, size_t n, int N, int C, int OC) {
+// expect_same_bits: "a" and "b" (computed as "how_a" and "how_b" say: "on
+// one thread", "on two") hold the same bits, element for element.
+static void expect_same_bits(const char *what, const float *a, const char *how_a, const float *b, const char *how_b,
+                             size_t n, int N, int C, int OC) {
     for (size_t j = 0; j < n; j++)
-        if (memcmp(&one[j], &two[j], sizeof(float)) != 0)
-            ck_abort_msg("N %d, C %d, OC %d: %s[%zu] %.9g on one thread, %.9g on two", N, C, OC, what, j,
-                         (double)one[j], (double)two[j]);
+        if (memcmp(&a[j], &b[j], sizeof(float)) != 0)
+            ck_abort_msg("N %d, C %d, OC %d: %s[%zu] %.9g %s, %.9g %s", N, C, OC, what, j, (double)a[j], how_a,
+                         (double)b[j], how_b);
 }
 
 // ---------------------------------------------------------------------------
@@ -353,7 +354,7 @@ START_TEST(dweight_on_strips_is_the_same_on_one_thread_and_two) {
         set_threads(2);
         linear_backward_params(dweight_two, NULL, s.dout, s.inp, N, C, OC);
         assert_close("dweight (one thread)", s.dweight_fast, s.dweight_ref, oc, N, C, OC);
-        expect_same_bits("dweight", s.dweight_fast, dweight_two, oc, N, C, OC);
+        expect_same_bits("dweight", s.dweight_fast, "on one thread", dweight_two, "on two", oc, N, C, OC);
         free(dweight_two);
         shape_free(&s);
     }
@@ -383,11 +384,57 @@ START_TEST(dinp_past_the_l2_budget_is_the_same_on_one_thread_and_two) {
         set_threads(2);
         linear_backward_input(dinp_two, s.dout, s.weight, N, C, OC);
         assert_close("dinp (one thread)", s.dinp_fast, s.dinp_ref, nc, N, C, OC);
-        expect_same_bits("dinp", s.dinp_fast, dinp_two, nc, N, C, OC);
+        expect_same_bits("dinp", s.dinp_fast, "on one thread", dinp_two, "on two", nc, N, C, OC);
         free(dinp_two);
         shape_free(&s);
     }
     set_threads(saved_threads);
+}
+END_TEST
+
+// The k blocks' depth follows the L1 data cache (matmul.c): the panel, 64
+// columns of 4 bytes a row, at most two thirds of it, in steps of 16 rows,
+// from 16 to 128; an unknown cache (0) gets 128.
+START_TEST(k_block_depth_fills_two_thirds_of_the_l1) {
+    static const long L1_BYTES[] = {49152, 32768, 65536, 131072, 16384, 4096, 0, -1};
+    static const int DEPTH[] = {128, 80, 128, 128, 32, 16, 128, 128};
+    for (int i = 0; i < COUNT(L1_BYTES); i++)
+        ck_assert_msg(matmul_k_block_for(L1_BYTES[i]) == DEPTH[i], "L1 of %ld bytes: k blocks %d deep, want %d",
+                      L1_BYTES[i], matmul_k_block_for(L1_BYTES[i]), DEPTH[i]);
+}
+END_TEST
+
+// A k block only ends one run of a tile's sums and starts the next from
+// what it stored: whatever the depth, every product gives the bits it gives
+// at 128. The forward (K = C = 200), the input gradient (K = OC = 300) and
+// the weight gradient on strips (K = N = 130), at depths that split them
+// into blocks of 80 (the 32 KB L1's), 48 and 37 (no multiple of a vector),
+// and 1, against 128's.
+START_TEST(products_give_the_same_bits_at_every_k_block_depth) {
+    enum { N = 130, C = 200, OC = 300 };
+    static const int DEPTHS[] = {80, 48, 37, 1};
+    const size_t no = (size_t)N * OC, nc = (size_t)N * C, oc = (size_t)OC * C;
+    Rng rng;
+    rng_init(&rng, 600);
+    Shape s = shape_new(N, C, OC, &rng);
+    const int saved_depth = matmul_k_block();
+    matmul_set_k_block(128);
+    linear_forward(s.out_ref, s.inp, s.weight, s.bias, N, C, OC);
+    memcpy(s.dweight_ref, s.dweight_start, oc * sizeof(float));
+    linear_backward(s.dinp_ref, s.dweight_ref, NULL, s.dout, s.inp, s.weight, N, C, OC);
+    for (int d = 0; d < COUNT(DEPTHS); d++) {
+        matmul_set_k_block(DEPTHS[d]);
+        linear_forward(s.out_fast, s.inp, s.weight, s.bias, N, C, OC);
+        memcpy(s.dweight_fast, s.dweight_start, oc * sizeof(float));
+        linear_backward(s.dinp_fast, s.dweight_fast, NULL, s.dout, s.inp, s.weight, N, C, OC);
+        char depth[32];
+        snprintf(depth, sizeof depth, "in k blocks %d deep", DEPTHS[d]);
+        expect_same_bits("out", s.out_ref, "in k blocks 128 deep", s.out_fast, depth, no, N, C, OC);
+        expect_same_bits("dinp", s.dinp_ref, "in k blocks 128 deep", s.dinp_fast, depth, nc, N, C, OC);
+        expect_same_bits("dweight", s.dweight_ref, "in k blocks 128 deep", s.dweight_fast, depth, oc, N, C, OC);
+    }
+    matmul_set_k_block(saved_depth);
+    shape_free(&s);
 }
 END_TEST
 
@@ -450,6 +497,8 @@ Suite *linear_suite(void) {
     tcase_add_test(shapes, rows_kernel_gives_the_engine_s_bits);
     tcase_add_test(shapes, dweight_on_strips_is_the_same_on_one_thread_and_two);
     tcase_add_test(shapes, dinp_past_the_l2_budget_is_the_same_on_one_thread_and_two);
+    tcase_add_test(shapes, k_block_depth_fills_two_thirds_of_the_l1);
+    tcase_add_test(shapes, products_give_the_same_bits_at_every_k_block_depth);
     suite_add_tcase(s, shapes);
     return s;
 }

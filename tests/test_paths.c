@@ -157,12 +157,32 @@ START_TEST(every_path_this_cpu_has_gives_the_same_bits) {
 END_TEST
 #endif
 
+// The products' k blocks (matmul.c) are as deep as this CPU's L1 data cache
+// lets them be; TINYGPT_K_BLOCK sets the depth. Shallower blocks split the
+// models' sums (k = 48 to 256) at other places, which must not change a
+// bit. Loop test, as above.
+START_TEST(any_k_block_depth_gives_the_same_bits) {
+    const Model *model = &MODELS[_i];
+    char binary[512];
+    snprintf(binary, sizeof binary, "TINYGPT_K_BLOCK=128 %s", tinygpt_binary());
+    train(binary, model, "k-128", NULL);
+    snprintf(binary, sizeof binary, "TINYGPT_K_BLOCK=48 %s", tinygpt_binary());
+    train(binary, model, "k-48", NULL);
+    expect_same_log(model->name, "k-128", "k-48");
+    expect_same_file(model->name, "k-128", "k-48", "model.safetensors");
+}
+END_TEST
+
 // TINYGPT_KERNELS is checked in every build: a name that is no path, and a
 // path below what ./tinygpt carries, are refused with one line and exit 2.
 START_TEST(a_kernel_path_that_is_not_there_is_refused) {
     char binary[512];
     snprintf(binary, sizeof binary, "TINYGPT_KERNELS=sse9 %s", tinygpt_binary());
     expect_failure(run_binary(binary, dir, "--version"), "TINYGPT_KERNELS=sse9", 2, "no kernel path of this CPU's kind");
+    snprintf(binary, sizeof binary, "TINYGPT_K_BLOCK=129 %s", tinygpt_binary());
+    expect_failure(run_binary(binary, dir, "--version"), "TINYGPT_K_BLOCK=129", 2, "from 1 to 128");
+    snprintf(binary, sizeof binary, "TINYGPT_K_BLOCK=64k %s", tinygpt_binary());
+    expect_failure(run_binary(binary, dir, "--version"), "TINYGPT_K_BLOCK=64k", 2, "no k block depth");
 #if defined(__x86_64__)
     if (TINYGPT_SANITIZED) return;  // make sanitize builds no portable binary
     const char *portable = env_binary("TINYGPT_PORTABLE_BIN");
@@ -186,6 +206,7 @@ Suite *paths_suite(void) {
 #if defined(__x86_64__)
     tcase_add_loop_test(tc, every_path_this_cpu_has_gives_the_same_bits, 0, 2);
 #endif
+    tcase_add_loop_test(tc, any_k_block_depth_gives_the_same_bits, 0, 2);
     tcase_add_test(tc, a_kernel_path_that_is_not_there_is_refused);
     suite_add_tcase(s, tc);
     return s;

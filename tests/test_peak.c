@@ -10,6 +10,7 @@
 #include "fma_peak.h"
 #include "helpers.h"
 #include "json.h"
+#include "matmul.h"
 #include "tests.h"
 
 static char work_dir[256];
@@ -74,10 +75,26 @@ START_TEST(json_is_one_object_with_every_key_the_help_lists) {
     ck_assert_double_eq(number(root, "seconds"), 0.05);
     const double one = number(root, "gflops_1_thread"), all = number(root, "gflops_all_threads");
     ck_assert_msg(one > 0 && isfinite(one) && all > 0 && isfinite(all), "%s", r->out);
-    ck_assert_int_eq((int)root->count, 15);  // no key the help does not name
+    // The products' k blocks: as deep as the L1 this CPU reports wants them.
+    const double l1 = number(root, "l1_data_bytes");
+    ck_assert_msg(l1 >= 0, "%s", r->out);
+    ck_assert_double_eq(number(root, "k_block"), matmul_k_block_for((long)l1));
+    ck_assert_int_eq((int)root->count, 17);  // no key the help does not name
 
     expect_help_names_keys(root);
     json_free(root);
+}
+END_TEST
+
+// TINYGPT_K_BLOCK sets the depth whatever the L1, and the text says it.
+START_TEST(tinygpt_k_block_sets_the_depth_of_the_products_k_blocks) {
+    char command[512];
+    snprintf(command, sizeof command, "TINYGPT_K_BLOCK=48 %s", tinygpt_binary());
+    RunResult *r = run_binary(command, work_dir, "peak --json --seconds 0.02 --threads 1");
+    ck_assert_msg(r->status == 0, "exit %d: %s", r->status, r->err);
+    ck_assert_msg(strstr(r->out, "\"k_block\": 48,"), "%s", r->out);
+    r = run_binary(command, work_dir, "peak --seconds 0.02 --threads 1");
+    ck_assert_msg(strstr(r->out, "products: k blocks 48 deep (L1 data cache: "), "%s", r->out);
 }
 END_TEST
 
@@ -103,7 +120,7 @@ END_TEST
 START_TEST(product_reports_the_three_products_at_the_shape_asked_for) {
     JsonValue *root;
     RunResult *r = run_json("peak --json --seconds 0.02 --threads 2 --product 70,40,130", &root);
-    ck_assert_int_eq((int)root->count, 16);
+    ck_assert_int_eq((int)root->count, 18);
     const JsonValue *product = json_get(root, "product");
     ck_assert_msg(product && product->type == JSON_OBJECT && product->count == 6, "%s", r->out);
     ck_assert_double_eq(number(product, "rows"), 70);
@@ -157,6 +174,7 @@ Suite *peak_suite(void) {
     tcase_set_timeout(tc, 30);  // runs the binary a dozen times
     tcase_add_test(tc, json_is_one_object_with_every_key_the_help_lists);
     tcase_add_test(tc, one_thread_is_measured_once_and_the_text_names_the_cpu_and_the_vector);
+    tcase_add_test(tc, tinygpt_k_block_sets_the_depth_of_the_products_k_blocks);
     tcase_add_test(tc, product_reports_the_three_products_at_the_shape_asked_for);
     tcase_add_test(tc, bad_flags_are_one_line_usage_errors_that_name_the_flag);
     tcase_add_test(tc, a_result_that_cannot_be_written_is_an_error);

@@ -96,6 +96,7 @@ static void check_stdout(void) { stdout_flush_or_die(NULL); }
 int main(int argc, char **argv) {
     prefer_short_spinning(argv);
     kernel_path_check();
+    k_block_check();
     atexit(check_stdout);
     if (argc < 2) {
         print_help(stderr);

@@ -11,6 +11,7 @@
 #include "fma_peak.h"
 #include "json.h"
 #include "linear.h"
+#include "matmul.h"
 #include "rng.h"
 
 // --product ROWS,IN,OUT: how near the peak tinygpt's products come, alone.
@@ -99,6 +100,7 @@ static void print_json(const CpuInfo *cpu, int threads, double seconds, double o
     json_buf_printf(&b, ", \"kernel_path\": ");
     json_buf_string(&b, cpu->kernel_path, strlen(cpu->kernel_path));
     json_buf_printf(&b, ", \"fused\": %s, \"accumulators\": %d", cpu->fused ? "true" : "false", PEAK_ACCUMULATORS);
+    json_buf_printf(&b, ", \"l1_data_bytes\": %ld, \"k_block\": %d", l1_data_cache_bytes(), matmul_k_block());
     json_buf_printf(&b, ", \"threads\": %d, \"seconds\": %g, \"gflops_1_thread\": %.3f, \"gflops_all_threads\": %.3f",
                     threads, seconds, one, all);
     if (product)
@@ -120,7 +122,7 @@ int cmd_peak(int argc, char **argv) {
         {"--seconds", FLAG_DOUBLE, &seconds, "S", "seconds each of the two measurements runs (1 thread, then all); longer is steadier", 0.01, 600, false, NULL, NULL},
         threads_flag(&threads, "threads of the second measurement, 0 = OpenMP's default (all cores)"),
         {"--product", FLAG_STRING, &product_shape, "ROWS,IN,OUT", "also time a linear layer's three products (forward, input gradient, weight gradient) on 1 thread, inp[ROWS,IN] and weight[OUT,IN], each the best of its runs over --seconds", 0, 0, false, NULL, NULL},
-        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"kernel_path\", \"fused\", \"accumulators\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
+        {"--json", FLAG_SWITCH, &json, NULL, "print {\"cpu\", \"vendor\", \"family\", \"model\", \"stepping\", \"vector_bits\", \"vector_floats\", \"instructions\", \"kernel_path\", \"fused\", \"accumulators\", \"l1_data_bytes\", \"k_block\", \"threads\", \"seconds\", \"gflops_1_thread\", \"gflops_all_threads\"} and with --product \"product\": {\"rows\", \"in\", \"out\", \"forward\", \"input_gradient\", \"weight_gradient\"} in GFLOP/s", 0, 0, false, NULL, NULL},
     };
     Command cmd = {"peak", NULL,
                    "Measure this CPU's peak: GFLOP/s of a loop of fused multiply-adds that touches no memory, "
@@ -149,6 +151,9 @@ int cmd_peak(int argc, char **argv) {
         printf("vector: %d bits, %d floats (%s), %s; %d independent chains, no memory in the loop\n", cpu.vector_bits,
                cpu.vector_floats, cpu.instructions, cpu.fused ? "fused multiply-add" : "multiply then add (no FMA)",
                PEAK_ACCUMULATORS);
+        const long l1 = l1_data_cache_bytes();
+        if (l1 > 0) printf("products: k blocks %d deep (L1 data cache: %ld KB a core)\n", matmul_k_block(), l1 / 1024);
+        else printf("products: k blocks %d deep (L1 data cache: not known)\n", matmul_k_block());
         char label[32];
         snprintf(label, sizeof label, "peak, %d thread%s:", threads, threads == 1 ? "" : "s");
         printf("%-18s %8.1f GFLOP/s\n", "peak, 1 thread:", one);

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "matmul.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -195,4 +197,56 @@ void peak_cpu_info(CpuInfo *info) {
         if (brand[0]) memcpy(info->name, brand, strlen(brand) + 1);
     }
 #endif
+}
+
+// sysfs_cache_line: the first line of /sys's file "name" of cache "index"
+// of CPU 0 into "text", or false when there is none (not Linux, or no such
+// cache). Missing is an answer here, not an error.
+static bool sysfs_cache_line(int index, const char *name, char *text, size_t cap) {
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    const bool found = fgets(text, (int)cap, f) != NULL;
+    fclose(f);
+    return found;
+}
+
+long l1_data_cache_bytes(void) {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    const long bytes = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // glibc: cpuid on x86, 0 on aarch64
+    if (bytes > 0) return bytes;
+#endif
+    // Linux lists each cache of a CPU as /sys/.../cache/indexN: its level,
+    // its type ("Data", "Instruction" or "Unified") and its size ("48K").
+    for (int index = 0; index < 4; index++) {
+        char level[16], type[16], size[16];
+        if (!sysfs_cache_line(index, "level", level, sizeof level) ||
+            !sysfs_cache_line(index, "type", type, sizeof type) || !sysfs_cache_line(index, "size", size, sizeof size))
+            continue;
+        if (atoi(level) != 1 || strncmp(type, "Data", 4) != 0) continue;
+        char *unit;
+        const long count = strtol(size, &unit, 10);
+        const long scale = *unit == 'K' ? 1024 : *unit == 'M' ? 1024 * 1024 : 1;
+        return count > 0 ? count * scale : 0;
+    }
+    return 0;
+}
+
+// ---- The products' k blocks -----------------------------------------------
+
+void k_block_check(void) {
+    const char *wanted = getenv("TINYGPT_K_BLOCK");
+    if (!wanted || !*wanted) {
+        matmul_set_k_block(matmul_k_block_for(l1_data_cache_bytes()));
+        return;
+    }
+    char *end;
+    const long depth = strtol(wanted, &end, 10);
+    if (*end != '\0' || depth < 1 || depth > 128)
+        die(EXIT_USAGE,
+            "TINYGPT_K_BLOCK='%s' is no k block depth: give a whole number from 1 to 128 (multiples of 16 run "
+            "fastest), or unset it",
+            show(wanted, strlen(wanted)).text);
+    matmul_set_k_block((int)depth);
 }

@@ -91,6 +91,17 @@ void kernel_path_check(void);
 // family, model and stepping -1) and from how this file was compiled.
 void peak_cpu_info(CpuInfo *info);
 
+// l1_data_cache_bytes: one core's L1 data cache, from the C library (which
+// asks the CPU on x86) or else from Linux's /sys (where aarch64's lists
+// it); 0 when neither says.
+long l1_data_cache_bytes(void);
+
+// k_block_check: the products' k blocks (matmul.h) set as deep as this
+// CPU's L1 data cache wants, or as TINYGPT_K_BLOCK says when it is set
+// (for timing one depth against another on one CPU): a whole number from 1
+// to 128, or exit 2 naming it. main.c calls it as tinygpt starts.
+void k_block_check(void);
+
 // peak_fma_loop: "rounds" rounds of the loop above: PEAK_ACCUMULATORS x
 // PEAK_VECTOR_FLOATS x rounds multiply-adds, 2 FLOPs each. Lane l of
 // accumulator i starts at start + (i x PEAK_VECTOR_FLOATS + l) / 1024 (in

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common.h"
+
 // One shape of loop serves every fast product in tinygpt:
 //     out[n,m] (+)= sum over k of A(n,k) * Bmat[k,m]
 // with Bmat row-major [K,M] and A read through strides, so A can be a matrix
@@ -31,12 +33,12 @@
 //   rows, tried before the panels and the strips below, had changed
 //   nothing.) A chunk's last rows go in pairs (8 accumulators, enough to
 //   keep both FMA units busy), then singly;
-// - cache: k runs in blocks of K_BLOCK, so the PANEL_COLS-wide slice of Bmat
-//   for one block (K_BLOCK * PANEL_COLS floats, 32 KB) stays in L1 (48 KB on
-//   Zen 4 and 5) while all the row tiles of a chunk use it: copied into a
-//   panel once per chunk, so the fewer the chunks the fewer the copies.
-//   128-deep blocks ran the gpt shapes of `make bench` ~7% faster than 64
-//   and 256. Chunks of 512 rows (128 before) made card L's step ~3% faster
+// - cache: k runs in blocks of k_block, so the PANEL_COLS-wide slice of Bmat
+//   for one block (k_block * PANEL_COLS floats) stays in L1 while all the
+//   row tiles of a chunk use it: copied into a panel once per chunk, so the
+//   fewer the chunks the fewer the copies. The block is as deep as lets the
+//   panel fill two thirds of this CPU's L1 data cache, 128 at most (32 KB of
+//   a 48 KB L1; matmul_k_block_for, below). Chunks of 512 rows (128 before) made card L's step ~3% faster
 //   (29.3-30.2 ms against 30.0-35.1, four runs each, interleaved, on a
 //   2-core Zen 5), where each thread multiplies 2048 rows alone (model.h's
 //   slices). (A product one column tile wide, M <= 64, and at most 512 rows
@@ -67,8 +69,43 @@
 
 #define PANEL_COLS 64
 #define CHUNK_ROWS 512
-#define K_BLOCK 128
 #define CHUNK_L2_BYTES (512 * 1024)  // half of a 1 MB L2 (Cascade Lake, Zen 4 and 5)
+
+// The k blocks' depth. A deeper block stores and reloads each tile's
+// partial sums fewer times, but its panel must stay in L1 beside the tile's
+// rows of A and its out, or every row tile reads the panel from L2 again.
+// One Sapphire Rapids core (48 KB of L1 data), `tinygpt peak --product` at
+// 384,512,128, 2048,256,768 and 1024,768,768, the median of 5, AVX2 path:
+// panels of 2/3 of the L1 (128 deep, 32 KB) the fastest; 1/2 (96 deep) 1-9%
+// slower; 5/6 (160) 0-9%; the whole L1 (192) 2-9%; 1/3 (64) 1-12%. AVX-512
+// path: 96 and 128 alike, 192 1-9% slower. Where the L1 is 32 KB (Zen 3 and
+// 4, Skylake to Cascade Lake, Cortex-A72), 128 deep would fill all of it:
+// cachegrind with Zen 3's L1 (32 KB, 8 ways) counts 3.1x the L1 read misses
+// of 80-deep blocks over four baby gpt steps on the AVX2 path. (Not yet
+// timed on such a CPU: docs/cpus.md.) Which blocks add which k terms does
+// not change a sum's bits (see the end of the comment above).
+#define K_BLOCK_MAX 128
+#define K_BLOCK_STEP 16  // a multiple of every path's vector: pack_panel_turned turns whole blocks
+
+int matmul_k_block_for(long l1_data_bytes) {
+    if (l1_data_bytes <= 0) return K_BLOCK_MAX;  // unknown: the depth a 48 KB L1 wants
+    long depth = l1_data_bytes * 2 / 3 / (long)(PANEL_COLS * sizeof(float));
+    depth -= depth % K_BLOCK_STEP;
+    return depth < K_BLOCK_STEP ? K_BLOCK_STEP : depth > K_BLOCK_MAX ? K_BLOCK_MAX : (int)depth;
+}
+
+// Set once, before any product runs (k_block_check in fma_peak.c, as
+// tinygpt starts, or a test), and read by every
+// thread after: no thread writes it while products run.
+static int k_block = K_BLOCK_MAX;
+
+void matmul_set_k_block(int depth) {
+    if (depth < 1 || depth > K_BLOCK_MAX)
+        die(EXIT_RUNTIME, "matmul_set_k_block(%d): depths run from 1 to %d", depth, K_BLOCK_MAX);
+    k_block = depth;
+}
+
+int matmul_k_block(void) { return k_block; }
 
 // Whole vectors of columns [m0, m0 + cols) (cols a multiple of VEC_FLOATS,
 // at most PANEL_COLS) of ROWS rows: EDGE_COLS at a time, then what is left
@@ -158,7 +195,7 @@ BULK_TILE void strip_tile(const BulkTiles *t, const float *strip, int n0, int m)
 
 // Each thread's copy of the Bmat block its tiles are reading, rows
 // PANEL_COLS floats apart (see matmul).
-static _Thread_local float b_panel[K_BLOCK * PANEL_COLS] __attribute__((aligned(64)));
+static _Thread_local float b_panel[K_BLOCK_MAX * PANEL_COLS] __attribute__((aligned(64)));
 
 // panel[k - k0, 0..cols) = Bmat[k, m0..m0+cols) for k in [k0, k1)
 static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1, int m0, int cols) {
@@ -196,8 +233,9 @@ static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, i
 // after k, the rows' numbers side by side (see pack_strips). The strips lie
 // 16 floats more than a multiple of 4 KB apart (AVX-512's 8-row strips:
 // 4 KB apart, the 64 strips a row of dout is copied into would all fall in
-// one set of the L1 cache, 8 lines).
-#define STRIP_STRIDE (K_BLOCK * STRIP_ROWS + 16)
+// one set of the L1 cache, 8 lines). A block shallower than K_BLOCK_MAX
+// leaves the end of each strip unused.
+#define STRIP_STRIDE (K_BLOCK_MAX * STRIP_ROWS + 16)
 static _Thread_local float a_strips[CHUNK_ROWS / STRIP_ROWS * STRIP_STRIDE] __attribute__((aligned(64)));
 
 // strips[s, k - k0, r] = A(n0 + STRIP_ROWS s + r, k) for k in [k0, k1) ("A"
@@ -324,8 +362,8 @@ static __attribute__((noinline)) void matmul_items(float *out, StridedMatrix A, 
             // Only whole column tiles read strips: none, if the group's first
             // tile is the ragged last one (or M < PANEL_COLS).
             const bool strips = transposed && M - group * tiles_per_item * PANEL_COLS >= PANEL_COLS;
-            for (int k0 = 0; k0 < K || k0 == 0; k0 += K_BLOCK) {
-                const int k1 = min_int(K, k0 + K_BLOCK);
+            for (int k0 = 0; k0 < K || k0 == 0; k0 += k_block) {
+                const int k1 = min_int(K, k0 + k_block);
                 if (strips) pack_strips(a_strips, from_column(A, k0), n0, (chunk_end - n0) / STRIP_ROWS, k1 - k0);
                 for (int ct = group * tiles_per_item; ct < ct_end; ct++) {
                     const int m0 = ct * PANEL_COLS;

@@ -19,6 +19,17 @@
 // the calling thread alone (here, and linear_forward_rows).
 #define MIN_PARALLEL_WORK (1 << 18)
 
+// The engine runs k in blocks (matmul.c), each block's rows of Bmat copied
+// into a panel that must stay in L1. matmul_k_block_for: the depth for an
+// L1 data cache of "l1_data_bytes" (0: unknown), the panel at most two
+// thirds of it, in multiples of 16, from 16 to 128. The depth is 128 until
+// matmul_set_k_block (1 to 128) sets it, once, before the products run: as
+// tinygpt starts, for this CPU (fma_peak.h's k_block_check), or in a test.
+// No product's bits depend on it. matmul_k_block: the depth now.
+int matmul_k_block_for(long l1_data_bytes);
+void matmul_set_k_block(int depth);
+int matmul_k_block(void);
+
 // out[N,M] (+)= A(N,K) @ Bmat[K,M], A read through its strides (a matrix or a
 // transposed one). "accumulate" adds to out; otherwise each row of out starts
 // from init_row[M] (a bias) or, when init_row is NULL, from zero.
