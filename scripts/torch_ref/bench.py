@@ -195,6 +195,17 @@ def bench_model_name(config):
     return "card" if config.arch == "card" else f"{config.arch}, {config.layers} layers"
 
 
+def k_block_sentence(peak):
+    """The depth of tinygpt's k blocks and the L1 it was chosen for, from
+    `tinygpt peak --json` (docs/cpus.md), as a sentence; "" from a tinygpt
+    too old to say."""
+    if "k_block" not in peak:
+        return ""
+    l1 = peak.get("l1_data_bytes", 0)
+    cache = f"for an L1 data cache of {l1 // 1024} KB a core" if l1 else "the L1 data cache not known"
+    return f" tinygpt's products ran in k blocks {peak['k_block']} deep ({cache}; docs/cpus.md)."
+
+
 def bench_report(info, results, samples, no_cache_supported, peak=None):
     """The markdown report, as a string.
 
@@ -236,7 +247,7 @@ def bench_report(info, results, samples, no_cache_supported, peak=None):
                   f"{peak['model']}): **{peak['gflops_1_thread']:.1f} GFLOP/s on 1 thread, "
                   f"{peak['gflops_all_threads']:.1f} on {peak['threads']}**. No product runs faster; "
                   f"a row's \"% of peak\" is its GFLOP/s over the peak of {peak['threads']} threads "
-                  "(and, for 1 thread, of 1 thread).", ""]
+                  "(and, for 1 thread, of 1 thread)." + k_block_sentence(peak), ""]
     all_threads = peak["threads"] if peak else None
 
     lines += ["## Training", "",
