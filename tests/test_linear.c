@@ -418,7 +418,7 @@ START_TEST(products_give_the_same_bits_at_every_k_block_depth) {
     rng_init(&rng, 600);
     Shape s = shape_new(N, C, OC, &rng);
     const int saved_depth = matmul_k_block();
-    matmul_set_k_block(128);
+    matmul_set_k_block(MATMUL_K_BLOCK_MAX);
     linear_forward(s.out_ref, s.inp, s.weight, s.bias, N, C, OC);
     memcpy(s.dweight_ref, s.dweight_start, oc * sizeof(float));
     linear_backward(s.dinp_ref, s.dweight_ref, NULL, s.dout, s.inp, s.weight, N, C, OC);

@@ -1,4 +1,5 @@
-// fma_peak.c: the FMA loop, its timing on threads, and cpuid (see fma_peak.h).
+// fma_peak.c: the FMA loop, its timing on threads, cpuid, the L1 data
+// cache's size and the products' k blocks set for it (see fma_peak.h).
 #include "fma_peak.h"
 
 #include <math.h>
@@ -243,10 +244,10 @@ void k_block_check(void) {
     }
     char *end;
     const long depth = strtol(wanted, &end, 10);
-    if (*end != '\0' || depth < 1 || depth > 128)
+    if (*end != '\0' || depth < 1 || depth > MATMUL_K_BLOCK_MAX)
         die(EXIT_USAGE,
-            "TINYGPT_K_BLOCK='%s' is no k block depth: give a whole number from 1 to 128 (multiples of 16 run "
+            "TINYGPT_K_BLOCK='%s' is no k block depth: give a whole number from 1 to %d (multiples of 16 run "
             "fastest), or unset it",
-            show(wanted, strlen(wanted)).text);
+            show(wanted, strlen(wanted)).text, MATMUL_K_BLOCK_MAX);
     matmul_set_k_block((int)depth);
 }

@@ -4,8 +4,9 @@
 // Reading order: file 21b, the last of the fast kernels, with flops.h (the
 // FLOPs a training step needs): read it after the kernels it is the ceiling
 // of. It implements: a loop of fused multiply-adds (FMAs) that never
-// touches memory, timed on one thread and on several, and what the CPU
-// says of itself (cpuid). It leaves out: memory bandwidth (tinygpt's
+// touches memory, timed on one thread and on several, what the CPU says
+// of itself (cpuid), and its L1 data cache's size, to which the products'
+// k blocks are set (matmul.h). It leaves out: memory bandwidth (tinygpt's
 // products are built to run from registers and L1, tile.h and matmul.c) and
 // any theoretical number (clock x units x width): the clock moves with the
 // load and the temperature, so the peak is measured, never computed.
@@ -99,7 +100,8 @@ long l1_data_cache_bytes(void);
 // k_block_check: the products' k blocks (matmul.h) set as deep as this
 // CPU's L1 data cache wants, or as TINYGPT_K_BLOCK says when it is set
 // (for timing one depth against another on one CPU): a whole number from 1
-// to 128, or exit 2 naming it. main.c calls it as tinygpt starts.
+// to MATMUL_K_BLOCK_MAX (128), or exit 2 naming it. main.c calls it as
+// tinygpt starts.
 void k_block_check(void);
 
 // peak_fma_loop: "rounds" rounds of the loop above: PEAK_ACCUMULATORS x

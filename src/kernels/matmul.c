@@ -38,7 +38,8 @@
 //   row tiles of a chunk use it: copied into a panel once per chunk, so the
 //   fewer the chunks the fewer the copies. The block is as deep as lets the
 //   panel fill two thirds of this CPU's L1 data cache, 128 at most (32 KB of
-//   a 48 KB L1; matmul_k_block_for, below). Chunks of 512 rows (128 before) made card L's step ~3% faster
+//   a 48 KB L1; matmul_k_block_for, below). Chunks of 512 rows (128
+//   before) made card L's step ~3% faster
 //   (29.3-30.2 ms against 30.0-35.1, four runs each, interleaved, on a
 //   2-core Zen 5), where each thread multiplies 2048 rows alone (model.h's
 //   slices). (A product one column tile wide, M <= 64, and at most 512 rows
@@ -84,24 +85,22 @@
 // of 80-deep blocks over four baby gpt steps on the AVX2 path. (Not yet
 // timed on such a CPU: docs/cpus.md.) Which blocks add which k terms does
 // not change a sum's bits (see the end of the comment above).
-#define K_BLOCK_MAX 128
 #define K_BLOCK_STEP 16  // a multiple of every path's vector: pack_panel_turned turns whole blocks
 
 int matmul_k_block_for(long l1_data_bytes) {
-    if (l1_data_bytes <= 0) return K_BLOCK_MAX;  // unknown: the depth a 48 KB L1 wants
+    if (l1_data_bytes <= 0) return MATMUL_K_BLOCK_MAX;  // unknown: the depth a 48 KB L1 wants
     long depth = l1_data_bytes * 2 / 3 / (long)(PANEL_COLS * sizeof(float));
     depth -= depth % K_BLOCK_STEP;
-    return depth < K_BLOCK_STEP ? K_BLOCK_STEP : depth > K_BLOCK_MAX ? K_BLOCK_MAX : (int)depth;
+    return depth < K_BLOCK_STEP ? K_BLOCK_STEP : depth > MATMUL_K_BLOCK_MAX ? MATMUL_K_BLOCK_MAX : (int)depth;
 }
 
-// Set once, before any product runs (k_block_check in fma_peak.c, as
-// tinygpt starts, or a test), and read by every
-// thread after: no thread writes it while products run.
-static int k_block = K_BLOCK_MAX;
+// Set once, before any product runs (as tinygpt starts, or by a test), and
+// only read after: no thread writes it while products run.
+static int k_block = MATMUL_K_BLOCK_MAX;
 
 void matmul_set_k_block(int depth) {
-    if (depth < 1 || depth > K_BLOCK_MAX)
-        die(EXIT_RUNTIME, "matmul_set_k_block(%d): depths run from 1 to %d", depth, K_BLOCK_MAX);
+    if (depth < 1 || depth > MATMUL_K_BLOCK_MAX)
+        die(EXIT_RUNTIME, "matmul_set_k_block(%d): depths run from 1 to %d", depth, MATMUL_K_BLOCK_MAX);
     k_block = depth;
 }
 
@@ -195,7 +194,7 @@ BULK_TILE void strip_tile(const BulkTiles *t, const float *strip, int n0, int m)
 
 // Each thread's copy of the Bmat block its tiles are reading, rows
 // PANEL_COLS floats apart (see matmul).
-static _Thread_local float b_panel[K_BLOCK_MAX * PANEL_COLS] __attribute__((aligned(64)));
+static _Thread_local float b_panel[MATMUL_K_BLOCK_MAX * PANEL_COLS] __attribute__((aligned(64)));
 
 // panel[k - k0, 0..cols) = Bmat[k, m0..m0+cols) for k in [k0, k1)
 static void pack_panel(float *panel, const float *Bmat, size_t M, int k0, int k1, int m0, int cols) {
@@ -233,9 +232,9 @@ static void pack_panel_turned(float *panel, const float *Bt, size_t K, int k0, i
 // after k, the rows' numbers side by side (see pack_strips). The strips lie
 // 16 floats more than a multiple of 4 KB apart (AVX-512's 8-row strips:
 // 4 KB apart, the 64 strips a row of dout is copied into would all fall in
-// one set of the L1 cache, 8 lines). A block shallower than K_BLOCK_MAX
+// one set of the L1 cache, 8 lines). A block shallower than MATMUL_K_BLOCK_MAX
 // leaves the end of each strip unused.
-#define STRIP_STRIDE (K_BLOCK_MAX * STRIP_ROWS + 16)
+#define STRIP_STRIDE (MATMUL_K_BLOCK_MAX * STRIP_ROWS + 16)
 static _Thread_local float a_strips[CHUNK_ROWS / STRIP_ROWS * STRIP_STRIDE] __attribute__((aligned(64)));
 
 // strips[s, k - k0, r] = A(n0 + STRIP_ROWS s + r, k) for k in [k0, k1) ("A"

@@ -22,10 +22,12 @@
 // The engine runs k in blocks (matmul.c), each block's rows of Bmat copied
 // into a panel that must stay in L1. matmul_k_block_for: the depth for an
 // L1 data cache of "l1_data_bytes" (0: unknown), the panel at most two
-// thirds of it, in multiples of 16, from 16 to 128. The depth is 128 until
-// matmul_set_k_block (1 to 128) sets it, once, before the products run: as
-// tinygpt starts, for this CPU (fma_peak.h's k_block_check), or in a test.
-// No product's bits depend on it. matmul_k_block: the depth now.
+// thirds of it, in multiples of 16, from 16 to MATMUL_K_BLOCK_MAX. The
+// depth is MATMUL_K_BLOCK_MAX until matmul_set_k_block (1 to
+// MATMUL_K_BLOCK_MAX) sets it, once, before the products run: as tinygpt
+// starts, for this CPU (main.c), or in a test. No product's bits depend on
+// it. matmul_k_block: the depth now.
+#define MATMUL_K_BLOCK_MAX 128
 int matmul_k_block_for(long l1_data_bytes);
 void matmul_set_k_block(int depth);
 int matmul_k_block(void);
