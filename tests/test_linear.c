@@ -394,10 +394,10 @@ END_TEST
 
 // The k blocks' depth follows the L1 data cache (matmul.c): the panel, 64
 // columns of 4 bytes a row, at most two thirds of it, in steps of 16 rows,
-// from 16 to 128; an unknown cache (0) gets 128.
+// from 64 to 128; an unknown cache (0) gets 128.
 START_TEST(k_block_depth_fills_two_thirds_of_the_l1) {
-    static const long L1_BYTES[] = {49152, 32768, 65536, 131072, 16384, 4096, 0, -1};
-    static const int DEPTH[] = {128, 80, 128, 128, 32, 16, 128, 128};
+    static const long L1_BYTES[] = {49152, 32768, 40960, 65536, 131072, 16384, 4096, 0, -1};
+    static const int DEPTH[] = {128, 80, 96, 128, 128, 64, 64, 128, 128};
     for (int i = 0; i < COUNT(L1_BYTES); i++)
         ck_assert_msg(matmul_k_block_for(L1_BYTES[i]) == DEPTH[i], "L1 of %ld bytes: k blocks %d deep, want %d",
                       L1_BYTES[i], matmul_k_block_for(L1_BYTES[i]), DEPTH[i]);

@@ -22,7 +22,7 @@
 // The engine runs k in blocks (matmul.c), each block's rows of Bmat copied
 // into a panel that must stay in L1. matmul_k_block_for: the depth for an
 // L1 data cache of "l1_data_bytes" (0: unknown), the panel at most two
-// thirds of it, in multiples of 16, from 16 to MATMUL_K_BLOCK_MAX. The
+// thirds of it, in multiples of 16, from 64 to MATMUL_K_BLOCK_MAX. The
 // depth is MATMUL_K_BLOCK_MAX until matmul_set_k_block (1 to
 // MATMUL_K_BLOCK_MAX) sets it, once, before the products run: as tinygpt
 // starts, for this CPU (main.c), or in a test. No product's bits depend on
