@@ -142,6 +142,15 @@ $(BUILD)/version.h: FORCE
 $(BUILD)/commands/args.o: $(BUILD)/version.h
 $(BUILD)/commands/args.o: ALL_CFLAGS += -I$(BUILD)
 
+# The compiler and its flags, in a file rewritten only when they change
+# (the shell's own temporary file: `make -j2 test` runs this rule in two
+# makes at once). Every object depends on it, so a new OPT, CFLAGS, CC or
+# ALIGN_CFLAGS recompiles what they compile, where make would otherwise
+# keep the objects an older command line made.
+$(BUILD)/cflags: FORCE | deps
+	@mkdir -p $(dir $@)
+	@tmp=$@.$$$$.tmp; echo '$(CC) $(ALL_CFLAGS)' > $$tmp; cmp -s $$tmp $@ && rm $$tmp || mv $$tmp $@
+
 LIB_SRC = $(filter-out src/commands/main.c src/commands/launcher.c src/commands/cpu_guard.c, $(wildcard src/*/*.c))
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 MAIN_OBJ = $(BUILD)/commands/main.o
@@ -175,11 +184,11 @@ all: $(if $(filter 1,$(REFERENCE)),$(BUILD)/tinygpt,tinygpt)
 deps:
 	@scripts/setup.sh --quiet$(if $(filter 1,$(MPI)), --mpi)
 
-$(BUILD)/%.o: src/%.c $(HEADERS) | deps
+$(BUILD)/%.o: src/%.c $(HEADERS) $(BUILD)/cflags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) | deps
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) $(BUILD)/cflags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
@@ -306,7 +315,7 @@ test-bins:
 # in the real one, keeps every line of the shipped backward honest.
 BROKEN_BIN = $(BUILD)/tinygpt-broken
 
-$(BUILD)/broken/attention_fast.o: src/layers/attention_fast.c $(HEADERS) | deps
+$(BUILD)/broken/attention_fast.o: src/layers/attention_fast.c $(HEADERS) $(BUILD)/cflags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DTINYGPT_BREAK_SOFTMAX_BACKWARD -c $< -o $@
 
@@ -634,7 +643,7 @@ fuzz: fuzz-build
 	done; exit $$status
 
 .PRECIOUS: $(BUILD)/fuzz/%.o
-$(BUILD)/fuzz/%.o: tests/fuzz/%.c $(HEADERS) | deps
+$(BUILD)/fuzz/%.o: tests/fuzz/%.c $(HEADERS) $(BUILD)/cflags | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
