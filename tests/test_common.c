@@ -158,6 +158,23 @@ START_TEST(read_file_reads_a_regular_file_and_a_link_to_one) {
 }
 END_TEST
 
+// A system file (a cgroup's memory.max, /sys's cache sizes) gives its first
+// line, cut to the buffer; one that is not there gives false, and no
+// message: the machine not saying is an answer.
+START_TEST(read_system_line_gives_the_first_line_or_false_when_missing) {
+    write_text_file(path_in(dir, "size"), "48K\nsecond line\n");
+    char text[16];
+    ck_assert(read_system_line(path_in(dir, "size"), text, sizeof text));
+    ck_assert_str_eq(text, "48K\n");
+    char small[3];
+    ck_assert(read_system_line(path_in(dir, "size"), small, sizeof small));
+    ck_assert_str_eq(small, "48");
+    write_text_file(path_in(dir, "empty"), "");
+    ck_assert(!read_system_line(path_in(dir, "empty"), text, sizeof text));
+    ck_assert(!read_system_line(path_in(dir, "missing"), text, sizeof text));
+}
+END_TEST
+
 // ---- Paths -------------------------------------------------------------------------
 
 // A stream read without a bound (max_bytes SIZE_MAX: a file read whole)
@@ -326,6 +343,7 @@ Suite *common_suite(void) {
     tcase_add_test(files, read_file_refuses_a_device_that_never_ends);
     tcase_add_test(files, fopen_checked_says_what_to_do_about_a_missing_file_or_directory);
     tcase_add_test(files, read_file_reads_a_regular_file_and_a_link_to_one);
+    tcase_add_test(files, read_system_line_gives_the_first_line_or_false_when_missing);
     tcase_add_test(files, read_stream_out_of_memory_without_a_bound_names_no_flag);
     tcase_add_test(files, atomic_commit_without_sync_replaces_the_file_whole_or_not_at_all);
     suite_add_tcase(s, files);

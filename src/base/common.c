@@ -400,14 +400,20 @@ bool read_stream(FILE *f, const char *path, size_t max_bytes, char **out, size_t
     return true;
 }
 
+bool read_system_line(const char *path, char *text, size_t cap) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    const bool found = fgets(text, (int)cap, f) != NULL;
+    fclose(f);
+    return found;
+}
+
 // cgroup_limit: the number in the cgroup file "path" (a memory limit in
 // bytes), or SIZE_MAX when the file is missing or says "max" (no limit).
 static size_t cgroup_limit(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return SIZE_MAX;
+    char text[32];
     unsigned long long limit;
-    bool found = fscanf(f, "%llu", &limit) == 1;
-    fclose(f);
+    const bool found = read_system_line(path, text, sizeof text) && sscanf(text, "%llu", &limit) == 1;
     return found && limit < SIZE_MAX ? (size_t)limit : SIZE_MAX;
 }
 

@@ -187,6 +187,12 @@ bool path_dir(const char *path, char *out, size_t cap);
 // or exists and is not a directory, is one line naming it and exit 1.
 void make_dir(const char *path);
 
+// read_system_line: the first line of a file the system provides (Linux's
+// /sys, a cgroup's limits) into "text", or false when there is none. What
+// the machine does not say is an answer there, not an error, so unlike the
+// project's other reads this one reports nothing.
+bool read_system_line(const char *path, char *text, size_t cap);
+
 // memory_limit_bytes: how much memory this process may use: the machine's
 // physical memory, or less if a cgroup (a container) limits it; 0 when
 // unknown. Used to refuse a model that cannot fit before allocating it.

@@ -202,15 +202,11 @@ void peak_cpu_info(CpuInfo *info) {
 
 // sysfs_cache_line: the first line of /sys's file "name" of cache "index"
 // of CPU 0 into "text", or false when there is none (not Linux, or no such
-// cache). Missing is an answer here, not an error.
+// cache).
 static bool sysfs_cache_line(int index, const char *name, char *text, size_t cap) {
     char path[96];
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, name);
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    const bool found = fgets(text, (int)cap, f) != NULL;
-    fclose(f);
-    return found;
+    return read_system_line(path, text, cap);
 }
 
 long l1_data_cache_bytes(void) {
